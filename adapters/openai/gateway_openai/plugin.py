@@ -1,0 +1,1 @@
+"""Entry point of the openai adapter (filled in by the adapter modules)."""

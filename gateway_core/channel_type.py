@@ -1,0 +1,102 @@
+"""The contract a channel-type adapter implements.
+
+A channel type talks to one kind of upstream. The relay hands it an
+:class:`Exchange` (what to send, where, with which key) and gets back either a
+:class:`JsonReply` or a :class:`StreamReply`. HTTP channel types use the helpers
+in :mod:`gateway_core.upstream` for the wire work (timeouts, error mapping, SSE
+framing); a local channel type (the demo) answers by itself.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import aiohttp
+import attrs
+
+from .client_protocol import Call, Frame
+from .model import ChatRequest, ChatResponse, Usage
+from .records import ChannelRecord
+
+
+@attrs.frozen
+class Timeouts:
+    """Seconds: connecting, waiting for the response head, silence between chunks."""
+
+    connect: float = 10.0
+    first_byte: float = 120.0
+    idle: float = 120.0
+
+
+@attrs.frozen
+class Target:
+    """Where one attempt goes: the channel, the upstream key chosen, the mapped model."""
+
+    channel: ChannelRecord
+    api_key: str = attrs.field(repr=False)
+    upstream_model: str
+
+
+@attrs.frozen
+class Exchange:
+    """Everything a channel type needs for one attempt.
+
+    ``request`` is the core request when the call must be converted, ``None`` on
+    the fast path (the channel speaks ``call.wire``): then build the upstream body
+    from ``call.body`` with only the model and the gateway's own fields changed.
+    """
+
+    call: Call
+    target: Target
+    request: ChatRequest | None
+    session: aiohttp.ClientSession
+    timeouts: Timeouts
+    request_id: str
+
+    @property
+    def passthrough(self) -> bool:
+        return self.request is None
+
+
+@attrs.frozen
+class JsonReply:
+    """A complete answer. On the fast path ``body`` is the upstream's bytes and
+    ``response`` may be ``None``; on the conversion path ``response`` is set."""
+
+    body: bytes | None
+    response: ChatResponse | None
+    usage: Usage | None
+    model: str | None = None
+    content_type: str = "application/json"
+
+
+@attrs.define
+class StreamReply:
+    """A streaming answer: frames as the upstream sends them, and a way to stop it."""
+
+    frames: AsyncIterator[Frame]
+    close: Callable[[], Awaitable[None]]
+
+
+Reply = JsonReply | StreamReply
+
+
+class ChannelType(abc.ABC):
+    """A kind of upstream the gateway can call."""
+
+    name: str
+
+    @abc.abstractmethod
+    def wire(self, endpoint: str) -> str | None:
+        """The wire format this type speaks for ``endpoint``, or ``None`` when it
+        does not serve it."""
+
+    @abc.abstractmethod
+    async def send(self, exchange: Exchange) -> Reply:
+        """Perform one attempt. Raise a ``GatewayError`` (usually through
+        :mod:`gateway_core.upstream`) when the upstream fails."""
+
+    def normalize_base_url(self, base_url: str) -> str:
+        """The base URL as stored; the default drops a trailing slash."""
+        return base_url.rstrip("/")

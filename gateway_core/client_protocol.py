@@ -1,0 +1,159 @@
+"""The contract a client-protocol adapter implements.
+
+A client protocol owns a set of routes, knows where its clients put their key,
+parses request bodies into a :class:`Call`, converts calls to the core model when
+the channel speaks another wire format, and renders responses, stream frames and
+errors in its own shape. Every method is synchronous and pure except where noted:
+the relay does the I/O.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from .errors import GatewayError
+from .model import ChatRequest, ChatResponse, ModelInfo, StreamEvent
+
+Headers = Mapping[str, str]  # lower-case names (Starlette's Headers fits)
+Query = Mapping[str, str]
+
+
+@attrs.frozen
+class RouteSpec:
+    """One route a client protocol serves.
+
+    ``endpoint`` names what the route does (see :mod:`gateway_core.endpoints`).
+    Several protocols may claim the same path and method (``GET /v1/models``);
+    ``match`` then tells whether a request is theirs, by its headers and query.
+    A route with no ``match`` is the fallback for its path.
+    """
+
+    path: str
+    endpoint: str
+    methods: tuple[str, ...] = ("POST",)
+    match: Callable[[Headers, Query], bool] | None = None
+
+
+@attrs.frozen
+class Call:
+    """One parsed client request.
+
+    ``wire`` names the body's wire format (``"openai.chat"``): when a channel
+    speaks the same wire for the endpoint, the relay forwards ``body`` with only
+    the model mapped (the fast path) and never builds the core request.
+    ``options`` holds what the protocol needs to remember for rendering
+    (for example whether the client asked for usage in its stream).
+    """
+
+    protocol: str
+    endpoint: str
+    wire: str
+    model: str
+    stream: bool
+    body: dict[str, Any]
+    options: Mapping[str, Any] = attrs.field(factory=dict)
+    path_params: Mapping[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Frame:
+    """One upstream stream frame: its exact bytes and the core events it carries."""
+
+    raw: bytes
+    events: tuple[StreamEvent, ...] = ()
+    terminal: bool = False  # the upstream's end-of-stream marker (e.g. ``data: [DONE]``)
+
+
+@attrs.frozen
+class RenderedError:
+    status: int
+    body: bytes
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    content_type: str = "application/json"
+
+
+class StreamWriter(abc.ABC):
+    """Turns upstream frames into the bytes a streaming client receives.
+
+    Created per request by :meth:`ClientProtocol.stream_writer`. In pass-through
+    mode ``write`` returns the frame's own bytes (or a filtered form); in
+    conversion mode it encodes the frame's core events. The terminal bytes come
+    from ``end`` only after the request is settled, so a client that saw the end
+    of its stream is always billed and logged.
+    """
+
+    content_type: str = "text/event-stream"
+
+    @abc.abstractmethod
+    def write(self, frame: Frame) -> bytes:
+        """Bytes to send now for this frame (may be empty)."""
+
+    @abc.abstractmethod
+    def end(self) -> bytes:
+        """The closing bytes of a stream that ended normally."""
+
+    @abc.abstractmethod
+    def fail(self, error: GatewayError, request_id: str) -> bytes:
+        """The closing bytes of a stream broken after it started."""
+
+    def keepalive(self) -> bytes:
+        """Bytes that keep an idle stream open without changing its meaning."""
+        return b": keep-alive\n\n"
+
+
+class ClientProtocol(abc.ABC):
+    """A wire protocol spoken by the gateway's clients."""
+
+    name: str
+
+    @abc.abstractmethod
+    def routes(self) -> Sequence[RouteSpec]:
+        """The routes this protocol serves."""
+
+    @abc.abstractmethod
+    def read_key(self, headers: Headers, query: Query) -> str:
+        """The API key secret of a request, or raise ``AuthenticationError``
+        saying what is wrong with the header (never echoing the secret)."""
+
+    def owns(self, path: str, headers: Headers) -> bool:
+        """Whether an error for an unmatched ``path`` should be in this shape."""
+        return False
+
+    @abc.abstractmethod
+    def parse(
+        self,
+        route: RouteSpec,
+        body: bytes,
+        headers: Headers,
+        query: Query,
+        path_params: Mapping[str, str],
+    ) -> Call:
+        """Parse a request body, or raise ``InvalidRequestError``."""
+
+    @abc.abstractmethod
+    def to_core(self, call: Call) -> ChatRequest:
+        """The call as a core request, for channels of another wire format."""
+
+    @abc.abstractmethod
+    def render_response(self, call: Call, response: ChatResponse) -> bytes:
+        """A complete (non-streaming) response body."""
+
+    @abc.abstractmethod
+    def stream_writer(self, call: Call, passthrough: bool) -> StreamWriter:
+        """A writer for one streaming response."""
+
+    @abc.abstractmethod
+    def render_models(self, models: Sequence[ModelInfo], headers: Headers, query: Query) -> bytes:
+        """The model list body for a ``models`` endpoint."""
+
+    @abc.abstractmethod
+    def render_error(self, error: GatewayError, request_id: str) -> RenderedError:
+        """Status, headers and body for an error, in this protocol's shape."""
+
+    def passthrough_body(self, call: Call, upstream_body: bytes) -> bytes:
+        """The client's body of a same-wire non-streaming answer (as is, by default)."""
+        return upstream_body

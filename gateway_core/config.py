@@ -1,0 +1,92 @@
+"""Gateway configuration: ``plugins.toml`` and the environment.
+
+``plugins.toml``::
+
+    # entry-point names of the plugins to load; omit to load every installed one
+    load = ["openai", "demo", "console"]
+
+    [gateway]                 # settings of the core (all optional)
+    trusted_proxies = ["127.0.0.1"]
+    max_body_bytes = 33554432
+
+    [plugins.openai]          # a plugin's own settings
+    default_max_tokens = 4096
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from .channel_type import Timeouts
+
+DEFAULT_DB = "./data/relaygate.db"
+
+
+class ConfigError(Exception):
+    """A configuration problem, reported as one line at start-up."""
+
+
+@attrs.frozen
+class Config:
+    db_path: str = DEFAULT_DB
+    load: tuple[str, ...] | None = None  # None: every installed plugin
+    plugins: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    trusted_proxies: tuple[str, ...] = ()
+    max_body_bytes: int = 32 * 1024 * 1024
+    timeouts: Timeouts = Timeouts()
+    max_attempts: int = 3
+    source: str | None = None
+
+    def plugin_settings(self, name: str) -> dict[str, Any]:
+        return self.plugins.get(name, {})
+
+
+def load_config(db_path: str | None = None, plugins_file: str | os.PathLike | None = None) -> Config:
+    """Read ``plugins_file`` (default: ``RELAYGATE_PLUGINS`` or ``./plugins.toml``
+    when it exists) and the database path (``RELAYGATE_DB`` or the default)."""
+    db = db_path or os.environ.get("RELAYGATE_DB") or DEFAULT_DB
+    explicit = plugins_file or os.environ.get("RELAYGATE_PLUGINS")
+    path = Path(explicit) if explicit else Path("plugins.toml")
+    if not path.exists():
+        if explicit:
+            raise ConfigError(f"plugins file not found: {path}")
+        return Config(db_path=db)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return config_from_mapping(data, db_path=db, source=str(path))
+
+
+def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, source: str | None = None) -> Config:
+    where = source or "configuration"
+    load = data.get("load")
+    if load is not None and (not isinstance(load, list) or not all(isinstance(n, str) for n in load)):
+        raise ConfigError(f"{where}: 'load' must be a list of plugin names")
+    gateway = data.get("gateway", {})
+    plugins = data.get("plugins", {})
+    if not isinstance(gateway, dict) or not isinstance(plugins, dict):
+        raise ConfigError(f"{where}: [gateway] and [plugins.NAME] must be tables")
+    known = {"trusted_proxies", "max_body_bytes", "timeouts", "max_attempts"}
+    unknown = set(gateway) - known
+    if unknown:
+        raise ConfigError(f"{where}: unknown [gateway] setting(s): {', '.join(sorted(unknown))}")
+    timeouts = gateway.get("timeouts", {})
+    try:
+        return Config(
+            db_path=db_path,
+            load=tuple(load) if load is not None else None,
+            plugins={str(k): dict(v) for k, v in plugins.items()},
+            trusted_proxies=tuple(gateway.get("trusted_proxies", ())),
+            max_body_bytes=int(gateway.get("max_body_bytes", Config.max_body_bytes)),
+            timeouts=Timeouts(**{k: float(v) for k, v in timeouts.items()}),
+            max_attempts=int(gateway.get("max_attempts", Config.max_attempts)),
+            source=source,
+        )
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None

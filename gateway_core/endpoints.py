@@ -1,0 +1,23 @@
+"""Names of the things a route can do; channels declare which they serve."""
+
+MODELS = "models"
+CHAT = "chat"
+RESPONSES = "responses"
+EMBEDDINGS = "embeddings"
+COUNT_TOKENS = "count_tokens"
+IMAGES_GENERATIONS = "images.generations"
+IMAGES_EDITS = "images.edits"
+AUDIO_SPEECH = "audio.speech"
+AUDIO_TRANSCRIPTIONS = "audio.transcriptions"
+
+ALL = (
+    MODELS,
+    CHAT,
+    RESPONSES,
+    EMBEDDINGS,
+    COUNT_TOKENS,
+    IMAGES_GENERATIONS,
+    IMAGES_EDITS,
+    AUDIO_SPEECH,
+    AUDIO_TRANSCRIPTIONS,
+)

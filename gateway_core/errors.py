@@ -1,0 +1,116 @@
+"""What can go wrong, said once, rendered by each client protocol in its own shape.
+
+The core raises these; a client protocol's ``render_error`` turns one into a
+status, headers and a body of its wire format. ``kind`` is the stable name a
+protocol maps to its own error types.
+"""
+
+from __future__ import annotations
+
+
+class GatewayError(Exception):
+    """Base of every error the gateway reports to a client."""
+
+    status: int = 500
+    kind: str = "internal"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        retry_after: float | None = None,
+        status: int | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.param = param
+        self.retry_after = retry_after
+        self.headers = headers or {}
+        if status is not None:
+            self.status = status
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, status={self.status})"
+
+
+class InvalidRequestError(GatewayError):
+    status = 400
+    kind = "invalid_request"
+
+
+class AuthenticationError(GatewayError):
+    status = 401
+    kind = "authentication"
+
+
+class PermissionDeniedError(GatewayError):
+    status = 403
+    kind = "permission"
+
+
+class NotFoundError(GatewayError):
+    status = 404
+    kind = "not_found"
+
+
+class RequestTooLargeError(GatewayError):
+    status = 413
+    kind = "request_too_large"
+
+
+class RateLimitError(GatewayError):
+    status = 429
+    kind = "rate_limit"
+
+
+class InsufficientQuotaError(GatewayError):
+    status = 429
+    kind = "insufficient_quota"
+
+
+class InternalError(GatewayError):
+    status = 500
+    kind = "internal"
+
+
+class UpstreamError(GatewayError):
+    """The upstream answered with an error; ``upstream_status`` and a bounded
+    ``upstream_body`` excerpt are kept for the usage log."""
+
+    status = 502
+    kind = "upstream"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        upstream_status: int | None = None,
+        upstream_body: str | None = None,
+        **kwargs,
+    ) -> None:
+        super().__init__(message, **kwargs)
+        self.upstream_status = upstream_status
+        self.upstream_body = upstream_body
+
+
+class UpstreamUnavailableError(GatewayError):
+    status = 503
+    kind = "unavailable"
+
+
+class UpstreamTimeoutError(GatewayError):
+    status = 504
+    kind = "timeout"
+
+
+UPSTREAM_EXCERPT_LIMIT = 2000
+
+
+def excerpt(body: bytes | str, limit: int = UPSTREAM_EXCERPT_LIMIT) -> str:
+    """A bounded, printable excerpt of an upstream body for logs."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    return text if len(text) <= limit else text[:limit] + "…"

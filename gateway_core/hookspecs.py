@@ -1,0 +1,86 @@
+"""Every hook a Relaygate plugin can implement.
+
+Hooks run once, at start-up, and hand objects to a ``register`` callback. The
+request path then calls those objects directly, never ``pm.hook``. Each hook
+takes ``register`` and ``config`` (the loaded :class:`gateway_core.config.Config`;
+``config.plugin_settings(name)`` holds a plugin's table from ``plugins.toml``).
+An implementation may accept a subset of the arguments. Hooks evolve by adding
+arguments only. ``docs/hooks.md`` has one section per hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from .config import Config
+
+PROJECT = "relaygate"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def register_client_protocols(register: Callable[[Any], None], config: Config) -> None:
+    """Register client protocols.
+
+    Call ``register(protocol)`` with each :class:`gateway_core.client_protocol.ClientProtocol`
+    this plugin provides. Called once when an app is built; the protocol's routes
+    are mounted on the app in registration order.
+    """
+
+
+@hookspec
+def register_channel_types(register: Callable[[Any], None], config: Config) -> None:
+    """Register channel types.
+
+    Call ``register(channel_type)`` with each
+    :class:`gateway_core.channel_type.ChannelType`; its ``name`` is what
+    ``relaygate channel add --type`` accepts. Called once per app and once per
+    CLI invocation that validates a channel type.
+    """
+
+
+@hookspec
+def register_policies(register: Callable[[Any], None], config: Config) -> None:
+    """Register request policies.
+
+    Call ``register(policy)`` with each :class:`gateway_core.policy.Policy`. The
+    pipeline runs policies in ascending ``order`` (the built-in ones use
+    100, 200, ... so a plugin can slot in between). Called once per app.
+    """
+
+
+@hookspec
+def register_routes(register: Callable[[Any], None], config: Config) -> None:
+    """Register extra Starlette routes (the console mounts itself this way).
+
+    Call ``register(route)`` with a ``starlette.routing.BaseRoute`` (``Route`` or
+    ``Mount``). These routes do not pass the policy pipeline: they handle their
+    own authentication. Called once per app, after the protocol routes.
+    """
+
+
+@hookspec
+def register_migrations(register: Callable[[str, Callable[[Any], None]], None], config: Config) -> None:
+    """Register database migrations.
+
+    Call ``register(name, migrate)`` where ``migrate(db)`` receives a
+    ``sqlite_utils.Database``. Names are unique and ordered as strings
+    (``"0001_initial"``); each runs once, in a transaction, when a store opens.
+    """
+
+
+@hookspec
+def register_commands(register: Callable[..., None], config: Config) -> None:
+    """Register ``relaygate`` sub-commands.
+
+    Call ``register(name, help, configure, run)``: ``configure(parser)`` adds
+    arguments to an ``argparse`` parser and ``run(args, cli)`` performs the
+    command with a :class:`gateway_core.cli.CommandContext` and returns an exit
+    status. Called once per CLI invocation.
+    """

@@ -1,0 +1,227 @@
+"""The normalized model every adapter translates to and from.
+
+Plain frozen attrs values with no wire names. A client-protocol adapter converts
+its wire format to these types and back; a channel-type adapter does the same for
+its upstream. Fields a side cannot interpret travel in ``extra`` (requests) or
+``provider_metadata`` (parts and events) so that a round trip loses nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Union
+
+import attrs
+
+JSON = dict[str, Any]
+
+
+# --- content parts -----------------------------------------------------------
+
+
+@attrs.frozen
+class TextPart:
+    text: str
+    provider_metadata: JSON | None = None
+
+
+@attrs.frozen
+class ImagePart:
+    """An image given by URL or inline base64 ``data`` with its ``media_type``."""
+
+    url: str | None = None
+    data: str | None = None
+    media_type: str | None = None
+    detail: str | None = None
+    provider_metadata: JSON | None = None
+
+
+@attrs.frozen
+class ToolCallPart:
+    """A model's call of a tool; ``arguments`` is the JSON text as produced."""
+
+    id: str
+    name: str
+    arguments: str = ""
+    provider_metadata: JSON | None = None
+
+
+@attrs.frozen
+class ToolResultPart:
+    """The result of a tool call, matched to it by ``tool_call_id``."""
+
+    tool_call_id: str
+    content: tuple[Part, ...] = ()
+    is_error: bool = False
+    name: str | None = None
+    provider_metadata: JSON | None = None
+
+
+@attrs.frozen
+class ReasoningPart:
+    """Reasoning ("thinking") text; signatures live in ``provider_metadata``."""
+
+    text: str
+    provider_metadata: JSON | None = None
+
+
+Part = Union[TextPart, ImagePart, ToolCallPart, ToolResultPart, ReasoningPart]
+
+
+class Role(str, enum.Enum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+@attrs.frozen
+class Message:
+    role: Role
+    parts: tuple[Part, ...]
+    name: str | None = None
+
+
+# --- requests ----------------------------------------------------------------
+
+
+@attrs.frozen
+class Tool:
+    name: str
+    description: str | None = None
+    parameters: JSON | None = None
+    extra: JSON = attrs.field(factory=dict)
+
+
+class ToolChoiceMode(str, enum.Enum):
+    AUTO = "auto"
+    NONE = "none"
+    REQUIRED = "required"  # any tool
+    TOOL = "tool"  # the named tool
+
+
+@attrs.frozen
+class ToolChoice:
+    mode: ToolChoiceMode
+    name: str | None = None
+
+
+@attrs.frozen
+class ChatRequest:
+    """A chat/messages/generateContent request in protocol-neutral form.
+
+    ``system`` holds the system prompt parts (protocols that put system text in
+    messages move it here). ``extra`` keeps the top-level fields the reading
+    protocol did not interpret, keyed by their wire names.
+    """
+
+    model: str
+    messages: tuple[Message, ...]
+    system: tuple[Part, ...] = ()
+    tools: tuple[Tool, ...] = ()
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    stop: tuple[str, ...] = ()
+    stream: bool = False
+    user: str | None = None
+    extra: JSON = attrs.field(factory=dict)
+
+
+# --- responses ---------------------------------------------------------------
+
+
+class StopReason(str, enum.Enum):
+    END_TURN = "end_turn"
+    MAX_TOKENS = "max_tokens"
+    TOOL_USE = "tool_use"
+    STOP_SEQUENCE = "stop_sequence"
+    CONTENT_FILTER = "content_filter"
+    ERROR = "error"
+
+
+@attrs.frozen
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@attrs.frozen
+class ChatResponse:
+    id: str
+    model: str
+    parts: tuple[Part, ...]
+    stop_reason: StopReason | None
+    usage: Usage | None = None
+    created: int | None = None
+    provider_metadata: JSON | None = None
+
+
+@attrs.frozen
+class ModelInfo:
+    """One model a key may use, as listed by ``GET /v1/models`` and friends."""
+
+    id: str
+    owned_by: str = "relaygate"
+    created: int = 0
+
+
+# --- stream events -----------------------------------------------------------
+#
+# A stream is: StreamStart, then for each part PartStart / PartDelta* / PartStop
+# (parts may interleave, told apart by ``index``), then StreamFinish, with
+# UsageReport wherever the upstream reports usage (usually last).
+
+
+@attrs.frozen
+class StreamStart:
+    id: str
+    model: str
+    created: int | None = None
+
+
+@attrs.frozen
+class PartStart:
+    """A new part begins at ``index``; ``part`` carries its kind and identity
+    (a ``ToolCallPart`` with id and name, an empty ``TextPart`` ...)."""
+
+    index: int
+    part: Part
+
+
+@attrs.frozen
+class PartDelta:
+    """Text appended to the part at ``index``: text, reasoning or tool-call arguments."""
+
+    index: int
+    text: str
+    provider_metadata: JSON | None = None
+
+
+@attrs.frozen
+class PartStop:
+    index: int
+    provider_metadata: JSON | None = None
+
+
+@attrs.frozen
+class StreamFinish:
+    stop_reason: StopReason | None
+
+
+@attrs.frozen
+class UsageReport:
+    usage: Usage
+
+
+StreamEvent = Union[StreamStart, PartStart, PartDelta, PartStop, StreamFinish, UsageReport]

@@ -1,0 +1,130 @@
+"""Loading plugins and collecting what they register.
+
+Each app (and each CLI run) builds its own ``PluginManager``: plugins are found
+through entry points of the group ``relaygate``, filtered by ``plugins.toml``.
+Hooks are called once here; the :class:`Registry` keeps the objects they handed
+over, which the request path then uses directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from importlib import metadata
+from typing import Any
+
+import attrs
+import pluggy
+
+from . import builtin, hookspecs
+from .config import Config, ConfigError
+
+ENTRY_POINT_GROUP = "relaygate"
+
+
+@attrs.frozen
+class LoadedPlugin:
+    name: str
+    module: str
+    distribution: str | None
+    version: str | None
+
+
+@attrs.define
+class Registry:
+    """What the loaded plugins registered, in registration order."""
+
+    plugins: list[LoadedPlugin] = attrs.field(factory=list)
+    protocols: list[Any] = attrs.field(factory=list)
+    channel_types: dict[str, Any] = attrs.field(factory=dict)
+    policies: list[Any] = attrs.field(factory=list)
+    routes: list[Any] = attrs.field(factory=list)
+    migrations: list[tuple[str, Callable[[Any], None]]] = attrs.field(factory=list)
+    commands: list[tuple[str, str, Callable, Callable]] = attrs.field(factory=list)
+
+    def channel_type(self, name: str) -> Any:
+        try:
+            return self.channel_types[name]
+        except KeyError:
+            known = ", ".join(sorted(self.channel_types)) or "none loaded"
+            raise ConfigError(f"unknown channel type {name!r} (available: {known})") from None
+
+
+def installed_entry_points() -> list[metadata.EntryPoint]:
+    return sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+
+
+def build_plugin_manager(config: Config, extra_plugins: Iterable[Any] = ()) -> tuple[pluggy.PluginManager, list[LoadedPlugin]]:
+    """A fresh plugin manager with the built-in plugin and the selected entry points.
+
+    ``extra_plugins`` are registered directly (tests and embedders use it).
+    """
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    pm.register(builtin, name="core")
+    loaded = [LoadedPlugin("core", builtin.__name__, "relaygate", _version("relaygate"))]
+    available = {ep.name: ep for ep in installed_entry_points()}
+    if config.load is not None:
+        unknown = [name for name in config.load if name not in available]
+        if unknown:
+            have = ", ".join(sorted(available)) or "none"
+            where = config.source or "plugins.toml"
+            raise ConfigError(
+                f"{where}: unknown plugin(s) {', '.join(map(repr, unknown))}; installed: {have}"
+            )
+        selected = [available[name] for name in config.load]
+    else:
+        selected = list(available.values())
+    for ep in selected:
+        try:
+            module = ep.load()
+        except Exception as exc:  # a broken plugin is a start-up error, said in one line
+            raise ConfigError(f"plugin {ep.name!r} failed to load: {exc}") from exc
+        pm.register(module, name=ep.name)
+        dist = ep.dist.name if ep.dist else None
+        loaded.append(LoadedPlugin(ep.name, ep.value, dist, _version(dist) if dist else None))
+    for plugin in extra_plugins:
+        pm.register(plugin)
+        name = pm.get_name(plugin) or repr(plugin)
+        loaded.append(LoadedPlugin(name, getattr(plugin, "__name__", type(plugin).__name__), None, None))
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise ConfigError(f"plugin error: {exc}") from None
+    return pm, loaded
+
+
+def collect(config: Config, extra_plugins: Iterable[Any] = ()) -> Registry:
+    """Load plugins and run every registration hook once."""
+    pm, loaded = build_plugin_manager(config, extra_plugins)
+    registry = Registry(plugins=loaded)
+
+    def add_channel_type(channel_type: Any) -> None:
+        if channel_type.name in registry.channel_types:
+            raise ConfigError(f"channel type {channel_type.name!r} registered twice")
+        registry.channel_types[channel_type.name] = channel_type
+
+    def add_migration(name: str, migrate: Callable[[Any], None]) -> None:
+        if any(existing == name for existing, _ in registry.migrations):
+            raise ConfigError(f"migration {name!r} registered twice")
+        registry.migrations.append((name, migrate))
+
+    def add_command(name: str, help: str, configure: Callable, run: Callable) -> None:
+        registry.commands.append((name, help, configure, run))
+
+    hook = pm.hook
+    hook.register_client_protocols(register=registry.protocols.append, config=config)
+    hook.register_channel_types(register=add_channel_type, config=config)
+    hook.register_policies(register=registry.policies.append, config=config)
+    hook.register_routes(register=registry.routes.append, config=config)
+    hook.register_migrations(register=add_migration, config=config)
+    hook.register_commands(register=add_command, config=config)
+    registry.policies.sort(key=lambda policy: policy.order)
+    registry.migrations.sort(key=lambda item: item[0])
+    return registry
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None

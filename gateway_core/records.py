@@ -1,0 +1,108 @@
+"""Rows of the store as values the rest of the gateway reads.
+
+Money is an integer number of micro-USD (``*_micros``); times are Unix seconds
+as floats. Only :mod:`gateway_core.store` builds these from the database.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen
+class UserRecord:
+    id: int
+    name: str
+    is_admin: bool
+    enabled: bool
+    balance_micros: int
+    groups: tuple[str, ...]
+
+
+@attrs.frozen
+class KeyRecord:
+    """An API key as the request path sees it (its owner folded in)."""
+
+    id: int
+    name: str
+    user_id: int
+    user_name: str
+    user_enabled: bool
+    group: str
+    prefix: str
+    enabled: bool
+    deleted: bool
+    expires_at: float | None
+    quota_micros: int | None
+    used_micros: int
+    models: tuple[str, ...]  # empty: any model of the group
+    allow_ips: tuple[str, ...]  # empty: any address
+    created_at: float
+    last_used_at: float | None
+
+
+@attrs.frozen
+class ChannelRecord:
+    """An upstream channel. ``api_keys`` are the upstream secrets: never log them."""
+
+    id: int
+    name: str
+    type: str
+    base_url: str
+    api_keys: tuple[str, ...] = attrs.field(repr=False)
+    models: tuple[str, ...]
+    model_map: dict[str, str]
+    groups: tuple[str, ...]
+    priority: int = 0
+    weight: int = 1
+    enabled: bool = True
+    endpoints: tuple[str, ...] = ()  # empty: every endpoint the type serves
+    headers: dict[str, str] = attrs.field(factory=dict, repr=False)
+    settings: dict = attrs.field(factory=dict)
+
+    def upstream_model(self, model: str) -> str:
+        return self.model_map.get(model, model)
+
+    def masked_keys(self) -> tuple[str, ...]:
+        return tuple(mask_secret(k) for k in self.api_keys)
+
+
+def mask_secret(secret: str) -> str:
+    """A form of a secret safe to show: its first and last few characters."""
+    if len(secret) <= 10:
+        return "…" * min(len(secret), 3)
+    return f"{secret[:4]}…{secret[-4:]}"
+
+
+@attrs.define
+class UsageRow:
+    """One request, as the usage log stores it. Filled in along the request path."""
+
+    request_id: str
+    started_at: float
+    protocol: str
+    endpoint: str
+    client_ip: str | None = None
+    client_request_id: str | None = None
+    user_id: int | None = None
+    key_id: int | None = None
+    key_name: str | None = None
+    model: str | None = None
+    upstream_model: str | None = None
+    channel_id: int | None = None
+    channel_name: str | None = None
+    stream: bool = False
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    cost_micros: int = 0
+    estimated: bool = False
+    duration_ms: float = 0.0
+    first_token_ms: float | None = None
+    status: int = 0
+    end_reason: str | None = None  # done, client_gone, upstream_error, timeout
+    error_type: str | None = None
+    error_message: str | None = None
+    upstream_status: int | None = None
+    upstream_error: str | None = None
+    attempts: list[dict] = attrs.field(factory=list)

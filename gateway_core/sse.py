@@ -1,0 +1,70 @@
+"""Server-sent events: splitting a byte stream into frames, and writing frames."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import orjson
+
+
+class SSESplitter:
+    """Cuts a byte stream into complete SSE frames (each ending with a blank line).
+
+    Frames are returned with their terminating blank line, byte for byte as
+    received, so the fast path can forward them untouched. CRLF and LF line ends
+    are both understood.
+    """
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self) -> None:
+        self._buffer = b""
+
+    def feed(self, chunk: bytes) -> Iterator[bytes]:
+        buffer = self._buffer + chunk if self._buffer else chunk
+        start = 0
+        while True:
+            end, width = _frame_end(buffer, start)
+            if end < 0:
+                break
+            yield buffer[start : end + width]
+            start = end + width
+        self._buffer = buffer[start:]
+
+    def flush(self) -> bytes:
+        """What is left when the stream ends (an unterminated last frame)."""
+        rest, self._buffer = self._buffer, b""
+        return rest
+
+
+def _frame_end(buffer: bytes, start: int) -> tuple[int, int]:
+    lf = buffer.find(b"\n\n", start)
+    if b"\r" not in buffer:
+        return lf, 2
+    crlf = buffer.find(b"\r\n\r\n", start)
+    if crlf >= 0 and (lf < 0 or crlf < lf):
+        return crlf, 4
+    return lf, 2
+
+
+def frame_fields(frame: bytes) -> tuple[str | None, bytes]:
+    """The ``event`` name and the joined ``data`` of one frame."""
+    event: str | None = None
+    data: list[bytes] = []
+    for line in frame.splitlines():
+        if line.startswith(b"data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(b" ") else value)
+        elif line.startswith(b"event:"):
+            event = line[6:].strip().decode("utf-8", "replace")
+    return event, b"\n".join(data)
+
+
+def data_frame(payload: object) -> bytes:
+    """``data: <json>`` frame."""
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+
+def event_frame(event: str, payload: object) -> bytes:
+    """``event: <name>`` + ``data: <json>`` frame."""
+    return b"event: " + event.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
