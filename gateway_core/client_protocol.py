@@ -119,9 +119,10 @@ class ClientProtocol(abc.ABC):
         """The API key secret of a request, or raise ``AuthenticationError``
         saying what is wrong with the header (never echoing the secret)."""
 
-    def owns(self, path: str, headers: Headers) -> bool:
-        """Whether an error for an unmatched ``path`` should be in this shape."""
-        return False
+    def claim(self, path: str, headers: Headers, query: Query) -> int:
+        """How surely a request for an unknown ``path`` comes from this protocol's
+        clients (0: not at all). The highest claim renders the 404."""
+        return 0
 
     @abc.abstractmethod
     def parse(

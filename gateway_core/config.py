@@ -77,15 +77,16 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
     if unknown:
         raise ConfigError(f"{where}: unknown [gateway] setting(s): {', '.join(sorted(unknown))}")
     timeouts = gateway.get("timeouts", {})
+    defaults = Config()
     try:
         return Config(
             db_path=db_path,
             load=tuple(load) if load is not None else None,
             plugins={str(k): dict(v) for k, v in plugins.items()},
             trusted_proxies=tuple(gateway.get("trusted_proxies", ())),
-            max_body_bytes=int(gateway.get("max_body_bytes", Config.max_body_bytes)),
+            max_body_bytes=int(gateway.get("max_body_bytes", defaults.max_body_bytes)),
             timeouts=Timeouts(**{k: float(v) for k, v in timeouts.items()}),
-            max_attempts=int(gateway.get("max_attempts", Config.max_attempts)),
+            max_attempts=int(gateway.get("max_attempts", defaults.max_attempts)),
             source=source,
         )
     except (TypeError, ValueError) as exc:

@@ -10,6 +10,7 @@ import attrs
 
 from .client_protocol import Call, ClientProtocol
 from .records import KeyRecord, UsageRow
+from .tally import estimate_tokens
 
 
 def new_request_id() -> str:
@@ -20,7 +21,7 @@ def new_request_id() -> str:
 class RequestContext:
     """Created when a request arrives; policies and the relay fill it in.
 
-    ``row`` is the usage-log row the request will leave behind, whatever happens.
+    ``secret`` is the API key as the client sent it (never logged); ``row`` is the usage-log row the request will leave behind, whatever happens.
     ``state`` lets policies keep what they must undo when the request finishes
     (a concurrency slot, a reservation), keyed by policy name.
     """
@@ -33,7 +34,14 @@ class RequestContext:
     call: Call | None = None
     key: KeyRecord | None = None
     row: UsageRow = attrs.field(default=None)
+    secret: str | None = attrs.field(default=None, repr=False)
+    body_size: int = 0
+    response_headers: list[tuple[bytes, bytes]] = attrs.field(factory=list)
     state: dict[str, Any] = attrs.field(factory=dict)
 
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000.0
+
+    def estimated_input_tokens(self) -> int:
+        """A local estimate of the request's input tokens, from its body size."""
+        return estimate_tokens(self.body_size)

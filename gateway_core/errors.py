@@ -9,10 +9,17 @@ from __future__ import annotations
 
 
 class GatewayError(Exception):
-    """Base of every error the gateway reports to a client."""
+    """Base of every error the gateway reports to a client.
+
+    ``upstream_status`` and ``upstream_body`` (a bounded excerpt) record what an
+    upstream said when the error came from one; they go to the usage log, not to
+    the client.
+    """
 
     status: int = 500
     kind: str = "internal"
+    upstream_status: int | None = None
+    upstream_body: str | None = None
 
     def __init__(
         self,
@@ -23,6 +30,7 @@ class GatewayError(Exception):
         retry_after: float | None = None,
         status: int | None = None,
         headers: dict[str, str] | None = None,
+        retryable: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -30,6 +38,7 @@ class GatewayError(Exception):
         self.param = param
         self.retry_after = retry_after
         self.headers = headers or {}
+        self.retryable = retryable  # another channel may succeed where this failed
         if status is not None:
             self.status = status
 
@@ -78,23 +87,10 @@ class InternalError(GatewayError):
 
 
 class UpstreamError(GatewayError):
-    """The upstream answered with an error; ``upstream_status`` and a bounded
-    ``upstream_body`` excerpt are kept for the usage log."""
+    """The upstream failed or answered with an error."""
 
     status = 502
     kind = "upstream"
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        upstream_status: int | None = None,
-        upstream_body: str | None = None,
-        **kwargs,
-    ) -> None:
-        super().__init__(message, **kwargs)
-        self.upstream_status = upstream_status
-        self.upstream_body = upstream_body
 
 
 class UpstreamUnavailableError(GatewayError):

@@ -106,3 +106,20 @@ class UsageRow:
     upstream_status: int | None = None
     upstream_error: str | None = None
     attempts: list[dict] = attrs.field(factory=list)
+
+
+@attrs.frozen
+class PriceRecord:
+    """What a model costs, in integer micro-USD per million tokens.
+
+    ``cached_input`` and ``cache_write`` prices are ``None`` when the model has
+    none (the input price applies). A ``free`` model costs nothing.
+    """
+
+    model: str
+    input_micros_per_mtok: int
+    output_micros_per_mtok: int
+    cached_input_micros_per_mtok: int | None = None
+    cache_write_micros_per_mtok: int | None = None
+    free: bool = False
+    updated_at: float | None = None

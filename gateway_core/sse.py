@@ -49,6 +49,8 @@ def _frame_end(buffer: bytes, start: int) -> tuple[int, int]:
 
 def frame_fields(frame: bytes) -> tuple[str | None, bytes]:
     """The ``event`` name and the joined ``data`` of one frame."""
+    if frame.startswith(b"data: ") and frame.count(b"\n", 0, -2) == 0 and b"\r" not in frame:
+        return None, frame[6:].rstrip(b"\n")  # the common one-line frame
     event: str | None = None
     data: list[bytes] = []
     for line in frame.splitlines():

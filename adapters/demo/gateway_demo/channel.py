@@ -1,0 +1,69 @@
+"""The ``demo`` channel type: answers locally and deterministically, streaming too.
+
+It lets a new user see the gateway work with no provider account and no network.
+Its channel setting ``delay_ms`` (default 30) spaces the streamed words.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator
+
+from gateway_core import (
+    ChannelType,
+    ChatResponse,
+    Exchange,
+    Frame,
+    JsonReply,
+    PartDelta,
+    PartStart,
+    PartStop,
+    Reply,
+    StreamFinish,
+    StreamReply,
+    StreamStart,
+    TextPart,
+    UsageReport,
+    endpoints,
+)
+
+from .answer import answer, usage_for
+
+DEMO_WIRE = "demo"
+
+
+class DemoChannel(ChannelType):
+    name = "demo"
+
+    def wire(self, endpoint: str) -> str | None:
+        return DEMO_WIRE if endpoint == endpoints.CHAT else None
+
+    def normalize_base_url(self, base_url: str) -> str:
+        return base_url.rstrip("/") or "local://demo"
+
+    async def send(self, exchange: Exchange) -> Reply:
+        request = exchange.request
+        pieces, stop = answer(request)
+        text = "".join(pieces)
+        usage = usage_for(request, text)
+        answer_id = "demo-" + os.urandom(8).hex()
+        model = exchange.target.upstream_model
+        if not exchange.call.stream:
+            response = ChatResponse(
+                id=answer_id, model=model, parts=(TextPart(text),), stop_reason=stop, usage=usage, created=int(time.time())
+            )
+            return JsonReply(body=None, response=response, usage=usage)
+        delay = float(exchange.target.channel.settings.get("delay_ms", 30)) / 1000.0
+        frames = _stream(answer_id, model, pieces, stop, usage, delay)
+        return StreamReply(frames=frames, close=frames.aclose)
+
+
+async def _stream(answer_id, model, pieces, stop, usage, delay) -> AsyncIterator[Frame]:
+    yield Frame(b"", (StreamStart(id=answer_id, model=model, created=int(time.time())), PartStart(0, TextPart(""))))
+    for piece in pieces:
+        if delay:
+            await asyncio.sleep(delay)
+        yield Frame(b"", (PartDelta(0, piece),))
+    yield Frame(b"", (PartStop(0), StreamFinish(stop), UsageReport(usage)))

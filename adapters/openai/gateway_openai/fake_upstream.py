@@ -1,0 +1,157 @@
+"""A fake OpenAI upstream for tests: an aiohttp app that speaks the real wire format.
+
+It answers ``POST /v1/chat/completions`` plainly or as an SSE stream (pausing
+``chunk_delay`` seconds between chunks), echoes the last user message, reports
+usage, records every request it received, and can be told to fail: an error
+status, a connection dropped mid-stream, a slow first byte, malformed JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from typing import Any
+
+import attrs
+import orjson
+from aiohttp import web
+
+EXPECTED_KEY = "sk-upstream-test"
+
+
+@attrs.define
+class Fault:
+    """What to do instead of answering normally, once."""
+
+    status: int | None = None
+    body: Any = None
+    headers: dict[str, str] = attrs.field(factory=dict)
+    drop_after_chunks: int | None = None  # close the connection mid-stream
+    first_byte_delay: float = 0.0
+    malformed: bool = False
+
+
+@attrs.define
+class FakeOpenAI:
+    api_key: str = EXPECTED_KEY
+    chunk_delay: float = 0.0
+    requests: list[dict[str, Any]] = attrs.field(factory=list)
+    faults: deque = attrs.field(factory=deque)
+    tool_call: dict[str, Any] | None = None  # answer with this tool call instead of text
+    url: str = ""  # set by whoever serves the app
+
+    def fail_next(self, fault: Fault) -> None:
+        self.faults.append(fault)
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self.chat)
+        return app
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append({"headers": dict(request.headers), "body": body, "path": request.path_qs})
+        if request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return error_response(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        fault = self.faults.popleft() if self.faults else Fault()
+        if fault.first_byte_delay:
+            await asyncio.sleep(fault.first_byte_delay)
+        if fault.status is not None:
+            payload = fault.body if fault.body is not None else {"error": {"message": f"fake failure {fault.status}", "type": "server_error", "param": None, "code": None}}
+            data = payload if isinstance(payload, bytes) else orjson.dumps(payload)
+            return web.Response(status=fault.status, body=data, headers=fault.headers, content_type="application/json")
+        text = echo_text(body)
+        usage = usage_for(body, text)
+        if body.get("stream"):
+            return await self.stream(request, body, text, usage, fault)
+        if fault.malformed:
+            return web.Response(body=b'{"id": "chatcmpl-broken", "choices": [', content_type="application/json")
+        return web.json_response(completion(body, text, usage, self.tool_call), dumps=lambda o: orjson.dumps(o).decode())
+
+    async def stream(self, request, body, text, usage, fault: Fault) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        include_usage = (body.get("stream_options") or {}).get("include_usage") is True
+        chunks = list(stream_chunks(body, text, usage, include_usage, self.tool_call))
+        for n, chunk in enumerate(chunks):
+            if fault.drop_after_chunks is not None and n == fault.drop_after_chunks:
+                request.transport.close()
+                return response
+            if fault.malformed and n == 1:
+                await response.write(b"data: {not json}\n\n")
+                continue
+            await response.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
+            if self.chunk_delay:
+                await asyncio.sleep(self.chunk_delay)
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
+
+
+def error_response(status: int, message: str, type_: str, code: str | None) -> web.Response:
+    payload = {"error": {"message": message, "type": type_, "param": None, "code": code}}
+    return web.Response(status=status, body=orjson.dumps(payload), content_type="application/json")
+
+
+def echo_text(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):
+                content = " ".join(p.get("text", "") for p in content if p.get("type") == "text")
+            return f"echo: {content}"
+    return "echo:"
+
+
+def usage_for(body: dict[str, Any], text: str) -> dict[str, Any]:
+    prompt = sum(len(str(m.get("content", ""))) for m in body.get("messages") or []) // 4 + 1
+    completion_tokens = len(text.split())
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt + completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
+
+
+def completion(body, text, usage, tool_call) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+    finish = "stop"
+    if tool_call is not None:
+        message = {"role": "assistant", "content": None, "tool_calls": [tool_call], "refusal": None}
+        finish = "tool_calls"
+    return {
+        "id": "chatcmpl-fake123",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "usage": usage,
+        "system_fingerprint": "fp_fake",
+    }
+
+
+def stream_chunks(body, text, usage, include_usage, tool_call):
+    base = {"id": "chatcmpl-fake123", "object": "chat.completion.chunk", "created": int(time.time()), "model": body.get("model"), "system_fingerprint": "fp_fake"}
+    extra = {"usage": None} if include_usage else {}
+
+    def chunk(delta, finish=None):
+        return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}], **extra}
+
+    yield chunk({"role": "assistant", "content": "", "refusal": None})
+    if tool_call is not None:
+        function = tool_call["function"]
+        yield chunk({"tool_calls": [{"index": 0, "id": tool_call["id"], "type": "function", "function": {"name": function["name"], "arguments": ""}}]})
+        arguments = function["arguments"]
+        for start in range(0, len(arguments), 5):
+            yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": arguments[start : start + 5]}}]})
+        yield chunk({}, "tool_calls")
+    else:
+        words = text.split(" ")
+        for n, word in enumerate(words):
+            yield chunk({"content": word if n == 0 else " " + word})
+        yield chunk({}, "stop")
+    if include_usage:
+        yield {**base, "choices": [], "usage": usage}

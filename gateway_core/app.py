@@ -1,0 +1,172 @@
+"""Building the ASGI app: protocol routes, plugin routes, request ids, lifespan."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+import structlog
+from starlette.datastructures import Headers, QueryParams
+from starlette.routing import Route, Router
+
+from .asgi import send_body
+from .client_protocol import ClientProtocol, RouteSpec
+from .config import Config, load_config
+from .context import new_request_id
+from .errors import GatewayError, InternalError, NotFoundError
+from .plugins import collect
+from .relay import REQUEST_ID, ProtocolEndpoint
+from .services import Services
+
+log = structlog.get_logger("relaygate.app")
+
+
+class PathDispatch:
+    """The ASGI app of one path: picks the protocol route by method, then by the
+    routes' ``match`` (several protocols may share a path), then the fallback."""
+
+    def __init__(self, entries: list[tuple[RouteSpec, ProtocolEndpoint]]) -> None:
+        self.by_method: dict[str, list[tuple[RouteSpec, ProtocolEndpoint]]] = defaultdict(list)
+        for spec, endpoint in entries:
+            for method in spec.methods:
+                self.by_method[method].append((spec, endpoint))
+        for candidates in self.by_method.values():  # matchers first, fallbacks last
+            candidates.sort(key=lambda item: item[0].match is None)
+        self.first = entries[0][1]
+
+    async def __call__(self, scope, receive, send) -> None:
+        candidates = self.by_method.get(scope["method"])
+        if not candidates:
+            allowed = ", ".join(sorted(self.by_method))
+            error = GatewayError(f"Method {scope['method']} is not allowed here; use {allowed}.", status=405)
+            rendered = self.first.protocol.render_error(error, scope[REQUEST_ID])
+            await send_body(send, 405, rendered.body, rendered.content_type.encode(), [(b"allow", allowed.encode())])
+            return
+        if len(candidates) > 1:
+            headers, query = Headers(scope=scope), QueryParams(scope["query_string"])
+            for spec, endpoint in candidates:
+                if spec.match is None or spec.match(headers, query):
+                    return await endpoint(scope, receive, send)
+        return await candidates[-1][1](scope, receive, send)
+
+
+class NotFound:
+    """Unknown paths: a 404 in the shape of the protocol the client most likely speaks."""
+
+    def __init__(self, protocols: list[ClientProtocol]) -> None:
+        self.protocols = protocols
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        path = scope["path"]
+        if "/v1/v1/" in path + "/":
+            message = (
+                f"The path {path} repeats the '/v1' segment. The base URL configured in your client "
+                "already ends with '/v1' where the client adds it again: remove one '/v1' from the base URL."
+            )
+        else:
+            message = f"Unknown path: {scope['method']} {path}. See the API reference for the endpoints served here."
+        error = NotFoundError(message, code="unknown_path")
+        await render_error(self.protocols, scope, send, error)
+
+
+async def render_error(protocols: list[ClientProtocol], scope, send, error: GatewayError) -> None:
+    request_id = scope.get(REQUEST_ID, "")
+    if not protocols:
+        body = orjson.dumps({"error": {"message": error.message, "type": error.kind}})
+        await send_body(send, error.status, body, b"application/json")
+        return
+    headers, query = Headers(scope=scope), QueryParams(scope.get("query_string", b""))
+    protocol = max(protocols, key=lambda p: p.claim(scope.get("path", ""), headers, query))
+    rendered = protocol.render_error(error, request_id)
+    await send_body(send, rendered.status, rendered.body, rendered.content_type.encode())
+
+
+class RequestIdMiddleware:
+    """Gives every request an id: in ``X-Request-Id``, the logs' context and the usage log.
+    Also the last line of defence: an unexpected exception becomes a 500 with that id."""
+
+    def __init__(self, app, protocols: list[ClientProtocol]) -> None:
+        self.app = app
+        self.protocols = protocols
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        request_id = new_request_id()
+        scope[REQUEST_ID] = request_id
+        structlog.contextvars.bind_contextvars(request_id=request_id)
+        header = (b"x-request-id", request_id.encode())
+        started = False
+
+        async def send_with_id(message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                message["headers"] = [*message.get("headers", ()), header]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception:
+            log.exception("unhandled error", path=scope.get("path"))
+            if not started:
+                error = InternalError(f"The gateway failed to handle the request (request id: {request_id}).")
+                await render_error(self.protocols, scope, send_with_id, error)
+
+
+class StatusEndpoint:
+    """``GET /`` and ``HEAD /``: a quick answer for probes and health checks."""
+
+    body = b'{"name":"relaygate","status":"ok"}'
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["method"] == "HEAD":
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(self.body)).encode())]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await send_body(send, 200, self.body, b"application/json")
+
+
+def protocol_routes(services: Services) -> list[Route]:
+    by_path: dict[str, list[tuple[RouteSpec, ProtocolEndpoint]]] = defaultdict(list)
+    for protocol in services.registry.protocols:
+        for spec in protocol.routes():
+            by_path[spec.path].append((spec, ProtocolEndpoint(services, protocol, spec)))
+    return [Route(path, PathDispatch(entries)) for path, entries in by_path.items()]
+
+
+def create_app(config: Config | None = None, *, extra_plugins: Iterable[Any] = ()) -> RequestIdMiddleware:
+    """The gateway's ASGI app for ``config`` (default: read from the environment)."""
+    config = config or load_config()
+    registry = collect(config, extra_plugins)
+    services = Services.build(config, registry)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        await services.start()
+        try:
+            yield
+        finally:
+            await services.close()
+
+    routes = [
+        Route("/", StatusEndpoint(), methods=["GET", "HEAD"]),
+        Route("/healthz", StatusEndpoint(), methods=["GET", "HEAD"]),
+        *protocol_routes(services),
+        *registry.routes,
+    ]
+    router = Router(routes=routes, lifespan=lifespan, default=NotFound(registry.protocols))
+    app = RequestIdMiddleware(router, registry.protocols)
+    app.services = services  # type: ignore[attr-defined]
+    return app
+
+
+def create_app_from_env() -> RequestIdMiddleware:
+    """The app as configured by ``RELAYGATE_DB`` and ``RELAYGATE_PLUGINS`` (worker processes)."""
+    return create_app(load_config())

@@ -1,0 +1,24 @@
+"""Finds the API key by the hash of the secret the client sent."""
+
+from __future__ import annotations
+
+from ..context import RequestContext
+from ..errors import AuthenticationError
+from ..policy import Policy
+from ..secrets import hash_key
+
+
+class Authentication(Policy):
+    name = "authentication"
+    order = 100
+
+    async def admit(self, ctx: RequestContext, services) -> None:
+        record = await services.keys.get(hash_key(ctx.secret or ""))
+        if record is None:
+            raise AuthenticationError(
+                "Incorrect API key provided. Check the key, or create a new one in the console.",
+                code="invalid_api_key",
+            )
+        ctx.key = record
+        row = ctx.row
+        row.user_id, row.key_id, row.key_name = record.user_id, record.id, record.name

@@ -1,0 +1,72 @@
+"""Serving the app with hypercorn on uvloop, with a graceful shutdown.
+
+On SIGTERM or SIGINT the server stops accepting connections, lets in-flight
+requests and streams finish (up to ``graceful_timeout`` seconds), then the
+app's lifespan closes upstream connections and flushes pending writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import structlog
+from hypercorn.config import Config as HypercornConfig
+
+from .config import Config
+from .logs import configure_logging
+
+log = structlog.get_logger("relaygate.server")
+
+GRACEFUL_TIMEOUT = 30.0
+
+
+def bind_address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
+def hypercorn_config(host: str, port: int, workers: int) -> HypercornConfig:
+    config = HypercornConfig()
+    config.bind = [bind_address(host, port)]
+    config.workers = workers
+    config.worker_class = "uvloop"
+    config.graceful_timeout = GRACEFUL_TIMEOUT
+    config.accesslog = None
+    config.errorlog = "-"
+    config.keep_alive_timeout = 75
+    config.application_path = "gateway_core.app:create_app_from_env()"
+    return config
+
+
+def serve(config: Config, *, host: str = "127.0.0.1", port: int = 8080, workers: int = 1) -> int:
+    """Run the gateway until a shutdown signal; returns the exit status."""
+    configure_logging()
+    # worker processes (and the app factory) read their configuration from here
+    os.environ["RELAYGATE_DB"] = config.db_path
+    if config.source:
+        os.environ["RELAYGATE_PLUGINS"] = os.path.abspath(config.source)
+    from .app import create_app
+
+    app = create_app(config)  # loads plugins now: a bad configuration fails before binding
+    hconfig = hypercorn_config(host, port, workers)
+    log.info("serving", address=f"http://{bind_address(host, port)}", workers=workers, db=config.db_path)
+    if workers > 1:
+        from hypercorn.run import run
+
+        return run(hconfig)
+    import uvloop
+
+    uvloop.run(_serve_one(app, hconfig))
+    return 0
+
+
+async def _serve_one(app, hconfig: HypercornConfig) -> None:
+    from hypercorn.asyncio import serve as hypercorn_serve
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await hypercorn_serve(app, hconfig, shutdown_trigger=stop.wait)
+    log.info("stopped")

@@ -1,0 +1,63 @@
+"""The long-lived objects one app shares across its requests."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import attrs
+
+from .asgi import ClientAddress
+from .config import Config
+from .key_cache import KeyCache
+from .plugins import Registry
+from .policy import Pipeline
+from .recorder import Recorder
+from .router import Router
+from .store import Store
+
+
+@attrs.define
+class Services:
+    config: Config
+    registry: Registry
+    store: Store
+    keys: KeyCache
+    router: Router
+    pipeline: Pipeline
+    recorder: Recorder
+    client_address: ClientAddress
+    session: aiohttp.ClientSession | None = None
+
+    @classmethod
+    def build(cls, config: Config, registry: Registry) -> Services:
+        store = Store(config.db_path, registry.migrations)
+        return cls(
+            config=config,
+            registry=registry,
+            store=store,
+            keys=KeyCache(store),
+            router=Router(store, registry.channel_types),
+            pipeline=Pipeline(registry.policies),
+            recorder=Recorder(store),
+            client_address=ClientAddress(config.trusted_proxies),
+        )
+
+    async def start(self) -> None:
+        """Open the store and the shared upstream HTTP session (one per worker)."""
+        await asyncio.to_thread(self.store.migrate)
+        await self.store.start()
+        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=60, ttl_dns_cache=300)
+        self.session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(total=None),
+            auto_decompress=True,
+            skip_auto_headers=("User-Agent",),
+        )
+
+    async def close(self) -> None:
+        """Close upstream connections, then flush every pending write."""
+        if self.session is not None:
+            await self.session.close()
+            self.session = None
+        await self.store.close()

@@ -1,0 +1,25 @@
+"""The store: the only code that touches the database.
+
+:class:`Store` runs domain functions — plain ``fn(conn, *args)`` from the
+modules below — on reader threads or through the group-commit writer. The CLI
+calls the same functions directly on a connection from :meth:`Store.connect`.
+"""
+
+from . import channels, groups, keys, prices, usage, users, wallet
+from .connection import atomic
+from .migrations import CORE_MIGRATIONS, apply_migrations
+from .sqlite_store import Store
+
+__all__ = [
+    "CORE_MIGRATIONS",
+    "Store",
+    "apply_migrations",
+    "atomic",
+    "channels",
+    "groups",
+    "keys",
+    "prices",
+    "usage",
+    "users",
+    "wallet",
+]

@@ -1,0 +1,139 @@
+"""Opening SQLite connections the way every part of the store expects them,
+and the transaction helpers domain functions share.
+
+Connections are in driver autocommit mode (``isolation_level=None``): nothing
+opens a transaction implicitly, so the writer and :func:`atomic` decide exactly
+where each one begins and ends.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import orjson
+
+BUSY_TIMEOUT_MS = 5000
+_savepoints = itertools.count(1)
+
+
+def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, query_only: bool = False) -> sqlite3.Connection:
+    """A new connection: WAL, ``synchronous=NORMAL``, ``busy_timeout``, foreign keys on.
+
+    ``query_only`` connections (the reader pool's) refuse every write.
+    """
+    conn = sqlite3.connect(
+        path,
+        timeout=busy_timeout_ms / 1000,
+        isolation_level=None,
+        check_same_thread=False,
+    )
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            _retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"), busy_timeout_ms)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if query_only:
+            conn.execute("PRAGMA query_only = ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def begin_immediate(conn: sqlite3.Connection, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    """``BEGIN IMMEDIATE``: take the write lock now, waiting for other processes.
+
+    ``busy_timeout`` already waits inside SQLite; when it runs out (a long write
+    in another process) this keeps retrying until about twice that long.
+    """
+    _retry_busy(lambda: conn.execute("BEGIN IMMEDIATE"), busy_timeout_ms)
+
+
+def commit(conn: sqlite3.Connection, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    """``COMMIT``, retried while the database is busy (the transaction stays open)."""
+    _retry_busy(lambda: conn.execute("COMMIT"), busy_timeout_ms)
+
+
+@contextmanager
+def atomic(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Run a block atomically: a savepoint inside an open transaction (the
+    writer's), else its own ``BEGIN IMMEDIATE`` … ``COMMIT`` (the CLI's)."""
+    if conn.in_transaction:
+        name = f"rg_atomic_{next(_savepoints)}"
+        conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield conn
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute(f"ROLLBACK TO {name}")
+                conn.execute(f"RELEASE {name}")
+            raise
+        conn.execute(f"RELEASE {name}")
+        return
+    begin_immediate(conn)
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    try:
+        commit(conn)
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite saying another connection holds the lock."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    message = str(exc)
+    return "database is locked" in message or "database is busy" in message
+
+
+def _retry_busy(action: Any, busy_timeout_ms: int) -> Any:
+    deadline = time.monotonic() + 2 * busy_timeout_ms / 1000
+    delay = 0.005
+    while True:
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+
+
+# --- small query helpers the domain modules share ---------------------------
+
+
+def fetch_all(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+    cursor = conn.cursor()
+    cursor.row_factory = sqlite3.Row
+    return cursor.execute(sql, params).fetchall()
+
+
+def fetch_one(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
+    rows = fetch_all(conn, sql, params)
+    return rows[0] if rows else None
+
+
+def to_json(value: Any) -> str:
+    return orjson.dumps(value).decode("utf-8")
+
+
+def from_json(text: str | None, default: Any) -> Any:
+    if text is None or text == "":
+        return default
+    return orjson.loads(text)

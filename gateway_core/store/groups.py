@@ -1,0 +1,52 @@
+"""Groups: named price ratios that users are opened to and channels serve."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable
+
+from .connection import fetch_all
+from .migrations import UNIT_RATIO_PPM
+
+
+def ensure_groups(conn: sqlite3.Connection, names: Iterable[str]) -> list[str]:
+    """Create the groups that do not exist yet (ratio 1); return the names created."""
+    created = []
+    now = time.time()
+    for name in dict.fromkeys(names):
+        check_group_name(name)
+        cursor = conn.execute(
+            'INSERT OR IGNORE INTO "groups" (name, ratio_ppm, created_at) VALUES (?, ?, ?)',
+            (name, UNIT_RATIO_PPM, now),
+        )
+        if cursor.rowcount:
+            created.append(name)
+    return created
+
+
+def set_group_ratio(conn: sqlite3.Connection, name: str, ratio_ppm: int) -> None:
+    """Create or update a group; ``ratio_ppm`` multiplies prices (1,000,000 = ×1)."""
+    check_group_name(name)
+    if ratio_ppm < 0:
+        raise ValueError("a group's ratio must not be negative")
+    conn.execute(
+        'INSERT INTO "groups" (name, ratio_ppm, created_at) VALUES (?, ?, ?) '
+        "ON CONFLICT (name) DO UPDATE SET ratio_ppm = excluded.ratio_ppm",
+        (name, ratio_ppm, time.time()),
+    )
+
+
+def group_ratios(conn: sqlite3.Connection) -> dict[str, int]:
+    """Every group's ratio in parts per million, by name."""
+    return {name: ratio for name, ratio in conn.execute('SELECT name, ratio_ppm FROM "groups" ORDER BY name')}
+
+
+def list_groups(conn: sqlite3.Connection) -> list[dict]:
+    """Every group as ``{"name", "ratio_ppm", "created_at"}``, by name."""
+    return [dict(row) for row in fetch_all(conn, 'SELECT name, ratio_ppm, created_at FROM "groups" ORDER BY name')]
+
+
+def check_group_name(name: str) -> None:
+    if not isinstance(name, str) or not name.strip() or name != name.strip() or "," in name:
+        raise ValueError(f"invalid group name {name!r}")

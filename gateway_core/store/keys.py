@@ -1,0 +1,148 @@
+"""API keys: created here with their secret shown once, found by hash on each request."""
+
+from __future__ import annotations
+
+import ipaddress
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping
+
+from ..records import KeyRecord
+from ..secrets import hash_key, key_prefix, new_api_key
+from .connection import atomic, fetch_all, fetch_one, from_json, to_json
+
+_SELECT = (
+    "SELECT k.id, k.name, k.user_id, u.name AS user_name, u.enabled AS user_enabled, "
+    "k.group_name, k.prefix, k.enabled, k.deleted, k.expires_at, k.quota_micros, k.used_micros, "
+    "k.models, k.allow_ips, k.created_at, k.last_used_at "
+    "FROM api_keys AS k JOIN users AS u ON u.id = k.user_id"
+)
+
+
+def create_key(
+    conn: sqlite3.Connection,
+    user_id: int,
+    *,
+    name: str,
+    group: str,
+    quota_micros: int | None = None,
+    expires_at: float | None = None,
+    models: Iterable[str] = (),
+    allow_ips: Iterable[str] = (),
+) -> tuple[int, str]:
+    """Create a key for a user in one of the groups opened to them.
+
+    Returns ``(id, secret)``: the secret is not stored (only its hash) and
+    cannot be shown again. Raises ``ValueError`` for an unknown user, a group
+    not opened to the user, a negative quota or an invalid IP network.
+    """
+    if not name or not name.strip():
+        raise ValueError("a key needs a name")
+    if quota_micros is not None and quota_micros < 0:
+        raise ValueError("a key's quota must not be negative")
+    networks = [normalize_network(text) for text in allow_ips]
+    model_names = [m for m in dict.fromkeys(models) if m]
+    with atomic(conn):
+        user = conn.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone()
+        if user is None:
+            raise ValueError(f"no user with id {user_id}")
+        opened = [row[0] for row in conn.execute("SELECT group_name FROM user_groups WHERE user_id = ?", (user_id,))]
+        if group not in opened:
+            have = ", ".join(sorted(opened)) or "none"
+            raise ValueError(f"group {group!r} is not open to user {user[0]!r} (open groups: {have})")
+        secret = new_api_key()
+        cursor = conn.execute(
+            "INSERT INTO api_keys (user_id, name, key_hash, prefix, group_name, quota_micros, used_micros, "
+            "expires_at, models, allow_ips, enabled, deleted, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, 1, 0, ?)",
+            (
+                user_id,
+                name.strip(),
+                hash_key(secret),
+                key_prefix(secret),
+                group,
+                quota_micros,
+                expires_at,
+                to_json(model_names),
+                to_json(networks),
+                time.time(),
+            ),
+        )
+    return int(cursor.lastrowid), secret
+
+
+def find_key(conn: sqlite3.Connection, key_hash: str) -> KeyRecord | None:
+    """The key with this hash and its owner, deleted keys included (``deleted=True``)."""
+    row = fetch_one(conn, f"{_SELECT} WHERE k.key_hash = ?", (key_hash,))
+    return _key(row) if row else None
+
+
+def get_key(conn: sqlite3.Connection, key_id: int) -> KeyRecord | None:
+    row = fetch_one(conn, f"{_SELECT} WHERE k.id = ?", (key_id,))
+    return _key(row) if row else None
+
+
+def list_keys(conn: sqlite3.Connection, user_id: int, *, include_deleted: bool = False) -> list[KeyRecord]:
+    """A user's keys, oldest first; deleted ones only when asked."""
+    where = "k.user_id = ?" if include_deleted else "k.user_id = ? AND k.deleted = 0"
+    return [_key(row) for row in fetch_all(conn, f"{_SELECT} WHERE {where} ORDER BY k.id", (user_id,))]
+
+
+def set_key_enabled(conn: sqlite3.Connection, key_id: int, enabled: bool) -> bool:
+    """Enable or disable a key that is not deleted; ``False`` when there is none."""
+    cursor = conn.execute(
+        "UPDATE api_keys SET enabled = ? WHERE id = ? AND deleted = 0", (int(bool(enabled)), key_id)
+    )
+    return cursor.rowcount > 0
+
+
+def delete_key(conn: sqlite3.Connection, key_id: int) -> bool:
+    """Soft-delete a key (it stays for the usage log); ``False`` when there is none."""
+    cursor = conn.execute("UPDATE api_keys SET deleted = 1, enabled = 0 WHERE id = ? AND deleted = 0", (key_id,))
+    return cursor.rowcount > 0
+
+
+def touch_keys(conn: sqlite3.Connection, last_used: Mapping[int, float]) -> None:
+    """Record when keys were last used (never moving a time backwards)."""
+    conn.executemany(
+        "UPDATE api_keys SET last_used_at = max(coalesce(last_used_at, 0), ?) WHERE id = ?",
+        [(when, key_id) for key_id, when in last_used.items()],
+    )
+
+
+def add_key_usage(conn: sqlite3.Connection, key_id: int, amount_micros: int) -> int | None:
+    """Add to a key's ``used_micros`` atomically; return the new total (``None``: no key)."""
+    row = conn.execute(
+        "UPDATE api_keys SET used_micros = used_micros + ? WHERE id = ? RETURNING used_micros",
+        (int(amount_micros), key_id),
+    ).fetchall()
+    return row[0][0] if row else None
+
+
+def normalize_network(text: str) -> str:
+    """``10.0.0.1`` → ``10.0.0.1/32``; ``ValueError`` for anything not an IP network."""
+    try:
+        return str(ipaddress.ip_network(text.strip(), strict=False))
+    except ValueError:
+        raise ValueError(f"not an IP address or CIDR network: {text!r}") from None
+
+
+def _key(row: sqlite3.Row) -> KeyRecord:
+    return KeyRecord(
+        id=row["id"],
+        name=row["name"],
+        user_id=row["user_id"],
+        user_name=row["user_name"],
+        user_enabled=bool(row["user_enabled"]),
+        group=row["group_name"],
+        prefix=row["prefix"],
+        enabled=bool(row["enabled"]),
+        deleted=bool(row["deleted"]),
+        expires_at=row["expires_at"],
+        quota_micros=row["quota_micros"],
+        used_micros=row["used_micros"],
+        models=tuple(from_json(row["models"], [])),
+        allow_ips=tuple(from_json(row["allow_ips"], [])),
+        created_at=row["created_at"],
+        last_used_at=row["last_used_at"],
+    )

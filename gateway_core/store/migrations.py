@@ -1,0 +1,222 @@
+"""The core schema as named migrations, and the runner that applies them.
+
+A migration is ``(name, migrate)`` where ``migrate(db)`` receives a
+``sqlite_utils.Database``. Each runs once, in its own ``BEGIN IMMEDIATE``
+transaction, and is recorded in ``schema_migrations`` in that same
+transaction: two processes starting at once serialise on the write lock and
+the second finds the work done.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+
+import sqlite_utils
+
+from .connection import atomic
+
+Migration = Callable[[sqlite_utils.Database], None]
+
+DEFAULT_GROUP = "default"
+UNIT_RATIO_PPM = 1_000_000
+LEDGER_KINDS = ("topup", "hold", "capture", "release", "refund", "adjustment")
+
+
+def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[tuple[str, Migration]]) -> list[str]:
+    """Apply the pending ``migrations`` (in name order); return the names applied."""
+    conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+    done = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
+    pending = sorted((item for item in migrations if item[0] not in done), key=lambda item: item[0])
+    if not pending:
+        return []
+    db = sqlite_utils.Database(conn, execute_plugins=False)
+    applied: list[str] = []
+    for name, migrate in pending:
+        with atomic(conn):
+            if conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone():
+                continue  # another process applied it while we waited for the lock
+            migrate(db)
+            conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
+        applied.append(name)
+    return applied
+
+
+def migrate_0001_core(db: sqlite_utils.Database) -> None:
+    """Users, groups, API keys, channels, prices, the ledger and the usage log."""
+    db["users"].create(
+        {
+            "id": int,
+            "name": str,
+            "is_admin": int,
+            "enabled": int,
+            "password_hash": str,
+            "balance_micros": int,
+            "created_at": float,
+        },
+        pk="id",
+        not_null={"name", "balance_micros", "is_admin", "enabled"},
+        defaults={"balance_micros": 0, "is_admin": 0, "enabled": 1},
+    )
+    db["users"].create_index(["name"], unique=True)
+
+    db["groups"].create(
+        {"name": str, "ratio_ppm": int, "created_at": float},
+        pk="name",
+        not_null={"ratio_ppm"},
+        defaults={"ratio_ppm": UNIT_RATIO_PPM},
+    )
+    db["groups"].insert({"name": DEFAULT_GROUP, "ratio_ppm": UNIT_RATIO_PPM, "created_at": time.time()})
+    db["user_groups"].create(
+        {"user_id": int, "group_name": str},
+        pk=("user_id", "group_name"),
+        foreign_keys=[("user_id", "users", "id"), ("group_name", "groups", "name")],
+    )
+
+    db["api_keys"].create(
+        {
+            "id": int,
+            "user_id": int,
+            "name": str,
+            "key_hash": str,
+            "prefix": str,
+            "group_name": str,
+            "quota_micros": int,
+            "used_micros": int,
+            "expires_at": float,
+            "models": str,
+            "allow_ips": str,
+            "enabled": int,
+            "deleted": int,
+            "created_at": float,
+            "last_used_at": float,
+        },
+        pk="id",
+        foreign_keys=[("user_id", "users", "id"), ("group_name", "groups", "name")],
+        not_null={"key_hash", "used_micros", "enabled", "deleted"},
+        defaults={"used_micros": 0, "enabled": 1, "deleted": 0, "models": "[]", "allow_ips": "[]"},
+    )
+    db["api_keys"].create_index(["key_hash"], unique=True)
+    db["api_keys"].create_index(["user_id", "id"])
+
+    db["channels"].create(
+        {
+            "id": int,
+            "name": str,
+            "type": str,
+            "base_url": str,
+            "api_keys": str,
+            "models": str,
+            "model_map": str,
+            "groups": str,
+            "priority": int,
+            "weight": int,
+            "enabled": int,
+            "endpoints": str,
+            "headers": str,
+            "settings": str,
+            "created_at": float,
+        },
+        pk="id",
+        not_null={"name", "type", "priority", "weight", "enabled"},
+        defaults={"priority": 0, "weight": 1, "enabled": 1},
+    )
+    db["channels"].create_index(["name"], unique=True)
+
+    db["prices"].create(
+        {
+            "model": str,
+            "input_micros_per_mtok": int,
+            "output_micros_per_mtok": int,
+            "cached_input_micros_per_mtok": int,
+            "cache_write_micros_per_mtok": int,
+            "free": int,
+            "updated_at": float,
+        },
+        pk="model",
+        not_null={"input_micros_per_mtok", "output_micros_per_mtok", "free"},
+        defaults={"input_micros_per_mtok": 0, "output_micros_per_mtok": 0, "free": 0},
+    )
+
+    _create_ledger(db)
+    _create_usage_logs(db)
+
+
+def _create_ledger(db: sqlite_utils.Database) -> None:
+    db["ledger"].create(
+        {
+            "id": int,
+            "user_id": int,
+            "kind": str,
+            "amount_micros": int,
+            "balance_after_micros": int,
+            "request_id": str,
+            "note": str,
+            "created_at": float,
+        },
+        pk="id",
+        foreign_keys=[("user_id", "users", "id")],
+        not_null={"user_id", "kind", "amount_micros", "balance_after_micros"},
+    )
+    db["ledger"].create_index(["user_id", "id"])
+    db["ledger"].create_index(["request_id"])
+    kinds = ", ".join(f"'{kind}'" for kind in LEDGER_KINDS)
+    db.execute(
+        "CREATE TRIGGER ledger_kind_check BEFORE INSERT ON ledger "
+        f"WHEN NEW.kind NOT IN ({kinds}) "
+        "BEGIN SELECT RAISE(ABORT, 'ledger: unknown kind'); END"
+    )
+    db.execute(
+        "CREATE TRIGGER ledger_append_only_update BEFORE UPDATE ON ledger "
+        "BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END"
+    )
+    db.execute(
+        "CREATE TRIGGER ledger_append_only_delete BEFORE DELETE ON ledger "
+        "BEGIN SELECT RAISE(ABORT, 'ledger is append-only'); END"
+    )
+
+
+def _create_usage_logs(db: sqlite_utils.Database) -> None:
+    db["usage_logs"].create(
+        {
+            "id": int,
+            "request_id": str,
+            "created_at": float,
+            "user_id": int,
+            "key_id": int,
+            "key_name": str,
+            "protocol": str,
+            "endpoint": str,
+            "model": str,
+            "upstream_model": str,
+            "channel_id": int,
+            "channel_name": str,
+            "stream": int,
+            "input_tokens": int,
+            "output_tokens": int,
+            "cached_tokens": int,
+            "cost_micros": int,
+            "estimated": int,
+            "duration_ms": float,
+            "first_token_ms": float,
+            "status": int,
+            "end_reason": str,
+            "error_type": str,
+            "error_message": str,
+            "upstream_status": int,
+            "upstream_error": str,
+            "client_ip": str,
+            "client_request_id": str,
+            "attempts": str,
+        },
+        pk="id",
+        not_null={"request_id", "created_at"},
+    )
+    table = db["usage_logs"]
+    table.create_index(["request_id"], unique=True)
+    for columns in (["key_id", "id"], ["model", "id"], ["status", "id"], ["user_id", "id"], ["created_at"]):
+        table.create_index(columns)
+
+
+CORE_MIGRATIONS: list[tuple[str, Migration]] = [("0001_core", migrate_0001_core)]

@@ -1,0 +1,151 @@
+"""The SQLite store: a reader thread pool and a group-commit writer over one file."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import sqlite_utils
+
+from .connection import BUSY_TIMEOUT_MS, connect
+from .migrations import apply_migrations
+from .writer import GroupCommitWriter, WriteJob
+
+T = TypeVar("T")
+Migration = tuple[str, Callable[[sqlite_utils.Database], None]]
+
+
+class Store:
+    """The only code that touches the database; the rest of the gateway asks it.
+
+    Domain functions are plain ``fn(conn, *args)``: :meth:`read` runs one on a
+    reader thread (never on the event loop), :meth:`write` queues one for the
+    writer thread and resolves once its transaction is committed.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        migrations: Sequence[Migration],
+        *,
+        readers: int = 2,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    ) -> None:
+        self.path = str(path)
+        self.migrations = list(migrations)
+        self.readers = max(1, readers)
+        self.busy_timeout_ms = busy_timeout_ms
+        self._pool: ThreadPoolExecutor | None = None
+        self._writer: GroupCommitWriter | None = None
+        self._local = threading.local()
+        self._reader_conns: list[sqlite3.Connection] = []
+        self._reader_lock = threading.Lock()
+        self._closing: asyncio.Future | None = None
+        self._closed = False
+
+    # --- connections and schema --------------------------------------------
+
+    def connect(self, *, query_only: bool = False) -> sqlite3.Connection:
+        """A new connection (WAL, ``synchronous=NORMAL``, busy timeout, foreign keys)."""
+        return connect(self.path, busy_timeout_ms=self.busy_timeout_ms, query_only=query_only)
+
+    def migrate(self) -> list[str]:
+        """Create the parent directory and apply pending migrations; return their names."""
+        if self.path != ":memory:" and not self.path.startswith("file:"):
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        conn = self.connect()
+        try:
+            applied = apply_migrations(conn, self.migrations)
+        finally:
+            conn.close()
+        return applied
+
+    # --- lifecycle -----------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._writer is not None and not self._closed
+
+    async def start(self) -> None:
+        """Start the reader pool and the writer thread."""
+        if self._closed:
+            raise RuntimeError("store is closed")
+        if self._writer is not None:
+            return
+        writer = GroupCommitWriter(self.connect)
+        await asyncio.get_running_loop().run_in_executor(None, writer.start)
+        self._pool = ThreadPoolExecutor(max_workers=self.readers, thread_name_prefix="relaygate-reader")
+        self._writer = writer
+
+    async def close(self) -> None:
+        """Flush every pending write, then stop the threads. Safe to call twice."""
+        if self._closing is None:
+            self._closed = True
+            self._closing = asyncio.ensure_future(self._shutdown())
+        await asyncio.shield(self._closing)
+
+    async def _shutdown(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._writer is not None:
+            await loop.run_in_executor(None, self._writer.stop)
+        if self._pool is not None:
+            await loop.run_in_executor(None, functools.partial(self._pool.shutdown, wait=True))
+        with self._reader_lock:
+            conns, self._reader_conns = self._reader_conns, []
+        for conn in conns:
+            conn.close()
+
+    @property
+    def writer_stats(self):
+        """Counters of the writer (transactions committed, writes run, failures)."""
+        return self._writer.stats if self._writer is not None else None
+
+    # --- reads and writes ----------------------------------------------------
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(conn, *args)`` on a reader thread with its own read-only connection."""
+        if self._pool is None or self._closed:
+            raise RuntimeError("store is not running (call start() first)" if not self._closed else "store is closed")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, self._call_reader, fn, args)
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        """Queue ``fn(conn, *args)``; resolve with its result once committed.
+
+        ``fn``'s exception is raised here (only here). If the caller is
+        cancelled while waiting, the write still happens. ``fn`` runs inside the
+        writer's transaction: it must not ``COMMIT`` or ``ROLLBACK`` itself (use
+        :func:`gateway_core.store.atomic` for a block that must be all or nothing).
+        """
+        writer = self._running_writer()
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        writer.submit(WriteJob(fn, args, future, loop))
+        return await future
+
+    def write_nowait(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Queue ``fn(conn, *args)`` without waiting; its errors are logged."""
+        writer = self._running_writer()
+        writer.submit(WriteJob(fn, args))
+
+    def _running_writer(self) -> GroupCommitWriter:
+        if self._closed:
+            raise RuntimeError("store is closed")
+        if self._writer is None:
+            raise RuntimeError("store is not running (call start() first)")
+        return self._writer
+
+    def _call_reader(self, fn: Callable[..., T], args: tuple[Any, ...]) -> T:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self.connect(query_only=True)
+            self._local.conn = conn
+            with self._reader_lock:
+                self._reader_conns.append(conn)
+        return fn(conn, *args)

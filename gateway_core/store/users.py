@@ -1,0 +1,114 @@
+"""Users: who owns keys and a balance, and which groups are opened to them."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable
+
+from ..records import UserRecord
+from .connection import atomic, fetch_all, fetch_one
+from .groups import ensure_groups
+
+_SELECT = "SELECT id, name, is_admin, enabled, balance_micros FROM users"
+
+
+def add_user(
+    conn: sqlite3.Connection,
+    name: str,
+    *,
+    is_admin: bool = False,
+    password_hash: str | None = None,
+    groups: Iterable[str] = ("default",),
+) -> int:
+    """Create a user opened to ``groups`` (missing groups are created, ratio 1); return its id.
+
+    A duplicate name raises ``sqlite3.IntegrityError``.
+    """
+    check_user_name(name)
+    group_names = list(dict.fromkeys(groups))
+    with atomic(conn):
+        ensure_groups(conn, group_names)
+        cursor = conn.execute(
+            "INSERT INTO users (name, is_admin, enabled, password_hash, balance_micros, created_at) "
+            "VALUES (?, ?, 1, ?, 0, ?)",
+            (name, int(bool(is_admin)), password_hash, time.time()),
+        )
+        user_id = int(cursor.lastrowid)
+        conn.executemany(
+            "INSERT INTO user_groups (user_id, group_name) VALUES (?, ?)",
+            [(user_id, group) for group in group_names],
+        )
+    return user_id
+
+
+def get_user(conn: sqlite3.Connection, name: str) -> UserRecord | None:
+    row = fetch_one(conn, f"{_SELECT} WHERE name = ?", (name,))
+    return _user(conn, row) if row else None
+
+
+def get_user_by_id(conn: sqlite3.Connection, user_id: int) -> UserRecord | None:
+    row = fetch_one(conn, f"{_SELECT} WHERE id = ?", (user_id,))
+    return _user(conn, row) if row else None
+
+
+def list_users(conn: sqlite3.Connection) -> list[UserRecord]:
+    return [_user(conn, row) for row in fetch_all(conn, f"{_SELECT} ORDER BY id")]
+
+
+def has_admin(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM users WHERE is_admin = 1 LIMIT 1").fetchone() is not None
+
+
+def first_admin(conn: sqlite3.Connection) -> UserRecord | None:
+    """The admin named ``admin`` if there is one, else the oldest admin."""
+    row = fetch_one(conn, f"{_SELECT} WHERE is_admin = 1 ORDER BY name != 'admin', id LIMIT 1")
+    return _user(conn, row) if row else None
+
+
+def get_password_hash(conn: sqlite3.Connection, name: str) -> str | None:
+    """The stored password hash of an enabled user (for console sign-in)."""
+    row = conn.execute("SELECT password_hash FROM users WHERE name = ? AND enabled = 1", (name,)).fetchone()
+    return row[0] if row else None
+
+
+def set_password_hash(conn: sqlite3.Connection, user_id: int, password_hash: str | None) -> bool:
+    return conn.execute("UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id)).rowcount > 0
+
+
+def set_user_enabled(conn: sqlite3.Connection, user_id: int, enabled: bool) -> bool:
+    return conn.execute("UPDATE users SET enabled = ? WHERE id = ?", (int(bool(enabled)), user_id)).rowcount > 0
+
+
+def open_groups(conn: sqlite3.Connection, user_id: int, groups: Iterable[str]) -> None:
+    """Open more groups to a user (creating missing groups)."""
+    names = list(dict.fromkeys(groups))
+    with atomic(conn):
+        ensure_groups(conn, names)
+        conn.executemany(
+            "INSERT OR IGNORE INTO user_groups (user_id, group_name) VALUES (?, ?)",
+            [(user_id, name) for name in names],
+        )
+
+
+def user_groups(conn: sqlite3.Connection, user_id: int) -> tuple[str, ...]:
+    rows = conn.execute("SELECT group_name FROM user_groups WHERE user_id = ? ORDER BY rowid", (user_id,))
+    return tuple(row[0] for row in rows)
+
+
+def check_user_name(name: str) -> None:
+    if not isinstance(name, str) or not name.strip() or name != name.strip():
+        raise ValueError(f"invalid user name {name!r}")
+    if len(name) > 200:
+        raise ValueError("user name is too long (200 characters at most)")
+
+
+def _user(conn: sqlite3.Connection, row: sqlite3.Row) -> UserRecord:
+    return UserRecord(
+        id=row["id"],
+        name=row["name"],
+        is_admin=bool(row["is_admin"]),
+        enabled=bool(row["enabled"]),
+        balance_micros=row["balance_micros"],
+        groups=user_groups(conn, row["id"]),
+    )

@@ -1,0 +1,204 @@
+"""The group-commit writer: one thread, one connection, one transaction per batch.
+
+Callers on any event loop queue ``fn(conn, *args)``. The writer thread takes
+everything pending, runs it in one ``BEGIN IMMEDIATE`` transaction with each
+function inside its own savepoint (a failing function rolls back only its own
+work), commits, and only then wakes each waiter. Many concurrent writes thus
+cost one fsync-bearing commit instead of one each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import structlog
+
+from .connection import begin_immediate, commit
+
+log = structlog.get_logger("relaygate.store")
+
+MAX_BATCH = 512
+
+
+@attrs.define(eq=False)
+class WriteJob:
+    """One queued write; ``future`` is ``None`` for fire-and-forget writes."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    future: asyncio.Future | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+
+
+_STOP = object()
+
+
+@attrs.define
+class WriterStats:
+    transactions: int = 0  # committed batches
+    writes: int = 0  # functions run (succeeded or failed)
+    failed: int = 0
+
+
+class GroupCommitWriter:
+    """Owns the writer thread. Thread-safe ``submit``; ``stop`` drains the queue first."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection], *, max_batch: int = MAX_BATCH) -> None:
+        self._connect = connect
+        self._max_batch = max_batch
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._start_error: BaseException | None = None
+        self.stats = WriterStats()
+
+    def start(self) -> None:
+        """Start the thread and open its connection (raises if that fails)."""
+        self._thread = threading.Thread(target=self._run, name="relaygate-writer", daemon=True)
+        self._thread.start()
+        self._started.wait()
+        if self._start_error is not None:
+            raise self._start_error
+
+    def submit(self, job: WriteJob) -> None:
+        self._queue.put(job)
+
+    def stop(self) -> None:
+        """Blocking: let the thread finish everything queued, then join it."""
+        if self._thread is None:
+            return
+        self._queue.put(_STOP)
+        self._thread.join()
+        self._thread = None
+
+    # --- the thread ---------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            conn = self._connect()
+        except BaseException as exc:
+            self._start_error = exc
+            self._started.set()
+            return
+        self._started.set()
+        try:
+            stopping = False
+            while not stopping:
+                batch: list[WriteJob] = []
+                item = self._queue.get()
+                while True:
+                    if item is _STOP:
+                        stopping = True  # still drain what was queued with it
+                    else:
+                        batch.append(item)
+                    if len(batch) >= self._max_batch:
+                        break
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                if batch:
+                    self._run_batch_safely(conn, batch)
+        finally:
+            conn.close()
+
+    def _run_batch_safely(self, conn: sqlite3.Connection, batch: list[WriteJob]) -> None:
+        try:
+            self._run_batch(conn, batch)
+        except Exception as exc:  # the connection itself failed: fail the batch, keep serving
+            log.error("store.writer_batch_failed", error=repr(exc))
+            try:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            self._wake([(job, False, exc) for job in batch])
+
+    def _run_batch(self, conn: sqlite3.Connection, batch: list[WriteJob]) -> None:
+        outcomes: list[tuple[WriteJob, bool, Any]] = []
+        while batch:
+            try:
+                begin_immediate(conn)
+            except Exception as exc:
+                outcomes.extend((job, False, exc) for job in batch)
+                break
+            done, retry = self._run_jobs(conn, batch)
+            if retry is not None:
+                # A function ended the whole transaction (an error SQLite answers
+                # with a full rollback): it fails alone, the others run again.
+                outcomes.append(retry)
+                batch = [job for job, _, _ in done] + batch[len(done) + 1 :]
+                continue
+            try:
+                commit(conn)
+            except Exception as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                outcomes.extend((job, False, exc) for job, _, _ in done)
+            else:
+                self.stats.transactions += 1
+                outcomes.extend(done)
+            break
+        self._wake(outcomes)
+
+    def _run_jobs(
+        self, conn: sqlite3.Connection, batch: list[WriteJob]
+    ) -> tuple[list[tuple[WriteJob, bool, Any]], tuple[WriteJob, bool, Any] | None]:
+        done: list[tuple[WriteJob, bool, Any]] = []
+        for job in batch:
+            self.stats.writes += 1
+            conn.execute("SAVEPOINT rg_write")
+            try:
+                result = job.fn(conn, *job.args)
+            except Exception as exc:
+                self.stats.failed += 1
+                if not conn.in_transaction:
+                    return done, (job, False, exc)
+                conn.execute("ROLLBACK TO rg_write")
+                conn.execute("RELEASE rg_write")
+                done.append((job, False, exc))
+                continue
+            if not conn.in_transaction:
+                error = RuntimeError(f"write function {_name(job.fn)} ended the writer's transaction")
+                self.stats.failed += 1
+                return done, (job, False, error)
+            conn.execute("RELEASE rg_write")
+            done.append((job, True, result))
+        return done, None
+
+    def _wake(self, outcomes: list[tuple[WriteJob, bool, Any]]) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, bool, Any]]] = {}
+        for job, ok, value in outcomes:
+            if job.future is None:
+                if not ok:
+                    log.error("store.write_failed", fn=_name(job.fn), error=repr(value))
+                continue
+            if job.future.cancelled():
+                continue
+            by_loop.setdefault(job.loop, []).append((job.future, ok, value))
+        for loop, items in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_resolve, items)
+            except RuntimeError:  # the loop is closed: nobody is waiting any more
+                pass
+
+
+def _resolve(items: list[tuple[asyncio.Future, bool, Any]]) -> None:
+    """On the waiter's loop: hand each future its result or exception."""
+    for future, ok, value in items:
+        if future.done():  # cancelled by its caller; the write happened anyway
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)

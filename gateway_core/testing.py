@@ -1,0 +1,245 @@
+"""The test kit for the gateway and its plugins.
+
+- :class:`GatewayThread` serves a real gateway app over loopback HTTP from a
+  background thread (with its own event loop), so tests call it with real
+  clients, sync or async.
+- :class:`GatewayProcess` runs ``relaygate serve`` as a child process (for tests
+  that kill it or run several workers).
+- :class:`Seed` puts users, keys and channels into a store file.
+- :func:`load_example` reads recorded wire examples from a ``tests/examples`` folder.
+
+The core's own tests use this same kit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .config import Config
+from .plugins import collect
+from .store import Store
+from .store.channels import add_channel
+from .store.keys import create_key
+from .store.prices import set_price
+from .store.users import add_user
+from .store.wallet import topup
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def wait_until_up(url: str, timeout: float = 15.0, process: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the gateway exited with status {process.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"the gateway at {url} did not come up within {timeout} s")
+
+
+class GatewayThread:
+    """A gateway app served by hypercorn on 127.0.0.1 from a background thread."""
+
+    def __init__(self, config: Config, *, extra_plugins: Iterable[Any] = ()) -> None:
+        from .app import create_app
+
+        self.config = config
+        self.app = create_app(config, extra_plugins=extra_plugins)
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._socket.bind(("127.0.0.1", 0))
+        self.port = self._socket.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    @property
+    def services(self):
+        return self.app.services
+
+    def start(self) -> GatewayThread:
+        self._thread = threading.Thread(target=self._run, name="relaygate-gateway", daemon=True)
+        self._thread.start()
+        wait_until_up(self.url)
+        return self
+
+    def _run(self) -> None:
+        import uvloop
+        from hypercorn.asyncio import serve
+        from hypercorn.config import Config as HypercornConfig
+
+        hconfig = HypercornConfig()
+        hconfig.bind = [f"fd://{self._socket.detach()}"]  # hypercorn owns it from here
+        hconfig.graceful_timeout = 5
+        hconfig.accesslog = None
+        loop = uvloop.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        self._stop = asyncio.Event()
+        try:
+            loop.run_until_complete(serve(self.app, hconfig, shutdown_trigger=self._stop.wait))
+        except BaseException as exc:  # reported by stop()
+            self._error = exc
+        finally:
+            loop.close()
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._stop.set)
+        if self._thread is not None:
+            self._thread.join(timeout=15)
+        if self._error is not None:
+            raise self._error
+
+    def __enter__(self) -> GatewayThread:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+class GatewayProcess:
+    """``relaygate serve`` in a child process, on a free loopback port."""
+
+    def __init__(self, db_path: str | os.PathLike, *, plugins_file: str | None = None, workers: int = 1, env: dict | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        command = [sys.executable, "-m", "gateway_core.cli", "serve", "--db", str(db_path), "--port", str(self.port)]
+        if plugins_file:
+            command += ["--plugins", plugins_file]
+        if workers > 1:
+            command += ["--workers", str(workers)]
+        self.command = command
+        self.env = {**os.environ, **(env or {})}
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> GatewayProcess:
+        self.process = subprocess.Popen(self.command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            wait_until_up(self.url, process=self.process)
+        except Exception:
+            self.kill()
+            raise
+        return self
+
+    def terminate(self, timeout: float = 20.0) -> int:
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGTERM)
+        return self.process.wait(timeout=timeout)
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def output(self) -> str:
+        if self.process is None or self.process.stdout is None:
+            return ""
+        return self.process.stdout.read().decode("utf-8", "replace")
+
+    def __enter__(self) -> GatewayProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        if self.process is not None and self.process.poll() is None:
+            try:
+                self.terminate()
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+class Seed:
+    """Puts test data into a store file (synchronously, before a gateway starts)."""
+
+    def __init__(self, config: Config, *, extra_plugins: Iterable[Any] = ()) -> None:
+        self.config = config
+        self.registry = collect(config, extra_plugins)
+        self.store = Store(config.db_path, self.registry.migrations)
+        self.store.migrate()
+
+    def _write(self, fn, *args, **kwargs):
+        conn = self.store.connect()
+        try:
+            with conn:
+                return fn(conn, *args, **kwargs)
+        finally:
+            conn.close()
+
+    def user(self, name: str = "alice", *, groups: Sequence[str] = ("default",), balance_usd: int | None = None, admin: bool = False) -> int:
+        user_id = self._write(add_user, name, is_admin=admin, groups=tuple(groups))
+        if balance_usd:
+            self._write(topup, user_id, balance_usd * 1_000_000, "test balance")
+        return user_id
+
+    def key(self, user_id: int, *, name: str = "test", group: str = "default", **fields) -> tuple[int, str]:
+        return self._write(create_key, user_id, name=name, group=group, **fields)
+
+    def channel(
+        self,
+        name: str,
+        *,
+        type: str,
+        base_url: str,
+        models: Sequence[str],
+        api_keys: Sequence[str] = ("sk-upstream-test",),
+        groups: Sequence[str] = ("default",),
+        model_map: dict[str, str] | None = None,
+        priority: int = 0,
+        weight: int = 1,
+        **fields,
+    ) -> int:
+        channel_type = self.registry.channel_type(type)
+        return self._write(
+            add_channel,
+            name=name,
+            type=type,
+            base_url=channel_type.normalize_base_url(base_url),
+            api_keys=api_keys,
+            models=models,
+            model_map=model_map,
+            groups=groups,
+            priority=priority,
+            weight=weight,
+            **fields,
+        )
+
+    def price(self, model: str, input_micros_per_mtok: int, output_micros_per_mtok: int, **fields) -> None:
+        self._write(set_price, model, input_micros_per_mtok, output_micros_per_mtok, **fields)
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """Read rows for assertions (tests only)."""
+        conn = self.store.connect()
+        try:
+            conn.row_factory = lambda cursor, row: {d[0]: v for d, v in zip(cursor.description, row)}
+            return list(conn.execute(sql, params))
+        finally:
+            conn.close()
+
+
+def load_example(folder: str | os.PathLike, name: str) -> Any:
+    """A recorded wire example: parsed JSON for ``.json``, bytes for anything else."""
+    path = Path(folder) / name
+    data = path.read_bytes()
+    return json.loads(data) if path.suffix == ".json" else data

@@ -1,0 +1,152 @@
+"""HTTP work shared by channel types that call an upstream over HTTP.
+
+``post`` sends one request with the exchange's timeouts and turns every failure
+into a ``GatewayError`` that says whether another channel may succeed
+(``retryable``) and keeps the upstream's status and a bounded body excerpt for
+the log. ``sse_frames`` cuts a streaming response into frames as they arrive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import aiohttp
+
+from .channel_type import Exchange
+from .client_protocol import Frame
+from .errors import (
+    GatewayError,
+    InvalidRequestError,
+    RateLimitError,
+    RequestTooLargeError,
+    UpstreamError,
+    UpstreamTimeoutError,
+    UpstreamUnavailableError,
+    excerpt,
+)
+from .sse import SSESplitter
+
+ERROR_BODY_LIMIT = 64 * 1024
+
+ErrorMessage = Callable[[int, bytes], str]
+
+
+async def post(
+    exchange: Exchange,
+    url: str,
+    *,
+    headers: dict[str, str],
+    body: bytes,
+    error_message: ErrorMessage,
+) -> aiohttp.ClientResponse:
+    """POST ``body`` and return the response once its head arrived with a 2xx status.
+
+    The caller owns the response: read it, or release it when done.
+    """
+    timeouts = exchange.timeouts
+    client_timeout = aiohttp.ClientTimeout(
+        total=None, connect=timeouts.connect, sock_read=timeouts.idle
+    )
+    try:
+        async with asyncio.timeout(timeouts.first_byte):
+            response = await exchange.session.post(
+                url, data=body, headers=headers, timeout=client_timeout, allow_redirects=False
+            )
+    except TimeoutError:
+        raise UpstreamTimeoutError(
+            f"the upstream did not answer within {timeouts.first_byte:g} s", retryable=True
+        ) from None
+    except aiohttp.ClientConnectorError as exc:
+        raise _unavailable(f"could not connect to the upstream: {exc.os_error or exc}") from None
+    except aiohttp.ServerTimeoutError:
+        raise UpstreamTimeoutError("the upstream timed out", retryable=True) from None
+    except aiohttp.ClientError as exc:
+        raise _unavailable(f"the upstream connection failed: {type(exc).__name__}") from None
+    if response.status < 400:
+        return response
+    try:
+        data = await response.content.read(ERROR_BODY_LIMIT)
+    except (aiohttp.ClientError, TimeoutError):
+        data = b""
+    finally:
+        response.release()
+    raise error_for_status(response.status, data, error_message, response.headers.get("retry-after"))
+
+
+def error_for_status(
+    status: int, body: bytes, error_message: ErrorMessage, retry_after: str | None = None
+) -> GatewayError:
+    """The gateway error for an upstream error status.
+
+    A request the upstream refused for its own content (400, 413, 422) is the
+    client's to fix: same status, no retry. Everything else (the channel's key
+    refused, rate limits, server errors, an unknown path) may succeed elsewhere.
+    """
+    message = error_message(status, body)
+    error: GatewayError
+    if status in (400, 422):
+        error = InvalidRequestError(f"the upstream rejected the request: {message}", status=400)
+    elif status == 413:
+        error = RequestTooLargeError(f"the upstream rejected the request as too large: {message}")
+    elif status == 429:
+        error = RateLimitError(
+            f"the upstream is rate limiting: {message}",
+            retry_after=_seconds(retry_after),
+            retryable=True,
+        )
+    elif status in (408, 504):
+        error = UpstreamTimeoutError(f"the upstream timed out ({status})", retryable=True)
+    elif status in (503, 529):
+        error = UpstreamUnavailableError(f"the upstream is overloaded ({status}): {message}", retryable=True)
+    else:
+        error = UpstreamError(f"the upstream failed ({status}): {message}", retryable=True)
+    error.upstream_status = status
+    error.upstream_body = excerpt(body)
+    return error
+
+
+async def sse_frames(
+    response: aiohttp.ClientResponse, decode: Callable[[bytes], Frame]
+) -> AsyncIterator[Frame]:
+    """Yield each SSE frame of ``response`` as soon as it is complete.
+
+    ``decode`` turns a frame's bytes into a :class:`Frame` (and may raise a
+    ``GatewayError`` for an error event). A silent or dropped upstream ends the
+    iteration with a ``GatewayError``.
+    """
+    splitter = SSESplitter()
+    finished = False
+    try:
+        async for chunk in response.content.iter_any():
+            for raw in splitter.feed(chunk):
+                yield decode(raw)
+        rest = splitter.flush()
+        if rest.strip():
+            yield decode(rest + b"\n\n")
+        finished = True
+    except (TimeoutError, aiohttp.ServerTimeoutError):
+        raise UpstreamTimeoutError("the upstream went silent in the middle of the stream") from None
+    except (aiohttp.ClientError, ConnectionError) as exc:
+        raise UpstreamError(
+            f"the upstream connection dropped in the middle of the stream ({type(exc).__name__})"
+        ) from None
+    finally:
+        # a stream left half-read cannot go back to the pool: close its connection
+        if finished:
+            response.release()
+        else:
+            response.close()
+
+
+def _unavailable(message: str) -> UpstreamUnavailableError:
+    return UpstreamUnavailableError(message, retryable=True)
+
+
+def _seconds(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
