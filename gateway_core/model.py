@@ -145,6 +145,18 @@ class StopReason(str, enum.Enum):
 
 @attrs.frozen
 class Usage:
+    """Tokens of one answer, counted one way whatever the protocol.
+
+    ``input_tokens`` counts every input token, the cached ones
+    (``cached_input_tokens``: read from a prompt cache) and the ones written to a
+    cache (``cache_write_tokens``) included; the uncached rest is
+    ``input_tokens - cached_input_tokens - cache_write_tokens``.
+    ``output_tokens`` counts every output token, reasoning included
+    (``reasoning_tokens`` is the part of them spent reasoning). Adapters whose
+    wire counts cached tokens apart (Anthropic's) add them in when reading and
+    take them out when writing.
+    """
+
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
@@ -154,6 +166,10 @@ class Usage:
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    @property
+    def uncached_input_tokens(self) -> int:
+        return max(0, self.input_tokens - self.cached_input_tokens - self.cache_write_tokens)
 
 
 @attrs.frozen

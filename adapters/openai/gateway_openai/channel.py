@@ -118,8 +118,8 @@ class FrameDecoder:
         _, data = frame_fields(raw)
         if not data:
             return Frame(raw)  # a comment or keep-alive
-        if data == b"[DONE]":
-            return Frame(raw, terminal=True)
+        if data == b"[DONE]":  # closes what a stream without finish_reason left open
+            return Frame(raw, tuple(self._chunks.close()), terminal=True)
         try:
             chunk = orjson.loads(data)
         except orjson.JSONDecodeError:

@@ -108,7 +108,7 @@ class ChunkDecoder:
     def _tool_call(self, call: JSON, position: int, events: list[StreamEvent]) -> None:
         wire_index = call.get("index")
         wire_index = wire_index if isinstance(wire_index, (int, str)) else position
-        custom = call.get("type") == "custom"
+        custom = call.get("type") == "custom" or isinstance(call.get("custom"), dict)
         fn = call.get("custom" if custom else "function")
         fn = fn if isinstance(fn, dict) else {}
         key = ("tool", wire_index)

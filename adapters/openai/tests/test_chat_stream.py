@@ -230,3 +230,22 @@ def test_encoder_ignores_a_second_finish() -> None:
     encoder = ChunkEncoder("id", "m", 1, include_usage=False)
     assert len(encoder.encode(StreamFinish(StopReason.END_TURN))) == 2  # the role chunk, then the finish
     assert encoder.encode(StreamFinish(StopReason.END_TURN)) == []
+
+
+def test_custom_tool_call_stream_round_trip() -> None:
+    chunks = [
+        chunk({"role": "assistant", "tool_calls": [{"index": 0, "id": "c1", "type": "custom", "custom": {"name": "shell", "input": ""}}]}),
+        chunk({"tool_calls": [{"index": 0, "custom": {"input": "ls "}}]}),
+        chunk({"tool_calls": [{"index": 0, "custom": {"input": "-la"}}]}),
+        chunk({}, "tool_calls"),
+    ]
+    events = decode(chunks)
+    assert events[1] == PartStart(0, ToolCallPart("c1", "shell", provider_metadata={"openai_tool_type": "custom"}))
+    assert "".join(e.text for e in events if isinstance(e, PartDelta)) == "ls -la"
+    deltas = [c["choices"][0]["delta"] for c in encode(events, include_usage=False)]
+    assert deltas[1:] == [
+        {"tool_calls": [{"index": 0, "id": "c1", "type": "custom", "custom": {"name": "shell", "input": ""}}]},
+        {"tool_calls": [{"index": 0, "custom": {"input": "ls "}}]},
+        {"tool_calls": [{"index": 0, "custom": {"input": "-la"}}]},
+        {},
+    ]
