@@ -8,6 +8,7 @@ app's lifespan closes upstream connections and flushes pending writes.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 
@@ -33,7 +34,7 @@ def hypercorn_config(host: str, port: int, workers: int) -> HypercornConfig:
     config.worker_class = "uvloop"
     config.graceful_timeout = GRACEFUL_TIMEOUT
     config.accesslog = None
-    config.errorlog = "-"
+    config.errorlog = logging.getLogger("hypercorn.error")  # one handler: the root's
     config.keep_alive_timeout = 75
     config.application_path = "gateway_core.app:create_app_from_env()"
     return config

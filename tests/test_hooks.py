@@ -1,0 +1,208 @@
+"""Every hook works as documented, has its section in docs/hooks.md, and a test here."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import aiohttp
+import orjson
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from gateway_core import (
+    Call,
+    ChannelType,
+    ClientProtocol,
+    Exchange,
+    JsonReply,
+    PermissionDeniedError,
+    Policy,
+    RenderedError,
+    RouteSpec,
+    Usage,
+    hookimpl,
+    hookspecs,
+)
+from gateway_core.cli import main
+from gateway_core.config import Config
+from gateway_core.plugins import collect
+from gateway_core.testing import Seed
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
+
+
+def hook_names() -> list[str]:
+    return [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("register_")]
+
+
+def test_every_hook_has_a_docstring_a_doc_section_and_a_test():
+    text = DOCS.read_text(encoding="utf-8")
+    sections = set(re.findall(r"^## `(\w+)`", text, flags=re.M))
+    tests = {name for name in globals() if name.startswith("test_hook_")}
+    for name in hook_names():
+        assert getattr(hookspecs, name).__doc__, f"{name} has no docstring"
+        assert name in sections, f"docs/hooks.md lacks a section for {name}"
+        assert f"test_hook_{name}" in tests, f"tests/test_hooks.py lacks test_hook_{name}"
+
+
+# --- a tiny plugin using every hook ------------------------------------------
+
+
+class EchoProtocol(ClientProtocol):
+    name = "echo-protocol"
+
+    def routes(self):
+        return (RouteSpec("/echo", "chat"),)
+
+    def read_key(self, headers, query):
+        return headers.get("x-echo-key", "")
+
+    def parse(self, route, body, headers, query, path_params):
+        data = orjson.loads(body)
+        return Call(protocol=self.name, endpoint="chat", wire="echo", model=data["model"], stream=False, body=data)
+
+    def to_core(self, call):
+        raise AssertionError("same wire: never converted")
+
+    def render_response(self, call, response):
+        raise AssertionError("same wire: never converted")
+
+    def stream_writer(self, call, passthrough):
+        raise NotImplementedError
+
+    def render_models(self, models, headers, query):
+        return orjson.dumps([m.id for m in models])
+
+    def render_error(self, error, request_id):
+        return RenderedError(status=error.status, body=orjson.dumps({"echo_error": error.message}))
+
+
+class EchoChannel(ChannelType):
+    name = "echo-channel"
+
+    def wire(self, endpoint):
+        return "echo" if endpoint == "chat" else None
+
+    async def send(self, exchange: Exchange):
+        body = orjson.dumps({"echoed": exchange.call.body["text"], "model": exchange.target.upstream_model})
+        return JsonReply(body=body, response=None, usage=Usage(input_tokens=1, output_tokens=2))
+
+
+class NoSecretsPolicy(Policy):
+    name = "no_secrets"
+    order = 450
+    finished = 0
+
+    async def admit(self, ctx, services):
+        if "secret" in ctx.call.body.get("text", ""):
+            raise PermissionDeniedError("no secrets here")
+
+    async def finish(self, ctx, services):
+        NoSecretsPolicy.finished += 1
+
+
+class EchoPlugin:
+    @hookimpl
+    def register_client_protocols(self, register):
+        register(EchoProtocol())
+
+    @hookimpl
+    def register_channel_types(self, register):
+        register(EchoChannel())
+
+    @hookimpl
+    def register_policies(self, register, config):
+        register(NoSecretsPolicy())
+
+    @hookimpl
+    def register_routes(self, register):
+        register(Route("/echo-status", lambda request: PlainTextResponse("echo plugin here")))
+
+    @hookimpl
+    def register_migrations(self, register):
+        register("9000_echo_notes", lambda db: db["echo_notes"].create({"id": int, "note": str}, pk="id"))
+
+    @hookimpl
+    def register_commands(self, register):
+        def configure(parser):
+            parser.add_argument("words", nargs="+")
+
+        def run(args, cli):
+            print("echo:", " ".join(args.words))
+            return 0
+
+        register("echo say", "print the words", configure, run)
+
+
+async def _echo_gateway(seed: Seed, start_gateway):
+    config = seed.config
+    seed_with_plugin = Seed(config, extra_plugins=[EchoPlugin()])
+    user = seed_with_plugin.user("eve")
+    _, secret = seed_with_plugin.key(user)
+    seed_with_plugin.channel("echo", type="echo-channel", base_url="local://echo", models=["echo-1"], model_map={"echo-1": "echo-upstream"})
+    return start_gateway(config, extra_plugins=[EchoPlugin()]), secret
+
+
+async def test_hook_register_client_protocols(seed, start_gateway):
+    gateway, secret = await _echo_gateway(seed, start_gateway)
+    async with aiohttp.ClientSession() as http:
+        async with http.post(gateway.url + "/echo", json={"model": "echo-1", "text": "hi"}, headers={"x-echo-key": secret}) as response:
+            assert response.status == 200
+            assert await response.json() == {"echoed": "hi", "model": "echo-upstream"}
+        async with http.post(gateway.url + "/echo", json={"model": "echo-1", "text": "hi"}, headers={"x-echo-key": "wrong"}) as response:
+            assert response.status == 401
+            assert "echo_error" in await response.json()
+
+
+async def test_hook_register_channel_types(seed, start_gateway):
+    gateway, secret = await _echo_gateway(seed, start_gateway)
+    assert "echo-channel" in gateway.services.registry.channel_types
+    row = seed.rows("SELECT channel_name, upstream_model, input_tokens, output_tokens FROM usage_logs")
+    assert row == []
+    async with aiohttp.ClientSession() as http:
+        async with http.post(gateway.url + "/echo", json={"model": "echo-1", "text": "x"}, headers={"x-echo-key": secret}) as response:
+            assert response.status == 200
+    assert seed.rows("SELECT channel_name, upstream_model, input_tokens, output_tokens FROM usage_logs") == [
+        {"channel_name": "echo", "upstream_model": "echo-upstream", "input_tokens": 1, "output_tokens": 2}
+    ]
+
+
+async def test_hook_register_policies(seed, start_gateway):
+    gateway, secret = await _echo_gateway(seed, start_gateway)
+    policies = [p.name for p in gateway.services.pipeline.policies]
+    assert policies.index("no_secrets") > policies.index("authentication")
+    before = NoSecretsPolicy.finished
+    async with aiohttp.ClientSession() as http:
+        async with http.post(gateway.url + "/echo", json={"model": "echo-1", "text": "a secret"}, headers={"x-echo-key": secret}) as response:
+            assert response.status == 403
+            assert await response.json() == {"echo_error": "no secrets here"}
+        async with http.post(gateway.url + "/echo", json={"model": "echo-1", "text": "fine"}, headers={"x-echo-key": secret}) as response:
+            assert response.status == 200
+    assert NoSecretsPolicy.finished == before + 1  # finish runs for admitted requests only
+
+
+async def test_hook_register_routes(seed, start_gateway):
+    gateway, _ = await _echo_gateway(seed, start_gateway)
+    async with aiohttp.ClientSession() as http:
+        async with http.get(gateway.url + "/echo-status") as response:
+            assert response.status == 200
+            assert await response.text() == "echo plugin here"
+            assert response.headers["x-request-id"].startswith("req_")
+
+
+def test_hook_register_migrations(tmp_path):
+    config = Config(db_path=str(tmp_path / "m.db"))
+    seed = Seed(config, extra_plugins=[EchoPlugin()])
+    assert seed.rows("SELECT name FROM schema_migrations WHERE name = '9000_echo_notes'") == [{"name": "9000_echo_notes"}]
+    assert seed.rows("SELECT count(*) AS n FROM echo_notes") == [{"n": 0}]
+    names = [name for name, _ in collect(config, [EchoPlugin()]).migrations]
+    assert names == sorted(names) and names[0].startswith("0001")
+
+
+def test_hook_register_commands(tmp_path, capsys):
+    status = main(["echo", "say", "hello", "world", "--db", str(tmp_path / "c.db")], extra_plugins=[EchoPlugin()])
+    assert status == 0
+    assert capsys.readouterr().out.strip() == "echo: hello world"
+
