@@ -126,7 +126,7 @@ class GatewayProcess:
     def __init__(self, db_path: str | os.PathLike, *, plugins_file: str | None = None, workers: int = 1, env: dict | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "gateway_core.cli", "serve", "--db", str(db_path), "--port", str(self.port)]
+        command = [sys.executable, "-m", "gateway_core", "serve", "--db", str(db_path), "--port", str(self.port)]
         if plugins_file:
             command += ["--plugins", plugins_file]
         if workers > 1:

@@ -1,0 +1,7 @@
+"""``python -m gateway_core`` is the ``relaygate`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
