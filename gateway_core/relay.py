@@ -224,6 +224,9 @@ async def _pump(reply: StreamReply, writer: StreamWriter, tally: StreamTally, se
                 await send({"type": "http.response.body", "body": data, "more_body": True})
     except GatewayError as error:
         return error
+    except Exception:  # a bug in a translation must still end the stream properly
+        log.exception("stream failed")
+        return InternalError("The gateway failed while streaming the answer.")
     if not tally.finished:
         return UpstreamError("the upstream ended the stream before it finished")
     return None

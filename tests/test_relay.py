@@ -1,0 +1,110 @@
+"""The relay with test channel types: failover before the first byte, broken streams."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+from gateway_core import (
+    ChannelType,
+    Frame,
+    JsonReply,
+    PartDelta,
+    PartStart,
+    StreamReply,
+    StreamStart,
+    TextPart,
+    UpstreamError,
+    Usage,
+    endpoints,
+    hookimpl,
+)
+from gateway_core.model import ChatResponse, StopReason
+from gateway_core.testing import Seed
+
+
+class ScriptedChannel(ChannelType):
+    """Fails with a retryable error for channels named ``bad*``; streams then breaks
+    with a bug for ``buggy*``; answers otherwise."""
+
+    name = "scripted"
+    calls: list[str] = []
+
+    def wire(self, endpoint):
+        return "scripted" if endpoint == endpoints.CHAT else None
+
+    async def send(self, exchange):
+        channel = exchange.target.channel.name
+        ScriptedChannel.calls.append(channel)
+        if channel.startswith("bad"):
+            raise UpstreamError(f"{channel} is down", retryable=True)
+        if exchange.call.stream:
+            frames = self._frames(channel)
+            return StreamReply(frames=frames, close=frames.aclose)
+        response = ChatResponse(id="r1", model="m", parts=(TextPart(f"from {channel}"),), stop_reason=StopReason.END_TURN, usage=Usage(3, 2))
+        return JsonReply(body=None, response=response, usage=response.usage)
+
+    async def _frames(self, channel):
+        yield Frame(b"", (StreamStart(id="s1", model="m"), PartStart(0, TextPart(""))))
+        yield Frame(b"", (PartDelta(0, "partial answer"),))
+        if channel.startswith("buggy"):
+            raise RuntimeError("a bug in a translation")
+
+
+class ScriptedPlugin:
+    @hookimpl
+    def register_channel_types(self, register):
+        register(ScriptedChannel())
+
+
+@pytest.fixture
+def scripted(relaygate_config):
+    ScriptedChannel.calls = []
+    seed = Seed(relaygate_config, extra_plugins=[ScriptedPlugin()])
+    user = seed.user("alice")
+    _, key = seed.key(user)
+    return seed, key
+
+
+def client_for(gateway, key):
+    return openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=key, max_retries=0)
+
+
+async def test_fails_over_by_priority_and_logs_every_attempt(scripted, start_gateway):
+    seed, key = scripted
+    seed.channel("bad-primary", type="scripted", base_url="local://x", models=["m"], priority=10)
+    seed.channel("good-backup", type="scripted", base_url="local://x", models=["m"], priority=0)
+    gateway = start_gateway(extra_plugins=[ScriptedPlugin()])
+    answer = await client_for(gateway, key).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    assert answer.choices[0].message.content == "from good-backup"
+    assert ScriptedChannel.calls == ["bad-primary", "good-backup"]
+    row = seed.rows("SELECT channel_name, attempts, status FROM usage_logs")[-1]
+    assert row["channel_name"] == "good-backup" and row["status"] == 200
+    assert '"bad-primary is down"' in row["attempts"] and '"good-backup"' in row["attempts"]
+
+
+async def test_no_channel_left_is_the_last_error_with_the_request_id(scripted, start_gateway):
+    seed, key = scripted
+    seed.channel("bad-1", type="scripted", base_url="local://x", models=["m"])
+    seed.channel("bad-2", type="scripted", base_url="local://x", models=["m"])
+    gateway = start_gateway(extra_plugins=[ScriptedPlugin()])
+    with pytest.raises(openai.InternalServerError) as caught:
+        await client_for(gateway, key).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+    assert caught.value.status_code == 502
+    assert caught.value.response.headers["x-request-id"] in caught.value.message
+    assert sorted(ScriptedChannel.calls) == ["bad-1", "bad-2"]
+
+
+async def test_a_bug_mid_stream_ends_the_stream_with_an_error_event(scripted, start_gateway):
+    seed, key = scripted
+    seed.channel("buggy", type="scripted", base_url="local://x", models=["m"])
+    gateway = start_gateway(extra_plugins=[ScriptedPlugin()])
+    stream = await client_for(gateway, key).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
+    text = ""
+    with pytest.raises(openai.APIError) as caught:
+        async for chunk in stream:
+            text += chunk.choices[0].delta.content or ""
+    assert text == "partial answer"
+    assert "request id" in str(caught.value)
+    row = seed.rows("SELECT status, end_reason, error_type, output_tokens, estimated FROM usage_logs")[-1]
+    assert row == {"status": 200, "end_reason": "upstream_error", "error_type": "internal", "output_tokens": 4, "estimated": 1}
