@@ -3,11 +3,11 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PROJECTS := pyproject.toml adapters/openai/pyproject.toml adapters/demo/pyproject.toml console/pyproject.toml
+PROJECTS := pyproject.toml adapters/openai/pyproject.toml adapters/anthropic/pyproject.toml adapters/demo/pyproject.toml console/pyproject.toml
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: install run test bench clean
+.PHONY: install browser run test bench clean
 
 install: $(STAMP)
 
@@ -15,14 +15,21 @@ $(STAMP): $(PROJECTS) constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt \
-		-e '.[test]' -e adapters/openai -e adapters/demo -e console
+		-e '.[test]' -e adapters/openai -e adapters/anthropic -e adapters/demo -e 'console[test]'
 	touch $(STAMP)
 
 run: install
 	$(BIN)/relaygate init
 	$(BIN)/relaygate serve --host $(HOST) --port $(PORT)
 
-test: install
+# Debian's Chromium drives the console's browser tests: installed when missing and possible (root, apt-get)
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium || \
+		  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }; }; } || \
+		echo "warning: Debian's chromium is not installed (needs root and apt-get): the console's browser tests will fail" >&2
+
+test: install browser
 	$(BIN)/python -m pytest -q
 
 bench: install

@@ -47,9 +47,11 @@ from .model import (
     UsageReport,
 )
 from .policy import Policy
+from .ratelimit import Allowance, RateLimitState
 from .records import ChannelRecord, KeyRecord
 
 __all__ = [
+    "Allowance",
     "AuthenticationError",
     "Call",
     "ChannelRecord",
@@ -76,6 +78,7 @@ __all__ = [
     "PermissionDeniedError",
     "Policy",
     "RateLimitError",
+    "RateLimitState",
     "ReasoningPart",
     "RenderedError",
     "Reply",

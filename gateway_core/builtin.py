@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from . import commands
 from .cli import EXIT_USAGE, CommandContext, CommandError, parse_expires, parse_model_map, require_user, split_list
 from .hookspecs import hookimpl
 from .money import format_usd, parse_price_per_mtok, parse_usd
@@ -53,6 +54,8 @@ def register_commands(register: Callable[..., None]) -> None:
     register("key enable", "enable an API key", _configure_key_id, _run_key_enable)
     register("key delete", "delete an API key", _configure_key_id, _run_key_delete)
     register("plugins", "list the loaded plugins", _no_arguments, _run_plugins)
+    commands.limits.register(register)
+    commands.billing.register(register)
 
 
 # --- serve and init -----------------------------------------------------------------
@@ -255,19 +258,27 @@ def _configure_price_set(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--output", metavar="USD_PER_MTOK", help="USD per million output tokens")
     parser.add_argument("--cached-input", metavar="USD_PER_MTOK", help="USD per million cached input tokens")
     parser.add_argument("--cache-write", metavar="USD_PER_MTOK", help="USD per million tokens written to a cache")
+    parser.add_argument("--per-image", metavar="USD", help="USD per image generated")
+    parser.add_argument("--per-mchars", metavar="USD", help="USD per million characters (speech)")
+    parser.add_argument("--per-audio-minute", metavar="USD", help="USD per minute of audio (transcription)")
     parser.add_argument("--free", action="store_true", help="the model costs nothing")
 
 
 def _run_price_set(args: argparse.Namespace, cli: CommandContext) -> int:
-    if not args.free and (args.input is None or args.output is None):
-        raise ValueError("--input and --output are required (or --free)")
+    per_unit = {
+        "per_image_micros": args.per_image, "per_mchar_micros": args.per_mchars,
+        "per_audio_minute_micros": args.per_audio_minute,
+    }  # fmt: skip
+    per_unit = {name: parse_usd(text) for name, text in per_unit.items() if text is not None}
+    if not args.free and not per_unit and (args.input is None or args.output is None):
+        raise ValueError("--input and --output are required (or --free, or a per-unit price such as --per-image)")
     price = prices.set_price(
         cli.connect(), args.model,
         parse_price_per_mtok(args.input) if args.input is not None else 0,
         parse_price_per_mtok(args.output) if args.output is not None else 0,
         cached_input_micros_per_mtok=_optional_price(args.cached_input),
         cache_write_micros_per_mtok=_optional_price(args.cache_write),
-        free=args.free,
+        free=args.free, **per_unit,
     )  # fmt: skip
     if price.free:
         text = f"{price.model}: free"
@@ -276,12 +287,18 @@ def _run_price_set(args: argparse.Namespace, cli: CommandContext) -> int:
             f"{price.model}: input {format_usd(price.input_micros_per_mtok)} USD, "
             f"output {format_usd(price.output_micros_per_mtok)} USD per million tokens"
         )
+        for name, unit in (("per_image_micros", "image"), ("per_mchar_micros", "million characters"), ("per_audio_minute_micros", "minute of audio")):
+            if getattr(price, name) is not None:
+                text += f"; {format_usd(getattr(price, name))} USD per {unit}"
     cli.print_record(price, text=text)
     return 0
 
 
 def _run_price_list(args: argparse.Namespace, cli: CommandContext) -> int:
-    columns = ["model", "input_micros_per_mtok", "output_micros_per_mtok", "cached_input_micros_per_mtok", "free"]
+    columns = [
+        "model", "input_micros_per_mtok", "output_micros_per_mtok", "cached_input_micros_per_mtok",
+        "cache_write_micros_per_mtok", "per_image_micros", "per_mchar_micros", "per_audio_minute_micros", "free",
+    ]  # fmt: skip
     cli.print_table(prices.list_prices(cli.connect()), columns)
     return 0
 
@@ -301,6 +318,7 @@ def _configure_key_create(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expires", metavar="ISO8601", help="expiry, e.g. 2026-12-31 or 2026-12-31T18:00:00+02:00 (UTC if no offset)")
     parser.add_argument("--models", default="", metavar="M1,M2", help="models allowed (default: every model of the group)")
     parser.add_argument("--allow-ip", action="append", default=[], metavar="CIDR,...", help="client addresses allowed (default: any)")
+    commands.limits.add_limit_options(parser)
 
 
 def _run_key_create(args: argparse.Namespace, cli: CommandContext) -> int:
@@ -312,7 +330,7 @@ def _run_key_create(args: argparse.Namespace, cli: CommandContext) -> int:
     group = args.group or (DEFAULT_GROUP if DEFAULT_GROUP in user.groups or not user.groups else user.groups[0])
     key_id, secret = keys.create_key(
         conn, user.id, name=args.name, group=group, quota_micros=quota, expires_at=expires_at,
-        models=split_list(args.models), allow_ips=networks,
+        models=split_list(args.models), allow_ips=networks, limits=commands.limits.limit_changes(args),
     )  # fmt: skip
     if cli.json:
         cli.print_record({"id": key_id, "key": secret})

@@ -17,6 +17,7 @@ import attrs
 
 from .errors import GatewayError
 from .model import ChatRequest, ChatResponse, ModelInfo, StreamEvent
+from .ratelimit.state import RateLimitState
 
 Headers = Mapping[str, str]  # lower-case names (Starlette's Headers fits)
 Query = Mapping[str, str]
@@ -158,3 +159,17 @@ class ClientProtocol(abc.ABC):
     def passthrough_body(self, call: Call, upstream_body: bytes) -> bytes:
         """The client's body of a same-wire non-streaming answer (as is, by default)."""
         return upstream_body
+
+    def rate_limit_headers(self, state: RateLimitState) -> list[tuple[bytes, bytes]]:
+        """Response headers telling the client its rate limits, in this protocol's names.
+
+        Called by the rate-limit policy for every request of a key or user that
+        has limits (never when there are none), on success and on a 429 alike;
+        the relay adds the headers to the response, streamed or not. Names are
+        lower-case bytes. ``state`` holds, per dimension (requests, tokens,
+        concurrency), the tightest :class:`~gateway_core.ratelimit.Allowance`
+        or ``None``; ``state.reset_at(allowance)`` gives a Unix time for
+        protocols that send times of day. ``Retry-After`` on a 429 is added by
+        the relay from the error. Default: no headers.
+        """
+        return []

@@ -41,6 +41,10 @@ class Config:
     timeouts: Timeouts = Timeouts()
     max_attempts: int = 3
     source: str | None = None
+    # billing: the output reserved for a request that names no max tokens, and
+    # the age after which a reservation left by a dead process is released
+    default_max_output_tokens: int = 4096
+    stale_hold_seconds: float = 3600.0
 
     def plugin_settings(self, name: str) -> dict[str, Any]:
         return self.plugins.get(name, {})
@@ -72,7 +76,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
     plugins = data.get("plugins", {})
     if not isinstance(gateway, dict) or not isinstance(plugins, dict):
         raise ConfigError(f"{where}: [gateway] and [plugins.NAME] must be tables")
-    known = {"trusted_proxies", "max_body_bytes", "timeouts", "max_attempts"}
+    known = {"trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds"}
     unknown = set(gateway) - known
     if unknown:
         raise ConfigError(f"{where}: unknown [gateway] setting(s): {', '.join(sorted(unknown))}")
@@ -87,7 +91,16 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             max_body_bytes=int(gateway.get("max_body_bytes", defaults.max_body_bytes)),
             timeouts=Timeouts(**{k: float(v) for k, v in timeouts.items()}),
             max_attempts=int(gateway.get("max_attempts", defaults.max_attempts)),
+            default_max_output_tokens=_positive_int(gateway, "default_max_output_tokens", defaults.default_max_output_tokens),
+            stale_hold_seconds=float(gateway.get("stale_hold_seconds", defaults.stale_hold_seconds)),
             source=source,
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
+
+
+def _positive_int(table: dict[str, Any], name: str, default: int) -> int:
+    value = table.get(name, default)
+    if type(value) is not int or value <= 0:
+        raise ValueError(f"[gateway] {name} must be a positive integer, got {value!r}")
+    return value

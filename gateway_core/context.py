@@ -38,6 +38,10 @@ class RequestContext:
     body_size: int = 0
     response_headers: list[tuple[bytes, bytes]] = attrs.field(factory=list)
     state: dict[str, Any] = attrs.field(factory=dict)
+    # billing: the reservation the quota policy made (a gateway_core.billing.Charge),
+    # settled with the usage row; ``settled`` once the request has been recorded
+    charge: Any = None
+    settled: bool = False
 
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000.0

@@ -5,7 +5,9 @@ no await on the store. A miss (or a stale entry) reads through the store;
 concurrent misses for the same hash share that one read. Unknown keys are
 cached too, so a flood of bad keys cannot flood the database. Changes made
 elsewhere (another worker, the CLI) are seen within ``ttl``; changes made by
-this process can :meth:`KeyCache.invalidate` at once.
+this process can :meth:`KeyCache.invalidate` at once (by hash, or
+:meth:`~KeyCache.invalidate_key` / :meth:`~KeyCache.invalidate_user` by id; a
+change of a group's limits calls ``invalidate()`` for every key).
 """
 
 from __future__ import annotations
@@ -45,6 +47,21 @@ class KeyCache:
         else:
             self._entries.pop(key_hash, None)
             self._loading.pop(key_hash, None)
+
+    def invalidate_key(self, key_id: int) -> None:
+        """Forget the key with this id: call it after changing a key in this process
+        (disable, delete, edit its limits, models or allow list)."""
+        self._forget(lambda record: record.id == key_id)
+
+    def invalidate_user(self, user_id: int) -> None:
+        """Forget every key of this user (after disabling the user or changing its limits)."""
+        self._forget(lambda record: record.user_id == user_id)
+
+    def _forget(self, matches) -> None:
+        self._generation += 1  # loads already under way must not refill the cache
+        entries = self._entries
+        for key_hash in [h for h, (_, record) in entries.items() if record is not None and matches(record)]:
+            del entries[key_hash]
 
     def __len__(self) -> int:
         return len(self._entries)

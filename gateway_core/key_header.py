@@ -18,9 +18,12 @@ def bearer_key(value: str | None) -> str:
             "No API key provided. Send it in the header 'Authorization: Bearer <key>'.",
             code="missing_api_key",
         )
-    scheme, sep, key = value.partition(" ")
-    if not sep and any(ws in value for ws in _WHITESPACE[1:]):
-        scheme = value.split(None, 1)[0]
+    if value.startswith("Bearer ") and len(value) > 7 and value[7] not in _WHITESPACE:
+        return plain_key(value[7:], "Authorization")  # the well-formed case, quickly
+    end = 0
+    while end < len(value) and value[end] not in _WHITESPACE:
+        end += 1
+    scheme = value[:end]
     if scheme != "Bearer":
         if scheme.lower() == "bearer":
             raise AuthenticationError(
@@ -31,11 +34,27 @@ def bearer_key(value: str | None) -> str:
             "The Authorization header must use the Bearer scheme: 'Authorization: Bearer <key>'.",
             code="invalid_authorization_header",
         )
-    if not sep or key.strip() == "":
+    start = end
+    while start < len(value) and value[start] in _WHITESPACE:
+        start += 1
+    separator, key = value[end:start], value[start:]
+    if not key:
+        raise AuthenticationError("The Authorization header has no key after 'Bearer'.", code="missing_api_key")
+    if separator != " ":
         raise AuthenticationError(
-            "The Authorization header has no key after 'Bearer'.", code="missing_api_key"
+            f"The Authorization header is malformed: {_describe(separator)} between 'Bearer' and the key; "
+            "write exactly one space.",
+            code="invalid_authorization_header",
         )
     return plain_key(key, "Authorization")
+
+
+def _describe(separator: str) -> str:
+    if "\r" in separator or "\n" in separator:
+        return "it has a line break"
+    if "\t" in separator:
+        return "it has a tab"
+    return f"it has {len(separator)} spaces" if separator.count(" ") == len(separator) else "it has other whitespace"
 
 
 def plain_key(value: str | None, header: str) -> str:

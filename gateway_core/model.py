@@ -153,7 +153,7 @@ class Usage:
     ``input_tokens - cached_input_tokens - cache_write_tokens``.
     ``output_tokens`` counts every output token, reasoning included
     (``reasoning_tokens`` is the part of them spent reasoning). Adapters whose
-    wire counts cached tokens apart (Anthropic's) add them in when reading and
+    wire counts cached tokens apart add them in when reading and
     take them out when writing.
     """
 

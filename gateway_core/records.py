@@ -20,6 +20,37 @@ class UserRecord:
 
 
 @attrs.frozen
+class RateLimits:
+    """Rate limits of one subject (an API key, a user): ``0`` means unlimited.
+
+    ``requests_per_minute`` and ``tokens_per_minute`` refill continuously (a
+    token bucket holding one minute's worth); ``concurrency`` caps the requests
+    in flight at once.
+    """
+
+    requests_per_minute: int = 0
+    tokens_per_minute: int = 0
+    concurrency: int = 0
+
+    @classmethod
+    def of(cls, rpm: int | None, tpm: int | None, concurrency: int | None) -> RateLimits:
+        """Limits from stored columns (``None`` or ``0``: unlimited); :data:`NO_LIMITS` when all are."""
+        if not (rpm or tpm or concurrency):
+            return NO_LIMITS
+        return cls(max(0, rpm or 0), max(0, tpm or 0), max(0, concurrency or 0))
+
+
+NO_LIMITS = RateLimits()
+
+
+def _limits(value: RateLimits | None) -> RateLimits:
+    """Every all-unlimited value is :data:`NO_LIMITS`, so the hot path tests identity."""
+    if value is None or not (value.requests_per_minute or value.tokens_per_minute or value.concurrency):
+        return NO_LIMITS
+    return value
+
+
+@attrs.frozen
 class KeyRecord:
     """An API key as the request path sees it (its owner folded in)."""
 
@@ -39,6 +70,10 @@ class KeyRecord:
     allow_ips: tuple[str, ...]  # empty: any address
     created_at: float
     last_used_at: float | None
+    # the key's own rate limits, and its owner's (the user's override, else the
+    # defaults of the key's group); NO_LIMITS when there are none
+    limits: RateLimits = attrs.field(default=NO_LIMITS, converter=_limits)
+    user_limits: RateLimits = attrs.field(default=NO_LIMITS, converter=_limits)
 
 
 @attrs.frozen
@@ -95,7 +130,10 @@ class UsageRow:
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
     cost_micros: int = 0
+    held_micros: int = 0  # what was reserved before the upstream call
+    overrun_micros: int = 0  # how much the cost exceeded the reservation
     estimated: bool = False
     duration_ms: float = 0.0
     first_token_ms: float | None = None
@@ -123,3 +161,7 @@ class PriceRecord:
     cache_write_micros_per_mtok: int | None = None
     free: bool = False
     updated_at: float | None = None
+    # calls that are not token-priced (images, speech, transcription)
+    per_image_micros: int | None = None
+    per_mchar_micros: int | None = None  # per million characters
+    per_audio_minute_micros: int | None = None

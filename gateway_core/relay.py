@@ -79,6 +79,14 @@ class ProtocolEndpoint:
             ctx.row.end_reason = "client_gone"
             ctx.row.status = 499
             await self._settle(ctx, admitted)
+        except asyncio.CancelledError:
+            # the server gave up on the request (a shutdown past its grace period):
+            # still release what it holds, charge what it delivered, and log it
+            if not ctx.settled:
+                ctx.row.end_reason = ctx.row.end_reason or "client_gone"
+                ctx.row.status = ctx.row.status or 499
+                await asyncio.shield(self._settle(ctx, admitted))
+            raise
         except Exception:
             log.exception("request failed", path=scope.get("path"))
             error = InternalError(f"The gateway failed to handle the request (request id: {ctx.request_id}).")
@@ -108,7 +116,11 @@ class ProtocolEndpoint:
         await send_body(send, rendered.status, rendered.body, rendered.content_type.encode(), headers)
 
     async def _settle(self, ctx: RequestContext, admitted: list) -> None:
-        """Release what the policies hold and record the request, durably."""
+        """Release what the policies hold, settle the charge and record the request,
+        durably, once."""
+        if ctx.settled:
+            return
+        ctx.settled = True
         services = self.services
         ctx.row.duration_ms = ctx.elapsed_ms()
         try:
@@ -182,6 +194,10 @@ class ProtocolEndpoint:
                 pump.cancel()
                 await asyncio.gather(pump, return_exceptions=True)
                 end_reason = "client_gone"
+        except asyncio.CancelledError:
+            ctx.row.end_reason = "client_gone"
+            self._count(ctx, tally.usage, output_chars=tally.output_chars)
+            raise
         finally:
             watcher.cancel()
             if not pump.done():
@@ -207,6 +223,7 @@ class ProtocolEndpoint:
             row.input_tokens = usage.input_tokens
             row.output_tokens = usage.output_tokens
             row.cached_tokens = usage.cached_input_tokens
+            row.cache_write_tokens = usage.cache_write_tokens
             row.estimated = False
         else:
             row.input_tokens = ctx.estimated_input_tokens()

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from .channel_type import Target
-from .errors import InvalidRequestError, NotFoundError, PermissionDeniedError
+from .errors import GatewayError, InvalidRequestError, NotFoundError, PermissionDeniedError
 from .model import ModelInfo
 from .records import ChannelRecord, KeyRecord
 from .store import Store
@@ -39,6 +39,42 @@ class ChannelIndex:
                     self.by_group_model[(group, model)].append(channel)
                     self.group_models[group].add(model)
         self.serves = serves
+
+
+MODELS_HINT = "GET /v1/models lists the models your key may use."
+
+
+def model_refusal(index: ChannelIndex, key: KeyRecord, model: str) -> GatewayError | None:
+    """Why ``key`` may not call ``model``, or ``None`` when it may.
+
+    A model no enabled channel serves is a 400 ``model_not_found``; one outside
+    the key's own model restriction, or not served to the key's group, is a 403
+    ``model_not_allowed``. Model names match exactly (case and hyphens count).
+    """
+    if model not in index.models:
+        return InvalidRequestError(
+            f"The model '{model}' does not exist or no channel serves it. {MODELS_HINT}",
+            code="model_not_found",
+            param="model",
+        )
+    if key.models and model not in key.models:
+        return PermissionDeniedError(
+            f"The model '{model}' is not allowed for this API key: the key is restricted to "
+            f"{len(key.models)} model(s). {MODELS_HINT}",
+            code="model_not_allowed",
+            param="model",
+        )
+    if model not in index.group_models.get(key.group, ()):
+        return _group_refusal(key, model)
+    return None
+
+
+def _group_refusal(key: KeyRecord, model: str) -> PermissionDeniedError:
+    return PermissionDeniedError(
+        f"The model '{model}' is not available to the group '{key.group}' of this key. {MODELS_HINT}",
+        code="model_not_allowed",
+        param="model",
+    )
 
 
 class Router:
@@ -91,7 +127,7 @@ class Router:
         index = await self.index()
         channels = index.by_group_model.get((key.group, model))
         if not channels:
-            raise self._no_channel_error(index, key, model)
+            raise model_refusal(index, key, model) or _group_refusal(key, model)
         serving = [c for c in channels if self._serves(c, endpoint)]
         if not serving:
             raise NotFoundError(
@@ -99,19 +135,6 @@ class Router:
                 code="unsupported_endpoint",
             )
         return [self._target(channel, model) for channel in self._order(serving)]
-
-    def _no_channel_error(self, index: ChannelIndex, key: KeyRecord, model: str):
-        hint = "GET /v1/models lists the models your key may use."
-        if model in index.models:
-            return PermissionDeniedError(
-                f"The model '{model}' is not available to the group '{key.group}' of this key. {hint}",
-                code="model_not_allowed",
-            )
-        return InvalidRequestError(
-            f"The model '{model}' does not exist or no channel serves it. {hint}",
-            code="model_not_found",
-            param="model",
-        )
 
     def _order(self, channels: list[ChannelRecord]) -> list[ChannelRecord]:
         if len(channels) == 1:

@@ -8,10 +8,13 @@ import aiohttp
 import attrs
 
 from .asgi import ClientAddress
+from .billing.price_book import PriceBook
+from .billing.sweeper import HoldSweeper
 from .config import Config
 from .key_cache import KeyCache
 from .plugins import Registry
 from .policy import Pipeline
+from .ratelimit import InProcessRateLimiter, RateLimiter
 from .recorder import Recorder
 from .router import Router
 from .store import Store
@@ -28,6 +31,9 @@ class Services:
     recorder: Recorder
     client_address: ClientAddress
     session: aiohttp.ClientSession | None = None
+    rate_limiter: RateLimiter = attrs.field(factory=InProcessRateLimiter)
+    prices: PriceBook | None = None
+    hold_sweeper: HoldSweeper | None = None
 
     @classmethod
     def build(cls, config: Config, registry: Registry) -> Services:
@@ -41,12 +47,17 @@ class Services:
             pipeline=Pipeline(registry.policies),
             recorder=Recorder(store),
             client_address=ClientAddress(config.trusted_proxies),
+            rate_limiter=InProcessRateLimiter(),
+            prices=PriceBook(store),
+            hold_sweeper=HoldSweeper(store, config.stale_hold_seconds),
         )
 
     async def start(self) -> None:
         """Open the store and the shared upstream HTTP session (one per worker)."""
         await asyncio.to_thread(self.store.migrate)
         await self.store.start()
+        if self.hold_sweeper is not None:
+            self.hold_sweeper.start()
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=60, ttl_dns_cache=300)
         self.session = aiohttp.ClientSession(
             connector=connector,
@@ -60,4 +71,6 @@ class Services:
         if self.session is not None:
             await self.session.close()
             self.session = None
+        if self.hold_sweeper is not None:
+            await self.hold_sweeper.stop()
         await self.store.close()

@@ -7,6 +7,8 @@
   that kill it or run several workers).
 - :class:`Seed` puts users, keys and channels into a store file.
 - :func:`load_example` reads recorded wire examples from a ``tests/examples`` folder.
+- :func:`make_key_record` and :func:`make_context` build what a policy's
+  ``admit`` and ``finish`` receive, for unit tests of policies.
 
 The core's own tests use this same kit.
 """
@@ -27,12 +29,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .client_protocol import ClientProtocol
 from .config import Config
+from .context import RequestContext, new_request_id
 from .plugins import collect
+from .records import KeyRecord, UsageRow
 from .store import Store
 from .store.channels import add_channel
 from .store.keys import create_key
-from .store.prices import set_price
+from .store.prices import get_price, set_price
 from .store.users import add_user
 from .store.wallet import topup
 
@@ -208,9 +213,16 @@ class Seed:
         model_map: dict[str, str] | None = None,
         priority: int = 0,
         weight: int = 1,
+        free_unpriced: bool = True,
         **fields,
     ) -> int:
+        """Add a channel. Its models that have no price yet are marked free
+        (``free_unpriced``), so tests about anything but billing need no prices:
+        the gateway refuses unpriced models. Pass ``False`` to keep them unpriced;
+        :meth:`price` afterwards replaces the free mark."""
         channel_type = self.registry.channel_type(type)
+        if free_unpriced:
+            self._write(_mark_free, models)
         return self._write(
             add_channel,
             name=name,
@@ -236,6 +248,52 @@ class Seed:
             return list(conn.execute(sql, params))
         finally:
             conn.close()
+
+
+def make_key_record(**fields: Any) -> KeyRecord:
+    """A :class:`KeyRecord` for unit tests of policies: an enabled key of an
+    enabled user in the group ``default``, with ``fields`` overriding."""
+    values: dict[str, Any] = {
+        "id": 1, "name": "test", "user_id": 1, "user_name": "alice", "user_enabled": True,
+        "group": "default", "prefix": "sk-test…", "enabled": True, "deleted": False,
+        "expires_at": None, "quota_micros": None, "used_micros": 0, "models": (),
+        "allow_ips": (), "created_at": time.time(), "last_used_at": None,
+    }  # fmt: skip
+    values.update(fields)
+    return KeyRecord(**values)
+
+
+def make_context(protocol: Any = None, *, key: KeyRecord | None = None, client_ip: str | None = "127.0.0.1", body: bytes = b"", call: Any = None) -> RequestContext:
+    """A :class:`RequestContext` as the relay builds it, for unit tests of policies.
+
+    ``protocol`` defaults to a bare :class:`ClientProtocol` whose only behaviour
+    is the default one (no rate-limit headers)."""
+    ctx = RequestContext(
+        request_id=new_request_id(), protocol=protocol or _BareProtocol(), client_ip=client_ip, headers={}
+    )
+    ctx.row = UsageRow(request_id=ctx.request_id, started_at=time.time(), protocol=ctx.protocol.name, endpoint="chat", client_ip=client_ip)
+    ctx.key = key
+    ctx.call = call
+    ctx.body_size = len(body)
+    return ctx
+
+
+class _BareProtocol(ClientProtocol):
+    name = "bare"
+
+    def routes(self):
+        return ()
+
+    def read_key(self, headers, query):
+        raise NotImplementedError
+
+    parse = to_core = render_response = stream_writer = render_models = render_error = read_key
+
+
+def _mark_free(conn, models: Sequence[str]) -> None:
+    for model in models:
+        if get_price(conn, model) is None:
+            set_price(conn, model, 0, 0, free=True)
 
 
 def load_example(folder: str | os.PathLike, name: str) -> Any:

@@ -159,3 +159,44 @@ async def test_with_a_real_store(tmp_path):
     finally:
         conn.close()
         await store.close()
+
+
+async def test_invalidate_by_key_id_or_user_id():
+    from gateway_core.testing import make_key_record
+
+    records = {
+        "a": make_key_record(id=1, user_id=10),
+        "b": make_key_record(id=2, user_id=10),
+        "c": make_key_record(id=3, user_id=20),
+    }
+    store = FakeStore(records)
+    cache = KeyCache(store, ttl=60)
+    for h in records:
+        await cache.get(h)
+    await cache.get("unknown")  # cached as None
+    cache.invalidate_key(2)
+    assert len(cache) == 3
+    cache.invalidate_user(10)
+    assert len(cache) == 2  # "c" and the unknown one remain
+    for h in records:
+        await cache.get(h)
+    assert store.reads == 4 + 2
+
+
+async def test_other_processes_changes_are_seen_after_the_ttl(tmp_path):
+    store = Store(str(tmp_path / "k.db"), CORE_MIGRATIONS)
+    store.migrate()
+    conn = store.connect()
+    user_id = users.add_user(conn, "alice")
+    key_id, secret = keys.create_key(conn, user_id, name="k", group="default")
+    await store.start()
+    try:
+        cache = KeyCache(store, ttl=0.2)
+        assert (await cache.get(hash_key(secret))).enabled
+        keys.set_key_enabled(conn, key_id, False)  # another process: no invalidation here
+        assert (await cache.get(hash_key(secret))).enabled
+        await asyncio.sleep(0.25)
+        assert not (await cache.get(hash_key(secret))).enabled
+    finally:
+        conn.close()
+        await store.close()

@@ -38,13 +38,15 @@ def test_connection_settings(store, conn):
 def test_migrate_creates_the_directory_and_records_each_migration(tmp_path):
     path = tmp_path / "deep" / "er" / "gw.db"
     store = Store(str(path), CORE_MIGRATIONS)
-    assert store.migrate() == ["0001_core"]
+    core = [name for name, _ in CORE_MIGRATIONS]
+    assert core[0] == "0001_core"
+    assert store.migrate() == core
     assert path.exists()
     conn = store.connect()
     names = [row[0] for row in conn.execute("SELECT name FROM schema_migrations")]
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     conn.close()
-    assert names == ["0001_core"]
+    assert names == core
     assert {"users", "groups", "user_groups", "api_keys", "channels", "prices", "ledger", "usage_logs"} <= tables
 
 
@@ -92,7 +94,7 @@ def test_concurrent_migrations_apply_each_migration_once(tmp_path):
         time.sleep(0.05)  # widen the race
         db["extra"].create({"id": int}, pk="id")
 
-    migrations = CORE_MIGRATIONS + [("0002_extra", slow)]
+    migrations = CORE_MIGRATIONS + [("9999_extra", slow)]
     barrier = threading.Barrier(4)
     results, errors = [], []
 
@@ -110,7 +112,7 @@ def test_concurrent_migrations_apply_each_migration_once(tmp_path):
         thread.join()
     assert errors == []
     applied = sorted(name for names in results for name in names)
-    assert applied == ["0001_core", "0002_extra"]
+    assert applied == sorted([name for name, _ in CORE_MIGRATIONS] + ["9999_extra"])
     assert len(runs) == 1
 
 
@@ -311,15 +313,19 @@ def test_hold_and_settle(conn):
     user_id = users.add_user(conn, "alice")
     key_id, _ = keys.create_key(conn, user_id, name="k", group="default")
     wallet.topup(conn, user_id, 1_000_000)
-    assert wallet.hold(conn, user_id, 2_000_000, request_id="r1") is None  # not enough: nothing changes
+    with pytest.raises(wallet.HoldRefused) as refused:  # not enough: nothing changes
+        wallet.hold(conn, user_id, 2_000_000, request_id="r1", key_id=key_id)
+    assert (refused.value.what, refused.value.limit, refused.value.needed) == ("balance", 1_000_000, 2_000_000)
     assert wallet.get_balance(conn, user_id) == 1_000_000
-    assert wallet.hold(conn, user_id, 600_000, request_id="r1") == 400_000
-    assert wallet.settle(conn, user_id, held_micros=600_000, cost_micros=250_000, request_id="r1", key_id=key_id) == 750_000
+    assert keys.get_key(conn, key_id).used_micros == 0
+    assert wallet.hold(conn, user_id, 600_000, request_id="r1", key_id=key_id) == 400_000
+    settled = wallet.settle(conn, user_id, request_id="r1", cost_micros=250_000, key_id=key_id)
+    assert settled == wallet.Settlement(600_000, 250_000, 0, 750_000)
     assert keys.get_key(conn, key_id).used_micros == 250_000
     assert wallet.charge(conn, user_id, 1_000_000, request_id="r2") == -250_000
     kinds = [row["kind"] for row in reversed(wallet.list_ledger(conn, user_id))]
     assert kinds == ["topup", "hold", "release", "capture", "capture"]
-    assert wallet.settle(conn, user_id, held_micros=0, cost_micros=0, request_id="r3") == -250_000
+    assert wallet.settle(conn, user_id, request_id="r3", cost_micros=0).balance_micros == -250_000
 
 
 def test_concurrent_topups_from_separate_connections_add_up(store):
@@ -388,11 +394,11 @@ def test_query_usage_filters_and_pages_newest_first(conn):
         )
     pages, before = [], None
     while True:
-        page = usage.query_usage(conn, limit=7, before_id=before)
+        page = usage.query_usage(conn, limit=7, before=before)
         if not page:
             break
         pages.append([r["request_id"] for r in page])
-        before = page[-1]["id"]
+        before = usage.parse_cursor(usage.page_cursor(page[-1]))
     assert [len(p) for p in pages] == [7, 7, 7, 7, 2]
     assert sum(pages, []) == [f"req_{n}" for n in range(30, 0, -1)]
 
@@ -404,12 +410,21 @@ def test_query_usage_filters_and_pages_newest_first(conn):
     assert ids(status=500) == [30, 25, 20, 15, 10, 5]
     assert ids(user_id=0, status=500) == [20]
     assert ids(since=1025.0) == [30, 29, 28, 27, 26, 25]
+    assert ids(since=1010.0, until=1013.0) == [12, 11, 10]
+    assert ids(key_id=0, since=1010.0, until=1015.0) == [14, 12, 10]
 
 
 def test_usage_queries_use_indexes(conn):
     for column, value in (("key_id", 1), ("model", "'a'"), ("status", 200), ("user_id", 1)):
         plan = " ".join(
             str(row[-1])
-            for row in conn.execute(f"EXPLAIN QUERY PLAN SELECT * FROM usage_logs WHERE {column} = {value} AND id < 10 ORDER BY id DESC LIMIT 50")
+            for row in conn.execute(
+                f"EXPLAIN QUERY PLAN SELECT * FROM usage_logs WHERE {column} = {value} AND created_at >= 5 "
+                "AND created_at <= 9 AND (created_at < 9 OR id < 10) ORDER BY created_at DESC, id DESC LIMIT 50"
+            )
         )
-        assert f"idx_usage_logs_{column}_id" in plan and "TEMP B-TREE" not in plan
+        assert f"idx_usage_logs_{column}_created_at" in plan and "TEMP B-TREE" not in plan, plan
+    plan = " ".join(str(row[-1]) for row in conn.execute(
+        "EXPLAIN QUERY PLAN SELECT * FROM usage_logs WHERE created_at >= 5 ORDER BY created_at DESC, id DESC LIMIT 50"
+    ))  # fmt: skip
+    assert "idx_usage_logs_created_at" in plan and "TEMP B-TREE" not in plan, plan

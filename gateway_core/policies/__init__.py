@@ -5,8 +5,14 @@ from __future__ import annotations
 from ..config import Config
 from ..policy import Policy
 from .authentication import Authentication
+from .ip_allow import IPAllowList
 from .key_state import KeyState
+from .model_access import ModelAccess
+from .quota import Quota
+from .rate_limit import RateLimit
 
 
 def builtin_policies(config: Config) -> list[Policy]:
-    return [Authentication(), KeyState()]
+    """Authentication 100, key state 200, IP allow list 300, model access 400,
+    quota and balance 500, rate limits 600."""
+    return [Authentication(), KeyState(), IPAllowList(), ModelAccess(), Quota(config.default_max_output_tokens), RateLimit()]

@@ -5,7 +5,7 @@ modules below — on reader threads or through the group-commit writer. The CLI
 calls the same functions directly on a connection from :meth:`Store.connect`.
 """
 
-from . import channels, groups, keys, prices, usage, users, wallet
+from . import channels, groups, keys, limits, prices, usage, users, wallet
 from .connection import atomic
 from .migrations import CORE_MIGRATIONS, apply_migrations
 from .sqlite_store import Store
@@ -18,6 +18,7 @@ __all__ = [
     "channels",
     "groups",
     "keys",
+    "limits",
     "prices",
     "usage",
     "users",

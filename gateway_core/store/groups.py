@@ -43,8 +43,9 @@ def group_ratios(conn: sqlite3.Connection) -> dict[str, int]:
 
 
 def list_groups(conn: sqlite3.Connection) -> list[dict]:
-    """Every group as ``{"name", "ratio_ppm", "created_at"}``, by name."""
-    return [dict(row) for row in fetch_all(conn, 'SELECT name, ratio_ppm, created_at FROM "groups" ORDER BY name')]
+    """Every group as ``{"name", "ratio_ppm", "created_at", "rpm", "tpm", "concurrency"}``, by name."""
+    sql = 'SELECT name, ratio_ppm, created_at, rpm, tpm, concurrency FROM "groups" ORDER BY name'
+    return [dict(row) for row in fetch_all(conn, sql)]
 
 
 def check_group_name(name: str) -> None:

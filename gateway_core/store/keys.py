@@ -7,15 +7,19 @@ import sqlite3
 import time
 from collections.abc import Iterable, Mapping
 
-from ..records import KeyRecord
+from ..records import KeyRecord, RateLimits
 from ..secrets import hash_key, key_prefix, new_api_key
 from .connection import atomic, fetch_all, fetch_one, from_json, to_json
+from .limits import LimitChanges, check_limit_changes, set_key_limits
 
 _SELECT = (
     "SELECT k.id, k.name, k.user_id, u.name AS user_name, u.enabled AS user_enabled, "
     "k.group_name, k.prefix, k.enabled, k.deleted, k.expires_at, k.quota_micros, k.used_micros, "
-    "k.models, k.allow_ips, k.created_at, k.last_used_at "
-    "FROM api_keys AS k JOIN users AS u ON u.id = k.user_id"
+    "k.models, k.allow_ips, k.created_at, k.last_used_at, "
+    "k.rpm, k.tpm, k.concurrency, "
+    "coalesce(u.rpm, g.rpm) AS user_rpm, coalesce(u.tpm, g.tpm) AS user_tpm, "
+    "coalesce(u.concurrency, g.concurrency) AS user_concurrency "
+    'FROM api_keys AS k JOIN users AS u ON u.id = k.user_id LEFT JOIN "groups" AS g ON g.name = k.group_name'
 )
 
 
@@ -29,18 +33,22 @@ def create_key(
     expires_at: float | None = None,
     models: Iterable[str] = (),
     allow_ips: Iterable[str] = (),
+    limits: LimitChanges | None = None,
 ) -> tuple[int, str]:
     """Create a key for a user in one of the groups opened to them.
 
     Returns ``(id, secret)``: the secret is not stored (only its hash) and
-    cannot be shown again. Raises ``ValueError`` for an unknown user, a group
-    not opened to the user, a negative quota or an invalid IP network.
+    cannot be shown again. ``limits`` sets the key's own rate limits
+    (``{"rpm": 60}``, see :mod:`gateway_core.store.limits`). Raises
+    ``ValueError`` for an unknown user, a group not opened to the user, a
+    negative quota or limit, or an invalid IP network.
     """
     if not name or not name.strip():
         raise ValueError("a key needs a name")
     if quota_micros is not None and quota_micros < 0:
         raise ValueError("a key's quota must not be negative")
     networks = [normalize_network(text) for text in allow_ips]
+    limit_values = check_limit_changes(limits or {})
     model_names = [m for m in dict.fromkeys(models) if m]
     with atomic(conn):
         user = conn.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone()
@@ -68,7 +76,10 @@ def create_key(
                 time.time(),
             ),
         )
-    return int(cursor.lastrowid), secret
+        key_id = int(cursor.lastrowid)
+        if limit_values:
+            set_key_limits(conn, key_id, limit_values)
+    return key_id, secret
 
 
 def find_key(conn: sqlite3.Connection, key_hash: str) -> KeyRecord | None:
@@ -145,4 +156,6 @@ def _key(row: sqlite3.Row) -> KeyRecord:
         allow_ips=tuple(from_json(row["allow_ips"], [])),
         created_at=row["created_at"],
         last_used_at=row["last_used_at"],
+        limits=RateLimits.of(row["rpm"], row["tpm"], row["concurrency"]),
+        user_limits=RateLimits.of(row["user_rpm"], row["user_tpm"], row["user_concurrency"]),
     )

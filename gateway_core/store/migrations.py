@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 import sqlite_utils
 
+from .billing_schema import migrate_0003_billing
 from .connection import atomic
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -219,4 +220,24 @@ def _create_usage_logs(db: sqlite_utils.Database) -> None:
         table.create_index(columns)
 
 
-CORE_MIGRATIONS: list[tuple[str, Migration]] = [("0001_core", migrate_0001_core)]
+LIMIT_COLUMNS = ("rpm", "tpm", "concurrency")
+
+
+def migrate_0002_limits(db: sqlite_utils.Database) -> None:
+    """Rate limits: requests and tokens per minute, requests in flight.
+
+    On ``groups`` they are the defaults for the users of the group's keys; on
+    ``users`` they override those defaults; on ``api_keys`` they cap one key.
+    ``NULL`` means not set (a user then gets its group's defaults); ``0`` means
+    unlimited.
+    """
+    for table in ("groups", "users", "api_keys"):
+        for column in LIMIT_COLUMNS:
+            db[table].add_column(column, int)
+
+
+CORE_MIGRATIONS: list[tuple[str, Migration]] = [
+    ("0001_core", migrate_0001_core),
+    ("0002_limits", migrate_0002_limits),
+    ("0003_billing", migrate_0003_billing),
+]

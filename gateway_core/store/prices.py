@@ -1,4 +1,5 @@
-"""Prices: what each model costs per million tokens, in integer micro-USD."""
+"""Prices: what each model costs, in integer micro-USD (per million tokens,
+per image, per million characters, per minute of audio)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import time
 from ..records import PriceRecord
 from .connection import fetch_all, fetch_one
 
-_SELECT = (
-    "SELECT model, input_micros_per_mtok, output_micros_per_mtok, cached_input_micros_per_mtok, "
-    "cache_write_micros_per_mtok, free, updated_at FROM prices"
-)
+_COLUMNS = (
+    "model", "input_micros_per_mtok", "output_micros_per_mtok", "cached_input_micros_per_mtok",
+    "cache_write_micros_per_mtok", "free", "updated_at", "per_image_micros", "per_mchar_micros",
+    "per_audio_minute_micros",
+)  # fmt: skip
+_SELECT = f"SELECT {', '.join(_COLUMNS)} FROM prices"
+_INSERT = f"INSERT OR REPLACE INTO prices ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
 
 
 def set_price(
@@ -23,20 +27,33 @@ def set_price(
     cached_input_micros_per_mtok: int | None = None,
     cache_write_micros_per_mtok: int | None = None,
     free: bool = False,
+    per_image_micros: int | None = None,
+    per_mchar_micros: int | None = None,
+    per_audio_minute_micros: int | None = None,
 ) -> PriceRecord:
     """Create or replace a model's price; return it as stored."""
     if not model or not model.strip():
         raise ValueError("a price needs a model name")
-    values = (input_micros_per_mtok, output_micros_per_mtok, cached_input_micros_per_mtok, cache_write_micros_per_mtok)
+    values = (
+        input_micros_per_mtok, output_micros_per_mtok, cached_input_micros_per_mtok, cache_write_micros_per_mtok,
+        per_image_micros, per_mchar_micros, per_audio_minute_micros,
+    )  # fmt: skip
     for value in values:
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise ValueError(f"prices are non-negative integers of micro-USD per million tokens, got {value!r}")
-    record = PriceRecord(model.strip(), *values, free=bool(free), updated_at=time.time())
-    conn.execute(
-        "INSERT OR REPLACE INTO prices (model, input_micros_per_mtok, output_micros_per_mtok, "
-        "cached_input_micros_per_mtok, cache_write_micros_per_mtok, free, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (record.model, *values, int(record.free), record.updated_at),
+            raise ValueError(f"prices are non-negative integers of micro-USD, got {value!r}")
+    record = PriceRecord(
+        model.strip(),
+        input_micros_per_mtok,
+        output_micros_per_mtok,
+        cached_input_micros_per_mtok,
+        cache_write_micros_per_mtok,
+        free=bool(free),
+        updated_at=time.time(),
+        per_image_micros=per_image_micros,
+        per_mchar_micros=per_mchar_micros,
+        per_audio_minute_micros=per_audio_minute_micros,
     )
+    conn.execute(_INSERT, tuple(_value(record, name) for name in _COLUMNS))
     return record
 
 
@@ -53,13 +70,10 @@ def delete_price(conn: sqlite3.Connection, model: str) -> bool:
     return conn.execute("DELETE FROM prices WHERE model = ?", (model,)).rowcount > 0
 
 
+def _value(record: PriceRecord, name: str):
+    value = getattr(record, name)
+    return int(value) if isinstance(value, bool) else value
+
+
 def _price(row: sqlite3.Row) -> PriceRecord:
-    return PriceRecord(
-        model=row["model"],
-        input_micros_per_mtok=row["input_micros_per_mtok"],
-        output_micros_per_mtok=row["output_micros_per_mtok"],
-        cached_input_micros_per_mtok=row["cached_input_micros_per_mtok"],
-        cache_write_micros_per_mtok=row["cache_write_micros_per_mtok"],
-        free=bool(row["free"]),
-        updated_at=row["updated_at"],
-    )
+    return PriceRecord(**{name: bool(row[name]) if name == "free" else row[name] for name in _COLUMNS})

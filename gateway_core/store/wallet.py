@@ -1,9 +1,19 @@
-"""Balances and the append-only ledger.
+"""Balances, reservations and the append-only ledger.
 
 Every change of a balance is one ``UPDATE … RETURNING`` (atomic in SQL, so
 several gateway processes can share the file) plus a ledger row carrying the
 balance after it, both inside one transaction. Amounts are signed integer
 micro-USD: what the change did to the balance.
+
+A request on a priced model moves money in two writes:
+
+- :func:`hold` reserves its maximum cost against the user's balance *and* the
+  key's quota at once (a ``hold`` ledger row and an open row in ``holds``), or
+  changes nothing and raises :class:`HoldRefused`;
+- :func:`settle` releases that reservation (``release``) and captures the real
+  cost (``capture``, counted to the key's ``used_micros``). A reservation is
+  released once only: the ``holds`` row is deleted when released, so a settle
+  after :func:`release_stale_holds` captures without releasing twice.
 """
 
 from __future__ import annotations
@@ -11,9 +21,40 @@ from __future__ import annotations
 import sqlite3
 import time
 
+import attrs
+
 from .connection import atomic, fetch_all
-from .keys import add_key_usage
 from .migrations import LEDGER_KINDS
+
+KEY_CHARGE_KINDS = ("capture", "refund")  # the ledger kinds a key's used amount sums
+
+
+class HoldRefused(Exception):
+    """A reservation the key's quota or the user's balance cannot cover.
+
+    ``what`` is ``"key_quota"`` or ``"balance"``. For the key: ``used``,
+    ``held`` (reserved by requests in flight) and ``limit`` (the quota); for
+    the balance: ``limit`` is the balance and ``used``/``held`` are 0.
+    """
+
+    def __init__(self, what: str, *, needed: int, limit: int, used: int = 0, held: int = 0) -> None:
+        super().__init__(f"{what}: needs {needed} micro-USD, limit {limit}, used {used}, held {held}")
+        self.what = what
+        self.needed = needed
+        self.limit = limit
+        self.used = used
+        self.held = held
+
+
+@attrs.frozen
+class Settlement:
+    """What :func:`settle` did: the reservation it released, the cost it captured,
+    by how much the cost exceeded the reservation, and the balance after."""
+
+    released_micros: int
+    cost_micros: int
+    overrun_micros: int
+    balance_micros: int
 
 
 def topup(conn: sqlite3.Connection, user_id: int, amount_micros: int, note: str | None = None) -> int:
@@ -31,59 +72,137 @@ def adjust(
     kind: str = "adjustment",
     request_id: str | None = None,
     note: str | None = None,
+    key_id: int | None = None,
 ) -> int:
-    """Change a balance by a signed amount with any ledger ``kind``; return the new balance."""
-    return _change(conn, user_id, int(amount_micros), kind, request_id, note)
+    """Change a balance by a signed amount with any ledger ``kind``; return the new balance.
 
-
-def hold(conn: sqlite3.Connection, user_id: int, amount_micros: int, *, request_id: str) -> int | None:
-    """Reserve ``amount_micros`` if the balance covers it; return the new balance,
-    or ``None`` (nothing changed) when it does not."""
-    if amount_micros < 0:
-        raise ValueError("a hold must not be negative")
+    A ``refund`` with a ``key_id`` also takes the amount off that key's used amount.
+    """
+    amount = int(amount_micros)
     with atomic(conn):
+        balance = _change(conn, user_id, amount, kind, request_id, note, key_id)
+        if key_id is not None and kind in KEY_CHARGE_KINDS:
+            _add_key_used(conn, key_id, -amount)
+    return balance
+
+
+def hold(
+    conn: sqlite3.Connection, user_id: int, amount_micros: int, request_id: str, key_id: int | None = None
+) -> int:
+    """Reserve ``amount_micros`` for ``request_id``; return the new balance.
+
+    The user's balance must cover it, and so must the key's quota (what is left
+    of it once what the key used and what its requests in flight hold are
+    counted). Otherwise nothing changes and :class:`HoldRefused` says which.
+    """
+    if not isinstance(amount_micros, int) or amount_micros < 0:
+        raise ValueError("a hold must be a non-negative integer")
+    with atomic(conn):
+        if key_id is not None:
+            reserved = conn.execute(
+                "UPDATE api_keys SET held_micros = held_micros + ?1 WHERE id = ?2 "
+                "AND (quota_micros IS NULL OR used_micros + held_micros + ?1 <= quota_micros) RETURNING id",
+                (amount_micros, key_id),
+            ).fetchall()
+            if not reserved:
+                row = conn.execute(
+                    "SELECT quota_micros, used_micros, held_micros FROM api_keys WHERE id = ?", (key_id,)
+                ).fetchone()
+                if row is None:
+                    raise ValueError(f"no API key with id {key_id}")
+                raise HoldRefused("key_quota", needed=amount_micros, limit=row[0], used=row[1], held=row[2])
         rows = conn.execute(
-            "UPDATE users SET balance_micros = balance_micros - ? WHERE id = ? AND balance_micros >= ? "
+            "UPDATE users SET balance_micros = balance_micros - ?1 WHERE id = ?2 AND balance_micros >= ?1 "
             "RETURNING balance_micros",
-            (amount_micros, user_id, amount_micros),
+            (amount_micros, user_id),
         ).fetchall()
         if not rows:
-            return None
-        _ledger(conn, user_id, "hold", -amount_micros, rows[0][0], request_id, None)
-    return rows[0][0]
+            balance = get_balance(conn, user_id)
+            if balance is None:
+                raise ValueError(f"no user with id {user_id}")
+            raise HoldRefused("balance", needed=amount_micros, limit=balance)
+        balance = rows[0][0]
+        now = time.time()
+        conn.execute(
+            "INSERT INTO holds (request_id, user_id, key_id, amount_micros, created_at) VALUES (?, ?, ?, ?, ?)",
+            (request_id, user_id, key_id, amount_micros, now),
+        )
+        _ledger(conn, user_id, "hold", -amount_micros, balance, request_id, None, key_id, now)
+    return balance
 
 
 def settle(
     conn: sqlite3.Connection,
     user_id: int,
     *,
-    held_micros: int,
-    cost_micros: int,
     request_id: str,
+    cost_micros: int,
     key_id: int | None = None,
-) -> int:
-    """Release a hold and capture the actual cost (added to the key's usage);
-    return the new balance. The balance may go below zero if the cost exceeds it."""
+    used_at: float | None = None,
+) -> Settlement:
+    """Release ``request_id``'s open reservation (if it still has one) and capture
+    ``cost_micros``, added to the key's used amount. The cost is charged in full
+    even when it exceeds the reservation: the balance may then go below zero by
+    that overrun, which the result reports. ``used_at`` also moves the key's
+    ``last_used_at`` forward (one update of the key for both)."""
+    if not isinstance(cost_micros, int) or cost_micros < 0:
+        raise ValueError("a cost must be a non-negative integer")
     with atomic(conn):
-        balance = None
-        if held_micros:
-            balance = _change(conn, user_id, held_micros, "release", request_id, None)
+        held_rows = conn.execute(
+            "DELETE FROM holds WHERE request_id = ? RETURNING amount_micros, user_id, key_id", (request_id,)
+        ).fetchall()
+        held = 0
+        if held_rows:
+            held, held_user, held_key = held_rows[0]
+            if held_user != user_id:
+                raise ValueError(f"the reservation of {request_id} belongs to user {held_user}, not {user_id}")
+            key_id = key_id if key_id is not None else held_key
+        rows = conn.execute(
+            "UPDATE users SET balance_micros = balance_micros + ? WHERE id = ? RETURNING balance_micros",
+            (held - cost_micros, user_id),
+        ).fetchall()
+        if not rows:
+            raise ValueError(f"no user with id {user_id}")
+        balance = rows[0][0]
+        now = time.time()
+        if held:
+            _ledger(conn, user_id, "release", held, balance + cost_micros, request_id, None, key_id, now)
         if cost_micros:
-            balance = _change(conn, user_id, -cost_micros, "capture", request_id, None)
-            if key_id is not None:
-                add_key_usage(conn, key_id, cost_micros)
-        if balance is None:
-            balance = get_balance(conn, user_id)
-            if balance is None:
-                raise ValueError(f"no user with id {user_id}")
-    return balance
+            _ledger(conn, user_id, "capture", -cost_micros, balance, request_id, None, key_id, now)
+        if key_id is not None and (held or cost_micros or used_at is not None):
+            conn.execute(
+                "UPDATE api_keys SET held_micros = held_micros - ?, used_micros = used_micros + ?, "
+                "last_used_at = max(coalesce(last_used_at, 0), coalesce(?, 0)) WHERE id = ?",
+                (held, cost_micros, used_at, key_id),
+            )
+    return Settlement(held, cost_micros, max(0, cost_micros - held), balance)
 
 
 def charge(
     conn: sqlite3.Connection, user_id: int, cost_micros: int, *, request_id: str, key_id: int | None = None
 ) -> int:
-    """Capture a cost with no hold before it; return the new balance."""
-    return settle(conn, user_id, held_micros=0, cost_micros=cost_micros, request_id=request_id, key_id=key_id)
+    """Capture a cost with no reservation before it; return the new balance."""
+    return settle(conn, user_id, request_id=request_id, cost_micros=cost_micros, key_id=key_id).balance_micros
+
+
+def release_stale_holds(conn: sqlite3.Connection, older_than: float, *, limit: int = 1000) -> int:
+    """Release reservations made before the Unix time ``older_than`` (their
+    request's process died before settling); return how many were released.
+    A request settled later still captures its cost, with nothing to release."""
+    released = 0
+    with atomic(conn):
+        stale = conn.execute(
+            "DELETE FROM holds WHERE request_id IN "
+            "(SELECT request_id FROM holds WHERE created_at < ? ORDER BY created_at LIMIT ?) "
+            "RETURNING request_id, user_id, key_id, amount_micros",
+            (older_than, max(1, int(limit))),
+        ).fetchall()
+        for request_id, user_id, key_id, amount in sorted(stale):
+            _change(conn, user_id, amount, "release", request_id, "stale reservation released", key_id)
+            if key_id is not None:
+                conn.execute("UPDATE api_keys SET held_micros = held_micros - ? WHERE id = ?", (amount, key_id))
+            released += 1
+    return released
 
 
 def get_balance(conn: sqlite3.Connection, user_id: int) -> int | None:
@@ -95,14 +214,33 @@ def list_ledger(
     conn: sqlite3.Connection, user_id: int, *, before_id: int | None = None, limit: int = 50
 ) -> list[dict]:
     """A user's ledger, newest first, ``before_id`` paging backwards."""
-    sql = "SELECT id, user_id, kind, amount_micros, balance_after_micros, request_id, note, created_at FROM ledger"
-    sql += " WHERE user_id = ?" + (" AND id < ?" if before_id is not None else "") + " ORDER BY id DESC LIMIT ?"
+    sql = (
+        "SELECT id, user_id, kind, amount_micros, balance_after_micros, request_id, key_id, note, created_at "
+        "FROM ledger WHERE user_id = ?"
+    )
+    sql += (" AND id < ?" if before_id is not None else "") + " ORDER BY id DESC LIMIT ?"
     params = [user_id] + ([before_id] if before_id is not None else []) + [max(1, min(int(limit), 1000))]
     return [dict(row) for row in fetch_all(conn, sql, params)]
 
 
+def list_holds(conn: sqlite3.Connection, user_id: int | None = None) -> list[dict]:
+    """Open reservations (of one user, or everyone's), oldest first."""
+    sql = "SELECT request_id, user_id, key_id, amount_micros, created_at FROM holds"
+    params: list = []
+    if user_id is not None:
+        sql += " WHERE user_id = ?"
+        params.append(user_id)
+    return [dict(row) for row in fetch_all(conn, sql + " ORDER BY created_at", params)]
+
+
 def _change(
-    conn: sqlite3.Connection, user_id: int, amount: int, kind: str, request_id: str | None, note: str | None
+    conn: sqlite3.Connection,
+    user_id: int,
+    amount: int,
+    kind: str,
+    request_id: str | None,
+    note: str | None,
+    key_id: int | None = None,
 ) -> int:
     if kind not in LEDGER_KINDS:
         raise ValueError(f"unknown ledger kind {kind!r} (one of {', '.join(LEDGER_KINDS)})")
@@ -113,8 +251,13 @@ def _change(
         ).fetchall()
         if not rows:
             raise ValueError(f"no user with id {user_id}")
-        _ledger(conn, user_id, kind, amount, rows[0][0], request_id, note)
+        _ledger(conn, user_id, kind, amount, rows[0][0], request_id, note, key_id, time.time())
     return rows[0][0]
+
+
+def _add_key_used(conn: sqlite3.Connection, key_id: int, amount: int) -> None:
+    if not conn.execute("UPDATE api_keys SET used_micros = used_micros + ? WHERE id = ?", (amount, key_id)).rowcount:
+        raise ValueError(f"no API key with id {key_id}")
 
 
 def _ledger(
@@ -125,9 +268,11 @@ def _ledger(
     balance_after: int,
     request_id: str | None,
     note: str | None,
+    key_id: int | None,
+    when: float,
 ) -> None:
     conn.execute(
-        "INSERT INTO ledger (user_id, kind, amount_micros, balance_after_micros, request_id, note, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (user_id, kind, amount, balance_after, request_id, note, time.time()),
+        "INSERT INTO ledger (user_id, kind, amount_micros, balance_after_micros, request_id, note, key_id, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (user_id, kind, amount, balance_after, request_id, note, key_id, when),
     )

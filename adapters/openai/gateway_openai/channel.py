@@ -69,7 +69,9 @@ class OpenAIChannel(ChannelType):
         answer = parse_answer(data)
         usage = usage_from_wire(answer.get("usage"))
         if exchange.passthrough:
-            return JsonReply(body=data, response=None, usage=usage, model=answer.get("model"))
+            # no usage reported: parse the answer so that its content (not its JSON) is counted
+            response = response_from_wire(answer) if usage is None else None
+            return JsonReply(body=data, response=response, usage=usage, model=answer.get("model"))
         return JsonReply(body=None, response=response_from_wire(answer), usage=usage)
 
 

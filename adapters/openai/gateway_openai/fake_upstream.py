@@ -39,6 +39,7 @@ class FakeOpenAI:
     requests: list[dict[str, Any]] = attrs.field(factory=list)
     faults: deque = attrs.field(factory=deque)
     tool_call: dict[str, Any] | None = None  # answer with this tool call instead of text
+    report_usage: bool = True  # False: answers carry no usage (as some compatible servers do)
     url: str = ""  # set by whoever serves the app
 
     def fail_next(self, fault: Fault) -> None:
@@ -62,7 +63,7 @@ class FakeOpenAI:
             data = payload if isinstance(payload, bytes) else orjson.dumps(payload)
             return web.Response(status=fault.status, body=data, headers=fault.headers, content_type="application/json")
         text = echo_text(body)
-        usage = usage_for(body, text)
+        usage = usage_for(body, text) if self.report_usage else None
         if body.get("stream"):
             return await self.stream(request, body, text, usage, fault)
         if fault.malformed:
@@ -153,5 +154,5 @@ def stream_chunks(body, text, usage, include_usage, tool_call):
         for n, word in enumerate(words):
             yield chunk({"content": word if n == 0 else " " + word})
         yield chunk({}, "stop")
-    if include_usage:
+    if include_usage and usage is not None:
         yield {**base, "choices": [], "usage": usage}

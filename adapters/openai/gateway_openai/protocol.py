@@ -18,6 +18,7 @@ from gateway_core import (
     GatewayError,
     InvalidRequestError,
     ModelInfo,
+    RateLimitState,
     RenderedError,
     RouteSpec,
     StreamStart,
@@ -119,6 +120,39 @@ class OpenAIProtocol(ClientProtocol):
 
     def render_error(self, error: GatewayError, request_id: str) -> RenderedError:
         return RenderedError(status=error.status, body=orjson.dumps(error_to_wire(error, request_id)))
+
+    def rate_limit_headers(self, state: RateLimitState) -> list[tuple[bytes, bytes]]:
+        return rate_limit_headers(state)
+
+
+def rate_limit_headers(state: RateLimitState) -> list[tuple[bytes, bytes]]:
+    """OpenAI's ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` headers."""
+    headers: list[tuple[bytes, bytes]] = []
+    for allowance, suffix in ((state.requests, b"requests"), (state.tokens, b"tokens")):
+        if allowance is not None:
+            headers += [
+                (b"x-ratelimit-limit-" + suffix, str(allowance.limit).encode()),
+                (b"x-ratelimit-remaining-" + suffix, str(allowance.remaining).encode()),
+                (b"x-ratelimit-reset-" + suffix, format_duration(allowance.reset_after).encode()),
+            ]
+    return headers
+
+
+def format_duration(seconds: float) -> str:
+    """A duration the way OpenAI writes it in ``x-ratelimit-reset-*``: ``"20ms"``,
+    ``"1s"``, ``"8.64s"``, ``"6m0s"``, ``"1h2m3s"``."""
+    if seconds <= 0:
+        return "0s"
+    if seconds < 0.9995:
+        return f"{max(1, round(seconds * 1000))}ms"
+    whole_minutes, rest = divmod(seconds, 60)
+    secs = f"{rest:.3f}".rstrip("0").rstrip(".")
+    if secs == "60":  # 59.9996 rounds up into the next minute
+        whole_minutes, secs = whole_minutes + 1, "0"
+    if not whole_minutes:
+        return f"{secs}s"
+    hours, minutes = divmod(int(whole_minutes), 60)
+    return f"{hours}h{minutes}m{secs}s" if hours else f"{minutes}m{secs}s"
 
 
 class PassthroughChunks(StreamWriter):

@@ -1,0 +1,1 @@
+"""Relaygate adapter: the Anthropic Messages client protocol and the ``anthropic`` channel type."""

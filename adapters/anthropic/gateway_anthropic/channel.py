@@ -1,0 +1,164 @@
+"""The ``anthropic`` channel type: an Anthropic (or Anthropic-compatible) upstream.
+
+It sends the channel's key as ``x-api-key`` (never the client's) with an
+``anthropic-version``: on the fast path the client's own ``anthropic-version`` and
+``anthropic-beta`` are passed on; otherwise the channel's ``anthropic-version``
+header if it has one, else ``2023-06-01``. A base URL ending in ``/v1`` is stored
+without it. Requests converted from another protocol get ``max_tokens`` from the
+channel setting ``default_max_tokens``, else the plugin's (4096 unless
+``plugins.toml`` says otherwise). Upstream errors follow the core's rules
+(:func:`gateway_core.upstream.error_for_status`): 529 and 503 are "unavailable",
+other 5xx "upstream", both retried on another channel before the first byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any, cast
+
+import aiohttp
+import orjson
+
+from gateway_core import (
+    ChannelRecord,
+    ChannelType,
+    Exchange,
+    Frame,
+    InvalidRequestError,
+    JsonReply,
+    Reply,
+    StreamReply,
+    UpstreamError,
+    UpstreamTimeoutError,
+    Usage,
+    endpoints,
+)
+from gateway_core.errors import excerpt
+from gateway_core.sse import frame_fields
+from gateway_core.upstream import post, sse_frames
+
+from .error_body import upstream_error_message
+from .messages_request import DEFAULT_MAX_TOKENS, request_to_wire
+from .messages_response import response_from_wire, usage_from_wire
+from .messages_stream import EventDecoder
+from .protocol import COUNT_TOKENS_WIRE, MESSAGES_WIRE
+
+DEFAULT_VERSION = "2023-06-01"
+PATHS = {endpoints.CHAT: "/v1/messages", endpoints.COUNT_TOKENS: "/v1/messages/count_tokens"}
+WIRES = {endpoints.CHAT: MESSAGES_WIRE, endpoints.COUNT_TOKENS: COUNT_TOKENS_WIRE}
+_OWN_HEADERS = frozenset(("x-api-key", "authorization", "anthropic-version", "anthropic-beta", "content-type", "accept"))
+
+
+def strip_version(base_url: str) -> str:
+    """``https://api.anthropic.com/v1/`` → ``https://api.anthropic.com``: the path adds ``/v1``."""
+    url = base_url.rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url
+
+
+class AnthropicChannel(ChannelType):
+    name = "anthropic"
+
+    def __init__(self, default_max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
+        self.default_max_tokens = default_max_tokens
+
+    def wire(self, endpoint: str) -> str | None:
+        return WIRES.get(endpoint)
+
+    def normalize_base_url(self, base_url: str) -> str:
+        return strip_version(base_url)
+
+    async def send(self, exchange: Exchange) -> Reply:
+        target, call = exchange.target, exchange.call
+        channel = target.channel
+        if exchange.passthrough:
+            body = {**call.body, "model": target.upstream_model}
+            options = call.options
+        elif call.endpoint == endpoints.CHAT and exchange.request is not None:
+            body = request_to_wire(exchange.request, target.upstream_model, default_max_tokens=self.max_tokens(channel))
+            options = {}
+        else:
+            raise InvalidRequestError(f"The endpoint '{call.endpoint}' of an anthropic channel serves Anthropic clients only.")
+        url = channel.base_url + PATHS[call.endpoint]
+        if options.get("beta"):
+            url += "?beta=" + options["beta"]
+        headers = upstream_headers(channel, target.api_key, options, call.stream)
+        response = await post(exchange, url, headers=headers, body=orjson.dumps(body), error_message=upstream_error_message)
+        if call.stream:
+            frames = cast(AsyncGenerator[Frame, None], sse_frames(response, FrameDecoder().decode))
+            return StreamReply(frames=frames, close=frames.aclose)
+        data = await read_all(response)
+        answer = parse_answer(data)
+        if call.endpoint == endpoints.COUNT_TOKENS:  # counting is free: no usage to bill
+            return JsonReply(body=data, response=None, usage=Usage())
+        usage = usage_from_wire(answer.get("usage"))
+        if exchange.passthrough:
+            return JsonReply(body=data, response=None, usage=usage, model=answer.get("model"))
+        return JsonReply(body=None, response=response_from_wire(answer), usage=usage)
+
+    def max_tokens(self, channel: ChannelRecord) -> int:
+        value = channel.settings.get("default_max_tokens")
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else self.default_max_tokens
+
+
+def upstream_headers(channel: ChannelRecord, api_key: str, options: Any, stream: bool) -> dict[str, str]:
+    """The upstream request's headers: the channel's own, then the key and the version."""
+    own = {name.lower(): value for name, value in channel.headers.items()}
+    headers = {name: value for name, value in own.items() if name not in _OWN_HEADERS}
+    headers["x-api-key"] = api_key
+    headers["anthropic-version"] = options.get("anthropic_version") or own.get("anthropic-version") or DEFAULT_VERSION
+    betas = [b for b in (own.get("anthropic-beta"), options.get("anthropic_beta")) if b]
+    if betas:
+        headers["anthropic-beta"] = ",".join(betas)
+    headers["content-type"] = "application/json"
+    if stream:
+        headers["accept"] = "text/event-stream"
+    return headers
+
+
+async def read_all(response: aiohttp.ClientResponse) -> bytes:
+    try:
+        return await response.read()
+    except (TimeoutError, aiohttp.ServerTimeoutError):
+        raise UpstreamTimeoutError("the upstream went silent while sending its answer", retryable=True) from None
+    except aiohttp.ClientError as exc:
+        raise UpstreamError(f"the upstream connection failed while reading the answer ({type(exc).__name__})", retryable=True) from None
+    finally:
+        response.release()
+
+
+def parse_answer(data: bytes) -> dict[str, Any]:
+    try:
+        answer = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        answer = None
+    if not isinstance(answer, dict):
+        error = UpstreamError("the upstream answered with something that is not a JSON object", retryable=True)
+        error.upstream_status, error.upstream_body = 200, excerpt(data)
+        raise error
+    return answer
+
+
+class FrameDecoder:
+    """Decodes one upstream stream's frames into core events."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self) -> None:
+        self._events = EventDecoder()
+
+    def decode(self, raw: bytes) -> Frame:
+        name, data = frame_fields(raw)
+        if not data:
+            return Frame(raw)  # a comment or keep-alive
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            error = UpstreamError("the upstream sent a stream event that is not JSON")
+            error.upstream_body = excerpt(data)
+            raise error from None
+        if not isinstance(payload, dict):
+            raise UpstreamError("the upstream sent a stream event that is not a JSON object")
+        if name and "type" not in payload:
+            payload = {**payload, "type": name}
+        events = self._events.feed(payload, raw)
+        return Frame(raw, tuple(events), terminal=payload.get("type") == "message_stop")

@@ -1,0 +1,288 @@
+"""Anthropic Messages request bodies ⇄ the core :class:`ChatRequest` (pure, no I/O).
+
+Used only across protocols: an Anthropic client on an Anthropic channel takes the
+fast path, which forwards the body untouched but for the model.
+
+Reading (``request_from_wire``) validates what it interprets and raises
+``InvalidRequestError`` naming the offending path; no ``KeyError``/``TypeError``
+escapes. ``system`` (a string or text blocks) becomes ``request.system``; a
+``role: "system"`` message inside ``messages`` stays a ``SYSTEM`` message where it
+is; ``metadata.user_id`` becomes ``user``; ``tool_choice.disable_parallel_tool_use``
+becomes ``parallel_tool_calls = False``; ``stop_sequences`` becomes ``stop``. Every
+other top-level field (``thinking``, ``output_config``, ``context_management``,
+``service_tier``, ``container``, ``mcp_servers`` …) stays in ``extra``. Server tools
+(``web_search_…``, ``code_execution_…``: Anthropic runs them itself) are not core
+tools, which other protocols would offer the model as functions nobody runs: they
+are kept whole in ``extra["anthropic_server_tools"]`` and written back after the
+other tools.
+
+Writing (``request_to_wire``) supplies ``max_tokens`` (Anthropic requires it) from
+``default_max_tokens`` when the request has none, merges consecutive messages of
+the same role (tool results first, as Anthropic requires after a ``tool_use``),
+turns ``TOOL`` messages into user messages of ``tool_result`` blocks, moves
+``SYSTEM`` messages found inside ``messages`` to the top-level ``system`` (older
+models reject them in ``messages``), and writes back only the ``extra`` fields that
+are Messages parameters (another protocol's extras are dropped: Anthropic rejects
+unknown fields; ``service_tier`` goes only with a value Anthropic knows).
+Round-trip normalizations: a single plain text block is written as a string,
+``is_error: false`` and empty tool-result content are left out, ``null`` optional
+fields are dropped, and system messages move to the top-level ``system``. See ``docs/adapters/anthropic.md`` for what
+cannot cross to other protocols.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gateway_core.model import (
+    ChatRequest,
+    Message,
+    Part,
+    Role,
+    Tool,
+    ToolChoice,
+    ToolChoiceMode,
+)
+
+from .content import blocks_to_parts, expect, fail, kind_of, parts_to_blocks
+
+JSON = dict[str, Any]
+
+DEFAULT_MAX_TOKENS = 4096
+SERVER_TOOLS = "anthropic_server_tools"
+ANTHROPIC_PARAMS = frozenset(
+    "container context_management diagnostics inference_geo mcp_servers output_config "
+    "output_format service_tier speed thinking".split()
+)
+_SHARED_VALUES = {  # parameters other protocols name alike, with values of their own
+    "service_tier": lambda value: value in ("auto", "standard_only"),
+}
+_INTERPRETED = frozenset(
+    "model messages system tools tool_choice max_tokens temperature top_p top_k stop_sequences stream metadata".split()
+)
+_TOOL_KEYS = frozenset("name description input_schema type".split())
+_WRITABLE_TOOL_EXTRA = frozenset(
+    "allowed_callers cache_control defer_loading eager_input_streaming input_examples strict".split()
+)
+_ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT, "system": Role.SYSTEM}
+_CHOICES = {"auto": ToolChoiceMode.AUTO, "any": ToolChoiceMode.REQUIRED, "tool": ToolChoiceMode.TOOL, "none": ToolChoiceMode.NONE}
+_CHOICE_NAMES = {mode: name for name, mode in _CHOICES.items()}
+
+
+# --- wire → core ---------------------------------------------------------------
+
+
+def request_from_wire(body: Any) -> ChatRequest:
+    """The core request for a Messages body (also a ``count_tokens`` body), or ``InvalidRequestError``."""
+    if not isinstance(body, dict):
+        fail(f"The request body must be a JSON object, not {kind_of(body)}.")
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        fail("model: Field required (a non-empty string).")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        fail("messages: Field required (a non-empty array of messages).")
+    extra = {k: v for k, v in body.items() if k not in _INTERPRETED}
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        fail(f"tools: expected an array, but got {kind_of(tools)}.")
+    server_tools = [t for t in tools or () if isinstance(t, dict) and t.get("type") not in (None, "custom")]
+    if server_tools:
+        extra[SERVER_TOOLS] = server_tools
+    metadata = body.get("metadata")
+    user = None
+    if isinstance(metadata, dict):
+        user = expect(metadata["user_id"], str, "metadata.user_id") if metadata.get("user_id") is not None else None
+        rest = {k: v for k, v in metadata.items() if k != "user_id"}
+        if rest:
+            extra["metadata"] = rest
+    elif metadata is not None:
+        fail(f"metadata: expected an object, but got {kind_of(metadata)}.")
+    tool_choice, parallel = _read_tool_choice(body.get("tool_choice"))
+    stop = body.get("stop_sequences")
+    if stop is not None and (not isinstance(stop, list) or not all(isinstance(s, str) for s in stop)):
+        fail("stop_sequences: expected an array of strings.")
+    stream = body.get("stream")
+    return ChatRequest(
+        model=model,
+        messages=tuple(_read_message(m, f"messages.{i}") for i, m in enumerate(messages)),
+        system=_read_system(body.get("system")),
+        tools=tuple(_read_tool(t, f"tools.{i}") for i, t in enumerate(tools or ()) if not _is_server_tool(t)),
+        tool_choice=tool_choice,
+        parallel_tool_calls=parallel,
+        max_tokens=_count(body.get("max_tokens"), "max_tokens"),
+        temperature=_number(body.get("temperature"), "temperature"),
+        top_p=_number(body.get("top_p"), "top_p"),
+        top_k=_count(body.get("top_k"), "top_k"),
+        stop=tuple(stop or ()),
+        stream=bool(expect(stream, bool, "stream")) if stream is not None else False,
+        user=user,
+        extra=extra,
+    )
+
+
+def _read_system(system: Any) -> tuple[Part, ...]:
+    if system is None:
+        return ()
+    return blocks_to_parts(system, "system")
+
+
+def _read_message(raw: Any, p: str) -> Message:
+    if not isinstance(raw, dict):
+        fail(f"{p}: expected a message object, but got {kind_of(raw)}.")
+    role = _ROLES.get(raw.get("role"))  # type: ignore[arg-type]
+    if role is None:
+        fail(f"{p}.role: expected 'user', 'assistant' or 'system', but got {raw.get('role')!r}.")
+    if "content" not in raw:
+        fail(f"{p}.content: Field required.")
+    return Message(role, blocks_to_parts(raw["content"], f"{p}.content"))
+
+
+def _is_server_tool(tool: Any) -> bool:
+    return isinstance(tool, dict) and tool.get("type") not in (None, "custom")
+
+
+def _read_tool(tool: Any, p: str) -> Tool:
+    if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+        fail(f"{p}: expected a tool object with a string 'name'.")
+    schema = tool.get("input_schema")
+    if schema is not None and not isinstance(schema, dict):
+        fail(f"{p}.input_schema: expected a JSON Schema object.")
+    description = tool.get("description")
+    if description is not None and not isinstance(description, str):
+        fail(f"{p}.description: expected a string.")
+    extra = {k: v for k, v in tool.items() if k not in _TOOL_KEYS}
+    if tool.get("type") == "custom":
+        extra["type"] = "custom"
+    return Tool(tool["name"], description, schema, extra)
+
+
+def _read_tool_choice(choice: Any) -> tuple[ToolChoice | None, bool | None]:
+    if choice is None:
+        return None, None
+    if not isinstance(choice, dict) or choice.get("type") not in _CHOICES:
+        fail("tool_choice: expected an object whose 'type' is 'auto', 'any', 'tool' or 'none'.")
+    mode = _CHOICES[choice["type"]]
+    name = None
+    if mode is ToolChoiceMode.TOOL:
+        name = choice.get("name")
+        if not isinstance(name, str) or not name:
+            fail("tool_choice.name: the name of the tool to use is required.")
+    disable = choice.get("disable_parallel_tool_use")
+    parallel = None if disable is None else not expect(disable, bool, "tool_choice.disable_parallel_tool_use")
+    return ToolChoice(mode, name), parallel
+
+
+def _count(value: Any, param: str) -> int | None:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        fail(f"{param}: expected a non-negative integer, but got {value!r}.")
+    return value
+
+
+def _number(value: Any, param: str) -> float | None:
+    return None if value is None else expect(value, (int, float), param)
+
+
+# --- core → wire ---------------------------------------------------------------
+
+
+def request_to_wire(request: ChatRequest, model: str, *, default_max_tokens: int = DEFAULT_MAX_TOKENS, all_extra: bool = False) -> JSON:
+    """The Messages body for a core request, sent as ``model``.
+
+    ``all_extra`` writes back every ``extra`` field (for a request read from this
+    wire); otherwise only the Messages parameters among them.
+    """
+    system = list(request.system)
+    turns: list[tuple[str, list[JSON]]] = []
+    for message in request.messages:
+        if message.role is Role.SYSTEM:
+            system.extend(message.parts)
+            continue
+        blocks = parts_to_blocks(message.parts)
+        if not blocks:  # nothing Anthropic can carry (an empty turn is an error there)
+            continue
+        role = "assistant" if message.role is Role.ASSISTANT else "user"
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+    out: JSON = {"model": model, "max_tokens": request.max_tokens if request.max_tokens is not None else default_max_tokens}
+    out["messages"] = [{"role": role, "content": _compact(_results_first(role, blocks))} for role, blocks in turns]
+    system_blocks = [b for b in parts_to_blocks(system) if b.get("type") == "text"]
+    if system_blocks:
+        out["system"] = _compact(system_blocks)
+    tools = [tool for tool in map(_write_tool, request.tools) if tool is not None]
+    server_tools = request.extra.get(SERVER_TOOLS)
+    tools += server_tools if isinstance(server_tools, list) else []
+    if tools:
+        out["tools"] = tools
+    choice = _write_tool_choice(request)
+    if choice is not None:
+        out["tool_choice"] = choice
+    for key in ("temperature", "top_p", "top_k"):
+        if getattr(request, key) is not None:
+            out[key] = getattr(request, key)
+    if request.stop:
+        out["stop_sequences"] = list(request.stop)
+    metadata = request.extra.get("metadata") if all_extra else None  # another protocol's metadata: not ours
+    metadata = dict(metadata) if isinstance(metadata, dict) else {}
+    if request.user is not None:
+        metadata["user_id"] = request.user
+    if metadata:
+        out["metadata"] = metadata
+    for key, value in request.extra.items():
+        if key == SERVER_TOOLS:
+            continue
+        if all_extra or (key in ANTHROPIC_PARAMS and _SHARED_VALUES.get(key, lambda v: True)(value)):
+            out.setdefault(key, value)  # the core fields above win over extras
+    if request.stream:
+        out["stream"] = True
+    return out
+
+
+def _results_first(role: str, blocks: list[JSON]) -> list[JSON]:
+    """A user turn's tool results go first: Anthropic wants them right after the ``tool_use`` turn."""
+    if role != "user":
+        return blocks
+    return [b for b in blocks if b.get("type") == "tool_result"] + [b for b in blocks if b.get("type") != "tool_result"]
+
+
+def _compact(blocks: list[JSON]) -> str | list[JSON]:
+    """One plain text block as a string, else the blocks."""
+    if len(blocks) == 1 and blocks[0].keys() == {"type", "text"} and blocks[0]["type"] == "text":
+        text: str = blocks[0]["text"]
+        return text
+    return blocks
+
+
+def _write_tool(tool: Tool) -> JSON | None:
+    if "openai_tool" in tool.extra:  # another protocol's non-function tool: no Anthropic form
+        return None
+    out: JSON = {"name": tool.name}
+    if tool.description is not None:
+        out["description"] = tool.description
+    out["input_schema"] = tool.parameters if tool.parameters is not None else {"type": "object", "properties": {}}
+    for key, value in tool.extra.items():
+        if key in _WRITABLE_TOOL_EXTRA or key == "type":
+            out[key] = value
+    return out
+
+
+def _write_tool_choice(request: ChatRequest) -> JSON | None:
+    choice = request.tool_choice
+    out: JSON | None = None
+    if choice is not None:
+        out = {"type": _CHOICE_NAMES[choice.mode]}
+        if choice.mode is ToolChoiceMode.TOOL:
+            out["name"] = choice.name
+    parallel = request.parallel_tool_calls
+    if parallel is None or not request.tools or (out is not None and out["type"] == "none"):
+        return out
+    if out is None:
+        if parallel:  # the default: nothing to say
+            return None
+        out = {"type": "auto"}
+    out["disable_parallel_tool_use"] = not parallel
+    return out

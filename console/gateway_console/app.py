@@ -1,0 +1,132 @@
+"""The console's Starlette app, mounted on the gateway under ``/console``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from .ratelimit import SignInLimiter
+from .views import admin_channels, admin_site, admin_users, auth, keys, logs, quickstart, wallet
+from .web import TEMPLATES, ConsoleState
+
+MOUNT_PATH = "/console"
+STATIC = Path(__file__).parent / "static"
+GET, POST, BOTH = ["GET"], ["POST"], ["GET", "POST"]
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+
+
+class SecurityHeaders:
+    """Pure ASGI middleware: a strict content security policy on every answer,
+    and no caching of pages (they carry private data and CSRF tokens)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        static = "/static/" in scope["path"]
+
+        async def send_with_headers(message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", ()))
+                names = {name.lower() for name, _ in headers}
+                extra = [
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"same-origin"),
+                    (b"x-frame-options", b"DENY"),
+                ]
+                if b"cache-control" not in names:
+                    extra.append((b"cache-control", b"public, max-age=3600" if static else b"no-store"))
+                message["headers"] = headers + extra
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def routes() -> list:
+    return [
+        Route("/", auth.home, methods=GET),
+        Route("/login", auth.sign_in_page, methods=GET),
+        Route("/login", auth.sign_in, methods=POST),
+        Route("/logout", auth.sign_out, methods=POST),
+        Route("/account", auth.account, methods=BOTH),
+        Route("/keys", keys.key_list, methods=GET),
+        Route("/keys/new", keys.key_new, methods=BOTH),
+        Route("/keys/{key_id:int}/edit", keys.key_edit, methods=BOTH),
+        Route("/keys/{key_id:int}/enable", keys.key_enable, methods=POST),
+        Route("/keys/{key_id:int}/disable", keys.key_disable, methods=POST),
+        Route("/keys/{key_id:int}/delete", keys.key_delete, methods=POST),
+        Route("/logs", logs.log_list, methods=GET),
+        Route("/logs/{log_id:int}", logs.log_detail, methods=GET),
+        Route("/wallet", wallet.wallet, methods=GET),
+        Route("/quickstart", quickstart.quickstart, methods=GET),
+        Route("/admin/channels", admin_channels.channel_list, methods=GET),
+        Route("/admin/channels/new", admin_channels.channel_new, methods=BOTH),
+        Route("/admin/channels/{channel_id:int}/edit", admin_channels.channel_edit, methods=BOTH),
+        Route("/admin/channels/{channel_id:int}/enable", admin_channels.channel_enable, methods=POST),
+        Route("/admin/channels/{channel_id:int}/disable", admin_channels.channel_disable, methods=POST),
+        Route("/admin/channels/{channel_id:int}/delete", admin_channels.channel_delete, methods=POST),
+        Route("/admin/channels/{channel_id:int}/test", admin_channels.channel_probe, methods=POST),
+        Route("/admin/users", admin_users.user_list, methods=GET),
+        Route("/admin/users", admin_users.user_create, methods=POST),
+        Route("/admin/users/{user_id:int}", admin_users.user_detail, methods=GET),
+        Route("/admin/users/{user_id:int}/topup", admin_users.user_topup, methods=POST),
+        Route("/admin/users/{user_id:int}/groups", admin_users.user_groups, methods=POST),
+        Route("/admin/users/{user_id:int}/enable", admin_users.user_enable, methods=POST),
+        Route("/admin/users/{user_id:int}/disable", admin_users.user_disable, methods=POST),
+        Route("/admin/users/{user_id:int}/password", admin_users.user_password, methods=POST),
+        Route("/admin/groups", admin_site.group_list, methods=GET),
+        Route("/admin/groups", admin_site.group_save, methods=POST),
+        Route("/admin/prices", admin_site.price_list, methods=GET),
+        Route("/admin/prices", admin_site.price_save, methods=POST),
+        Route("/admin/prices/delete", admin_site.price_delete, methods=POST),
+        Route("/admin/usage", admin_site.usage, methods=GET),
+        Route("/admin/logs", logs.admin_log_list, methods=GET),
+        Route("/admin/logs/{log_id:int}", logs.admin_log_detail, methods=GET),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ]
+
+
+async def http_error(request: Request, exc: HTTPException) -> HTMLResponse:
+    """Unknown console paths and wrong methods, as a page (no session needed)."""
+    message = {404: "No such page.", 405: "That method is not allowed here."}.get(exc.status_code, str(exc.detail))
+    html = TEMPLATES.get_template("error.html").render(
+        base=request.scope.get("root_path", "").rstrip("/"), viewer=None, notice=None, path=request.url.path,
+        status_code=exc.status_code, message=message,
+    )  # fmt: skip
+    return HTMLResponse(html, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+
+def console_app(settings: dict[str, Any] | None = None) -> Starlette:
+    """The console as an ASGI app. ``settings`` is ``[plugins.console]`` of
+    ``plugins.toml``: ``signin_attempts_per_address`` (30),
+    ``signin_failures_per_user`` (5), ``signin_window_seconds`` (300),
+    ``session_hours`` (12), ``secure_cookies`` (false: cookies are ``Secure``
+    only on HTTPS requests; set it behind a TLS-terminating proxy)."""
+    settings = dict(settings or {})
+    limiter = SignInLimiter(
+        per_address=int(settings.get("signin_attempts_per_address", 30)),
+        per_name=int(settings.get("signin_failures_per_user", 5)),
+        window=float(settings.get("signin_window_seconds", 300)),
+    )
+    app = Starlette(routes=routes(), middleware=[Middleware(SecurityHeaders)], exception_handlers={HTTPException: http_error})
+    app.state.console = ConsoleState(settings, limiter, float(settings.get("session_hours", 12)) * 3600)
+    return app
+
+
+def console_mount(settings: dict[str, Any] | None = None) -> Mount:
+    return Mount(MOUNT_PATH, app=console_app(settings), name="console")

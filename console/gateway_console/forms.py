@@ -1,0 +1,155 @@
+"""Reading form posts and turning their text into values, and values into text.
+
+Forms are ``application/x-www-form-urlencoded`` (no file uploads), parsed here
+with the standard library so the console needs no multipart parser.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+
+from gateway_core.money import format_usd, parse_usd
+
+MAX_FORM_BYTES = 64 * 1024
+_SPLIT = re.compile(r"[\s,]+")
+
+
+class FormError(ValueError):
+    """A form value that cannot be used; the message is shown next to the form."""
+
+
+class FormTooLarge(Exception):
+    pass
+
+
+async def read_form(request: Request) -> FormData:
+    """The posted fields (an empty form for anything but an urlencoded body)."""
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > MAX_FORM_BYTES:
+        raise FormTooLarge()
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise FormTooLarge()
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != "application/x-www-form-urlencoded":
+        return FormData()
+    try:
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=500)
+    except (UnicodeDecodeError, ValueError):
+        raise FormError("the form could not be read") from None
+    return FormData(pairs)
+
+
+def text(form: FormData, name: str, *, required: str | None = None, max_length: int = 500) -> str:
+    value = str(form.get(name) or "").strip()
+    if required and not value:
+        raise FormError(required)
+    if len(value) > max_length:
+        raise FormError(f"{name} is too long ({max_length} characters at most)")
+    return value
+
+
+def split_list(value: str) -> list[str]:
+    """``"a, b\\nc"`` → ``["a", "b", "c"]`` (commas, spaces or new lines)."""
+    return [item for item in dict.fromkeys(_SPLIT.split(value.strip())) if item]
+
+
+def optional_usd(value: str, what: str) -> int | None:
+    value = value.strip().lstrip("$").strip()
+    if not value:
+        return None
+    try:
+        return parse_usd(value)
+    except ValueError as exc:
+        raise FormError(f"{what}: {exc}") from None
+
+
+def optional_int(value: str, what: str) -> int | None:
+    value = value.strip()
+    if not value:
+        return None
+    if not value.isdigit():
+        raise FormError(f"{what} must be a whole number (0 or more)")
+    return int(value)
+
+
+def ratio_ppm(value: str) -> int:
+    """A price ratio such as ``1``, ``0.8`` or ``1.25`` in parts per million."""
+    try:
+        ratio = Decimal(value.strip() or "1")
+    except InvalidOperation:
+        raise FormError(f"the ratio must be a decimal number like 1 or 0.8, got {value!r}") from None
+    if not ratio.is_finite() or ratio < 0 or ratio > 1000:
+        raise FormError("the ratio must be between 0 and 1000")
+    ppm = ratio * 1_000_000
+    if ppm != ppm.to_integral_value():
+        raise FormError("the ratio has more than 6 decimal places")
+    return int(ppm)
+
+
+def when(value: str, what: str) -> float | None:
+    """A time from a ``datetime-local`` field or ISO 8601 text; without a zone it is UTC."""
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise FormError(f"{what}: not a date and time like 2026-01-31T18:00") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def model_map(value: str) -> dict[str, str]:
+    """``client=upstream, other=name`` → a mapping."""
+    mapping: dict[str, str] = {}
+    for item in split_list(value):
+        client, sep, upstream = item.partition("=")
+        if not sep or not client or not upstream:
+            raise FormError(f"model map entries look like client-model=upstream-model, got {item!r}")
+        mapping[client] = upstream
+    return mapping
+
+
+# --- values to text (template filters) ----------------------------------------------
+
+
+def show_usd(micros: Any) -> str:
+    return format_usd(int(micros or 0))
+
+
+def show_time(ts: Any) -> str:
+    if ts is None:
+        return "—"
+    return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def input_time(ts: Any) -> str:
+    """A time as a ``datetime-local`` field's value (UTC)."""
+    if ts is None:
+        return ""
+    return datetime.fromtimestamp(float(ts), UTC).strftime("%Y-%m-%dT%H:%M")
+
+
+def show_ms(ms: Any) -> str:
+    if ms is None:
+        return "—"
+    ms = float(ms)
+    return f"{ms:.0f} ms" if ms < 10_000 else f"{ms / 1000:.1f} s"
+
+
+def show_int(value: Any) -> str:
+    return f"{int(value or 0):,}"
+
+
+FILTERS = {"usd": show_usd, "when": show_time, "input_time": input_time, "ms": show_ms, "num": show_int}

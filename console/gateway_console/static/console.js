@@ -1,0 +1,64 @@
+// Relaygate console: copy buttons, confirmations, live refresh of the logs. No framework.
+"use strict";
+
+function copyText(text) {
+  if (navigator.clipboard && window.isSecureContext) {
+    return navigator.clipboard.writeText(text);
+  }
+  // plain-HTTP pages have no clipboard API: copy through a selected text area
+  const area = document.createElement("textarea");
+  area.value = text;
+  area.setAttribute("readonly", "");
+  area.className = "offscreen";
+  document.body.appendChild(area);
+  area.select();
+  const ok = document.execCommand("copy");
+  document.body.removeChild(area);
+  return ok ? Promise.resolve() : Promise.reject(new Error("copy refused"));
+}
+
+document.addEventListener("click", (event) => {
+  const copy = event.target.closest("[data-copy]");
+  if (copy) {
+    const source = document.getElementById(copy.dataset.copy);
+    if (!source) return;
+    const label = copy.textContent;
+    copyText(source.textContent.trim()).then(
+      () => { copy.textContent = "Copied"; },
+      () => { copy.textContent = "Select and copy by hand"; }
+    ).finally(() => setTimeout(() => { copy.textContent = label; }, 2000));
+    return;
+  }
+  const confirmed = event.target.closest("[data-confirm]");
+  if (confirmed && !window.confirm(confirmed.dataset.confirm)) {
+    event.preventDefault();
+  }
+});
+
+function startLive(box) {
+  const target = document.getElementById(box.dataset.liveTarget);
+  let timer = null;
+  const refresh = async () => {
+    const url = new URL(window.location.href);
+    url.searchParams.set("fragment", "rows");
+    try {
+      const response = await fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } });
+      if (response.ok && response.url.split("?")[0] === url.href.split("?")[0]) {
+        target.innerHTML = await response.text();  // server-rendered, escaped rows
+      }
+    } catch (error) { /* offline for a moment: try again next time */ }
+  };
+  const apply = () => {
+    window.localStorage.setItem("relaygate.live", box.checked ? "1" : "0");
+    if (timer) { clearInterval(timer); timer = null; }
+    if (box.checked) { refresh(); timer = setInterval(refresh, 5000); }
+  };
+  box.checked = window.localStorage.getItem("relaygate.live") === "1";
+  box.addEventListener("change", apply);
+  apply();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const live = document.querySelector("[data-live-target]");
+  if (live) startLive(live);
+});

@@ -1,0 +1,108 @@
+"""Signing in and out, and changing one's password."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+
+from starlette.responses import RedirectResponse, Response
+
+from gateway_core.secrets import hash_password, verify_password
+from gateway_core.store.users import set_password_hash
+
+from .. import queries
+from ..forms import text
+from ..sessions import CSRF_FIELD, SESSION_COOKIE, SIGNIN_COOKIE, new_token, session_id
+from ..web import Ctx, now, page, safe_next
+
+MIN_PASSWORD = 8
+
+
+@functools.cache
+def _decoy_hash() -> str:
+    """Checked against when the user does not exist, so both cases take as long."""
+    return hash_password("relaygate-console-decoy")
+
+
+def _cookie(ctx: Ctx, response: Response, name: str, value: str, max_age: int) -> None:
+    response.set_cookie(
+        name, value, max_age=max_age, path=ctx.base or "/", httponly=True, samesite="lax",
+        secure=bool(ctx.state.settings.get("secure_cookies")) or ctx.request.url.scheme == "https",
+    )  # fmt: skip
+
+
+@page(public=True)
+async def home(ctx: Ctx) -> Response:
+    return ctx.redirect("/keys" if ctx.viewer else "/login")
+
+
+def _signin_form(ctx: Ctx, status: int = 200, error: str | None = None, name: str = "") -> Response:
+    nonce = ctx.request.cookies.get(SIGNIN_COOKIE) or new_token()
+    response = ctx.render(
+        "login.html", status=status, error=error, name=name, signin_csrf=ctx.signer.signin_csrf(nonce),
+        next=ctx.request.query_params.get("next", ""),
+    )  # fmt: skip
+    _cookie(ctx, response, SIGNIN_COOKIE, nonce, 3600)
+    return response
+
+
+@page(public=True)
+async def sign_in_page(ctx: Ctx) -> Response:
+    if ctx.viewer is not None:
+        return ctx.redirect("/keys")
+    return _signin_form(ctx)
+
+
+@page(public=True)
+async def sign_in(ctx: Ctx) -> Response:
+    form = ctx.form
+    if not ctx.signer.check_signin_csrf(ctx.request.cookies.get(SIGNIN_COOKIE), form.get(CSRF_FIELD)):
+        return ctx.error(403, "The sign-in form's security token is missing or wrong: reload the page and try again.")
+    name = text(form, "name", max_length=200)
+    password = str(form.get("password") or "")
+    address = ctx.services.client_address(ctx.request.scope) or "unknown"
+    limiter = ctx.state.limiter
+    wait = limiter.retry_after(address, name)
+    if wait:
+        response = _signin_form(ctx, 429, f"Too many sign-in attempts: wait {wait} seconds and try again.", name)
+        response.headers["Retry-After"] = str(wait)
+        return response
+    limiter.attempted(address)
+    record = await ctx.read(queries.sign_in_record, name) if name else None
+    stored = record[1] if record and record[1] else _decoy_hash()
+    ok = await asyncio.to_thread(verify_password, password, stored)
+    if not (ok and record and record[1]):
+        limiter.failed(name)
+        return _signin_form(ctx, 401, "Wrong user name or password.", name)
+    limiter.succeeded(name)
+    token = new_token()
+    seconds = int(ctx.state.session_seconds)
+    await ctx.write(queries.create_session, session_id(token), record[0], now() + seconds, address)
+    response = RedirectResponse(safe_next(ctx.base, form.get("next")), status_code=303)
+    _cookie(ctx, response, SESSION_COOKIE, ctx.signer.session_cookie(token), seconds)
+    response.delete_cookie(SIGNIN_COOKIE, path=ctx.base or "/")
+    return response
+
+
+@page()
+async def sign_out(ctx: Ctx) -> Response:
+    await ctx.write(queries.delete_session, session_id(ctx.user.token))
+    response = ctx.redirect("/login", "signed-out")
+    response.delete_cookie(SESSION_COOKIE, path=ctx.base or "/")
+    return response
+
+
+@page()
+async def account(ctx: Ctx) -> Response:
+    if ctx.request.method == "GET":
+        return ctx.render("account.html", error=None)
+    form = ctx.form
+    current, new, again = (str(form.get(n) or "") for n in ("current", "new", "again"))
+    record = await ctx.read(queries.sign_in_record, ctx.user.name)
+    if not record or not await asyncio.to_thread(verify_password, current, record[1]):
+        return ctx.render("account.html", status=400, error="The current password is wrong.")
+    if len(new) < MIN_PASSWORD or new != again:
+        error = f"The new password needs {MIN_PASSWORD} characters or more, typed the same twice."
+        return ctx.render("account.html", status=400, error=error)
+    await ctx.write(set_password_hash, ctx.user.id, await asyncio.to_thread(hash_password, new))
+    return ctx.redirect("/account", "password")

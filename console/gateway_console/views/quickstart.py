@@ -1,0 +1,26 @@
+"""Copy-and-paste snippets for each kind of client, with this gateway's real address."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+
+from gateway_core.store.users import user_groups
+
+from ..web import Ctx, page
+
+
+def gateway_origin(ctx: Ctx) -> str:
+    """``scheme://host[:port]`` as the browser reached the gateway."""
+    request = ctx.request
+    host = request.headers.get("host") or (f"{request.url.hostname}:{request.url.port}")
+    return f"{request.url.scheme}://{host}"
+
+
+@page()
+async def quickstart(ctx: Ctx) -> Response:
+    groups = await ctx.read(user_groups, ctx.user.id)
+    index = await ctx.services.router.index()
+    by_group = getattr(index, "group_models", {})
+    models = sorted({m for g in groups for m in by_group.get(g, ())})
+    model = models[0] if models else "demo-chat"
+    return ctx.render("quickstart.html", origin=gateway_origin(ctx), model=model, models=models)

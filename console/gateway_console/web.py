@@ -1,0 +1,210 @@
+"""What every console page shares: the gateway's services, the signed-in user,
+the CSRF check, templates and responses.
+
+Each view is ``async def view(ctx: Ctx) -> Response`` wrapped by :func:`page`,
+which resolves the session, refuses a POST without the session's CSRF token
+(403), sends a visitor without a session to the sign-in page and refuses
+non-admins on admin pages (403): no view can forget one of these.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import attrs
+import jinja2
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from . import queries
+from .forms import FILTERS, FormError, FormTooLarge, read_form
+from .ratelimit import SignInLimiter
+from .sessions import CSRF_FIELD, SESSION_COOKIE, Signer, session_id
+
+SERVICES_KEY = "relaygate.services"  # where the gateway puts its Services in the lifespan state
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    undefined=jinja2.StrictUndefined,
+)
+TEMPLATES.filters.update(FILTERS)
+
+NOTICES = {
+    "created": "Created.",
+    "saved": "Saved.",
+    "enabled": "Enabled.",
+    "disabled": "Disabled.",
+    "deleted": "Deleted.",
+    "topped-up": "Balance topped up.",
+    "signed-out": "You are signed out.",
+    "password": "Password changed.",
+}
+
+
+@attrs.define
+class ConsoleState:
+    """One console app's long-lived state (one per gateway app)."""
+
+    settings: dict[str, Any]
+    limiter: SignInLimiter
+    session_seconds: float
+    services: Any = None
+    signer: Signer | None = None
+    _lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
+
+    async def resolve(self, scope: dict) -> tuple[Any, Signer]:
+        if self.services is None:
+            self.services = find_services(scope)
+        if self.signer is None:
+            async with self._lock:
+                if self.signer is None:
+                    secret = await self.services.store.read(queries.session_secret)
+                    if not secret:
+                        raise RuntimeError("the console's session secret is missing (migration 8000_console)")
+                    self.signer = Signer(secret)
+        return self.services, self.signer
+
+
+def find_services(scope: dict) -> Any:
+    """The gateway's ``Services`` for a request.
+
+    Preferred: the lifespan state (``scope["state"]["relaygate.services"]``) or
+    the scope itself, once the gateway puts it there. Until then: the services
+    held by the gateway's protocol routes, or by its lifespan.
+    """
+    for holder in (scope.get("state") or {}, scope):
+        if holder.get(SERVICES_KEY) is not None:
+            return holder[SERVICES_KEY]
+    router = scope.get("router")
+    for route in getattr(router, "routes", ()):
+        dispatch = getattr(route, "app", None)
+        services = getattr(getattr(dispatch, "first", None), "services", None)
+        if services is not None and hasattr(services, "store"):
+            return services
+    lifespan = getattr(getattr(router, "lifespan_context", None), "__wrapped__", None)
+    for cell in getattr(lifespan, "__closure__", None) or ():
+        if hasattr(cell.cell_contents, "store") and hasattr(cell.cell_contents, "keys"):
+            return cell.cell_contents
+    raise RuntimeError("the console cannot find the gateway's services")
+
+
+@attrs.frozen
+class Viewer:
+    id: int
+    name: str
+    is_admin: bool
+    token: str = attrs.field(repr=False)
+    csrf: str = attrs.field(repr=False)
+
+
+class Ctx:
+    """One request to a console page."""
+
+    def __init__(self, request: Request, state: ConsoleState, services: Any, signer: Signer) -> None:
+        self.request = request
+        self.state = state
+        self.services = services
+        self.signer = signer
+        self.viewer: Viewer | None = None
+        self.form = FormData()
+        self.base = request.scope.get("root_path", "").rstrip("/")
+
+    @property
+    def user(self) -> Viewer:
+        assert self.viewer is not None
+        return self.viewer
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def path_int(self, name: str) -> int:
+        return int(self.request.path_params[name])
+
+    async def read(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await self.services.store.read(fn, *args)
+
+    async def write(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await self.services.store.write(fn, *args)
+
+    def render(self, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+        notice = NOTICES.get(self.request.query_params.get("done", ""))
+        html = TEMPLATES.get_template(template).render(
+            base=self.base, viewer=self.viewer, csrf=self.viewer.csrf if self.viewer else "",
+            csrf_field=CSRF_FIELD, notice=notice, path=self.request.url.path, now=time.time(), **values,
+        )  # fmt: skip
+        return HTMLResponse(html, status_code=status)
+
+    def redirect(self, path: str, done: str | None = None) -> RedirectResponse:
+        target = self.url(path)
+        if done:
+            target += ("&" if "?" in target else "?") + "done=" + quote(done)
+        return RedirectResponse(target, status_code=303)
+
+    def error(self, status: int, message: str) -> HTMLResponse:
+        return self.render("error.html", status=status, status_code=status, message=message)
+
+    def not_found(self, what: str = "page") -> HTMLResponse:
+        return self.error(404, f"No such {what}.")
+
+
+async def load_viewer(ctx: Ctx) -> Viewer | None:
+    token = ctx.signer.token_from_cookie(ctx.request.cookies.get(SESSION_COOKIE))
+    if token is None:
+        return None
+    row = await ctx.read(queries.find_session, session_id(token))
+    if row is None:
+        return None
+    return Viewer(row["id"], row["name"], bool(row["is_admin"]), token, ctx.signer.csrf_token(token))
+
+
+def page(*, admin: bool = False, public: bool = False) -> Callable:
+    """Wrap a view with session, CSRF and role checks (see the module's docstring)."""
+
+    def wrap(view: Callable[[Ctx], Awaitable[Response]]) -> Callable[[Request], Awaitable[Response]]:
+        @functools.wraps(view)
+        async def endpoint(request: Request) -> Response:
+            state: ConsoleState = request.app.state.console
+            services, signer = await state.resolve(request.scope)
+            ctx = Ctx(request, state, services, signer)
+            ctx.viewer = await load_viewer(ctx)
+            if not public and ctx.viewer is None:
+                if request.method != "GET":
+                    return ctx.error(403, "Your session has ended: sign in again.")
+                target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                return RedirectResponse(ctx.url("/login?next=" + quote(target, safe="")), status_code=303)
+            if admin and not ctx.user.is_admin:
+                return ctx.error(403, "This page is for operators (admins) only.")
+            if request.method == "POST":
+                try:
+                    ctx.form = await read_form(request)
+                except FormTooLarge:
+                    return ctx.error(413, "The form is too large.")
+                except FormError as exc:
+                    return ctx.error(400, str(exc))
+                if not public and not signer.check_csrf(ctx.user.token, ctx.form.get(CSRF_FIELD)):
+                    return ctx.error(403, "The form's security token is missing or wrong: reload the page and try again.")
+            return await view(ctx)
+
+        return endpoint
+
+    return wrap
+
+
+def safe_next(base: str, target: str | None) -> str:
+    """Where to go after signing in: only a path of this console (no open redirect)."""
+    if target and target.startswith(base + "/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return base + "/keys"
+
+
+def now() -> float:
+    return time.time()

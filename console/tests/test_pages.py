@@ -1,0 +1,219 @@
+"""The console's pages doing their job, over real HTTP against a running gateway."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import openai
+import pytest
+
+from gateway_openai.fake_upstream import Fault, FakeOpenAI
+
+pytestmark = pytest.mark.usefixtures("users")
+
+
+def secret_of(page: str) -> str:
+    return re.search(r'<code id="secret">(sk-[^<]+)</code>', page).group(1)
+
+
+def add_usage(seed, user_id: int, count: int, *, model: str = "m", cost: int = 0, key_id: int | None = None, at: float | None = None) -> None:
+    conn = seed.store.connect()
+    at = at or time.time()
+    conn.executemany(
+        "INSERT INTO usage_logs (request_id, created_at, user_id, key_id, model, status, input_tokens, output_tokens, cost_micros) "
+        "VALUES (?, ?, ?, ?, ?, 200, 10, 5, ?)",
+        [(f"req_fill_{user_id}_{model}_{i}_{at}", at + i * 0.001, user_id, key_id, model, cost) for i in range(count)],
+    )
+    conn.commit()
+    conn.close()
+
+
+async def test_key_lifecycle_takes_effect_at_once(openai_client, browsers, seed, gateway):
+    alice = await browsers("alice")
+    form = {"name": "app", "group": "default", "quota": "3", "expires": "2099-01-31T12:00", "models": "demo-chat, other", "allow_ips": "127.0.0.1, ::1"}
+    _, page = await alice.post("/console/keys/new", form, csrf_from="/console/keys/new")
+    secret = secret_of(page)
+    key = seed.rows("SELECT * FROM api_keys WHERE name = 'app'")[0]
+    assert (key["quota_micros"], key["models"], key["allow_ips"]) == (3_000_000, '["demo-chat","other"]', '["127.0.0.1/32","::1/128"]')
+    _, listing = await alice.get("/console/keys")
+    assert "2099-01-31 12:00:00" in listing and "127.0.0.1/32" in listing and "0.00 / 3.00" in listing
+    client = openai_client(gateway.url, secret)
+
+    async def call() -> str:
+        reply = await client.chat.completions.create(model="demo-chat", messages=[{"role": "user", "content": "x"}])
+        return reply.choices[0].message.content
+
+    assert await call()
+    await alice.post(f"/console/keys/{key['id']}/disable", {}, csrf_from="/console/keys")
+    with pytest.raises(openai.AuthenticationError):
+        await call()  # no wait: the key cache was told
+    await alice.post(f"/console/keys/{key['id']}/enable", {}, csrf_from="/console/keys")
+    assert await call()
+    status, _ = await alice.post(f"/console/keys/{key['id']}/edit", {"name": "app2", "quota": "", "models": "", "allow_ips": "", "expires": ""}, csrf_from="/console/keys")
+    assert status == 200
+    edited = seed.rows("SELECT name, quota_micros, models, allow_ips, expires_at FROM api_keys WHERE id = ?", (key["id"],))[0]
+    assert edited == {"name": "app2", "quota_micros": None, "models": "[]", "allow_ips": "[]", "expires_at": None}
+    status, page = await alice.post(f"/console/keys/{key['id']}/edit", {"name": "app2", "allow_ips": "not-an-ip"}, csrf_from="/console/keys")
+    assert status == 400 and "not an IP address" in page
+    await alice.post(f"/console/keys/{key['id']}/delete", {}, csrf_from="/console/keys")
+    with pytest.raises(openai.AuthenticationError):
+        await call()
+    assert "app2" not in (await alice.get("/console/keys"))[1]
+
+
+async def test_key_creation_only_in_open_groups(browsers, seed):
+    alice = await browsers("alice")
+    status, page = await alice.post("/console/keys/new", {"name": "x", "group": "vip"}, csrf_from="/console/keys/new")
+    assert status == 400 and "not open to you" in page
+    status, page = await alice.post("/console/keys/new", {"name": "x", "group": "default", "quota": "-1"}, csrf_from="/console/keys/new")
+    assert status == 400
+    assert seed.rows("SELECT count(*) AS n FROM api_keys") == [{"n": 0}]
+
+
+async def test_logs_filter_and_page_by_keyset(browsers, seed, users):
+    key_a, _ = seed.key(users["alice"], name="ka")
+    key_b, _ = seed.key(users["alice"], name="kb")
+    add_usage(seed, users["alice"], 70, model="model-a", key_id=key_a, at=time.time() - 1000)
+    add_usage(seed, users["alice"], 3, model="model-b", key_id=key_b)
+    add_usage(seed, users["bob"], 2, model="model-a")
+    alice = await browsers("alice")
+    _, page = await alice.get("/console/logs")
+    assert page.count("data-log-id=") == 50 and "Older" in page and "Newer" not in page
+    older = re.search(r'href="([^"]+)" rel="next"', page).group(1).replace("&amp;", "&")
+    _, page2 = await alice.get(older)
+    assert page2.count("data-log-id=") == 23 and "Newer" in page2 and "rel=\"next\"" not in page2
+    first_ids = set(re.findall(r'data-log-id="(\d+)"', page))
+    assert not first_ids & set(re.findall(r'data-log-id="(\d+)"', page2))
+    newer = re.search(r'href="([^"]+)">← Newer', page2).group(1).replace("&amp;", "&")
+    _, back = await alice.get(newer)
+    assert set(re.findall(r'data-log-id="(\d+)"', back)) == first_ids
+    _, by_key = await alice.get(f"/console/logs?key={key_b}")
+    assert by_key.count("data-log-id=") == 3 and "model-a" not in by_key.split("<tbody")[1]
+    _, by_model = await alice.get("/console/logs?model=model-a&status=200")
+    assert by_model.count("data-log-id=") == 50
+    _, recent = await alice.get("/console/logs?since=" + time.strftime("%Y-%m-%dT%H:%M", time.gmtime(time.time() - 300)))
+    assert recent.count("data-log-id=") == 3
+    status, bad = await alice.get("/console/logs?status=abc")
+    assert status == 400 and "3-digit" in bad
+    _, rows = await alice.get("/console/logs?fragment=rows&key=" + str(key_b))
+    assert rows.strip().startswith("<tr") and rows.count("data-log-id=") == 3
+
+
+@pytest.fixture
+async def upstream(aiohttp_server):
+    fake = FakeOpenAI()
+    server = await aiohttp_server(fake.app())
+    fake.url = str(server.make_url("")).rstrip("/")
+    return fake
+
+
+async def test_log_detail_shows_the_upstream_error_and_each_attempt(openai_client, seed, users, upstream, start_gateway, browsers):
+    seed.channel("flaky", type="openai", base_url=upstream.url, models=["gpt-x"], priority=1)
+    seed.channel("steady", type="openai", base_url=upstream.url, models=["gpt-x"], priority=0)
+    _, secret = seed.key(users["alice"])
+    gateway = start_gateway()
+    upstream.fail_next(Fault(status=503, body={"error": {"message": "overloaded <b>now</b>"}}))
+    upstream.fail_next(Fault(status=400, body={"error": {"message": "bad temperature", "type": "invalid_request_error"}}))
+    client = openai_client(gateway.url, secret)
+    with pytest.raises(openai.BadRequestError):
+        await client.chat.completions.create(model="gpt-x", messages=[{"role": "user", "content": "x"}])
+    log_id = seed.rows("SELECT id FROM usage_logs")[-1]["id"]
+    alice = await browsers("alice", url=gateway.url)
+    status, page = await alice.get(f"/console/logs/{log_id}")
+    assert status == 200
+    assert "flaky" in page and "steady" in page and "503" in page and "bad temperature" in page
+    assert "<b>now</b>" not in page
+
+
+async def test_wallet_shows_balance_ledger_and_a_chart(browsers, seed, users):
+    add_usage(seed, users["alice"], 3, model="gpt-a", cost=120_000)
+    add_usage(seed, users["alice"], 2, model="gpt-b", cost=50_000, at=time.time() - 3 * 86400)
+    add_usage(seed, users["alice"], 1, model="too-old", cost=999_000, at=time.time() - 40 * 86400)
+    alice = await browsers("alice")
+    _, page = await alice.get("/console/wallet")
+    assert '<strong id="balance">10.00</strong>' in page and "topup" in page and "test balance" in page
+    assert page.count("<rect ") == 2 and "gpt-a: 0.36 USD" in page and "gpt-b: 0.10 USD" in page and "too-old" not in page
+    assert "Total: 0.46 USD" in page
+
+
+async def test_quickstart_uses_the_real_address(browsers, gateway):
+    alice = await browsers("alice")
+    _, page = await alice.get("/console/quickstart")
+    assert f'base_url=&#34;{gateway.url}/v1&#34;' in page  # OpenAI: with /v1
+    assert f'Anthropic(base_url=&#34;{gateway.url}&#34;' in page  # Anthropic: without
+    assert f'{{&#34;base_url&#34;: &#34;{gateway.url}&#34;}}' in page  # google-genai: without
+    assert f"curl {gateway.url}/v1/chat/completions" in page and "demo-chat" in page
+
+
+async def test_admin_manages_channels_with_masked_keys(browsers, seed, upstream, gateway):
+    root = await browsers("root")
+    form = {"name": "oa", "type": "openai", "base_url": upstream.url + "/v1", "api_keys": "sk-upstream-test",
+            "models": "gpt-x", "model_map": "gpt-x=gpt-x-2026", "groups": "default", "priority": "2", "weight": "3", "enabled": "on"}  # fmt: skip
+    status, page = await root.post("/console/admin/channels/new", form, csrf_from="/console/admin/channels/new")
+    assert status == 200 and "sk-upstream-test" not in page and "sk-u…test" in page
+    channel = seed.rows("SELECT * FROM channels WHERE name = 'oa'")[0]
+    assert (channel["base_url"], channel["model_map"], channel["priority"]) == (upstream.url, '{"gpt-x":"gpt-x-2026"}', 2)
+    _, edit = await root.get(f"/console/admin/channels/{channel['id']}/edit")
+    assert "sk-upstream-test" not in edit
+    edited = {**form, "api_keys": "", "models": "gpt-x, gpt-y"}
+    await root.post(f"/console/admin/channels/{channel['id']}/edit", edited, csrf_from="/console/admin/channels")
+    assert seed.rows("SELECT api_keys, models FROM channels WHERE id = ?", (channel["id"],)) == [{"api_keys": '["sk-upstream-test"]', "models": '["gpt-x","gpt-y"]'}]
+    _, tested = await root.post(f"/console/admin/channels/{channel['id']}/test", {}, csrf_from="/console/admin/channels")
+    assert "OK" in tested and "echo: ping" in tested
+    assert upstream.requests[-1]["body"]["model"] == "gpt-x-2026"
+    upstream.fail_next(Fault(status=401, body={"error": {"message": "Incorrect API key provided."}}))
+    _, failed = await root.post(f"/console/admin/channels/{channel['id']}/test", {}, csrf_from="/console/admin/channels")
+    assert "failed" in failed
+    await root.post(f"/console/admin/channels/{channel['id']}/disable", {}, csrf_from="/console/admin/channels")
+    assert seed.rows("SELECT enabled FROM channels WHERE id = ?", (channel["id"],)) == [{"enabled": 0}]
+    status, page = await root.post("/console/admin/channels/new", {**form, "type": "nope"}, csrf_from="/console/admin/channels")
+    assert status == 400 and "nope" in page
+
+
+async def test_admin_manages_users_groups_and_prices(openai_client, browsers, seed, users, gateway):
+    root = await browsers("root")
+    status, _ = await root.post("/console/admin/users", {"name": "carol", "password": "carol-password", "groups": "default, vip"}, csrf_from="/console/admin/users")
+    assert status == 200
+    carol = seed.rows("SELECT id FROM users WHERE name = 'carol'")[0]["id"]
+    await root.post(f"/console/admin/users/{carol}/topup", {"amount": "12.5", "note": "invoice <42>"}, csrf_from="/console/admin/users")
+    assert seed.rows("SELECT amount_micros, note FROM ledger WHERE user_id = ?", (carol,)) == [{"amount_micros": 12_500_000, "note": "invoice <42>"}]
+    _, detail = await root.get(f"/console/admin/users/{carol}")
+    assert "12.50" in detail and "invoice &lt;42&gt;" in detail and "vip" in detail
+    carol_browser = await browsers()
+    assert (await carol_browser.sign_in("carol", "carol-password"))[0] == 200
+    _, secret_page = await carol_browser.post("/console/keys/new", {"name": "k", "group": "vip"}, csrf_from="/console/keys/new")
+    secret = secret_of(secret_page)
+    await root.post(f"/console/admin/users/{carol}/disable", {}, csrf_from="/console/admin/users")
+    status, _ = await carol_browser.get("/console/keys", allow_redirects=False)
+    assert status == 303  # a disabled user's session ends
+    client = openai_client(gateway.url, secret)
+    with pytest.raises(openai.AuthenticationError):
+        await client.models.list()
+    status, page = await root.post("/console/admin/groups", {"name": "vip", "ratio": "0.8", "rpm": "60", "tpm": "", "concurrency": "2"}, csrf_from="/console/admin/groups")
+    assert status == 200
+    group = seed.rows('SELECT * FROM "groups" WHERE name = ?', ("vip",))[0]
+    assert group["ratio_ppm"] == 800_000
+    if "rpm" in group:
+        assert (group["rpm"], group["tpm"], group["concurrency"]) == (60, None, 2)
+    await root.post("/console/admin/prices", {"model": "gpt-x", "input": "2.50", "output": "10", "cached_input": "1.25"}, csrf_from="/console/admin/prices")
+    assert seed.rows("SELECT input_micros_per_mtok, output_micros_per_mtok, cached_input_micros_per_mtok FROM prices WHERE model = 'gpt-x'") == [
+        {"input_micros_per_mtok": 2_500_000, "output_micros_per_mtok": 10_000_000, "cached_input_micros_per_mtok": 1_250_000}
+    ]
+    status, page = await root.post("/console/admin/prices", {"model": "bad", "input": "abc", "output": "1"}, csrf_from="/console/admin/prices")
+    assert status == 400
+    await root.post("/console/admin/prices/delete", {"model": "gpt-x"}, csrf_from="/console/admin/prices")
+    assert seed.rows("SELECT * FROM prices WHERE model = 'gpt-x'") == []
+
+
+async def test_admin_sees_site_wide_usage(browsers, seed, users):
+    add_usage(seed, users["alice"], 4, model="gpt-a", cost=250_000)
+    add_usage(seed, users["bob"], 1, model="gpt-b", cost=1_000_000)
+    root = await browsers("root")
+    _, page = await root.get("/console/admin/usage")
+    assert "<strong>5</strong> requests" in page and "<strong>2.00</strong> USD" in page
+    assert "alice" in page and "bob" in page and page.count("<rect ") == 2
+    _, logs = await root.get(f"/console/admin/logs?user={users['bob']}")
+    assert logs.count("data-log-id=") == 1
+    log_id = re.search(r'data-log-id="(\d+)"', logs).group(1)
+    assert (await root.get(f"/console/admin/logs/{log_id}"))[0] == 200

@@ -1,0 +1,194 @@
+"""``relaygate wallet show|adjust``, ``relaygate logs`` and ``relaygate check``.
+
+- ``wallet show USER [--limit N] [--before ID]``: the balance, what requests in
+  progress hold, and the latest ledger rows (newest first).
+- ``wallet adjust USER AMOUNT --note TEXT``: a signed correction by the operator.
+- ``logs [--key ID] [--user NAME] [--model M] [--status S] [--since T] [--until T]
+  [--limit N] [--before CURSOR]``: the usage log, newest first; a full page ends
+  with the ``--before`` cursor of the next one.
+- ``check``: verifies the money invariants (see :mod:`gateway_core.store.audit`);
+  exits 1 with a report when one is broken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import re
+import time
+from collections.abc import Callable
+
+from ..cli import EXIT_ERROR, CommandContext, require_user
+from ..money import format_usd, parse_usd
+from ..store import usage, wallet
+from ..store.audit import audit
+
+LOG_COLUMNS = [
+    "created_at", "request_id", "key_id", "key_name", "model", "status", "input_tokens", "output_tokens",
+    "cached_tokens", "cost_micros", "estimated", "end_reason", "duration_ms",
+]  # fmt: skip
+LEDGER_COLUMNS = ["id", "created_at", "kind", "amount_micros", "balance_after_micros", "request_id", "key_id", "note"]
+_RELATIVE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def register(register: Callable[..., None]) -> None:
+    register("wallet show", "show a user's balance, reservations and latest ledger rows", _configure_wallet_show, _run_wallet_show)
+    register("wallet adjust", "correct a user's balance by a signed amount (kept in the ledger)", _configure_wallet_adjust, _run_wallet_adjust)
+    register("logs", "show the usage log, newest first", _configure_logs, _run_logs)
+    register("check", "verify balances against the ledger and keys' usage against their charges", _no_arguments, _run_check)
+
+
+# --- wallet ----------------------------------------------------------------------------
+
+
+def _configure_wallet_show(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("user", metavar="USER")
+    parser.add_argument("--limit", type=_page_size, default=20, metavar="N", help="ledger rows to show (default 20)")
+    parser.add_argument("--before", type=int, metavar="ID", help="show ledger rows older than this row id")
+
+
+def _run_wallet_show(args: argparse.Namespace, cli: CommandContext) -> int:
+    conn = cli.connect()
+    user = require_user(conn, args.user)
+    holds = wallet.list_holds(conn, user.id)
+    held = sum(h["amount_micros"] for h in holds)
+    ledger = wallet.list_ledger(conn, user.id, before_id=args.before, limit=args.limit)
+    if cli.json:
+        cli.print_record({
+            "user": user.name, "user_id": user.id, "balance_micros": user.balance_micros,
+            "held_micros": held, "open_holds": len(holds), "ledger": ledger,
+        })  # fmt: skip
+        return 0
+    line = f"{user.name} (id {user.id}): balance {format_usd(user.balance_micros)} USD"
+    if holds:
+        line += f"; {format_usd(held)} USD held by {len(holds)} request(s) in progress"
+    print(line)
+    cli.print_table(ledger, LEDGER_COLUMNS)
+    if len(ledger) == args.limit:
+        print(f"older rows: --before {ledger[-1]['id']}")
+    return 0
+
+
+def _configure_wallet_adjust(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("user", metavar="USER")
+    parser.add_argument("amount", metavar="AMOUNT", help="USD, signed: 2.50 credits, -2.50 debits")
+    parser.add_argument("--note", required=True, help="why (kept in the ledger)")
+
+
+def _run_wallet_adjust(args: argparse.Namespace, cli: CommandContext) -> int:
+    text = args.amount.strip()
+    negative = text.startswith("-")
+    amount = parse_usd(text[1:] if negative else text.lstrip("+"))
+    if amount == 0:
+        raise ValueError("an adjustment must not be zero")
+    amount = -amount if negative else amount
+    conn = cli.connect()
+    user = require_user(conn, args.user)
+    balance = wallet.adjust(conn, user.id, amount, kind="adjustment", note=args.note)
+    record = {"user": user.name, "user_id": user.id, "amount_micros": amount, "balance_micros": balance}
+    cli.print_record(record, text=f"Adjusted {user.name!r} by {format_usd(amount)} USD; balance is now {format_usd(balance)} USD.")
+    return 0
+
+
+# --- logs ----------------------------------------------------------------------------------
+
+
+def _configure_logs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--key", type=int, metavar="ID", help="one API key's requests")
+    parser.add_argument("--user", metavar="NAME", help="one user's requests")
+    parser.add_argument("--model", metavar="M", help="requests for this model (as the client named it)")
+    parser.add_argument("--status", type=int, metavar="S", help="requests answered with this HTTP status")
+    parser.add_argument("--since", type=parse_time, metavar="T", help="from this time: ISO 8601 (UTC if no offset), Unix seconds, or an age like 30m, 2h, 7d")
+    parser.add_argument("--until", type=parse_time, metavar="T", help="before this time (same forms as --since)")
+    parser.add_argument("--limit", type=_page_size, default=50, metavar="N", help="rows per page (default 50, at most 1000)")
+    parser.add_argument("--before", type=_cursor, metavar="CURSOR", help="the page after the one that printed this cursor")
+
+
+def _run_logs(args: argparse.Namespace, cli: CommandContext) -> int:
+    conn = cli.connect()
+    user_id = require_user(conn, args.user).id if args.user else None
+    rows = usage.query_usage(
+        conn, key_id=args.key, model=args.model, status=args.status, user_id=user_id,
+        since=args.since, until=args.until, before=args.before, limit=args.limit,
+    )  # fmt: skip
+    cli.print_table(rows, LOG_COLUMNS)
+    if not cli.json and len(rows) == args.limit:
+        print(f"next page: --before {usage.page_cursor(rows[-1])}")
+    return 0
+
+
+def parse_time(text: str) -> float:
+    """Unix seconds from ISO 8601 (UTC when it has no offset), Unix seconds, or an age ("90s", "15m", "2h", "7d", "1w")."""
+    value = text.strip()
+    match = _RELATIVE.fullmatch(value)
+    if match:
+        return time.time() - float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = dt.datetime.fromisoformat(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a time like 2026-01-31T12:00:00Z, Unix seconds, or an age like 30m, 2h, 7d; got {text!r}"
+        ) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return when.timestamp()
+
+
+# --- check ------------------------------------------------------------------------------------
+
+
+def _run_check(args: argparse.Namespace, cli: CommandContext) -> int:
+    report = audit(cli.connect())
+    status = 0 if report.ok else EXIT_ERROR
+    if cli.json:
+        cli.print_record({
+            "ok": report.ok, "users": report.users, "keys": report.keys, "ledger_rows": report.ledger_rows,
+            "open_holds": report.open_holds, "held_micros": report.held_micros,
+            "oldest_hold_age_s": report.oldest_hold_age, "problems": list(report.problems),
+        })  # fmt: skip
+        return status
+    summary = f"Checked {report.users} user(s), {report.keys} key(s), {report.ledger_rows} ledger row(s); "
+    if report.open_holds:
+        summary += (
+            f"{report.open_holds} open reservation(s) hold {format_usd(report.held_micros)} USD "
+            f"(oldest {round(report.oldest_hold_age or 0)} s)."
+        )
+    else:
+        summary += "no open reservations."
+    print(summary)
+    for problem in report.problems:
+        print(
+            f"PROBLEM [{problem.check}] {problem.subject}: {problem.message}: "
+            f"expected {format_usd(problem.expected)} USD, found {format_usd(problem.found)} USD"
+        )
+    if report.ok:
+        print("OK: every balance equals the sum of its ledger rows, every key's used amount the sum of its charges.")
+    else:
+        print(f"{len(report.problems)} problem(s) found.")
+    return status
+
+
+def _cursor(text: str) -> tuple[float, int]:
+    try:
+        return usage.parse_cursor(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _page_size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 1 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"must be between 1 and 1000, got {value}")
+    return value
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    pass

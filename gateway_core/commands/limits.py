@@ -1,0 +1,160 @@
+"""``relaygate group set|list``, ``relaygate user limits`` and ``relaygate key limits``.
+
+Rate limits are whole numbers: ``--rpm`` requests per minute, ``--tpm`` tokens
+per minute, ``--concurrency`` requests in flight; ``0`` means unlimited. A
+group's limits are the defaults for the users of its keys, a user's override
+them (``default`` clears an override), a key's cap that key alone. Running
+gateways see a change within a second (their key cache's lifetime).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from ..cli import CommandContext, require_user
+from ..store import atomic
+from ..store.groups import ensure_groups, list_groups, set_group_ratio
+from ..store.keys import get_key
+from ..store.limits import get_limits, set_group_limits, set_key_limits, set_user_limits
+from ..store.migrations import LIMIT_COLUMNS, UNIT_RATIO_PPM
+
+DEFAULT = "default"  # clears a user's override: the group's default applies again
+
+
+def register(register: Callable[..., None]) -> None:
+    register("group set", "create a group or change its price ratio and default rate limits", _configure_group_set, _run_group_set)
+    register("group list", "list groups with their ratios and default rate limits", _no_arguments, _run_group_list)
+    register("user limits", "show or change a user's rate limits (overriding its groups' defaults)", _configure_user_limits, _run_user_limits)
+    register("key limits", "show or change an API key's own rate limits", _configure_key_limits, _run_key_limits)
+
+
+def add_limit_options(parser: argparse.ArgumentParser, *, allow_default: bool = False) -> None:
+    """``--rpm``, ``--tpm`` and ``--concurrency`` (``key create`` uses these too)."""
+    kind = _limit_or_default if allow_default else _limit
+    extra = f", or '{DEFAULT}' for the group's" if allow_default else ""
+    parser.add_argument("--rpm", type=kind, metavar="N", help=f"requests per minute (0: unlimited{extra})")
+    parser.add_argument("--tpm", type=kind, metavar="N", help=f"tokens per minute (0: unlimited{extra})")
+    parser.add_argument("--concurrency", type=kind, metavar="N", help=f"requests in flight at once (0: unlimited{extra})")
+
+
+def limit_changes(args: argparse.Namespace) -> dict[str, int | None]:
+    """The limit options given on the command line, as store column changes."""
+    return {column: _stored(getattr(args, column)) for column in LIMIT_COLUMNS if getattr(args, column) is not None}
+
+
+# --- groups -------------------------------------------------------------------------
+
+
+def _configure_group_set(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME")
+    parser.add_argument("--ratio", metavar="R", help="price multiplier, a decimal like 1 or 0.8")
+    add_limit_options(parser)
+
+
+def _run_group_set(args: argparse.Namespace, cli: CommandContext) -> int:
+    ratio_ppm = parse_ratio(args.ratio) if args.ratio is not None else None
+    changes = limit_changes(args)
+    conn = cli.connect()
+    with atomic(conn):
+        ensure_groups(conn, [args.name])
+        if ratio_ppm is not None:
+            set_group_ratio(conn, args.name, ratio_ppm)
+        set_group_limits(conn, args.name, changes)
+    group = next(g for g in list_groups(conn) if g["name"] == args.name)
+    record = _group_record(group)
+    cli.print_record(record, text=f"Group {args.name!r}: ratio {record['ratio']}, {_describe(group)}.")
+    return 0
+
+
+def _run_group_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    rows = [_group_record(group) for group in list_groups(cli.connect())]
+    cli.print_table(rows, ["name", "ratio", *LIMIT_COLUMNS])
+    return 0
+
+
+def _group_record(group: dict[str, Any]) -> dict[str, Any]:
+    ratio = (Decimal(group["ratio_ppm"]) / UNIT_RATIO_PPM).normalize()
+    return {"name": group["name"], "ratio": f"{ratio:f}", "ratio_ppm": group["ratio_ppm"], **{c: group[c] or 0 for c in LIMIT_COLUMNS}}
+
+
+def parse_ratio(text: str) -> int:
+    """``"1.5"`` → ``1_500_000`` parts per million."""
+    try:
+        ratio = Decimal(text.strip())
+    except InvalidOperation:
+        raise ValueError(f"--ratio must be a decimal number like 1 or 0.8, got {text!r}") from None
+    ppm = ratio * UNIT_RATIO_PPM
+    if not ratio.is_finite() or ratio < 0 or ppm != ppm.to_integral_value():
+        raise ValueError(f"--ratio must be a number >= 0 with at most 6 decimals, got {text!r}")
+    return int(ppm)
+
+
+# --- users and keys --------------------------------------------------------------------
+
+
+def _configure_user_limits(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("user", metavar="USER")
+    add_limit_options(parser, allow_default=True)
+
+
+def _run_user_limits(args: argparse.Namespace, cli: CommandContext) -> int:
+    conn = cli.connect()
+    user = require_user(conn, args.user)
+    set_user_limits(conn, user.id, limit_changes(args))
+    stored = get_limits(conn, "user", user.id)
+    record = {"user": user.name, "user_id": user.id, **stored}
+    described = ", ".join(f"{c} {DEFAULT if stored[c] is None else _number(stored[c])}" for c in LIMIT_COLUMNS)
+    cli.print_record(record, text=f"User {user.name!r}: {described} ({DEFAULT}: the defaults of the key's group).")
+    return 0
+
+
+def _configure_key_limits(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", type=int, metavar="ID")
+    add_limit_options(parser)
+
+
+def _run_key_limits(args: argparse.Namespace, cli: CommandContext) -> int:
+    conn = cli.connect()
+    if not set_key_limits(conn, args.id, limit_changes(args)):
+        raise LookupError(f"no API key with id {args.id}")
+    key = get_key(conn, args.id)
+    stored = get_limits(conn, "key", args.id)
+    record = {"id": key.id, "name": key.name, **{c: stored[c] or 0 for c in LIMIT_COLUMNS}}
+    cli.print_record(record, text=f"API key {key.id} ({key.name!r}, {key.prefix}): {_describe(stored)}.")
+    return 0
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def _limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 (0: unlimited), got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 (0: unlimited), got {text!r}")
+    return value
+
+
+def _limit_or_default(text: str) -> int | str:
+    return DEFAULT if text.strip().lower() == DEFAULT else _limit(text)
+
+
+def _stored(value: int | str) -> int | None:
+    return None if value == DEFAULT else int(value)
+
+
+def _describe(limits: dict[str, Any]) -> str:
+    return ", ".join(f"{column} {_number(limits.get(column))}" for column in LIMIT_COLUMNS)
+
+
+def _number(value: int | None) -> str:
+    return str(value) if value else "unlimited"
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    pass

@@ -1,0 +1,92 @@
+"""Reserves a request's maximum cost before any upstream call; prices what it used after.
+
+``admit`` (order 500) looks the model's price up in memory. A free model passes
+with no write. A model with no price is refused (403 ``model_not_priced``)
+unless no channel serves it (the router then says so). Otherwise the maximum
+cost — input tokens estimated locally, output capped by the request's max
+tokens or ``[gateway] default_max_output_tokens`` — is reserved in one store
+write against the user's balance and the key's quota together, or the request
+is refused with 429 ``insufficient_quota`` naming which of the two is short.
+
+``finish`` computes the real cost into the usage row; the recorder then settles
+it (release the reservation, capture the cost) in the same transaction as the
+row.
+"""
+
+from __future__ import annotations
+
+from ..billing.charge import Charge, request_cost, requested_max_output
+from ..billing.cost import max_cost_micros
+from ..context import RequestContext
+from ..errors import InsufficientQuotaError, PermissionDeniedError
+from ..money import format_usd
+from ..policy import Policy
+from ..store.wallet import HoldRefused, hold
+
+DEFAULT_MAX_OUTPUT_TOKENS = 4096
+
+
+class Quota(Policy):
+    name = "quota"
+    order = 500
+
+    def __init__(self, default_max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS) -> None:
+        self.default_max_output_tokens = default_max_output_tokens
+
+    async def admit(self, ctx: RequestContext, services) -> None:
+        call = ctx.call
+        model = call.model if call is not None else None
+        if not model:
+            return  # listing models costs nothing
+        book = services.prices
+        snapshot = book.fresh() or await book.load()
+        price = snapshot.prices.get(model)
+        key = ctx.key
+        if price is None:
+            index = await services.router.index()
+            if (key.group, model) not in index.by_group_model:
+                return  # no channel serves it: the router refuses with its own error
+            raise PermissionDeniedError(
+                f"The model '{model}' has no price on this gateway, so requests to it cannot be billed. "
+                "Ask the gateway's operator to set its price (or to mark it free).",
+                code="model_not_priced",
+            )
+        if price.free:
+            return
+        ratio = snapshot.ratio(key.group)
+        max_output = requested_max_output(call.options, call.body) or self.default_max_output_tokens
+        needed = max_cost_micros(price, ratio, input_tokens=ctx.estimated_input_tokens(), max_output_tokens=max_output)
+        # set before the write: a request cancelled while waiting for it still settles (releases) it
+        ctx.charge = Charge(user_id=key.user_id, key_id=key.id, price=price, ratio_ppm=ratio, held_micros=needed)
+        ctx.row.held_micros = needed
+        if needed:
+            try:
+                await services.store.write(hold, key.user_id, needed, ctx.request_id, key.id)
+            except Exception as failed:  # refused, or the write failed: nothing is held
+                ctx.charge = None
+                ctx.row.held_micros = 0
+                if isinstance(failed, HoldRefused):
+                    raise _refusal(failed, max_output) from None
+                raise
+
+    async def finish(self, ctx: RequestContext, services) -> None:
+        charge = ctx.charge
+        if charge is not None:
+            ctx.row.cost_micros = request_cost(ctx.row, charge.price, charge.ratio_ppm)
+
+
+def _refusal(refused: HoldRefused, max_output: int) -> InsufficientQuotaError:
+    needed = format_usd(refused.needed)
+    if refused.what == "key_quota":
+        message = (
+            f"This API key has used {format_usd(refused.used)} USD of its {format_usd(refused.limit)} USD quota"
+            + (f" ({format_usd(refused.held)} USD more is reserved by requests in progress)" if refused.held else "")
+            + f"; this request may cost up to {needed} USD (for up to {max_output} output tokens). "
+            "Ask for a higher key quota, lower max_tokens, or use another key."
+        )
+    else:
+        message = (
+            f"Your balance is too low: {format_usd(refused.limit)} USD left, and this request may cost up to "
+            f"{needed} USD (for up to {max_output} output tokens). Top up your balance, or lower max_tokens."
+        )
+    return InsufficientQuotaError(message, code="insufficient_quota")

@@ -1,0 +1,197 @@
+"""The in-process rate limiter: token buckets in a dict, exact within one event loop.
+
+Each subject has a bucket per limited dimension holding up to one minute's
+worth (``requests_per_minute`` requests, ``tokens_per_minute`` tokens), refilled
+continuously, and a count of requests in flight. ``acquire`` checks every
+subject and only then takes from all of them, with no ``await`` in between:
+within one event loop nothing can interleave, so the last unit is never taken
+twice. Every operation is O(number of subjects) — two at most.
+
+Tokens are taken as estimated before the call and corrected by the real usage
+afterwards. A request whose estimate is larger than the whole per-minute budget
+waits for a full bucket and may then leave it in debt, which delays later
+requests until it is paid back; the real usage settles the difference.
+
+Limits are counted per worker process: with ``--workers N`` each worker counts
+on its own. A shared backend behind :class:`~gateway_core.ratelimit.state.RateLimiter`
+is the way to count across workers and replicas.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+
+from ..records import RateLimits
+from .state import CONCURRENCY, REQUESTS, TOKENS, Allowance, LimitExceeded, Permit, RateLimitState, Subject
+
+_UNLIMITED = RateLimits()
+WINDOW = 60.0  # seconds: limits are per minute
+CONCURRENCY_RETRY_AFTER = 1.0  # when a slot frees is unknown: ask the client to retry soon
+SWEEP_EVERY = 60.0
+_EPSILON = 1e-9
+
+
+class _Bucket:
+    __slots__ = ("requests", "tokens", "at", "in_flight", "limits")
+
+    def __init__(self, now: float) -> None:
+        self.requests: float | None = None  # None: full (or not limited)
+        self.tokens: float | None = None
+        self.at = now
+        self.in_flight = 0
+        self.limits = _UNLIMITED  # the last limits seen
+
+    def refill(self, limits: RateLimits, now: float) -> None:
+        self.limits = limits
+        elapsed = now - self.at
+        self.at = now
+        rpm = limits.requests_per_minute
+        if rpm:
+            level = self.requests
+            self.requests = rpm if level is None else min(float(rpm), level + elapsed * rpm / WINDOW)
+        else:
+            self.requests = None
+        tpm = limits.tokens_per_minute
+        if tpm:
+            level = self.tokens
+            self.tokens = tpm if level is None else min(float(tpm), level + elapsed * tpm / WINDOW)
+        else:
+            self.tokens = None
+
+    def full(self) -> bool:
+        limits = self.limits
+        if self.requests is not None and self.requests < limits.requests_per_minute:
+            return False
+        return self.tokens is None or self.tokens >= limits.tokens_per_minute
+
+
+class InProcessRateLimiter:
+    """Token buckets per subject, in this process's memory."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._wall = wall
+        self._buckets: dict[tuple[str, int], _Bucket] = {}
+        self._next_sweep = clock() + SWEEP_EVERY
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    async def acquire(self, subjects: Sequence[Subject], tokens: int) -> Permit:
+        return self.acquire_now(subjects, tokens)
+
+    async def release(self, permit: Permit, tokens_used: int) -> None:
+        self.release_now(permit, tokens_used)
+
+    # --- the synchronous core (no await: atomic within the event loop) -------------
+
+    def acquire_now(self, subjects: Sequence[Subject], tokens: int) -> Permit:
+        now = self._clock()
+        if now >= self._next_sweep:
+            self._sweep(now)
+        tokens = max(0, int(tokens))
+        buckets = self._buckets
+        pairs: list[tuple[Subject, _Bucket]] = []
+        worst: tuple[float, Subject, str, int] | None = None
+        for subject in subjects:
+            key = subject.bucket
+            bucket = buckets.get(key)
+            if bucket is None:
+                bucket = buckets[key] = _Bucket(now)
+            limits = subject.limits
+            bucket.refill(limits, now)
+            pairs.append((subject, bucket))
+            rpm, tpm, slots = limits.requests_per_minute, limits.tokens_per_minute, limits.concurrency
+            if rpm and bucket.requests < 1.0 - _EPSILON:
+                wait = (1.0 - bucket.requests) * WINDOW / rpm
+                if worst is None or wait > worst[0]:
+                    worst = (wait, subject, REQUESTS, rpm)
+            if tpm:
+                need = min(tokens, tpm)
+                if bucket.tokens < need - _EPSILON:
+                    wait = (need - bucket.tokens) * WINDOW / tpm
+                    if worst is None or wait > worst[0]:
+                        worst = (wait, subject, TOKENS, tpm)
+            if slots and bucket.in_flight >= slots:
+                if worst is None or CONCURRENCY_RETRY_AFTER > worst[0]:
+                    worst = (CONCURRENCY_RETRY_AFTER, subject, CONCURRENCY, slots)
+        if worst is not None:
+            wait, subject, dimension, limit = worst
+            retry_after = float(max(1, math.ceil(wait - _EPSILON)))
+            state = self._state(pairs, retry_after)
+            raise LimitExceeded(subject, dimension, limit, retry_after, state)
+        for subject, bucket in pairs:
+            limits = subject.limits
+            if limits.requests_per_minute:
+                bucket.requests -= 1.0
+            if limits.tokens_per_minute:
+                bucket.tokens -= tokens
+            bucket.in_flight += 1
+        return Permit(subjects=tuple(subjects), tokens=tokens, state=self._state(pairs, None))
+
+    def release_now(self, permit: Permit, tokens_used: int) -> None:
+        if permit.released:
+            return
+        permit.released = True
+        now = self._clock()
+        refund = permit.tokens - max(0, int(tokens_used))
+        for subject in permit.subjects:
+            bucket = self._buckets.get(subject.bucket)
+            if bucket is None:
+                continue
+            if bucket.in_flight > 0:
+                bucket.in_flight -= 1
+            limits = subject.limits
+            if refund and limits.tokens_per_minute:
+                bucket.refill(limits, now)
+                if bucket.tokens is not None:
+                    bucket.tokens = min(float(limits.tokens_per_minute), bucket.tokens + refund)
+
+    # --- helpers ----------------------------------------------------------------------
+
+    def _state(self, pairs: list[tuple[Subject, _Bucket]], retry_after: float | None) -> RateLimitState:
+        requests = tokens = concurrency = None
+        for subject, bucket in pairs:
+            limits = subject.limits
+            rpm = limits.requests_per_minute
+            if rpm:
+                requests = _tighter(requests, _allowance(rpm, bucket.requests))
+            tpm = limits.tokens_per_minute
+            if tpm:
+                tokens = _tighter(tokens, _allowance(tpm, bucket.tokens))
+            slots = limits.concurrency
+            if slots:
+                concurrency = _tighter(concurrency, Allowance(slots, max(0, slots - bucket.in_flight), 0.0))
+        return RateLimitState(
+            checked_at=self._wall(), requests=requests, tokens=tokens, concurrency=concurrency, retry_after=retry_after
+        )
+
+    def _sweep(self, now: float) -> None:
+        """Forget the buckets that are full and idle (refilled with their last limits)."""
+        self._next_sweep = now + SWEEP_EVERY
+        stale = []
+        for key, bucket in self._buckets.items():
+            if bucket.in_flight == 0:
+                bucket.refill(bucket.limits, now)
+                if bucket.full():
+                    stale.append(key)
+        for key in stale:
+            del self._buckets[key]
+
+
+def _allowance(limit: int, level: float) -> Allowance:
+    remaining = max(0, math.floor(level + _EPSILON))
+    reset_after = max(0.0, (limit - level) * WINDOW / limit)
+    return Allowance(limit, min(limit, remaining), reset_after)
+
+
+def _tighter(current: Allowance | None, candidate: Allowance) -> Allowance:
+    if current is None:
+        return candidate
+    if candidate.remaining < current.remaining or (
+        candidate.remaining == current.remaining and candidate.reset_after > current.reset_after
+    ):
+        return candidate
+    return current

@@ -1,0 +1,116 @@
+"""The money invariants, checked against the database (``relaygate check``).
+
+1. Each user's balance equals the sum of their ledger rows.
+2. Each ledger row's ``balance_after`` is the previous row's plus its amount
+   (the first row's is its amount): the ledger is a gap-free chain.
+3. Each key's used amount equals the sum of its charges (captures less refunds).
+4. Each key's held amount equals the sum of its open reservations.
+5. Each user's open reservations equal their holds less their releases in the ledger.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import attrs
+
+from .wallet import KEY_CHARGE_KINDS
+
+
+@attrs.frozen
+class Problem:
+    """One broken invariant: what it concerns, what was expected and what was found."""
+
+    subject: str  # "user 'alice' (id 3)", "key 7 ('ci')", "ledger row 41"
+    check: str  # balance, chain, key_used, key_held, holds
+    expected: int
+    found: int
+    message: str
+
+
+@attrs.frozen
+class AuditReport:
+    users: int
+    keys: int
+    ledger_rows: int
+    open_holds: int
+    held_micros: int
+    oldest_hold_age: float | None  # seconds
+    problems: tuple[Problem, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+_CHARGE_KINDS = ", ".join(f"'{kind}'" for kind in KEY_CHARGE_KINDS)
+
+
+def audit(conn: sqlite3.Connection, *, max_problems: int = 100) -> AuditReport:
+    """Check every invariant in one read transaction; report up to ``max_problems``."""
+    if conn.in_transaction:
+        return _audit(conn, max_problems)
+    conn.execute("BEGIN")  # one snapshot for every query (a deferred read transaction)
+    try:
+        return _audit(conn, max_problems)
+    finally:
+        conn.execute("COMMIT")
+
+
+def _audit(conn: sqlite3.Connection, limit: int) -> AuditReport:
+    problems: list[Problem] = []
+    for user_id, name, balance, total in conn.execute(
+        "SELECT u.id, u.name, u.balance_micros, coalesce(l.total, 0) FROM users AS u "
+        "LEFT JOIN (SELECT user_id, sum(amount_micros) AS total FROM ledger GROUP BY user_id) AS l ON l.user_id = u.id "
+        "WHERE u.balance_micros != coalesce(l.total, 0) LIMIT ?",
+        (limit,),
+    ):
+        problems.append(Problem(f"user {name!r} (id {user_id})", "balance", total, balance,
+                                "balance differs from the sum of its ledger rows"))  # fmt: skip
+    for row_id, user_id, amount, after, previous in conn.execute(
+        "SELECT id, user_id, amount_micros, balance_after_micros, previous FROM ("
+        " SELECT id, user_id, amount_micros, balance_after_micros,"
+        " lag(balance_after_micros, 1, 0) OVER (PARTITION BY user_id ORDER BY id) AS previous FROM ledger"
+        ") WHERE previous + amount_micros != balance_after_micros LIMIT ?",
+        (limit,),
+    ):
+        problems.append(Problem(f"ledger row {row_id} (user id {user_id})", "chain", previous + amount, after,
+                                "balance after the row is not the previous balance plus its amount"))  # fmt: skip
+    for key_id, name, used, charged in conn.execute(
+        "SELECT k.id, k.name, k.used_micros, coalesce(c.charged, 0) FROM api_keys AS k LEFT JOIN ("
+        f" SELECT key_id, -sum(amount_micros) AS charged FROM ledger WHERE key_id IS NOT NULL AND kind IN ({_CHARGE_KINDS})"
+        " GROUP BY key_id) AS c ON c.key_id = k.id WHERE k.used_micros != coalesce(c.charged, 0) LIMIT ?",
+        (limit,),
+    ):
+        problems.append(Problem(f"key {key_id} ({name!r})", "key_used", charged, used,
+                                "used amount differs from the sum of its charges"))  # fmt: skip
+    for key_id, name, held, open_total in conn.execute(
+        "SELECT k.id, k.name, k.held_micros, coalesce(h.total, 0) FROM api_keys AS k LEFT JOIN ("
+        " SELECT key_id, sum(amount_micros) AS total FROM holds WHERE key_id IS NOT NULL GROUP BY key_id"
+        ") AS h ON h.key_id = k.id WHERE k.held_micros != coalesce(h.total, 0) LIMIT ?",
+        (limit,),
+    ):
+        problems.append(Problem(f"key {key_id} ({name!r})", "key_held", open_total, held,
+                                "held amount differs from the sum of its open reservations"))  # fmt: skip
+    for user_id, name, open_total, ledger_open in conn.execute(
+        "SELECT u.id, u.name, coalesce(h.total, 0), coalesce(l.open, 0) FROM users AS u"
+        " LEFT JOIN (SELECT user_id, sum(amount_micros) AS total FROM holds GROUP BY user_id) AS h ON h.user_id = u.id"
+        " LEFT JOIN (SELECT user_id, -sum(amount_micros) AS open FROM ledger WHERE kind IN ('hold', 'release')"
+        " GROUP BY user_id) AS l ON l.user_id = u.id WHERE coalesce(h.total, 0) != coalesce(l.open, 0) LIMIT ?",
+        (limit,),
+    ):
+        problems.append(Problem(f"user {name!r} (id {user_id})", "holds", ledger_open, open_total,
+                                "open reservations differ from the ledger's holds less its releases"))  # fmt: skip
+    users, keys = (conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in ("users", "api_keys"))
+    ledger_rows = conn.execute("SELECT coalesce(max(id), 0) FROM ledger").fetchone()[0]
+    holds, held, oldest = conn.execute("SELECT count(*), coalesce(sum(amount_micros), 0), min(created_at) FROM holds").fetchone()
+    return AuditReport(
+        users=users,
+        keys=keys,
+        ledger_rows=ledger_rows,
+        open_holds=holds,
+        held_micros=held,
+        oldest_hold_age=None if oldest is None else max(0.0, time.time() - oldest),
+        problems=tuple(problems[:limit]),
+    )

@@ -1,0 +1,102 @@
+"""The cost of a request in integer micro-USD: prices, group ratio, cached tokens,
+non-token units, and the one rounding rule (sum exactly, round up once)."""
+
+import pytest
+
+from gateway_core.billing.charge import request_cost, requested_max_output
+from gateway_core.billing.cost import Metered, cost_micros, max_cost_micros
+from gateway_core.records import PriceRecord, UsageRow
+
+UNIT = 1_000_000  # ratio ×1 in parts per million
+PRICE = PriceRecord("m", input_micros_per_mtok=2_500_000, output_micros_per_mtok=10_000_000)  # 2.50 / 10.00 USD per Mtok
+
+
+def test_known_usage_costs_exactly():
+    assert cost_micros(PRICE, UNIT, Metered(input_tokens=1000, output_tokens=500)) == 7_500  # 0.0025 + 0.005 USD
+    assert cost_micros(PRICE, UNIT, Metered(input_tokens=1_000_000)) == 2_500_000
+    assert cost_micros(PRICE, UNIT, Metered()) == 0
+
+
+def test_group_ratio_multiplies_the_whole_price():
+    usage = Metered(input_tokens=1000, output_tokens=500)
+    assert cost_micros(PRICE, 1_500_000, usage) == 11_250
+    assert cost_micros(PRICE, 800_000, usage) == 6_000
+    assert cost_micros(PRICE, 0, usage) == 0
+
+
+def test_cached_and_cache_write_tokens_have_their_own_prices():
+    price = PriceRecord("m", 2_500_000, 10_000_000, cached_input_micros_per_mtok=1_250_000, cache_write_micros_per_mtok=3_125_000)
+    # 1000 input of which 600 read from the cache: 400 × 2.50 + 600 × 1.25 + 500 × 10.00 per Mtok
+    assert cost_micros(price, UNIT, Metered(input_tokens=1000, cached_input_tokens=600, output_tokens=500)) == 6_750
+    # 500 plain, 200 cached, 300 written: 1250 + 250 + 937.5 = 2437.5 → rounded up once
+    assert cost_micros(price, UNIT, Metered(input_tokens=1000, cached_input_tokens=200, cache_write_tokens=300)) == 2_438
+
+
+def test_cached_tokens_without_their_own_price_cost_the_input_price():
+    usage = Metered(input_tokens=1000, cached_input_tokens=600, cache_write_tokens=100, output_tokens=0)
+    assert cost_micros(PRICE, UNIT, usage) == cost_micros(PRICE, UNIT, Metered(input_tokens=1000)) == 2_500
+
+
+def test_rounding_is_up_once_per_request_on_the_exact_sum():
+    tiny = PriceRecord("m", input_micros_per_mtok=1, output_micros_per_mtok=1)  # 0.000001 USD per Mtok
+    assert cost_micros(tiny, UNIT, Metered(input_tokens=1)) == 1  # 1e-12 USD still costs 1 micro-USD
+    cents = PriceRecord("m", input_micros_per_mtok=400_000, output_micros_per_mtok=400_000)
+    # 0.4 + 0.4 micro-USD: summed first (0.8), then rounded up to 1 — not 1 + 1
+    assert cost_micros(cents, UNIT, Metered(input_tokens=1, output_tokens=1)) == 1
+    assert cost_micros(cents, UNIT, Metered(input_tokens=5, output_tokens=0)) == 2  # exactly 2.0: no rounding
+    assert cost_micros(cents, UNIT, Metered(input_tokens=5, output_tokens=1)) == 3  # 2.4 → 3
+    assert cost_micros(cents, 1_000_001, Metered(input_tokens=5)) == 3  # 2.000002 → 3
+
+
+def test_free_costs_nothing_whatever_the_prices():
+    free = PriceRecord("m", 2_500_000, 10_000_000, free=True)
+    assert cost_micros(free, UNIT, Metered(input_tokens=10**9, output_tokens=10**9)) == 0
+    assert max_cost_micros(free, UNIT, input_tokens=10**6, max_output_tokens=10**6) == 0
+
+
+def test_per_unit_prices_images_characters_audio():
+    price = PriceRecord("m", 0, 0, per_image_micros=40_000, per_mchar_micros=15_000_000, per_audio_minute_micros=6_000)
+    assert cost_micros(price, UNIT, Metered(images=3)) == 120_000
+    assert cost_micros(price, 1_500_000, Metered(images=3)) == 180_000
+    assert cost_micros(price, UNIT, Metered(characters=1500)) == 22_500  # 1500 × 15 USD per million
+    assert cost_micros(price, UNIT, Metered(audio_ms=90_000)) == 9_000  # 1.5 min × 0.006 USD
+    assert cost_micros(price, UNIT, Metered(audio_ms=1)) == 1  # 0.1 micro-USD → 1
+    # one sum, one rounding, across kinds of unit
+    assert cost_micros(price, UNIT, Metered(images=1, characters=1, audio_ms=1)) == 40_016  # 40,000 + 15 + 0.1 → up once
+
+
+def test_the_maximum_cost_uses_the_dearest_input_price_and_covers_any_usage_within_it():
+    price = PriceRecord("m", 2_500_000, 10_000_000, cached_input_micros_per_mtok=1_250_000, cache_write_micros_per_mtok=3_125_000)
+    most = max_cost_micros(price, 1_300_000, input_tokens=1000, max_output_tokens=200)
+    assert most == -(-(1000 * 3_125_000 + 200 * 10_000_000) * 1_300_000 // 10**12)
+    for cached, written, output in ((0, 0, 200), (1000, 0, 200), (0, 1000, 200), (300, 700, 200), (0, 0, 0)):
+        usage = Metered(input_tokens=1000, cached_input_tokens=cached, cache_write_tokens=written, output_tokens=output)
+        assert cost_micros(price, 1_300_000, usage) <= most
+
+
+def _row(**fields):
+    return UsageRow(request_id="r", started_at=0.0, protocol="openai", endpoint="chat", **fields)
+
+
+def test_what_a_finished_request_is_charged():
+    reported = _row(input_tokens=1000, output_tokens=500, estimated=False, end_reason="done")
+    assert request_cost(reported, PRICE, UNIT) == 7_500
+    # reported usage is charged as reported even when the stream broke afterwards
+    assert request_cost(_row(input_tokens=1000, output_tokens=500, end_reason="upstream_error"), PRICE, UNIT) == 7_500
+    # estimated, some output delivered before the client went: input and delivered output
+    gone = _row(input_tokens=1000, output_tokens=100, estimated=True, end_reason="client_gone")
+    assert request_cost(gone, PRICE, UNIT) == 2_500 + 1_000
+    # nothing delivered: an upstream error, a timeout or a client gone before the first token costs nothing
+    for reason in ("upstream_error", "timeout", "client_gone"):
+        assert request_cost(_row(input_tokens=1000, output_tokens=0, estimated=True, end_reason=reason), PRICE, UNIT) == 0
+    # a request refused or failed before any answer has no tokens
+    assert request_cost(_row(status=502), PRICE, UNIT) == 0
+
+
+def test_the_requested_output_cap():
+    assert requested_max_output({}, {"max_tokens": 100}) == 100
+    assert requested_max_output({}, {"max_completion_tokens": 50, "max_tokens": 100}) == 50
+    assert requested_max_output({}, {"max_output_tokens": 7}) == 7
+    assert requested_max_output({"max_output_tokens": 9}, {"max_tokens": 100}) == 9
+    for body in ({}, {"max_tokens": None}, {"max_tokens": "100"}, {"max_tokens": True}, {"max_tokens": 0}, {"max_tokens": -5}):
+        assert requested_max_output({}, body) is None
