@@ -49,6 +49,7 @@ from .model import (
 from .policy import Policy
 from .ratelimit import Allowance, RateLimitState
 from .records import ChannelRecord, KeyRecord
+from .services import services_from_scope
 
 __all__ = [
     "Allowance",
@@ -106,4 +107,5 @@ __all__ = [
     "UsageReport",
     "endpoints",
     "hookimpl",
+    "services_from_scope",
 ]

@@ -19,7 +19,7 @@ from .context import new_request_id
 from .errors import GatewayError, InternalError, NotFoundError
 from .plugins import collect
 from .relay import REQUEST_ID, ProtocolEndpoint
-from .services import Services
+from .services import SERVICES_STATE, Services
 
 log = structlog.get_logger("relaygate.app")
 
@@ -151,7 +151,7 @@ def create_app(config: Config | None = None, *, extra_plugins: Iterable[Any] = (
     async def lifespan(app):
         await services.start()
         try:
-            yield
+            yield {SERVICES_STATE: services}
         finally:
             await services.close()
 

@@ -20,6 +20,15 @@ from .router import Router
 from .store import Store
 
 
+SERVICES_STATE = "relaygate.services"  # the key of the services in the lifespan state
+
+
+def services_from_scope(scope: dict) -> Services:
+    """The gateway's services, for plugin routes (the console): the app's lifespan
+    puts them in every request's ``scope["state"]``."""
+    return scope["state"][SERVICES_STATE]
+
+
 @attrs.define
 class Services:
     config: Config

@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 import attrs
 import jinja2
+from gateway_core import services_from_scope
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -28,7 +29,6 @@ from .forms import FILTERS, FormError, FormTooLarge, read_form
 from .ratelimit import SignInLimiter
 from .sessions import CSRF_FIELD, SESSION_COOKIE, Signer, session_id
 
-SERVICES_KEY = "relaygate.services"  # where the gateway puts its Services in the lifespan state
 TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
     autoescape=True,
@@ -63,7 +63,7 @@ class ConsoleState:
 
     async def resolve(self, scope: dict) -> tuple[Any, Signer]:
         if self.services is None:
-            self.services = find_services(scope)
+            self.services = services_from_scope(scope)
         if self.signer is None:
             async with self._lock:
                 if self.signer is None:
@@ -72,29 +72,6 @@ class ConsoleState:
                         raise RuntimeError("the console's session secret is missing (migration 8000_console)")
                     self.signer = Signer(secret)
         return self.services, self.signer
-
-
-def find_services(scope: dict) -> Any:
-    """The gateway's ``Services`` for a request.
-
-    Preferred: the lifespan state (``scope["state"]["relaygate.services"]``) or
-    the scope itself, once the gateway puts it there. Until then: the services
-    held by the gateway's protocol routes, or by its lifespan.
-    """
-    for holder in (scope.get("state") or {}, scope):
-        if holder.get(SERVICES_KEY) is not None:
-            return holder[SERVICES_KEY]
-    router = scope.get("router")
-    for route in getattr(router, "routes", ()):
-        dispatch = getattr(route, "app", None)
-        services = getattr(getattr(dispatch, "first", None), "services", None)
-        if services is not None and hasattr(services, "store"):
-            return services
-    lifespan = getattr(getattr(router, "lifespan_context", None), "__wrapped__", None)
-    for cell in getattr(lifespan, "__closure__", None) or ():
-        if hasattr(cell.cell_contents, "store") and hasattr(cell.cell_contents, "keys"):
-            return cell.cell_contents
-    raise RuntimeError("the console cannot find the gateway's services")
 
 
 @attrs.frozen

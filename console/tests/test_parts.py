@@ -1,4 +1,4 @@
-"""The console's small parts on their own: services lookup, sessions, limiter, chart."""
+"""The console's small parts on their own: sessions, limiter, chart."""
 
 from __future__ import annotations
 
@@ -7,24 +7,7 @@ from datetime import date
 from gateway_console.chart import DAYS, spending_chart
 from gateway_console.ratelimit import SignInLimiter, SlidingWindow
 from gateway_console.sessions import Signer
-from gateway_console.web import find_services, safe_next
-
-
-class FakeServices:
-    store = object()
-    keys = object()
-
-
-def test_services_come_from_the_lifespan_state_first():
-    services = FakeServices()
-    assert find_services({"state": {"relaygate.services": services}}) is services
-    assert find_services({"relaygate.services": services}) is services
-
-
-def test_services_are_found_on_the_gateway_router_until_the_core_hands_them_over(start_gateway, users):
-    gateway = start_gateway()
-    router = gateway.app.app  # RequestIdMiddleware -> Router
-    assert find_services({"router": router, "state": {}}) is gateway.services
+from gateway_console.web import safe_next
 
 
 def test_cookies_and_csrf_tokens_are_signed_per_purpose():
