@@ -1,0 +1,128 @@
+"""Settled requests per second through the group-commit writer.
+
+    .venv/bin/python bench/settle_throughput.py [--requests 20000] [--concurrency 256]
+
+Runs the billing path of the gateway — the quota policy's ``admit`` (the
+reservation: one write) and ``finish``, then the recorder (release, capture,
+key usage and the usage-log row: one write) — for ``--requests`` priced
+requests, ``--concurrency`` at a time, on uvloop, against a fresh SQLite store
+(WAL, ``synchronous=NORMAL``, as the gateway runs it). No HTTP: this measures
+what the store sustains, the ceiling the gateway's billing puts on throughput.
+Prints requests/s, the writer's transactions and average batch, the latency of
+the two writes, and checks the money invariants at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import uvloop  # noqa: E402
+
+from gateway_core.billing.price_book import PriceBook  # noqa: E402
+from gateway_core.client_protocol import Call  # noqa: E402
+from gateway_core.context import RequestContext, new_request_id  # noqa: E402
+from gateway_core.policies.quota import Quota  # noqa: E402
+from gateway_core.recorder import Recorder  # noqa: E402
+from gateway_core.records import UsageRow  # noqa: E402
+from gateway_core.secrets import hash_key  # noqa: E402
+from gateway_core.store import CORE_MIGRATIONS, Store, keys, prices, users, wallet  # noqa: E402
+from gateway_core.store.audit import audit  # noqa: E402
+
+MODEL = "bench-model"
+
+
+def seed(store: Store, users_count: int) -> list:
+    conn = store.connect()
+    records = []
+    for n in range(users_count):
+        user_id = users.add_user(conn, f"user{n}")
+        wallet.topup(conn, user_id, 1_000_000_000_000)
+        _, secret = keys.create_key(conn, user_id, name="bench", group="default", quota_micros=10**15)
+        records.append(keys.find_key(conn, hash_key(secret)))
+    prices.set_price(conn, MODEL, 2_500_000, 10_000_000)
+    conn.close()
+    return records
+
+
+async def one(services, quota: Quota, recorder: Recorder, key, holds: list, settles: list) -> None:
+    ctx = RequestContext(request_id=new_request_id(), protocol=None, client_ip="127.0.0.1", headers={})
+    ctx.row = UsageRow(request_id=ctx.request_id, started_at=time.time(), protocol="openai", endpoint="chat",
+                       user_id=key.user_id, key_id=key.id, key_name=key.name, model=MODEL, status=200)  # fmt: skip
+    ctx.key = key
+    ctx.body_size = 600
+    ctx.call = Call(protocol="openai", endpoint="chat", wire="openai.chat", model=MODEL, stream=False, body={"max_tokens": 256})
+    started = time.perf_counter()
+    await quota.admit(ctx, services)
+    held = time.perf_counter()
+    row = ctx.row
+    row.input_tokens, row.output_tokens, row.end_reason = 150, 120, "done"
+    await quota.finish(ctx, services)
+    await recorder.record(ctx)
+    holds.append(held - started)
+    settles.append(time.perf_counter() - held)
+
+
+async def run(args) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(str(Path(tmp) / "bench.db"), CORE_MIGRATIONS)
+        store.migrate()
+        key_records = seed(store, args.users)
+        await store.start()
+        services = SimpleNamespace(store=store, prices=PriceBook(store, ttl=3600), router=None)
+        quota, recorder = Quota(), Recorder(store)
+        import structlog
+
+        structlog.configure(processors=[], logger_factory=structlog.ReturnLoggerFactory())  # no log output
+        holds: list[float] = []
+        settles: list[float] = []
+        semaphore = asyncio.Semaphore(args.concurrency)
+
+        async def bounded(n: int) -> None:
+            async with semaphore:
+                await one(services, quota, recorder, key_records[n % len(key_records)], holds, settles)
+
+        await asyncio.gather(*(bounded(n) for n in range(min(500, args.requests))))  # warm up
+        holds.clear(), settles.clear()
+        stats = store.writer_stats
+        before = (stats.transactions, stats.writes)
+        started = time.perf_counter()
+        await asyncio.gather(*(bounded(n) for n in range(args.requests)))
+        elapsed = time.perf_counter() - started
+        transactions, writes = stats.transactions - before[0], stats.writes - before[1]
+        await store.close()
+        conn = store.connect()
+        report = audit(conn)
+        conn.close()
+
+    def ms(values: list[float], q: float) -> float:
+        return statistics.quantiles(values, n=100)[int(q) - 1] * 1000 if q < 100 else max(values) * 1000
+
+    print(f"{args.requests:,} priced requests, concurrency {args.concurrency}, {args.users} user(s)/key(s)")
+    print(f"settled requests/s : {args.requests / elapsed:,.0f}   ({elapsed:.2f} s)")
+    print(f"writer             : {writes:,} writes in {transactions:,} transactions (avg batch {writes / max(1, transactions):.1f})")
+    print(f"hold write   ms    : p50 {ms(holds, 50):.2f}  p99 {ms(holds, 99):.2f}")
+    print(f"settle+log   ms    : p50 {ms(settles, 50):.2f}  p99 {ms(settles, 99):.2f}")
+    print(f"invariants         : {'OK' if report.ok else report.problems}  ({report.ledger_rows:,} ledger rows)")
+    return 0 if report.ok else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--users", type=int, default=50, help="distinct users (one key each)")
+    args = parser.parse_args()
+    return uvloop.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
