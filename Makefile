@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-PROJECTS := pyproject.toml adapters/openai/pyproject.toml adapters/anthropic/pyproject.toml adapters/demo/pyproject.toml console/pyproject.toml
+PROJECTS := pyproject.toml adapters/openai/pyproject.toml adapters/anthropic/pyproject.toml adapters/gemini/pyproject.toml adapters/demo/pyproject.toml console/pyproject.toml
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
@@ -15,7 +15,7 @@ $(STAMP): $(PROJECTS) constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt \
-		-e '.[test]' -e adapters/openai -e adapters/anthropic -e adapters/demo -e 'console[test]'
+		-e '.[test]' -e adapters/openai -e adapters/anthropic -e adapters/gemini -e adapters/demo -e 'console[test]'
 	touch $(STAMP)
 
 run: install

@@ -5,7 +5,7 @@ Plugins import only what ``__all__`` offers; everything else is internal.
 
 from . import endpoints
 from .channel_type import ChannelType, Exchange, JsonReply, Reply, StreamReply, Target, Timeouts
-from .client_protocol import Call, ClientProtocol, Frame, RenderedError, RouteSpec, StreamWriter
+from .client_protocol import Call, ClientProtocol, Frame, LocalAnswer, RenderedError, RouteSpec, StreamWriter
 from .errors import (
     AuthenticationError,
     GatewayError,
@@ -69,6 +69,7 @@ __all__ = [
     "InvalidRequestError",
     "JsonReply",
     "KeyRecord",
+    "LocalAnswer",
     "Message",
     "ModelInfo",
     "NotFoundError",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -28,7 +29,8 @@ class PathDispatch:
     """The ASGI app of one path: picks the protocol route by method, then by the
     routes' ``match`` (several protocols may share a path), then the fallback."""
 
-    def __init__(self, entries: list[tuple[RouteSpec, ProtocolEndpoint]]) -> None:
+    def __init__(self, entries: list[tuple[RouteSpec, ProtocolEndpoint]], not_found: NotFound) -> None:
+        self.not_found = not_found
         self.by_method: dict[str, list[tuple[RouteSpec, ProtocolEndpoint]]] = defaultdict(list)
         for spec, endpoint in entries:
             for method in spec.methods:
@@ -45,12 +47,13 @@ class PathDispatch:
             rendered = self.first.protocol.render_error(error, scope[REQUEST_ID])
             await send_body(send, 405, rendered.body, rendered.content_type.encode(), [(b"allow", allowed.encode())])
             return
-        if len(candidates) > 1:
-            headers, query = Headers(scope=scope), QueryParams(scope["query_string"])
-            for spec, endpoint in candidates:
-                if spec.match is None or spec.match(headers, query):
-                    return await endpoint(scope, receive, send)
-        return await candidates[-1][1](scope, receive, send)
+        if len(candidates) == 1 and candidates[0][0].match is None:
+            return await candidates[0][1](scope, receive, send)
+        headers, query = Headers(scope=scope), QueryParams(scope["query_string"])
+        for spec, endpoint in candidates:
+            if spec.match is None or spec.match(headers, query):
+                return await endpoint(scope, receive, send)
+        await self.not_found(scope, receive, send)  # only matchers, none matched
 
 
 class NotFound:
@@ -133,12 +136,18 @@ class StatusEndpoint:
         await send_body(send, 200, self.body, b"application/json")
 
 
-def protocol_routes(services: Services) -> list[Route]:
+def protocol_routes(services: Services, not_found: NotFound) -> list[Route]:
+    """One route per path. More literal paths come first, so that
+    ``/v1/models/{model}:generateContent`` is tried before ``/v1/models/{model}``."""
     by_path: dict[str, list[tuple[RouteSpec, ProtocolEndpoint]]] = defaultdict(list)
     for protocol in services.registry.protocols:
         for spec in protocol.routes():
             by_path[spec.path].append((spec, ProtocolEndpoint(services, protocol, spec)))
-    return [Route(path, PathDispatch(entries)) for path, entries in by_path.items()]
+    paths = sorted(by_path, key=lambda path: -len(_PARAM.sub("", path)))
+    return [Route(path, PathDispatch(by_path[path], not_found)) for path in paths]
+
+
+_PARAM = re.compile(r"\{[^}]*\}")
 
 
 def create_app(config: Config | None = None, *, extra_plugins: Iterable[Any] = ()) -> RequestIdMiddleware:
@@ -155,13 +164,14 @@ def create_app(config: Config | None = None, *, extra_plugins: Iterable[Any] = (
         finally:
             await services.close()
 
+    not_found = NotFound(registry.protocols)
     routes = [
         Route("/", StatusEndpoint(), methods=["GET", "HEAD"]),
         Route("/healthz", StatusEndpoint(), methods=["GET", "HEAD"]),
-        *protocol_routes(services),
+        *protocol_routes(services, not_found),
         *registry.routes,
     ]
-    router = Router(routes=routes, lifespan=lifespan, default=NotFound(registry.protocols))
+    router = Router(routes=routes, lifespan=lifespan, default=not_found)
     app = RequestIdMiddleware(router, registry.protocols)
     app.services = services  # type: ignore[attr-defined]
     return app

@@ -11,11 +11,21 @@ from .errors import InvalidRequestError, RequestTooLargeError
 Scope = dict[str, Any]
 HeaderList = list[tuple[bytes, bytes]]
 
-SSE_HEADERS: HeaderList = [
-    (b"content-type", b"text/event-stream; charset=utf-8"),
-    (b"cache-control", b"no-cache"),
-    (b"x-accel-buffering", b"no"),
-]
+SSE_TYPE = "text/event-stream"
+_STREAM_HEADERS: dict[str, HeaderList] = {}
+
+
+def stream_headers(content_type: str) -> HeaderList:
+    """Headers of a streamed answer: never cached, never buffered by a proxy."""
+    headers = _STREAM_HEADERS.get(content_type)
+    if headers is None:
+        value = content_type + "; charset=utf-8" if content_type == SSE_TYPE else content_type
+        headers = _STREAM_HEADERS[content_type] = [
+            (b"content-type", value.encode("latin-1")),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),
+        ]
+    return list(headers)
 
 
 async def read_body(scope: Scope, receive, limit: int) -> bytes:

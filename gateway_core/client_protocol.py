@@ -70,6 +70,16 @@ class Frame:
 
 
 @attrs.frozen
+class LocalAnswer:
+    """An answer a protocol gives by itself (see :meth:`ClientProtocol.answer_locally`)."""
+
+    body: bytes
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    estimated: bool = True  # the answer is computed locally, not by the model's upstream
+    content_type: str = "application/json"
+
+
+@attrs.frozen
 class RenderedError:
     status: int
     body: bytes
@@ -155,6 +165,12 @@ class ClientProtocol(abc.ABC):
     @abc.abstractmethod
     def render_error(self, error: GatewayError, request_id: str) -> RenderedError:
         """Status, headers and body for an error, in this protocol's shape."""
+
+    async def answer_locally(self, call: Call) -> LocalAnswer | None:
+        """An answer for a call no channel of its model serves at its endpoint
+        (counting tokens for a model on a channel type that cannot), or ``None``
+        to refuse the call as usual (404, endpoint not available)."""
+        return None
 
     def passthrough_body(self, call: Call, upstream_body: bytes) -> bytes:
         """The client's body of a same-wire non-streaming answer (as is, by default)."""

@@ -17,13 +17,14 @@ import structlog
 from starlette.datastructures import Headers, QueryParams
 
 from . import endpoints
-from .asgi import SSE_HEADERS, ClientGone, encode_headers, read_body, send_body, wait_for_disconnect
+from .asgi import ClientGone, encode_headers, read_body, send_body, stream_headers, wait_for_disconnect
 from .channel_type import Exchange, JsonReply, StreamReply
 from .client_protocol import Call, ClientProtocol, RouteSpec, StreamWriter
 from .context import RequestContext
-from .errors import GatewayError, InternalError, UpstreamError, UpstreamTimeoutError
+from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, UpstreamTimeoutError
 from .model import ChatRequest, Usage
 from .records import UsageRow
+from .router import UNSUPPORTED_ENDPOINT
 from .services import Services
 from .tally import StreamTally, estimate_tokens
 
@@ -132,7 +133,16 @@ class ProtocolEndpoint:
 
     async def _relay(self, ctx: RequestContext, call: Call, admitted: list, receive, send) -> None:
         services = self.services
-        targets = await services.router.candidates(ctx.key, call.model, call.endpoint)
+        try:
+            targets = await services.router.candidates(ctx.key, call.model, call.endpoint)
+        except NotFoundError as error:
+            answer = await self.protocol.answer_locally(call) if error.code == UNSUPPORTED_ENDPOINT else None
+            if answer is None:
+                raise
+            ctx.row.estimated = answer.estimated
+            ctx.response_headers.extend(encode_headers(dict(answer.headers)))
+            await self._respond(ctx, admitted, send, 200, answer.body, answer.content_type.encode())
+            return
         request: ChatRequest | None = None
         last_error: GatewayError | None = None
         for attempt, target in enumerate(targets[: services.config.max_attempts]):
@@ -181,7 +191,7 @@ class ProtocolEndpoint:
     async def _stream(self, ctx: RequestContext, call: Call, reply: StreamReply, passthrough: bool, admitted: list, receive, send) -> None:
         writer = self.protocol.stream_writer(call, passthrough)
         tally = StreamTally(ctx.started)
-        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + ctx.response_headers})
+        await send({"type": "http.response.start", "status": 200, "headers": stream_headers(writer.content_type) + ctx.response_headers})
         pump = asyncio.ensure_future(_pump(reply, writer, tally, send))
         watcher = asyncio.ensure_future(wait_for_disconnect(receive))
         error: GatewayError | None = None

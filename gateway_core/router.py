@@ -22,6 +22,9 @@ from .store import Store
 from .store.channels import list_channels
 
 
+UNSUPPORTED_ENDPOINT = "unsupported_endpoint"
+
+
 class ChannelIndex:
     """Enabled channels by (group, model), and every model served by any channel."""
 
@@ -132,7 +135,7 @@ class Router:
         if not serving:
             raise NotFoundError(
                 f"The endpoint '{endpoint}' is not available for the model '{model}'.",
-                code="unsupported_endpoint",
+                code=UNSUPPORTED_ENDPOINT,
             )
         return [self._target(channel, model) for channel in self._order(serving)]
 

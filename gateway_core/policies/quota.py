@@ -15,6 +15,7 @@ row.
 
 from __future__ import annotations
 
+from .. import endpoints
 from ..billing.charge import Charge, request_cost, requested_max_output
 from ..billing.cost import max_cost_micros
 from ..context import RequestContext
@@ -24,6 +25,7 @@ from ..policy import Policy
 from ..store.wallet import HoldRefused, hold
 
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
+FREE_ENDPOINTS = frozenset({endpoints.MODELS, endpoints.COUNT_TOKENS})
 
 
 class Quota(Policy):
@@ -35,9 +37,9 @@ class Quota(Policy):
 
     async def admit(self, ctx: RequestContext, services) -> None:
         call = ctx.call
-        model = call.model if call is not None else None
-        if not model:
-            return  # listing models costs nothing
+        if call is None or not call.model or call.endpoint in FREE_ENDPOINTS:
+            return  # listing models and counting tokens cost nothing
+        model = call.model
         book = services.prices
         snapshot = book.fresh() or await book.load()
         price = snapshot.prices.get(model)

@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import orjson
 import structlog
 
@@ -27,6 +26,7 @@ from gateway_core import (
     ClientProtocol,
     GatewayError,
     InvalidRequestError,
+    LocalAnswer,
     ModelInfo,
     RenderedError,
     RouteSpec,
@@ -54,17 +54,6 @@ log = structlog.get_logger("relaygate.anthropic")
 def is_anthropic_request(headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
     """Whether a request on a shared path (``GET /v1/models``) comes from an Anthropic client."""
     return "anthropic-version" in headers or "x-api-key" in headers
-
-
-@attrs.frozen
-class LocalAnswer:
-    """An answer the protocol gives by itself when no channel of the model serves the
-    endpoint (``count_tokens`` on an openai channel). The core's relay is to call
-    :meth:`AnthropicProtocol.answer_locally` then (see docs/adapters/anthropic.md)."""
-
-    body: bytes
-    headers: Mapping[str, str] = attrs.field(factory=dict)
-    estimated: bool = True
 
 
 class AnthropicProtocol(ClientProtocol):

@@ -1,0 +1,194 @@
+"""The ``gemini`` channel type: the Gemini API (``generativelanguage.googleapis.com``)
+or a server speaking its wire format.
+
+The channel's key goes in ``x-goog-api-key`` (never the client's), the mapped model
+in the path: ``{base}/{version}/models/{model}:generateContent``,
+``:streamGenerateContent?alt=sse`` (streams are always read as server-sent events),
+``:countTokens``, ``:embedContent``, ``:batchEmbedContents``. ``version`` is the
+channel setting ``api_version`` (default ``v1beta``). The base URL is stored
+without a trailing ``/v1beta`` or ``/v1``.
+
+Channel settings: ``api_version``; ``thought_signature_placeholder`` (default
+``skip_thought_signature_validator``, the value Google documents for function calls
+that did not come from Gemini with a signature, which Gemini 3 requires; ``""``
+sends none).
+
+Upstream errors go through :func:`gateway_core.upstream.error_for_status`, except
+that a 4xx about the channel's own key or project (``API_KEY_INVALID``,
+``FAILED_PRECONDITION`` …) is the channel's failure, a retryable 502, and that a
+429's ``RetryInfo.retryDelay`` becomes the error's retry-after.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+import orjson
+
+from gateway_core import (
+    ChannelType,
+    Exchange,
+    Frame,
+    JsonReply,
+    Reply,
+    StreamReply,
+    UpstreamError,
+    UpstreamTimeoutError,
+    Usage,
+    endpoints,
+)
+from gateway_core.errors import GatewayError, excerpt
+from gateway_core.sse import frame_fields
+from gateway_core.upstream import post, sse_frames
+
+from .count_tokens import count_body_to_wire, count_from_wire, count_response, passthrough_count_body
+from .embeddings import embed_usage, passthrough_embed_body
+from .error_body import channel_fault, retry_delay, upstream_error_message
+from .protocol import COUNT_TOKENS_WIRE, EMBED_WIRE, GENERATE_WIRE
+from .request import request_to_wire
+from .response import response_from_wire, usage_from_wire
+from .stream import ChunkDecoder
+from .wire import JSON, field
+
+WIRES = {endpoints.CHAT: GENERATE_WIRE, endpoints.COUNT_TOKENS: COUNT_TOKENS_WIRE, endpoints.EMBEDDINGS: EMBED_WIRE}
+DEFAULT_API_VERSION = "v1beta"
+DEFAULT_PLACEHOLDER = "skip_thought_signature_validator"
+
+
+def strip_version(base_url: str) -> str:
+    """``https://generativelanguage.googleapis.com/v1beta/`` → ``https://generativelanguage.googleapis.com``."""
+    url = base_url.rstrip("/")
+    for suffix in ("/v1beta", "/v1"):
+        if url.endswith(suffix):
+            return url[: -len(suffix)]
+    return url
+
+
+def model_path(model: str) -> str:
+    """The path segment of an upstream model (``models/`` prefix dropped, quoted)."""
+    return quote(model.removeprefix("models/"), safe="-._~")
+
+
+class GeminiChannel(ChannelType):
+    name = "gemini"
+
+    def wire(self, endpoint: str) -> str | None:
+        return WIRES.get(endpoint)
+
+    def normalize_base_url(self, base_url: str) -> str:
+        return strip_version(base_url)
+
+    async def send(self, exchange: Exchange) -> Reply:
+        call, target = exchange.call, exchange.target
+        channel = target.channel
+        upstream = target.upstream_model
+        method, body = self._method_and_body(exchange)
+        version = str(channel.settings.get("api_version") or DEFAULT_API_VERSION).strip("/")
+        url = f"{channel.base_url}/{version}/models/{model_path(upstream)}:{method}"
+        headers = {**channel.headers, "x-goog-api-key": target.api_key, "Content-Type": "application/json"}
+        if call.stream:
+            url += "?alt=sse"
+            headers["Accept"] = "text/event-stream"
+        try:
+            response = await post(exchange, url, headers=headers, body=orjson.dumps(body), error_message=upstream_error_message)
+        except GatewayError as error:
+            raise _channel_error(error) from None
+        if call.stream:
+            frames = sse_frames(response, FrameDecoder().decode)
+            return StreamReply(frames=frames, close=frames.aclose)
+        data = await read_all(response)
+        answer = parse_answer(data)
+        if call.endpoint == endpoints.COUNT_TOKENS:  # counting is free: never billed
+            if exchange.passthrough:
+                return JsonReply(body=data, response=None, usage=Usage())
+            return JsonReply(body=None, response=count_response(count_from_wire(answer), upstream), usage=Usage())
+        if call.endpoint == endpoints.EMBEDDINGS:
+            return JsonReply(body=data, response=None, usage=embed_usage(answer, call.body))
+        usage = usage_from_wire(field(answer, "usageMetadata"))
+        if exchange.passthrough:
+            return JsonReply(body=data, response=None, usage=usage, model=field(answer, "modelVersion"))
+        return JsonReply(body=None, response=response_from_wire(answer), usage=usage)
+
+    def _method_and_body(self, exchange: Exchange) -> tuple[str, JSON]:
+        call, upstream = exchange.call, exchange.target.upstream_model
+        if call.endpoint == endpoints.EMBEDDINGS:
+            if not exchange.passthrough:
+                raise UpstreamError("embeddings reach a gemini channel only from Gemini clients")
+            return str(call.options.get("method")), passthrough_embed_body(call.body, upstream)
+        if call.endpoint == endpoints.COUNT_TOKENS:
+            if exchange.passthrough:
+                return "countTokens", passthrough_count_body(call.body, upstream)
+            return "countTokens", count_body_to_wire(exchange.request, upstream)
+        method = "streamGenerateContent" if call.stream else "generateContent"
+        if exchange.passthrough:
+            if "model" in call.body:  # some clients repeat the URL's model in the body
+                return method, {**call.body, "model": f"models/{upstream}"}
+            return method, call.body
+        placeholder = exchange.target.channel.settings.get("thought_signature_placeholder", DEFAULT_PLACEHOLDER)
+        return method, request_to_wire(exchange.request, signature_placeholder=str(placeholder or ""))
+
+
+def _channel_error(error: GatewayError) -> GatewayError:
+    status, body = error.upstream_status, (error.upstream_body or "").encode()
+    if status is None:
+        return error
+    if channel_fault(status, body):
+        replaced = UpstreamError(f"the upstream refused the channel's credentials: {error.message}", retryable=True)
+        replaced.upstream_status, replaced.upstream_body = status, error.upstream_body
+        return replaced
+    if status == 429 and error.retry_after is None:
+        error.retry_after = retry_delay(body)
+    return error
+
+
+async def read_all(response: aiohttp.ClientResponse) -> bytes:
+    try:
+        return await response.read()
+    except (TimeoutError, aiohttp.ServerTimeoutError):
+        raise UpstreamTimeoutError("the upstream went silent while sending its answer", retryable=True) from None
+    except aiohttp.ClientError as exc:
+        raise UpstreamError(f"the upstream connection failed while reading the answer ({type(exc).__name__})", retryable=True) from None
+    finally:
+        response.release()
+
+
+def parse_answer(data: bytes) -> dict[str, Any]:
+    try:
+        answer = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        answer = None
+    if not isinstance(answer, dict):
+        error = UpstreamError("the upstream answered with something that is not a JSON object", retryable=True)
+        error.upstream_status, error.upstream_body = 200, excerpt(data)
+        raise error
+    return answer
+
+
+class FrameDecoder:
+    """Decodes one upstream stream's SSE frames into core events."""
+
+    __slots__ = ("_chunks",)
+
+    def __init__(self) -> None:
+        self._chunks = ChunkDecoder()
+
+    def decode(self, raw: bytes) -> Frame:
+        _, data = frame_fields(raw)
+        if not data.strip():
+            return Frame(raw)  # a comment or keep-alive
+        try:
+            chunk = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            error = UpstreamError("the upstream sent a stream frame that is not JSON")
+            error.upstream_body = excerpt(data)
+            raise error from None
+        if not isinstance(chunk, dict):
+            raise UpstreamError("the upstream sent a stream frame that is not a JSON object")
+        try:
+            events = self._chunks.feed(chunk)
+        except UpstreamError as error:
+            error.upstream_body = excerpt(data)
+            raise
+        return Frame(raw, tuple(events))

@@ -1,0 +1,72 @@
+"""The pairings with the anthropic adapter, through the core model: the ``anthropic``
+SDK to a gemini channel, and the ``google-genai`` SDK to an anthropic channel.
+Skipped when the anthropic adapter is not installed."""
+
+from __future__ import annotations
+
+import pytest
+
+anthropic = pytest.importorskip("anthropic")
+fake_anthropic = pytest.importorskip("gateway_anthropic.fake_upstream")
+
+from google.genai import types  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
+
+GEMINI_MODEL = "gemini-test"
+CLAUDE_MODEL = "claude-test"
+
+
+@pytest.fixture
+async def anthropic_upstream(aiohttp_server):
+    fake = fake_anthropic.FakeAnthropic()
+    server = await aiohttp_server(fake.app())
+    fake.url = str(server.make_url("")).rstrip("/")
+    return fake
+
+
+@pytest.fixture
+def pairing_key(seed, user, gateway_key, anthropic_upstream):
+    seed.channel("claude", type="anthropic", base_url=anthropic_upstream.url, models=[CLAUDE_MODEL], api_keys=[fake_anthropic.EXPECTED_KEY])
+    return gateway_key
+
+
+@pytest.fixture
+def claude_client(start_gateway, pairing_key):
+    gateway = start_gateway()
+    return gateway, anthropic.AsyncAnthropic(base_url=gateway.url, api_key=pairing_key, max_retries=0)
+
+
+async def test_anthropic_sdk_on_a_gemini_channel(claude_client, gemini_upstream):
+    _, client = claude_client
+    message = await client.messages.create(
+        model=GEMINI_MODEL, max_tokens=100, system="Be brief.", messages=[{"role": "user", "content": "hello there"}]
+    )
+    assert message.content[0].text == "echo: hello there" and message.stop_reason == "end_turn"
+    body = gemini_upstream.requests[-1]["body"]
+    assert body["systemInstruction"] == {"parts": [{"text": "Be brief."}]}
+    assert body["generationConfig"]["maxOutputTokens"] == 100
+
+
+async def test_anthropic_sdk_streams_a_tool_call_from_gemini(claude_client, gemini_upstream):
+    _, client = claude_client
+    gemini_upstream.function_call = {"name": "get_weather", "args": {"city": "Oslo"}}
+    tools = [{"name": "get_weather", "description": "Weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}]
+    async with client.messages.stream(model=GEMINI_MODEL, max_tokens=100, tools=tools, messages=[{"role": "user", "content": "oslo?"}]) as stream:
+        message = await stream.get_final_message()
+    assert message.stop_reason == "tool_use"
+    call = next(b for b in message.content if b.type == "tool_use")
+    assert (call.name, call.input) == ("get_weather", {"city": "Oslo"})
+
+
+async def test_genai_sdk_on_an_anthropic_channel(pairing_key, genai_client, anthropic_upstream):
+    client = genai_client(pairing_key, "v1beta")
+    config = types.GenerateContentConfig(system_instruction="Be brief.", max_output_tokens=64)
+    response = await client.models.generate_content(model=CLAUDE_MODEL, contents="hello there", config=config)
+    assert response.text == "echo: hello there"
+    assert response.candidates[0].finish_reason == types.FinishReason.STOP
+    body = anthropic_upstream.requests[-1]["body"]
+    assert body["max_tokens"] == 64 and body["system"] == "Be brief."
+    chunks = [c async for c in await client.models.generate_content_stream(model=CLAUDE_MODEL, contents="one two")]
+    assert "".join(c.text or "" for c in chunks) == "echo: one two"
+    assert chunks[-1].candidates[0].finish_reason == types.FinishReason.STOP
