@@ -1,0 +1,379 @@
+"""Gateway overhead: the same load straight to a fake upstream and through Relaygate.
+
+``make bench`` runs ``.venv/bin/python bench/overhead.py`` (about 80 s). It starts
+
+- ``bench/fast_upstream.py``, a minimal fake OpenAI upstream (raw asyncio on uvloop),
+- ``relaygate serve`` on a temporary SQLite store seeded through the CLI with a
+  user, a wallet top-up, a price, an API key and an ``openai`` channel pointing at
+  that upstream, loading only the ``openai`` plugin (``--plugins`` to change): key
+  check, policies, billing, usage log and streaming all on, as in production,
+
+pins the gateway to the first CPU and the upstream to the second with ``taskset``
+(when there are two; the load generator, this process, shares the second CPU
+with the upstream, or takes a third when there is one), all on 127.0.0.1, and
+measures:
+
+- ``c1``: non-streaming, concurrency 1, direct and gateway requests alternated
+  (the order flips every pair); the added latency is the median of the per-pair
+  differences;
+- ``c50``: non-streaming, concurrency 50: a direct phase, then a gateway phase;
+  added latency = difference of the two phases' percentiles;
+- ``stream50``: streaming (``--chunks`` chunks, usage asked), concurrency 50, likewise;
+- ``floor``: a hello-world ASGI app on hypercorn + uvloop, raw then behind a
+  Starlette router, at concurrency 50 and at concurrency 1 (paired with the
+  fake upstream): what the server alone costs.
+
+CPU per request is a process's utime+stime from ``/proc`` (all its threads, and
+live child processes with ``--workers``) over a phase, divided by the requests
+it served; the gateway's is also split by thread (event loop / others). The
+CPU that other processes used during each phase is reported: figures taken on
+a busy machine say so. Every response is checked (status 200, a chat completion
+body, streams ending with ``data: [DONE]`` after a usage chunk) and every
+gateway request must leave exactly one usage-log row; errors are counted and
+shown and make the exit status 1.
+
+Profiling: ``--profile FILE`` records the gateway with py-spy during one phase
+(``--profile-phase``, default c50; needs ``.venv/bin/pip install py-spy``),
+``--perf FILE`` with perf (C and kernel time), and both print where the CPU
+goes per request (``bench/profile_report.py``). ``--json`` prints the results
+for machines. See ``docs/performance.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from cpu import Meter, cpu_figures
+from loadgen import Budget, Recorder, Target, closed_loop, ms, new_session, one_request, percentile, request_body, stats
+from overhead_report import last_exception, log_problems, machine, print_table, targets, usage_log
+from processes import Child, Placement, free_port, wait_http
+from profilers import Both, Perf, PySpy
+from seeding import BENCH_PLUGINS, UPSTREAM_KEY, relaygate_command, seed
+
+HERE = Path(__file__).resolve().parent
+SCENARIOS = ("c1", "c50", "stream50", "floor")
+
+
+# --- scenarios -------------------------------------------------------------------------
+
+
+async def smoke(target: Target, child: Child) -> None:
+    """One plain and one streaming request before measuring: fail fast, with the reason."""
+    async with new_session(1) as session:
+        for stream in (False, True):
+            rec = Recorder()
+            await one_request(session, target, request_body(stream), stream, rec)
+            if rec.errors:
+                error = next(iter(rec.errors))
+                raise SystemExit(
+                    f"bench: the {'streaming' if stream else 'plain'} smoke request through the gateway failed: {error}\n"
+                    f"gateway log:\n{last_exception(child.log_path) or child.tail()}"
+                )
+
+
+async def paired_c1(direct: Target, gateway: Target, args, pids: dict[str, int], duration: float | None = None, profile=None) -> dict[str, Any]:
+    """Concurrency 1: direct and gateway requests alternate (the order flips every
+    pair); the added latency is the median of the per-pair differences."""
+    body = request_body(False)
+    async with new_session(1) as ds, new_session(1) as gs:
+        warm = Budget(args.warmup, None)
+        while warm.take():
+            await one_request(ds, direct, body, False, None)
+            await one_request(gs, gateway, body, False, None)
+        drec, grec = Recorder(), Recorder()
+        diffs: list[int] = []
+        budget = Budget(duration or args.c1_duration, args.requests)
+        flip = False
+        if profile is not None:
+            profile.start()
+        with Meter(pids) as meter:
+            while budget.take():
+                if flip:
+                    g = await one_request(gs, gateway, body, False, grec)
+                    d = await one_request(ds, direct, body, False, drec)
+                else:
+                    d = await one_request(ds, direct, body, False, drec)
+                    g = await one_request(gs, gateway, body, False, grec)
+                flip = not flip
+                if d is not None and g is not None:
+                    diffs.append(g - d)
+        if profile is not None:
+            profile.stop()
+    d_stats = stats(drec, sum(drec.latencies) / 1e9)  # sequential: req/s = 1 / mean latency
+    g_stats = stats(grec, sum(grec.latencies) / 1e9)
+    diffs.sort()
+    served = {"gateway": grec.requests, "upstream": grec.requests + drec.requests, "loadgen": grec.requests + drec.requests}
+    return {
+        "scenario": "c1",
+        "title": "non-streaming, concurrency 1 (paired)",
+        "concurrency": 1,
+        "stream": False,
+        "direct": d_stats,
+        "gateway": g_stats,
+        "added_p50_ms": ms(percentile(diffs, 0.50)),
+        "added_p90_ms": ms(percentile(diffs, 0.90)),
+        "added_p99_ms": ms(percentile(diffs, 0.99)),
+        "added_method": "median (p90, p99) of per-pair differences gateway - direct, pairs alternating order",
+        "pairs": len(diffs),
+        "cpu": cpu_figures(meter, served),
+        "elapsed_s": round(meter.elapsed, 3),
+    }
+
+
+async def phase(target: Target, concurrency: int, stream: bool, args, pids: dict[str, int], served_by: tuple[str, ...], profile=None) -> tuple[dict, dict]:
+    body = request_body(stream)
+    async with new_session(concurrency) as session:
+        await closed_loop(session, target, body, stream, concurrency, Budget(args.warmup, None), None)
+        rec = Recorder()
+        budget = Budget(args.duration, args.requests)
+        if profile is not None:
+            profile.start()
+        with Meter(pids) as meter:
+            await closed_loop(session, target, body, stream, concurrency, budget, rec)
+        if profile is not None:
+            profile.stop()
+    served = {name: rec.requests for name in served_by}
+    served["loadgen"] = rec.requests
+    return stats(rec, meter.elapsed), cpu_figures(meter, served)
+
+
+async def compare(scenario: str, title: str, direct: Target, gateway: Target, concurrency: int, stream: bool, args, pids, profile=None) -> dict[str, Any]:
+    """Direct phase, then gateway phase; added latency as the difference of percentiles."""
+    d_stats, d_cpu = await phase(direct, concurrency, stream, args, pids, ("upstream",))
+    g_stats, g_cpu = await phase(gateway, concurrency, stream, args, pids, ("gateway", "upstream"), profile)
+
+    def diff(key: str) -> float | None:
+        a, b = g_stats.get(key), d_stats.get(key)
+        return None if a is None or b is None else round(a - b, 3)
+
+    return {
+        "scenario": scenario,
+        "title": title,
+        "concurrency": concurrency,
+        "stream": stream,
+        "direct": d_stats,
+        "gateway": g_stats,
+        "added_p50_ms": diff("p50_ms"),
+        "added_p99_ms": diff("p99_ms"),
+        "added_method": "difference of percentiles: gateway phase p50 (p99) - direct phase p50 (p99), phases run one after the other",
+        "direct_cpu": d_cpu,
+        "cpu": g_cpu,
+    }
+
+
+async def floor(name: str, argv: list[str], placement: Placement, tmp: Path, args, pids: dict[str, int], direct: Target | None = None) -> dict[str, Any]:
+    port = free_port()
+    child = Child(name, placement.command(placement.server, [*argv, "--port", str(port)]), tmp / f"{name}.log", HERE)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_http(url + "/v1/chat/completions", child, method="POST", body=request_body(False))
+        target = Target(name, url, "unused")
+        watched = {**pids, "server": child.pid}
+        s, c = await phase(target, args.concurrency, False, args, watched, ("server",))
+        out = {"scenario": "floor", "title": name, "concurrency": args.concurrency, "stream": False, "server": s, "cpu": c}
+        if direct is not None:  # the added latency of one more hypercorn hop that does nothing
+            paired = await paired_c1(direct, target, args, {"gateway": child.pid, "upstream": pids["upstream"]}, min(args.c1_duration, 4.0))
+            out["c1_added_p50_ms"] = paired["added_p50_ms"]
+            out["c1_added_p99_ms"] = paired["added_p99_ms"]
+            out["c1_p50_ms"] = paired["gateway"]["p50_ms"]
+            out["c1_direct_p50_ms"] = paired["direct"]["p50_ms"]
+            out["c1_cpu_ms_per_req"] = paired["cpu"]["gateway_cpu_ms_per_req"]
+        return out
+    finally:
+        child.stop()
+
+
+def move_other_threads(pid: int, core: int) -> int:
+    """Pin every thread of ``pid`` but the main one (the event loop) to ``core``."""
+    moved = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        if int(tid) != pid:
+            try:
+                os.sched_setaffinity(int(tid), {core})
+                moved += 1
+            except OSError:
+                pass
+    return moved
+
+
+# --- main ------------------------------------------------------------------------------
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description="Relaygate gateway overhead benchmark (see the module docstring).")
+    p.add_argument("--duration", type=float, default=8.0, help="seconds per measured phase at concurrency 50 (default 8)")
+    p.add_argument("--c1-duration", type=float, default=10.0, help="seconds of paired requests at concurrency 1 (default 10)")
+    p.add_argument("--requests", type=int, help="requests per phase (pairs at c1) instead of a duration")
+    p.add_argument("--idle", type=float, default=2.0, help="seconds to measure the idle gateway's CPU before the load (default 2)")
+    p.add_argument("--warmup", type=float, default=1.0, help="seconds of unmeasured load before each phase (default 1)")
+    p.add_argument("--concurrency", type=int, default=50, help="concurrency of the c50, stream50 and floor phases (default 50)")
+    p.add_argument("--chunks", type=int, default=20, help="data: chunks per upstream stream before [DONE] (default 20)")
+    p.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated subset of {','.join(SCENARIOS)}")
+    p.add_argument("--plugins", metavar="FILE", help='plugins.toml for the gateway (default: one with load = ["openai"])')
+    p.add_argument("--free", action="store_true", help="make the model free (no balance reservation or settlement per request)")
+    p.add_argument("--workers", type=int, default=1, help="relaygate serve --workers (default 1)")
+    p.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
+    p.add_argument("--json", action="store_true", help="print the results as JSON (and nothing else on stdout)")
+    p.add_argument("--profile", metavar="FILE", help="py-spy the gateway during the --profile-phase gateway phase into FILE (raw collapsed stacks)")
+    p.add_argument("--profile-phase", choices=("c1", "c50", "stream50"), default="c50", help="the phase --profile records (default c50)")
+    p.add_argument("--profile-rate", type=int, default=250, help="py-spy samples per second (default 250)")
+    p.add_argument("--profile-native", action="store_true", help="py-spy --native: C frames too; pauses the gateway at each sample and counts waiting threads, so only for a look, not figures")
+    p.add_argument("--profile-split-threads", action="store_true",
+                   help="while profiling, move the gateway's threads other than the event loop to the upstream's CPU, "
+                        "so that py-spy does not count the event loop as busy while it waits for its CPU")  # fmt: skip
+    p.add_argument("--perf", metavar="FILE", help="perf record the gateway during the --profile-phase into FILE (C and kernel time)")
+    p.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
+    args = p.parse_args(argv)
+    args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    unknown = set(args.scenarios) - set(SCENARIOS)
+    if unknown:
+        p.error(f"unknown scenario(s): {', '.join(sorted(unknown))}")
+    if (args.profile or args.perf) and args.profile_phase not in args.scenarios:
+        p.error(f"--profile profiles the {args.profile_phase} gateway phase: include {args.profile_phase} in --scenarios")
+    return args
+
+
+def say(args, text: str) -> None:
+    print(text, file=sys.stderr if args.json else sys.stdout, flush=True)
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    placement = Placement(not args.no_pin)
+    info = machine()
+    info["cpus_available"] = len(placement.available)
+    if placement.loadgen is not None:
+        os.sched_setaffinity(0, {placement.loadgen})
+    tmp = Path(tempfile.mkdtemp(prefix="relaygate-bench-"))
+    db = tmp / "relaygate.db"
+    children: list[Child] = []
+    result: dict[str, Any] = {
+        "machine": info,
+        "placement": placement.describe(),
+        "config": {k: v for k, v in vars(args).items() if k not in ("json",)},
+        "scenarios": [],
+    }
+    try:
+        up_port = free_port()
+        upstream = Child("fake upstream", placement.command(placement.upstream, [
+            sys.executable, str(HERE / "fast_upstream.py"), "--port", str(up_port), "--chunks", str(args.chunks),
+        ]), tmp / "upstream.log", HERE)  # fmt: skip
+        children.append(upstream)
+        up_url = f"http://127.0.0.1:{up_port}"
+        wait_http(up_url + "/v1/chat/completions", upstream, method="POST", body=request_body(False))
+        pids = {"upstream": upstream.pid}
+        direct = Target("direct", up_url, UPSTREAM_KEY)
+        if set(args.scenarios) - {"floor"}:
+            say(args, f"seeding {db} through the relaygate CLI ...")
+            if args.plugins:
+                plugins = Path(args.plugins).resolve()
+            else:
+                plugins = tmp / "plugins.toml"
+                plugins.write_text(BENCH_PLUGINS)
+            key = seed(db, tmp, plugins, up_url, args.free)
+            gw_port = free_port()
+            argv = [*relaygate_command(), "serve", "--db", str(db), "--plugins", str(plugins), "--host", "127.0.0.1", "--port", str(gw_port)]
+            if args.workers > 1:
+                argv += ["--workers", str(args.workers)]
+            gateway = Child("gateway", placement.command(placement.server, argv), tmp / "gateway.log", tmp)
+            children.append(gateway)
+            gw_url = f"http://127.0.0.1:{gw_port}"
+            wait_http(gw_url + "/healthz", gateway)
+            target = Target("gateway", gw_url, key)
+            await smoke(target, gateway)
+            pids = {"upstream": upstream.pid, "gateway": gateway.pid}
+            with Meter(pids) as idle:
+                await asyncio.sleep(args.idle)
+            result["gateway_idle_cpu_ms_per_s"] = round(idle.cpu["gateway"] * 1000 / idle.elapsed, 3)
+
+            def profiler(name: str) -> Both | None:
+                if not (args.profile or args.perf) or args.profile_phase != name:
+                    return None
+                if args.profile_split_threads and placement.upstream is not None:
+                    moved = move_other_threads(gateway.pid, placement.upstream)
+                    say(args, f"profile: {moved} gateway thread(s) besides the event loop moved to CPU {placement.upstream}")
+                return Both(
+                    PySpy(gateway.pid, Path(args.profile), args.profile_rate, placement.upstream, args.workers > 1, placement, args.profile_native)
+                    if args.profile else None,
+                    Perf(gateway.pid, Path(args.perf), placement.upstream, placement) if args.perf else None,
+                )
+
+            if "c1" in args.scenarios:
+                say(args, "c1: non-streaming, concurrency 1, paired ...")
+                result["scenarios"].append(await paired_c1(direct, target, args, pids, profile=profiler("c1")))
+            if "c50" in args.scenarios:
+                say(args, f"c50: non-streaming, concurrency {args.concurrency} ...")
+                result["scenarios"].append(await compare(
+                    "c50", f"non-streaming, concurrency {args.concurrency}", direct, target, args.concurrency, False, args, pids, profiler("c50")
+                ))  # fmt: skip
+            if "stream50" in args.scenarios:
+                say(args, f"stream50: streaming ({args.chunks} chunks), concurrency {args.concurrency} ...")
+                result["scenarios"].append(await compare(
+                    "stream50", f"streaming, concurrency {args.concurrency}", direct, target, args.concurrency, True, args, pids, profiler("stream50")
+                ))  # fmt: skip
+            gateway_sent = target.sent
+            still_up = gateway.alive()
+            status = gateway.stop()
+            children.remove(gateway)
+            if not still_up:
+                result["gateway_log_problems"] = [f"the gateway died during the run (status {status})"]
+            elif status not in (0, None):
+                result["gateway_log_problems"] = [f"the gateway exited with status {status} on SIGTERM"]
+            result.setdefault("gateway_log_problems", []).extend(log_problems(tmp / "gateway.log"))
+            result["usage_log"] = usage_log(db, gateway_sent)
+        if "floor" in args.scenarios:
+            say(args, f"floor: hello-world ASGI on hypercorn + uvloop, concurrency {args.concurrency} ...")
+            hello = [sys.executable, str(HERE / "hello_app.py")]
+            result["scenarios"].append(await floor("hypercorn hello", hello, placement, tmp, args, pids, direct))
+            result["scenarios"].append(await floor("+ starlette", [*hello, "--starlette"], placement, tmp, args, pids, direct))
+    finally:
+        for child in reversed(children):
+            child.stop()
+        if args.keep:
+            say(args, f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    result["targets"] = targets(result)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        import uvloop
+
+        result = uvloop.run(run(args))
+    except ImportError:
+        result = asyncio.run(run(args))
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result)
+    by = {s["scenario"]: s for s in result["scenarios"]}
+    if args.profile:
+        from profile_report import report
+
+        cpu = by[args.profile_phase]["cpu"]
+        text = report(Path(args.profile), cpu["gateway_cpu_ms_per_req"], thread_cpu=cpu.get("gateway_thread_cpu_ms_per_req"))
+        print(text, file=sys.stderr if args.json else sys.stdout)
+    if args.perf:
+        from profile_report import perf_report
+
+        text = perf_report(Path(args.perf), by[args.profile_phase]["cpu"]["gateway_cpu_ms_per_req"])
+        print(text, file=sys.stderr if args.json else sys.stdout)
+    errors = sum(
+        s[side]["errors"] for s in result["scenarios"] for side in ("direct", "gateway", "server") if side in s
+    )
+    usage = result.get("usage_log")
+    return 1 if errors or (usage and not usage.get("complete")) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
