@@ -24,7 +24,12 @@ from .hookspecs import hookimpl
 from .model import (
     ChatRequest,
     ChatResponse,
+    CoreRequest,
+    CoreResponse,
+    EmbeddingsRequest,
+    EmbeddingsResponse,
     ImagePart,
+    MediaUsage,
     Message,
     ModelInfo,
     Part,
@@ -50,6 +55,7 @@ from .policy import Policy
 from .ratelimit import Allowance, RateLimitState
 from .records import ChannelRecord, KeyRecord
 from .services import services_from_scope
+from .uploads import Upload
 
 __all__ = [
     "Allowance",
@@ -60,6 +66,10 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "ClientProtocol",
+    "CoreRequest",
+    "CoreResponse",
+    "EmbeddingsRequest",
+    "EmbeddingsResponse",
     "Exchange",
     "Frame",
     "GatewayError",
@@ -70,6 +80,7 @@ __all__ = [
     "JsonReply",
     "KeyRecord",
     "LocalAnswer",
+    "MediaUsage",
     "Message",
     "ModelInfo",
     "NotFoundError",
@@ -101,6 +112,7 @@ __all__ = [
     "ToolChoice",
     "ToolChoiceMode",
     "ToolResultPart",
+    "Upload",
     "UpstreamError",
     "UpstreamTimeoutError",
     "UpstreamUnavailableError",

@@ -28,8 +28,9 @@ def stream_headers(content_type: str) -> HeaderList:
     return list(headers)
 
 
-async def read_body(scope: Scope, receive, limit: int) -> bytes:
-    """The whole request body, refusing more than ``limit`` bytes with 413."""
+def declared_length(scope: Scope, limit: int) -> int | None:
+    """The body's ``Content-Length`` (``None`` when not given), refusing one above
+    ``limit`` with 413 before a byte of the body is read."""
     for name, value in scope["headers"]:
         if name == b"content-length":
             try:
@@ -37,8 +38,14 @@ async def read_body(scope: Scope, receive, limit: int) -> bytes:
             except ValueError:
                 raise InvalidRequestError("The Content-Length header is not a number.") from None
             if declared > limit:
-                raise _too_large(limit)
-            break
+                raise too_large(limit)
+            return declared
+    return None
+
+
+async def read_body(scope: Scope, receive, limit: int) -> bytes:
+    """The whole request body, refusing more than ``limit`` bytes with 413."""
+    declared_length(scope, limit)
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -49,14 +56,14 @@ async def read_body(scope: Scope, receive, limit: int) -> bytes:
         if chunk:
             size += len(chunk)
             if size > limit:
-                raise _too_large(limit)
+                raise too_large(limit)
             chunks.append(chunk)
         if not message.get("more_body", False):
             break
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def _too_large(limit: int) -> RequestTooLargeError:
+def too_large(limit: int) -> RequestTooLargeError:
     return RequestTooLargeError(f"The request body is larger than the limit of {limit} bytes.")
 
 

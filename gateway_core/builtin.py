@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import commands
-from .cli import EXIT_USAGE, CommandContext, CommandError, parse_expires, parse_model_map, require_user, split_list
+from .cli import EXIT_USAGE, CommandContext, CommandError, parse_expires, require_user, split_list
 from .hookspecs import hookimpl
 from .money import format_usd, parse_price_per_mtok, parse_usd
 from .records import KeyRecord
@@ -44,8 +44,6 @@ def register_commands(register: Callable[..., None]) -> None:
     register("user add", "create a user", _configure_user_add, _run_user_add)
     register("user list", "list users", _no_arguments, _run_user_list)
     register("wallet topup", "credit a user's balance", _configure_wallet_topup, _run_wallet_topup)
-    register("channel add", "add an upstream channel", _configure_channel_add, _run_channel_add)
-    register("channel list", "list channels (upstream keys masked)", _no_arguments, _run_channel_list)
     register("price set", "set a model's price per million tokens", _configure_price_set, _run_price_set)
     register("price list", "list model prices", _no_arguments, _run_price_list)
     register("key create", "create an API key (its secret is shown once)", _configure_key_create, _run_key_create)
@@ -54,6 +52,7 @@ def register_commands(register: Callable[..., None]) -> None:
     register("key enable", "enable an API key", _configure_key_id, _run_key_enable)
     register("key delete", "delete an API key", _configure_key_id, _run_key_delete)
     register("plugins", "list the loaded plugins", _no_arguments, _run_plugins)
+    commands.channels.register(register)
     commands.limits.register(register)
     commands.billing.register(register)
 
@@ -201,55 +200,7 @@ def _run_wallet_topup(args: argparse.Namespace, cli: CommandContext) -> int:
     return 0
 
 
-# --- channels and prices ------------------------------------------------------------------
-
-
-def _configure_channel_add(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", metavar="NAME")
-    parser.add_argument("--type", required=True, help="a channel type from the loaded plugins")
-    parser.add_argument("--base-url", required=True, metavar="URL")
-    parser.add_argument("--api-key", action="append", default=[], metavar="KEY", help="upstream key (repeat or comma-separate for several)")
-    parser.add_argument("--models", required=True, metavar="M1,M2")
-    parser.add_argument("--groups", default=DEFAULT_GROUP, metavar="G1,G2")
-    parser.add_argument("--priority", type=int, default=0, help="higher is tried first (default 0)")
-    parser.add_argument("--weight", type=int, default=1, help="share among equal priorities (default 1)")
-    parser.add_argument("--model-map", default="", metavar="CLIENT=UPSTREAM,...")
-
-
-def _run_channel_add(args: argparse.Namespace, cli: CommandContext) -> int:
-    channel_type = cli.registry.channel_type(args.type)  # ConfigError lists the available types
-    if "://" not in args.base_url:
-        raise ValueError(f"--base-url must be a URL like https://api.example.com, got {args.base_url!r}")
-    models = split_list(args.models)
-    if not models:
-        raise ValueError("--models needs at least one model")
-    groups = split_list(args.groups)
-    if not groups:
-        raise ValueError("--groups needs at least one group")
-    if args.weight < 0:
-        raise ValueError("--weight must not be negative")
-    api_keys = [key for value in args.api_key for key in split_list(value)]
-    model_map = parse_model_map(args.model_map)
-    conn = cli.connect()
-    if channels.get_channel(conn, args.name) is not None:
-        raise CommandError(f"channel {args.name!r} already exists")
-    with atomic(conn):
-        ensure_groups(conn, groups)
-        channels.add_channel(
-            conn, name=args.name, type=channel_type.name, base_url=channel_type.normalize_base_url(args.base_url),
-            api_keys=api_keys, models=models, model_map=model_map, groups=groups,
-            priority=args.priority, weight=args.weight,
-        )  # fmt: skip
-    channel = channels.get_channel(conn, args.name)
-    text = f"Added channel {channel.name!r} (id {channel.id}, type {channel.type}, {len(channel.api_keys)} upstream key(s)) at {channel.base_url}"
-    cli.print_record(channel, text=text)
-    return 0
-
-
-def _run_channel_list(args: argparse.Namespace, cli: CommandContext) -> int:
-    columns = ["id", "name", "type", "base_url", "models", "groups", "priority", "weight", "enabled", "api_keys"]
-    cli.print_table(channels.list_channels(cli.connect()), columns)
-    return 0
+# --- prices ------------------------------------------------------------------------------
 
 
 def _configure_price_set(parser: argparse.ArgumentParser) -> None:

@@ -16,7 +16,7 @@ import aiohttp
 import attrs
 
 from .client_protocol import Call, Frame
-from .model import ChatRequest, ChatResponse, Usage
+from .model import CoreRequest, CoreResponse, MediaUsage, Usage
 from .records import ChannelRecord
 
 
@@ -49,7 +49,7 @@ class Exchange:
 
     call: Call
     target: Target
-    request: ChatRequest | None
+    request: CoreRequest | None
     session: aiohttp.ClientSession
     timeouts: Timeouts
     request_id: str
@@ -62,13 +62,21 @@ class Exchange:
 @attrs.frozen
 class JsonReply:
     """A complete answer. On the fast path ``body`` is the upstream's bytes and
-    ``response`` may be ``None``; on the conversion path ``response`` is set."""
+    ``response`` may be ``None``; on the conversion path ``response`` is set.
+
+    ``wire`` names the wire of ``body`` when the channel answered in the client's
+    own wire although asked to convert (see :attr:`Frame.wire`): the body is then
+    sent as on the fast path. ``media`` is what the call used that is priced per
+    unit (images, characters, audio), for billing.
+    """
 
     body: bytes | None
-    response: ChatResponse | None
+    response: CoreResponse | None
     usage: Usage | None
     model: str | None = None
     content_type: str = "application/json"
+    wire: str | None = None
+    media: MediaUsage | None = None
 
 
 @attrs.define

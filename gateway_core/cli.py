@@ -133,6 +133,7 @@ def to_jsonable(obj: Any) -> Any:
         data = attrs.asdict(obj, recurse=False)
         data["api_keys"] = list(obj.masked_keys())
         data["headers"] = {name: mask_secret(value) for name, value in obj.headers.items()}
+        data["disabled_keys"] = [{"index": d.index, "reason": d.reason, "at": d.at} for d in obj.disabled_keys]
         return to_jsonable(data)
     if attrs.has(type(obj)):
         return to_jsonable(attrs.asdict(obj, recurse=False))

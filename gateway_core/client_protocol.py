@@ -16,8 +16,9 @@ from typing import Any
 import attrs
 
 from .errors import GatewayError
-from .model import ChatRequest, ChatResponse, ModelInfo, StreamEvent
+from .model import CoreRequest, CoreResponse, ModelInfo, StreamEvent
 from .ratelimit.state import RateLimitState
+from .uploads import Upload
 
 Headers = Mapping[str, str]  # lower-case names (Starlette's Headers fits)
 Query = Mapping[str, str]
@@ -31,12 +32,20 @@ class RouteSpec:
     Several protocols may claim the same path and method (``GET /v1/models``);
     ``match`` then tells whether a request is theirs, by its headers and query.
     A route with no ``match`` is the fallback for its path.
+
+    ``stream_body`` routes (file uploads) are not read whole: the relay hands an
+    :class:`~gateway_core.uploads.Upload` to :meth:`ClientProtocol.parse_upload`,
+    which reads only the head it needs, and the channel streams the rest to the
+    upstream. ``max_body_bytes`` overrides ``[gateway] max_body_bytes`` for the
+    route (413 beyond it).
     """
 
     path: str
     endpoint: str
     methods: tuple[str, ...] = ("POST",)
     match: Callable[[Headers, Query], bool] | None = None
+    stream_body: bool = False
+    max_body_bytes: int | None = None
 
 
 @attrs.frozen
@@ -47,7 +56,10 @@ class Call:
     speaks the same wire for the endpoint, the relay forwards ``body`` with only
     the model mapped (the fast path) and never builds the core request.
     ``options`` holds what the protocol needs to remember for rendering
-    (for example whether the client asked for usage in its stream).
+    (for example whether the client asked for usage in its stream), and what
+    billing reads (see :mod:`gateway_core.billing.charge`). ``upload`` is the
+    body still to stream of a ``stream_body`` route (``body`` then holds the form
+    fields read from its head).
     """
 
     protocol: str
@@ -58,15 +70,23 @@ class Call:
     body: dict[str, Any]
     options: Mapping[str, Any] = attrs.field(factory=dict)
     path_params: Mapping[str, str] = attrs.field(factory=dict)
+    upload: Upload | None = None
 
 
 @attrs.frozen
 class Frame:
-    """One upstream stream frame: its exact bytes and the core events it carries."""
+    """One upstream stream frame: its exact bytes and the core events it carries.
+
+    ``wire`` names the wire format of ``raw`` when a channel answered in the
+    client's own wire although the relay asked it to convert (a channel that
+    decides per channel record whether it speaks a wire natively): a writer may
+    then forward ``raw`` as on the fast path.
+    """
 
     raw: bytes
     events: tuple[StreamEvent, ...] = ()
     terminal: bool = False  # the upstream's end-of-stream marker (e.g. ``data: [DONE]``)
+    wire: str | None = None
 
 
 @attrs.frozen
@@ -146,12 +166,27 @@ class ClientProtocol(abc.ABC):
     ) -> Call:
         """Parse a request body, or raise ``InvalidRequestError``."""
 
+    async def parse_upload(
+        self,
+        route: RouteSpec,
+        upload: Upload,
+        headers: Headers,
+        query: Query,
+        path_params: Mapping[str, str],
+    ) -> Call:
+        """Parse a request of a ``stream_body`` route from the head of its body
+        (see :class:`~gateway_core.uploads.Upload`); the returned call keeps the
+        upload in ``Call.upload`` for the channel to stream. Default: read the
+        whole (size-limited) body and :meth:`parse` it."""
+        body = await upload.read_all()
+        return self.parse(route, body, headers, query, path_params)
+
     @abc.abstractmethod
-    def to_core(self, call: Call) -> ChatRequest:
+    def to_core(self, call: Call) -> CoreRequest:
         """The call as a core request, for channels of another wire format."""
 
     @abc.abstractmethod
-    def render_response(self, call: Call, response: ChatResponse) -> bytes:
+    def render_response(self, call: Call, response: CoreResponse) -> bytes:
         """A complete (non-streaming) response body."""
 
     @abc.abstractmethod

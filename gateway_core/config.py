@@ -40,6 +40,13 @@ class Config:
     max_body_bytes: int = 32 * 1024 * 1024
     timeouts: Timeouts = Timeouts()
     max_attempts: int = 3
+    # failover: every attempt of a request starts within this many seconds of its arrival
+    attempt_deadline: float = 300.0
+    # seconds between keep-alives while a stream waits for its first byte (0: none)
+    keepalive_interval: float = 0.0
+    # circuit breakers: consecutive failures that open one, seconds it stays open
+    breaker_failures: int = 3
+    breaker_cooldown: float = 30.0
     source: str | None = None
     # billing: the output reserved for a request that names no max tokens, and
     # the age after which a reservation left by a dead process is released
@@ -76,7 +83,10 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
     plugins = data.get("plugins", {})
     if not isinstance(gateway, dict) or not isinstance(plugins, dict):
         raise ConfigError(f"{where}: [gateway] and [plugins.NAME] must be tables")
-    known = {"trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds"}
+    known = {
+        "trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds",
+        "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown",
+    }  # fmt: skip
     unknown = set(gateway) - known
     if unknown:
         raise ConfigError(f"{where}: unknown [gateway] setting(s): {', '.join(sorted(unknown))}")
@@ -90,7 +100,11 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             trusted_proxies=tuple(gateway.get("trusted_proxies", ())),
             max_body_bytes=int(gateway.get("max_body_bytes", defaults.max_body_bytes)),
             timeouts=Timeouts(**{k: float(v) for k, v in timeouts.items()}),
-            max_attempts=int(gateway.get("max_attempts", defaults.max_attempts)),
+            max_attempts=_positive_int(gateway, "max_attempts", defaults.max_attempts),
+            attempt_deadline=_seconds(gateway, "attempt_deadline", defaults.attempt_deadline),
+            keepalive_interval=_seconds(gateway, "keepalive_interval", defaults.keepalive_interval, zero=True),
+            breaker_failures=_positive_int(gateway, "breaker_failures", defaults.breaker_failures),
+            breaker_cooldown=_seconds(gateway, "breaker_cooldown", defaults.breaker_cooldown),
             default_max_output_tokens=_positive_int(gateway, "default_max_output_tokens", defaults.default_max_output_tokens),
             stale_hold_seconds=float(gateway.get("stale_hold_seconds", defaults.stale_hold_seconds)),
             source=source,
@@ -104,3 +118,11 @@ def _positive_int(table: dict[str, Any], name: str, default: int) -> int:
     if type(value) is not int or value <= 0:
         raise ValueError(f"[gateway] {name} must be a positive integer, got {value!r}")
     return value
+
+
+def _seconds(table: dict[str, Any], name: str, default: float, *, zero: bool = False) -> float:
+    value = table.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and not zero):
+        bound = "0 or more" if zero else "more than 0"
+        raise ValueError(f"[gateway] {name} must be a number of seconds, {bound}, got {value!r}")
+    return float(value)

@@ -13,13 +13,16 @@ class GatewayError(Exception):
 
     ``upstream_status`` and ``upstream_body`` (a bounded excerpt) record what an
     upstream said when the error came from one; they go to the usage log, not to
-    the client.
+    the client. ``retryable`` says another channel (or key) may succeed;
+    ``key_refused`` that the upstream refused the channel's key itself.
     """
 
     status: int = 500
     kind: str = "internal"
     upstream_status: int | None = None
     upstream_body: str | None = None
+    # the upstream refused the channel's own key (401/403 …): the relay disables the key
+    key_refused: bool = False
 
     def __init__(
         self,

@@ -241,3 +241,54 @@ class UsageReport:
 
 
 StreamEvent = Union[StreamStart, PartStart, PartDelta, PartStop, StreamFinish, UsageReport]
+
+
+# --- embeddings ----------------------------------------------------------------
+
+
+@attrs.frozen
+class EmbeddingsRequest:
+    """Texts to embed, in protocol-neutral form (for channels of another wire).
+
+    ``inputs`` are the texts in order; ``dimensions`` asks for shorter vectors where
+    the model can; ``extra`` keeps the reading protocol's other fields by wire name.
+    Token arrays (OpenAI's pre-tokenized input) have no neutral form: they stay on
+    their own wire's fast path.
+    """
+
+    model: str
+    inputs: tuple[str, ...]
+    dimensions: int | None = None
+    user: str | None = None
+    extra: JSON = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class EmbeddingsResponse:
+    """One vector per input, in the order of ``EmbeddingsRequest.inputs``."""
+
+    model: str
+    vectors: tuple[tuple[float, ...], ...]
+    usage: Usage | None = None
+
+
+CoreRequest = Union[ChatRequest, EmbeddingsRequest]
+CoreResponse = Union[ChatResponse, EmbeddingsResponse]
+
+
+# --- calls priced by something other than tokens --------------------------------
+
+
+@attrs.frozen
+class MediaUsage:
+    """What a call used that is priced per unit rather than per token: images made,
+    characters spoken (speech), milliseconds of audio heard (transcription).
+
+    ``estimated`` says a quantity was computed locally (a transcription's length
+    guessed from its file size) rather than reported by the upstream.
+    """
+
+    images: int = 0
+    characters: int = 0
+    audio_ms: int = 0
+    estimated: bool = False

@@ -6,6 +6,8 @@ as floats. Only :mod:`gateway_core.store` builds these from the database.
 
 from __future__ import annotations
 
+import hashlib
+
 import attrs
 
 
@@ -77,8 +79,31 @@ class KeyRecord:
 
 
 @attrs.frozen
+class DisabledKey:
+    """An upstream key the gateway stopped using (the upstream refused it).
+
+    ``fingerprint`` (see :func:`key_fingerprint`) names the key, so the mark
+    follows the key when the list is edited; ``index`` is its position when it
+    was disabled, for people."""
+
+    index: int
+    fingerprint: str
+    reason: str
+    at: float
+
+
+def key_fingerprint(secret: str) -> str:
+    """A short one-way name of an upstream key (16 hex digits of its SHA-256)."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()[:16]
+
+
+@attrs.frozen
 class ChannelRecord:
-    """An upstream channel. ``api_keys`` are the upstream secrets: never log them."""
+    """An upstream channel. ``api_keys`` are the upstream secrets: never log them.
+
+    ``timeout_*`` override the gateway's ``[gateway.timeouts]`` (``None``: the
+    default); ``concurrency`` caps this channel's requests in flight per worker
+    (``0``: no cap); ``disabled_keys`` are the keys the upstream refused."""
 
     id: int
     name: str
@@ -94,12 +119,24 @@ class ChannelRecord:
     endpoints: tuple[str, ...] = ()  # empty: every endpoint the type serves
     headers: dict[str, str] = attrs.field(factory=dict, repr=False)
     settings: dict = attrs.field(factory=dict)
+    concurrency: int = 0
+    timeout_connect: float | None = None
+    timeout_first_byte: float | None = None
+    timeout_idle: float | None = None
+    disabled_keys: tuple[DisabledKey, ...] = ()
 
     def upstream_model(self, model: str) -> str:
         return self.model_map.get(model, model)
 
     def masked_keys(self) -> tuple[str, ...]:
         return tuple(mask_secret(k) for k in self.api_keys)
+
+    def key_disabled(self, secret: str) -> DisabledKey | None:
+        """Why the key ``secret`` is disabled, or ``None`` when it is usable."""
+        if not self.disabled_keys:
+            return None
+        fingerprint = key_fingerprint(secret)
+        return next((d for d in self.disabled_keys if d.fingerprint == fingerprint), None)
 
 
 def mask_secret(secret: str) -> str:

@@ -17,16 +17,21 @@ import structlog
 from starlette.datastructures import Headers, QueryParams
 
 from . import endpoints
-from .asgi import ClientGone, encode_headers, read_body, send_body, stream_headers, wait_for_disconnect
-from .channel_type import Exchange, JsonReply, StreamReply
+from .asgi import ClientGone, encode_headers, read_body, send_body, stream_headers
+from .channel_type import Exchange, JsonReply, StreamReply, Target
 from .client_protocol import Call, ClientProtocol, RouteSpec, StreamWriter
 from .context import RequestContext
+from .disconnect import DisconnectWatch
 from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, UpstreamTimeoutError
-from .model import ChatRequest, Usage
+from .failover import AttemptPlan
+from .health import Lease, redact
+from .billing.charge import MEDIA_USED
+from .model import ChatRequest, ChatResponse, Usage
 from .records import UsageRow
 from .router import UNSUPPORTED_ENDPOINT
 from .services import Services
 from .tally import StreamTally, estimate_tokens
+from .uploads import Upload, discard_unread
 
 log = structlog.get_logger("relaygate.request")
 
@@ -58,12 +63,19 @@ class ProtocolEndpoint:
             client_request_id=headers.get("x-request-id"),
         )
         admitted: list = []
+        upload: Upload | None = None
         try:
             query = QueryParams(scope["query_string"])
             ctx.secret = self.protocol.read_key(headers, query)
-            body = await read_body(scope, receive, services.config.max_body_bytes)
-            ctx.body_size = len(body)
-            call = self.protocol.parse(self.route, body, headers, query, scope.get("path_params", {}))
+            path_params, limit = scope.get("path_params", {}), self.route.max_body_bytes or services.config.max_body_bytes
+            if self.route.stream_body:  # an upload: only its head is read here, the channel streams the rest
+                upload = Upload.open(scope, receive, limit)
+                call = await self.protocol.parse_upload(self.route, upload, headers, query, path_params)
+                ctx.body_size = upload.text_size
+            else:
+                body = await read_body(scope, receive, limit)
+                ctx.body_size = len(body)
+                call = self.protocol.parse(self.route, body, headers, query, path_params)
             ctx.call = call
             ctx.row.model = call.model or None
             ctx.row.stream = call.stream
@@ -75,6 +87,8 @@ class ProtocolEndpoint:
             else:
                 await self._relay(ctx, call, admitted, receive, send)
         except GatewayError as error:
+            if self.route.stream_body:  # the client may still be sending: answered on unread bytes, its connection resets
+                await discard_unread(upload, receive)
             await self._fail(ctx, admitted, send, error)
         except ClientGone:
             ctx.row.end_reason = "client_gone"
@@ -91,6 +105,8 @@ class ProtocolEndpoint:
         except Exception:
             log.exception("request failed", path=scope.get("path"))
             error = InternalError(f"The gateway failed to handle the request (request id: {ctx.request_id}).")
+            if self.route.stream_body:
+                await discard_unread(upload, receive)
             await self._fail(ctx, admitted, send, error)
 
     # --- answering -----------------------------------------------------------
@@ -134,7 +150,7 @@ class ProtocolEndpoint:
     async def _relay(self, ctx: RequestContext, call: Call, admitted: list, receive, send) -> None:
         services = self.services
         try:
-            targets = await services.router.candidates(ctx.key, call.model, call.endpoint)
+            routes = await services.router.candidates(ctx.key, call.model, call.endpoint)
         except NotFoundError as error:
             answer = await self.protocol.answer_locally(call) if error.code == UNSUPPORTED_ENDPOINT else None
             if answer is None:
@@ -143,75 +159,142 @@ class ProtocolEndpoint:
             ctx.response_headers.extend(encode_headers(dict(answer.headers)))
             await self._respond(ctx, admitted, send, 200, answer.body, answer.content_type.encode())
             return
+        config = services.config
+        health = services.health
+        plan = AttemptPlan(health, routes, call.model, config.max_attempts, ctx.started + config.attempt_deadline)
+        early = EarlyHead() if call.stream and config.keepalive_interval > 0 else None
+        # an upload's body is read by the channel as it sends it: the upload notices a disconnect itself
+        watch = DisconnectWatch(receive, enabled=getattr(call, "upload", None) is None)
         request: ChatRequest | None = None
-        last_error: GatewayError | None = None
-        for attempt, target in enumerate(targets[: services.config.max_attempts]):
-            channel_type = services.registry.channel_types[target.channel.type]
-            passthrough = channel_type.wire(call.endpoint) == call.wire
-            if not passthrough and request is None:
-                request = self.protocol.to_core(call)
-            exchange = Exchange(
-                call=call,
-                target=target,
-                request=None if passthrough else request,
-                session=services.session,
-                timeouts=services.config.timeouts,
-                request_id=ctx.request_id,
-            )
-            row = ctx.row
-            row.channel_id, row.channel_name = target.channel.id, target.channel.name
-            row.upstream_model = target.upstream_model
-            started = time.perf_counter()
-            try:
-                reply = await channel_type.send(exchange)
-            except GatewayError as error:
-                row.attempts.append(_attempt(target, started, error))
-                last_error = error
-                if error.retryable and attempt + 1 < min(len(targets), services.config.max_attempts):
-                    continue
-                raise
-            row.attempts.append(_attempt(target, started, None))
-            if isinstance(reply, StreamReply):
-                await self._stream(ctx, call, reply, passthrough, admitted, receive, send)
-            else:
-                await self._complete(ctx, call, reply, passthrough, admitted, send)
-            return
-        raise last_error or InternalError("no channel was tried")
+        row = ctx.row
+        lease: Lease | None = None
+        try:
+            while True:
+                lease = plan.next()
+                if lease is None:
+                    if early is None or early.writer is None:
+                        raise plan.final_error()
+                    await self._end_early(ctx, admitted, early.writer, plan.final_error(), send)
+                    return
+                channel = lease.route.channel
+                channel_type = services.registry.channel_types[channel.type]
+                passthrough = channel_type.wire(call.endpoint) == call.wire
+                if not passthrough and request is None:
+                    request = self.protocol.to_core(call)
+                target = Target(channel=channel, api_key=lease.api_key, upstream_model=channel.upstream_model(call.model))
+                exchange = Exchange(
+                    call=call,
+                    target=target,
+                    request=None if passthrough else request,
+                    session=services.session,
+                    timeouts=plan.timeouts(lease),
+                    request_id=ctx.request_id,
+                )
+                row.channel_id, row.channel_name = channel.id, channel.name
+                row.upstream_model = target.upstream_model
+                started = time.perf_counter()
+                try:
+                    if early is not None:
+                        reply = await self._send_keeping_alive(ctx, call, channel_type, exchange, passthrough, early, watch, send)
+                    else:
+                        reply = await watch.run(channel_type.send(exchange))
+                except GatewayError as error:
+                    redact_error(error, lease.api_key)
+                    row.attempts.append(_attempt(lease, started, error))
+                    plan.failed(lease, error)
+                    if early is not None and early.writer is not None:  # the client has the head: end its stream
+                        await self._end_early(ctx, admitted, early.writer, error, send)
+                        return
+                    if error.retryable:
+                        continue
+                    raise
+                except ClientGone:  # the upstream call was cancelled; the row counts the prompt sent (estimated)
+                    row.attempts.append(_attempt(lease, started, None, 499))
+                    self._count(ctx, None, output_chars=0)
+                    raise
+                health.succeeded(lease)
+                row.attempts.append(_attempt(lease, started, None))
+                if isinstance(reply, StreamReply):
+                    broken = await self._stream(ctx, call, reply, passthrough, admitted, watch, send, early.writer if early else None)
+                    if broken is not None:
+                        health.stream_failed(lease, broken)
+                else:
+                    await self._complete(ctx, call, reply, passthrough, admitted, send)
+                return
+        finally:
+            watch.close()
+            if lease is not None:
+                lease.release()  # the channel's concurrency slot
+
+    async def _send_keeping_alive(self, ctx: RequestContext, call: Call, channel_type, exchange: Exchange, passthrough: bool, early: EarlyHead, watch: DisconnectWatch, send):
+        """Send the attempt; while its first byte is late, send keep-alives every
+        ``keepalive_interval`` seconds of the request — the first one sends the
+        response head (200, SSE) and sets ``early.writer``, after which an error
+        can only end the stream."""
+        interval = self.services.config.keepalive_interval
+        task = asyncio.ensure_future(channel_type.send(exchange))
+        try:
+            while True:
+                waited = time.perf_counter() - ctx.started
+                due = (int(waited / interval) + 1) * interval - waited
+                done, _ = await watch.run(asyncio.wait((task,), timeout=due))
+                if done:
+                    return task.result()
+                writer = early.writer
+                if writer is None:
+                    writer = early.writer = self.protocol.stream_writer(call, passthrough)
+                    headers = stream_headers(writer.content_type) + ctx.response_headers
+                    await send({"type": "http.response.start", "status": 200, "headers": headers})
+                await send({"type": "http.response.body", "body": writer.keepalive(), "more_body": True})
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    async def _end_early(self, ctx: RequestContext, admitted: list, writer: StreamWriter, error: GatewayError, send) -> None:
+        """End a stream whose head went out before any upstream answered (nothing billed)."""
+        row = ctx.row
+        row.status = 200
+        row.end_reason = "timeout" if isinstance(error, UpstreamTimeoutError) else "upstream_error"
+        row.error_type, row.error_message = error.kind, error.message
+        row.upstream_status, row.upstream_error = error.upstream_status, error.upstream_body
+        await self._settle(ctx, admitted)
+        await send({"type": "http.response.body", "body": writer.fail(error, ctx.request_id), "more_body": False})
 
     async def _complete(self, ctx: RequestContext, call: Call, reply: JsonReply, passthrough: bool, admitted: list, send) -> None:
-        if passthrough and reply.body is not None:
+        # a channel may answer in the client's own wire although asked to convert (JsonReply.wire)
+        if reply.body is not None and (passthrough or (reply.wire is not None and reply.wire == call.wire)):
             body = self.protocol.passthrough_body(call, reply.body)
         else:
             body = self.protocol.render_response(call, reply.response)
-        usage = reply.usage or (reply.response.usage if reply.response else None)
-        self._count(ctx, usage, output_chars=_response_chars(reply) if usage is None else 0)
+        usage = reply.usage or getattr(reply.response, "usage", None)
+        chat = isinstance(reply.response, (ChatResponse, type(None)))
+        self._count(ctx, usage, output_chars=_response_chars(reply) if usage is None and chat else 0)
+        if reply.media is not None:  # images, characters, audio: priced per unit (billing.charge)
+            ctx.state[MEDIA_USED] = reply.media
+            ctx.row.estimated = ctx.row.estimated or reply.media.estimated
         ctx.row.first_token_ms = ctx.elapsed_ms()
         await self._respond(ctx, admitted, send, 200, body, reply.content_type.encode())
 
-    async def _stream(self, ctx: RequestContext, call: Call, reply: StreamReply, passthrough: bool, admitted: list, receive, send) -> None:
-        writer = self.protocol.stream_writer(call, passthrough)
+    async def _stream(self, ctx: RequestContext, call: Call, reply: StreamReply, passthrough: bool, admitted: list, watch: DisconnectWatch, send, writer: StreamWriter | None = None) -> GatewayError | None:
+        """Pump the stream to the client; return the error that broke it, if any.
+
+        ``writer`` is given when keep-alives already sent the response head."""
+        if writer is None:
+            writer = self.protocol.stream_writer(call, passthrough)
+            await send({"type": "http.response.start", "status": 200, "headers": stream_headers(writer.content_type) + ctx.response_headers})
         tally = StreamTally(ctx.started)
-        await send({"type": "http.response.start", "status": 200, "headers": stream_headers(writer.content_type) + ctx.response_headers})
-        pump = asyncio.ensure_future(_pump(reply, writer, tally, send))
-        watcher = asyncio.ensure_future(wait_for_disconnect(receive))
         error: GatewayError | None = None
         try:
-            done, _ = await asyncio.wait((pump, watcher), return_when=asyncio.FIRST_COMPLETED)
-            if pump in done:
-                error = pump.result()
-                end_reason = "done" if error is None else ("timeout" if isinstance(error, UpstreamTimeoutError) else "upstream_error")
-            else:
-                pump.cancel()
-                await asyncio.gather(pump, return_exceptions=True)
-                end_reason = "client_gone"
+            error = await watch.run(_pump(reply, writer, tally, send))
+            end_reason = "done" if error is None else ("timeout" if isinstance(error, UpstreamTimeoutError) else "upstream_error")
+        except ClientGone:
+            end_reason = "client_gone"
         except asyncio.CancelledError:
             ctx.row.end_reason = "client_gone"
             self._count(ctx, tally.usage, output_chars=tally.output_chars)
             raise
         finally:
-            watcher.cancel()
-            if not pump.done():
-                pump.cancel()
             await reply.close()
         row = ctx.row
         row.end_reason = end_reason
@@ -223,9 +306,10 @@ class ProtocolEndpoint:
         self._count(ctx, tally.usage, output_chars=tally.output_chars)
         await self._settle(ctx, admitted)
         if end_reason == "client_gone":
-            return
+            return None
         tail = writer.end() if error is None else writer.fail(error, ctx.request_id)
         await send({"type": "http.response.body", "body": tail, "more_body": False})
+        return error
 
     def _count(self, ctx: RequestContext, usage: Usage | None, output_chars: int) -> None:
         row = ctx.row
@@ -259,16 +343,37 @@ async def _pump(reply: StreamReply, writer: StreamWriter, tally: StreamTally, se
     return None
 
 
-def _attempt(target, started: float, error: GatewayError | None) -> dict[str, Any]:
+class EarlyHead:
+    """The writer of a stream whose head keep-alives sent before any upstream answered."""
+
+    __slots__ = ("writer",)
+
+    def __init__(self) -> None:
+        self.writer: StreamWriter | None = None
+
+
+def _attempt(lease: Lease, started: float, error: GatewayError | None, status: int = 200) -> dict[str, Any]:
+    """One attempt as the usage log keeps it: the key by its position, never itself."""
+    channel = lease.route.channel
     attempt: dict[str, Any] = {
-        "channel": target.channel.name,
-        "channel_id": target.channel.id,
+        "channel": channel.name,
+        "channel_id": channel.id,
+        "key_index": lease.key_index,
         "latency_ms": round((time.perf_counter() - started) * 1000.0, 2),
-        "status": 200 if error is None else (error.upstream_status or error.status),
+        "status": status if error is None else (error.upstream_status or error.status),
     }
     if error is not None:
         attempt["error"] = error.message[:300]
+    elif status == 499:
+        attempt["error"] = "the client disconnected"
     return attempt
+
+
+def redact_error(error: GatewayError, api_key: str) -> None:
+    """Mask the channel's key wherever an upstream echoed it back."""
+    error.message = redact(error.message, api_key)
+    if error.upstream_body:
+        error.upstream_body = redact(error.upstream_body, api_key)
 
 
 def _response_chars(reply: JsonReply) -> int:

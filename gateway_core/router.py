@@ -3,7 +3,9 @@
 The router keeps an in-memory index of the enabled channels, rebuilt from the
 store at most once per ``ttl`` seconds (and at once after ``invalidate``), so a
 request costs no database call. Candidates come highest priority first, in
-weighted random order within a priority.
+weighted random order within a priority, each as a :class:`Route`: the channel,
+its usable upstream keys and its timeouts. Which of them is healthy right now is
+the business of :mod:`gateway_core.health`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 
-from .channel_type import Target
+import attrs
+
+from .channel_type import Timeouts
 from .errors import GatewayError, InvalidRequestError, NotFoundError, PermissionDeniedError
 from .model import ModelInfo
 from .records import ChannelRecord, KeyRecord
@@ -25,21 +29,51 @@ from .store.channels import list_channels
 UNSUPPORTED_ENDPOINT = "unsupported_endpoint"
 
 
+@attrs.frozen(eq=False)
+class Route:
+    """A channel as the relay tries it.
+
+    ``keys`` are its upstream keys the upstream has not refused, as ``(position,
+    key)``; a channel without keys (a local one) has the single key ``""``.
+    ``timeouts`` are the channel's own, else the gateway's.
+    """
+
+    channel: ChannelRecord
+    keys: tuple[tuple[int, str], ...] = attrs.field(repr=False)
+    timeouts: Timeouts
+    concurrency: int = 0
+
+
+def route_for(channel: ChannelRecord, defaults: Timeouts) -> Route:
+    keys = tuple((n, key) for n, key in enumerate(channel.api_keys) if channel.key_disabled(key) is None)
+    if not channel.api_keys:
+        keys = ((0, ""),)
+    timeouts = defaults
+    if channel.timeout_connect or channel.timeout_first_byte or channel.timeout_idle:
+        timeouts = Timeouts(
+            connect=channel.timeout_connect or defaults.connect,
+            first_byte=channel.timeout_first_byte or defaults.first_byte,
+            idle=channel.timeout_idle or defaults.idle,
+        )
+    return Route(channel=channel, keys=keys, timeouts=timeouts, concurrency=max(0, channel.concurrency))
+
+
 class ChannelIndex:
     """Enabled channels by (group, model), and every model served by any channel."""
 
-    def __init__(self, channels: Sequence[ChannelRecord], serves) -> None:
-        self.by_group_model: dict[tuple[str, str], list[ChannelRecord]] = defaultdict(list)
+    def __init__(self, channels: Sequence[ChannelRecord], serves, timeouts: Timeouts = Timeouts()) -> None:
+        self.by_group_model: dict[tuple[str, str], list[Route]] = defaultdict(list)
         self.models: dict[str, int] = {}
         self.group_models: dict[str, set[str]] = defaultdict(set)
         for channel in channels:
             if not channel.enabled:
                 continue
+            route = route_for(channel, timeouts)
             created = int(getattr(channel, "created_at", 0) or 0)
             for model in channel.models:
                 self.models.setdefault(model, created)
                 for group in channel.groups:
-                    self.by_group_model[(group, model)].append(channel)
+                    self.by_group_model[(group, model)].append(route)
                     self.group_models[group].add(model)
         self.serves = serves
 
@@ -81,11 +115,20 @@ def _group_refusal(key: KeyRecord, model: str) -> PermissionDeniedError:
 
 
 class Router:
-    def __init__(self, store: Store, channel_types: dict, *, ttl: float = 1.0, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        channel_types: dict,
+        *,
+        ttl: float = 1.0,
+        rng: random.Random | None = None,
+        timeouts: Timeouts = Timeouts(),
+    ) -> None:
         self._store = store
         self._channel_types = channel_types
         self._ttl = ttl
         self._rng = rng or random.Random()
+        self._timeouts = timeouts
         self._index: ChannelIndex | None = None
         self._loaded_at = 0.0
         self._loading: asyncio.Future | None = None
@@ -107,7 +150,7 @@ class Router:
 
     async def _load(self) -> ChannelIndex:
         channels = await self._store.read(list_channels)
-        self._index = ChannelIndex(channels, self._serves)
+        self._index = ChannelIndex(channels, self._serves, self._timeouts)
         self._loaded_at = time.monotonic()
         return self._index
 
@@ -125,39 +168,36 @@ class Router:
             models = models & set(key.models)
         return [ModelInfo(id=m, created=index.models.get(m, 0)) for m in sorted(models)]
 
-    async def candidates(self, key: KeyRecord, model: str, endpoint: str) -> list[Target]:
+    async def candidates(self, key: KeyRecord, model: str, endpoint: str) -> list[Route]:
         """The channels to try for ``model`` at ``endpoint``, in order; raises when none."""
         index = await self.index()
-        channels = index.by_group_model.get((key.group, model))
-        if not channels:
+        routes = index.by_group_model.get((key.group, model))
+        if not routes:
             raise model_refusal(index, key, model) or _group_refusal(key, model)
-        serving = [c for c in channels if self._serves(c, endpoint)]
+        serving = [r for r in routes if self._serves(r.channel, endpoint)]
         if not serving:
             raise NotFoundError(
                 f"The endpoint '{endpoint}' is not available for the model '{model}'.",
                 code=UNSUPPORTED_ENDPOINT,
             )
-        return [self._target(channel, model) for channel in self._order(serving)]
+        return self.order(serving)
 
-    def _order(self, channels: list[ChannelRecord]) -> list[ChannelRecord]:
-        if len(channels) == 1:
-            return channels
-        tiers: dict[int, list[ChannelRecord]] = defaultdict(list)
-        for channel in channels:
-            tiers[channel.priority].append(channel)
-        ordered: list[ChannelRecord] = []
+    def order(self, routes: list[Route]) -> list[Route]:
+        """Highest priority first; weighted random order within a priority."""
+        if len(routes) == 1:
+            return routes
+        tiers: dict[int, list[Route]] = defaultdict(list)
+        for route in routes:
+            tiers[route.channel.priority].append(route)
+        ordered: list[Route] = []
         for priority in sorted(tiers, reverse=True):
             ordered.extend(self._weighted_shuffle(tiers[priority]))
         return ordered
 
-    def _weighted_shuffle(self, channels: list[ChannelRecord]) -> list[ChannelRecord]:
-        """Order by weighted sampling without replacement (Efraimidis–Spirakis keys)."""
-        if len(channels) == 1:
-            return channels
+    def _weighted_shuffle(self, routes: list[Route]) -> list[Route]:
+        """Order by weighted sampling without replacement (Efraimidis–Spirakis keys).
+        A channel of weight 0 comes last in its tier (a standby)."""
+        if len(routes) == 1:
+            return routes
         rng = self._rng
-        return sorted(channels, key=lambda c: rng.random() ** (1.0 / max(c.weight, 1e-9)), reverse=True)
-
-    def _target(self, channel: ChannelRecord, model: str) -> Target:
-        keys = channel.api_keys
-        api_key = keys[0] if len(keys) == 1 else self._rng.choice(keys) if keys else ""
-        return Target(channel=channel, api_key=api_key, upstream_model=channel.upstream_model(model))
+        return sorted(routes, key=lambda r: rng.random() ** (1.0 / max(r.channel.weight, 1e-9)), reverse=True)

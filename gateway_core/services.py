@@ -11,6 +11,7 @@ from .asgi import ClientAddress
 from .billing.price_book import PriceBook
 from .billing.sweeper import HoldSweeper
 from .config import Config
+from .health import HealthBoard
 from .key_cache import KeyCache
 from .plugins import Registry
 from .policy import Pipeline
@@ -43,6 +44,7 @@ class Services:
     rate_limiter: RateLimiter = attrs.field(factory=InProcessRateLimiter)
     prices: PriceBook | None = None
     hold_sweeper: HoldSweeper | None = None
+    health: HealthBoard = attrs.field(factory=HealthBoard)
 
     @classmethod
     def build(cls, config: Config, registry: Registry) -> Services:
@@ -52,7 +54,8 @@ class Services:
             registry=registry,
             store=store,
             keys=KeyCache(store),
-            router=Router(store, registry.channel_types),
+            router=Router(store, registry.channel_types, timeouts=config.timeouts),
+            health=HealthBoard(failures=config.breaker_failures, cooldown=config.breaker_cooldown, persist=_persister(store)),
             pipeline=Pipeline(registry.policies),
             recorder=Recorder(store),
             client_address=ClientAddress(config.trusted_proxies),
@@ -83,3 +86,13 @@ class Services:
         if self.hold_sweeper is not None:
             await self.hold_sweeper.stop()
         await self.store.close()
+
+
+def _persister(store: Store):
+    """Health changes go to the store without waiting; lost only if it is closed."""
+
+    def persist(fn, *args) -> None:
+        if store.running:
+            store.write_nowait(fn, *args)
+
+    return persist

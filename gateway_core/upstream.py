@@ -45,9 +45,10 @@ async def post(
     The caller owns the response: read it, or release it when done.
     """
     timeouts = exchange.timeouts
-    client_timeout = aiohttp.ClientTimeout(
-        total=None, connect=timeouts.connect, sock_read=timeouts.idle
-    )
+    # aiohttp's read timeout also runs while the head is awaited: the head gets the
+    # first-byte timeout (below), the body the idle timeout once the head is here
+    sock_read = max(timeouts.idle, timeouts.first_byte)
+    client_timeout = aiohttp.ClientTimeout(total=None, connect=timeouts.connect, sock_read=sock_read)
     try:
         async with asyncio.timeout(timeouts.first_byte):
             response = await exchange.session.post(
@@ -64,6 +65,8 @@ async def post(
     except aiohttp.ClientError as exc:
         raise _unavailable(f"the upstream connection failed: {type(exc).__name__}") from None
     if response.status < 400:
+        if timeouts.idle < sock_read:
+            _idle_timeout(response, timeouts.idle)
         return response
     try:
         data = await response.content.read(ERROR_BODY_LIMIT)
@@ -81,7 +84,8 @@ def error_for_status(
 
     A request the upstream refused for its own content (400, 413, 422) is the
     client's to fix: same status, no retry. Everything else (the channel's key
-    refused, rate limits, server errors, an unknown path) may succeed elsewhere.
+    refused — marked ``key_refused`` —, rate limits, server errors, an unknown
+    path) may succeed elsewhere.
     """
     message = error_message(status, body)
     error: GatewayError
@@ -99,6 +103,9 @@ def error_for_status(
         error = UpstreamTimeoutError(f"the upstream timed out ({status})", retryable=True)
     elif status in (503, 529):
         error = UpstreamUnavailableError(f"the upstream is overloaded ({status}): {message}", retryable=True)
+    elif status in (401, 403):
+        error = UpstreamError(f"the upstream refused the channel's key ({status}): {message}", retryable=True)
+        error.key_refused = True
     else:
         error = UpstreamError(f"the upstream failed ({status}): {message}", retryable=True)
     error.upstream_status = status
@@ -139,8 +146,17 @@ async def sse_frames(
             response.close()
 
 
-def _unavailable(message: str) -> UpstreamUnavailableError:
-    return UpstreamUnavailableError(message, retryable=True)
+def _idle_timeout(response: aiohttp.ClientResponse, seconds: float) -> None:
+    """From now on, time out after ``seconds`` without data from the upstream."""
+    protocol = response.connection.protocol if response.connection is not None else None
+    if protocol is not None:
+        protocol.read_timeout = seconds
+        protocol.start_timeout()
+
+
+def _unavailable(message: str) -> UpstreamError:
+    # a 502 when no other channel succeeds: the upstream failed (a 503 says no channel was available)
+    return UpstreamError(message, retryable=True)
 
 
 def _seconds(value: str | None) -> float | None:

@@ -215,7 +215,7 @@ def test_the_billing_migration_upgrades_a_database_in_use(tmp_path):
     conn.execute("INSERT INTO api_keys (user_id, name, key_hash, prefix, group_name, used_micros, enabled, deleted) VALUES (?, 'k', 'h', 'sk-', 'default', 0, 1, 0)", (user_id,))
     conn.execute("INSERT INTO usage_logs (request_id, created_at, key_id, status) VALUES ('r1', 1.0, 1, 200)")
     conn.close()
-    assert Store(path, CORE_MIGRATIONS).migrate() == ["0003_billing"]
+    assert Store(path, CORE_MIGRATIONS).migrate()[0] == "0003_billing"  # then any later ones
     conn = Store(path, CORE_MIGRATIONS).connect()
     assert conn.execute("SELECT held_micros FROM api_keys").fetchone() == (0,)
     assert conn.execute("SELECT held_micros, overrun_micros, cache_write_tokens FROM usage_logs").fetchone() == (0, 0, 0)

@@ -171,6 +171,22 @@ async def test_admin_manages_channels_with_masked_keys(browsers, seed, upstream,
     assert status == 400 and "nope" in page
 
 
+async def test_the_channel_page_shows_breakers_and_disabled_keys(browsers, seed, gateway):
+    from gateway_core.records import key_fingerprint
+    from gateway_core.store.channel_health import BreakerReport, save_breaker
+    from gateway_core.store.channels import disable_channel_key
+
+    keys = ("sk-healthy-0123456789", "sk-revoked-0123456789")
+    channel_id = seed.channel("sick", type="demo", base_url="local://demo", models=["demo-chat"], api_keys=keys)
+    seed._write(disable_channel_key, channel_id, key_fingerprint(keys[1]), 1, "upstream answered 401: Incorrect API key provided")
+    seed._write(save_breaker, BreakerReport(channel_id, "", None, "open", 3, 1.0, 4102444800.0, "the upstream failed (500): boom", "w:1", 2.0))
+    root = await browsers("root")
+    _, page = await root.get("/console/admin/channels")
+    assert 'data-breaker="open"' in page and "3 failure(s)" in page and "(500): boom" in page
+    assert 'data-key-state="disabled"' in page and "upstream answered 401: Incorrect API key provided" in page
+    assert "sk-r…6789" in page and keys[1] not in page and keys[0] not in page
+
+
 async def test_admin_manages_users_groups_and_prices(openai_client, browsers, seed, users, gateway):
     root = await browsers("root")
     status, _ = await root.post("/console/admin/users", {"name": "carol", "password": "carol-password", "groups": "default, vip"}, csrf_from="/console/admin/users")

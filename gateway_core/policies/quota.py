@@ -1,10 +1,12 @@
 """Reserves a request's maximum cost before any upstream call; prices what it used after.
 
-``admit`` (order 500) looks the model's price up in memory. A free model passes
+``admit`` (order 500) looks the model's price (or its most specific price
+variant) up in memory. A free model passes
 with no write. A model with no price is refused (403 ``model_not_priced``)
 unless no channel serves it (the router then says so). Otherwise the maximum
 cost — input tokens estimated locally, output capped by the request's max
-tokens or ``[gateway] default_max_output_tokens`` — is reserved in one store
+tokens or ``[gateway] default_max_output_tokens``, the images, characters or
+audio the request will use (:mod:`gateway_core.billing.charge`) — is reserved in one store
 write against the user's balance and the key's quota together, or the request
 is refused with 429 ``insufficient_quota`` naming which of the two is short.
 
@@ -16,8 +18,7 @@ row.
 from __future__ import annotations
 
 from .. import endpoints
-from ..billing.charge import Charge, request_cost, requested_max_output
-from ..billing.cost import max_cost_micros
+from ..billing.charge import Charge, max_request_cost, media_used, price_for, request_cost, requested_max_output
 from ..context import RequestContext
 from ..errors import InsufficientQuotaError, PermissionDeniedError
 from ..money import format_usd
@@ -42,7 +43,7 @@ class Quota(Policy):
         model = call.model
         book = services.prices
         snapshot = book.fresh() or await book.load()
-        price = snapshot.prices.get(model)
+        price = price_for(snapshot.prices, model, call.options)
         key = ctx.key
         if price is None:
             index = await services.router.index()
@@ -56,8 +57,11 @@ class Quota(Policy):
         if price.free:
             return
         ratio = snapshot.ratio(key.group)
+        needed = max_request_cost(
+            price, ratio, endpoint=call.endpoint, options=call.options, body=call.body,
+            input_tokens=ctx.estimated_input_tokens(), default_max_output=self.default_max_output_tokens,
+        )
         max_output = requested_max_output(call.options, call.body) or self.default_max_output_tokens
-        needed = max_cost_micros(price, ratio, input_tokens=ctx.estimated_input_tokens(), max_output_tokens=max_output)
         # set before the write: a request cancelled while waiting for it still settles (releases) it
         ctx.charge = Charge(user_id=key.user_id, key_id=key.id, price=price, ratio_ppm=ratio, held_micros=needed)
         ctx.row.held_micros = needed
@@ -74,7 +78,8 @@ class Quota(Policy):
     async def finish(self, ctx: RequestContext, services) -> None:
         charge = ctx.charge
         if charge is not None:
-            ctx.row.cost_micros = request_cost(ctx.row, charge.price, charge.ratio_ppm)
+            media = media_used(ctx.state, ctx.call.options, ctx.row) if ctx.call is not None else None
+            ctx.row.cost_micros = request_cost(ctx.row, charge.price, charge.ratio_ppm, media)
 
 
 def _refusal(refused: HoldRefused, max_output: int) -> InsufficientQuotaError:

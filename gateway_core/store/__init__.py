@@ -5,7 +5,7 @@ modules below — on reader threads or through the group-commit writer. The CLI
 calls the same functions directly on a connection from :meth:`Store.connect`.
 """
 
-from . import channels, groups, keys, limits, prices, usage, users, wallet
+from . import channel_health, channels, groups, keys, limits, prices, usage, users, wallet
 from .connection import atomic
 from .migrations import CORE_MIGRATIONS, apply_migrations
 from .sqlite_store import Store
@@ -15,6 +15,7 @@ __all__ = [
     "Store",
     "apply_migrations",
     "atomic",
+    "channel_health",
     "channels",
     "groups",
     "keys",

@@ -1,5 +1,6 @@
 """Channels: the upstreams requests are routed to. Their upstream keys are
-secrets: stored as given, never logged, shown only masked."""
+secrets: stored as given, never logged, shown only masked (see
+docs/operations.md for how they are protected at rest)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,22 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..records import ChannelRecord
+from ..records import ChannelRecord, DisabledKey, key_fingerprint
 from .connection import fetch_all, fetch_one, from_json, to_json
 
 _SELECT = (
     "SELECT id, name, type, base_url, api_keys, models, model_map, groups, priority, weight, "
-    "enabled, endpoints, headers, settings FROM channels"
+    "enabled, endpoints, headers, settings, concurrency, timeout_connect, timeout_first_byte, "
+    "timeout_idle, disabled_keys FROM channels"
 )
+TIMEOUT_FIELDS = ("timeout_connect", "timeout_first_byte", "timeout_idle")
+# what update_channel may change, and how each is stored
+_EDITABLE: dict[str, str] = {
+    "name": "text", "type": "text", "base_url": "text", "api_keys": "list", "models": "list",
+    "model_map": "map", "groups": "list", "priority": "int", "weight": "int", "enabled": "bool",
+    "endpoints": "list", "headers": "map", "settings": "map", "concurrency": "int",
+    "timeout_connect": "seconds", "timeout_first_byte": "seconds", "timeout_idle": "seconds",
+}  # fmt: skip
 
 
 def add_channel(
@@ -33,6 +43,10 @@ def add_channel(
     endpoints: Iterable[str] = (),
     headers: Mapping[str, str] | None = None,
     settings: Mapping[str, Any] | None = None,
+    concurrency: int = 0,
+    timeout_connect: float | None = None,
+    timeout_first_byte: float | None = None,
+    timeout_idle: float | None = None,
 ) -> int:
     """Store a channel (the fields of :class:`ChannelRecord`); return its id.
 
@@ -44,10 +58,12 @@ def add_channel(
         raise ValueError("a channel needs a type")
     if weight < 0:
         raise ValueError("a channel's weight must not be negative")
+    timeouts = {"timeout_connect": timeout_connect, "timeout_first_byte": timeout_first_byte, "timeout_idle": timeout_idle}
     cursor = conn.execute(
         "INSERT INTO channels (name, type, base_url, api_keys, models, model_map, groups, priority, "
-        "weight, enabled, endpoints, headers, settings, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "weight, enabled, endpoints, headers, settings, created_at, concurrency, timeout_connect, "
+        "timeout_first_byte, timeout_idle) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             name.strip(),
             type,
@@ -63,9 +79,74 @@ def add_channel(
             to_json(dict(headers or {})),
             to_json(dict(settings or {})),
             time.time(),
+            _concurrency(concurrency),
+            *(_seconds(name, value) for name, value in timeouts.items()),
         ),
     )
     return int(cursor.lastrowid)
+
+
+def update_channel(conn: sqlite3.Connection, channel_name: str, /, **fields: Any) -> bool:
+    """Change the given fields of the channel ``channel_name``; ``False`` when there is none.
+
+    Fields are those of :func:`add_channel`; a timeout of ``None`` goes back to
+    the gateway's default. New ``api_keys`` keep the disabled marks of the keys
+    they keep and drop the others'.
+    """
+    row = conn.execute("SELECT id, disabled_keys FROM channels WHERE name = ?", (channel_name,)).fetchone()
+    if row is None:
+        return False
+    sets: list[str] = []
+    params: list[Any] = []
+    for field, value in fields.items():
+        kind = _EDITABLE.get(field)
+        if kind is None:
+            raise ValueError(f"a channel has no editable field {field!r}")
+        if field == "name" and (not value or not str(value).strip()):
+            raise ValueError("a channel needs a name")
+        if field == "weight" and value < 0:
+            raise ValueError("a channel's weight must not be negative")
+        sets.append(f"{field} = ?")
+        params.append(_stored(field, kind, value))
+    if "api_keys" in fields:
+        kept = _disabled(row[1])
+        keys = _unique(fields["api_keys"])
+        positions = {key_fingerprint(key): n for n, key in enumerate(keys)}
+        marks = [_mark(d, positions[d.fingerprint]) for d in kept if d.fingerprint in positions]
+        sets.append("disabled_keys = ?")
+        params.append(to_json(marks))
+    if sets:
+        conn.execute(f"UPDATE channels SET {', '.join(sets)} WHERE id = ?", (*params, row[0]))
+    return True
+
+
+def disable_channel_key(conn: sqlite3.Connection, channel_id: int, fingerprint: str, index: int, reason: str) -> bool:
+    """Mark an upstream key of a channel disabled with ``reason`` (kept once: the
+    first reason stays); ``False`` when the channel or the key is gone."""
+    row = conn.execute("SELECT api_keys, disabled_keys FROM channels WHERE id = ?", (channel_id,)).fetchone()
+    if row is None:
+        return False
+    keys = from_json(row[0], [])
+    positions = {key_fingerprint(key): n for n, key in enumerate(keys)}
+    if fingerprint not in positions:
+        return False
+    disabled = _disabled(row[1])
+    if any(d.fingerprint == fingerprint for d in disabled):
+        return True
+    marks = [_mark(d, d.index) for d in disabled]
+    marks.append({"index": positions.get(fingerprint, index), "fingerprint": fingerprint, "reason": reason[:500], "at": time.time()})
+    conn.execute("UPDATE channels SET disabled_keys = ? WHERE id = ?", (to_json(marks), channel_id))
+    return True
+
+
+def enable_channel_keys(conn: sqlite3.Connection, name: str) -> list[DisabledKey]:
+    """Use every upstream key of the channel again; return the marks removed."""
+    row = conn.execute("SELECT id, disabled_keys FROM channels WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        return []
+    conn.execute("UPDATE channels SET disabled_keys = '[]' WHERE id = ?", (row[0],))
+    conn.execute("DELETE FROM channel_health WHERE channel_id = ? AND key_slot != ''", (row[0],))
+    return _disabled(row[1])
 
 
 def list_channels(conn: sqlite3.Connection, *, enabled_only: bool = False) -> list[ChannelRecord]:
@@ -84,8 +165,12 @@ def set_channel_enabled(conn: sqlite3.Connection, name: str, enabled: bool) -> b
 
 
 def delete_channel(conn: sqlite3.Connection, name: str) -> bool:
-    """Remove a channel (usage rows keep its id and name)."""
-    return conn.execute("DELETE FROM channels WHERE name = ?", (name,)).rowcount > 0
+    """Remove a channel and its breaker states (usage rows keep its id and name)."""
+    row = conn.execute("SELECT id FROM channels WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        return False
+    conn.execute("DELETE FROM channel_health WHERE channel_id = ?", (row[0],))
+    return conn.execute("DELETE FROM channels WHERE id = ?", (row[0],)).rowcount > 0
 
 
 def count_channels(conn: sqlite3.Connection) -> int:
@@ -94,6 +179,49 @@ def count_channels(conn: sqlite3.Connection) -> int:
 
 def _unique(values: Iterable[str]) -> list[str]:
     return [v for v in dict.fromkeys(values) if v]
+
+
+def _concurrency(value: int | None) -> int:
+    value = int(value or 0)
+    if value < 0:
+        raise ValueError("a channel's concurrency cap must not be negative (0: no cap)")
+    return value
+
+
+def _seconds(name: str, value: float | None) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    if not value > 0:
+        raise ValueError(f"a channel's {name.replace('_', ' ')} must be more than 0 seconds")
+    return value
+
+
+def _stored(field: str, kind: str, value: Any) -> Any:
+    if kind == "list":
+        return to_json(_unique(value))
+    if kind == "map":
+        return to_json(dict(value or {}))
+    if kind == "bool":
+        return int(bool(value))
+    if kind == "int":
+        return _concurrency(value) if field == "concurrency" else int(value)
+    if kind == "seconds":
+        return _seconds(field, value)
+    return str(value).strip() if field == "name" else value
+
+
+def _disabled(text: str | None) -> list[DisabledKey]:
+    marks = from_json(text, [])
+    return [
+        DisabledKey(index=int(m.get("index", 0)), fingerprint=str(m.get("fingerprint", "")), reason=str(m.get("reason", "")), at=float(m.get("at", 0.0)))
+        for m in marks
+        if isinstance(m, dict)
+    ]
+
+
+def _mark(disabled: DisabledKey, index: int) -> dict[str, Any]:
+    return {"index": index, "fingerprint": disabled.fingerprint, "reason": disabled.reason, "at": disabled.at}
 
 
 def _channel(row: sqlite3.Row) -> ChannelRecord:
@@ -112,4 +240,9 @@ def _channel(row: sqlite3.Row) -> ChannelRecord:
         endpoints=tuple(from_json(row["endpoints"], [])),
         headers=from_json(row["headers"], {}),
         settings=from_json(row["settings"], {}),
+        concurrency=row["concurrency"] or 0,
+        timeout_connect=row["timeout_connect"],
+        timeout_first_byte=row["timeout_first_byte"],
+        timeout_idle=row["timeout_idle"],
+        disabled_keys=tuple(_disabled(row["disabled_keys"])),
     )

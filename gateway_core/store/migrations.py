@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 import sqlite_utils
 
 from .billing_schema import migrate_0003_billing
+from .health_schema import migrate_0004_channel_health
 from .connection import atomic
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -240,4 +241,5 @@ CORE_MIGRATIONS: list[tuple[str, Migration]] = [
     ("0001_core", migrate_0001_core),
     ("0002_limits", migrate_0002_limits),
     ("0003_billing", migrate_0003_billing),
+    ("0004_channel_health", migrate_0004_channel_health),
 ]

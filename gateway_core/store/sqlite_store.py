@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -56,9 +57,14 @@ class Store:
         return connect(self.path, busy_timeout_ms=self.busy_timeout_ms, query_only=query_only)
 
     def migrate(self) -> list[str]:
-        """Create the parent directory and apply pending migrations; return their names."""
+        """Create the parent directory and apply pending migrations; return their names.
+
+        A new database file is created readable by its owner only (it holds the
+        upstream keys); SQLite gives its ``-wal`` and ``-shm`` files the same mode.
+        """
         if self.path != ":memory:" and not self.path.startswith("file:"):
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            _create_private(self.path)
         conn = self.connect()
         try:
             applied = apply_migrations(conn, self.migrations)
@@ -149,3 +155,11 @@ class Store:
             with self._reader_lock:
                 self._reader_conns.append(conn)
         return fn(conn, *args)
+
+
+def _create_private(path: str) -> None:
+    """Create an empty file at ``path`` with mode 0600, unless it exists."""
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass

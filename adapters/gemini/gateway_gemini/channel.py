@@ -4,7 +4,8 @@ or a server speaking its wire format.
 The channel's key goes in ``x-goog-api-key`` (never the client's), the mapped model
 in the path: ``{base}/{version}/models/{model}:generateContent``,
 ``:streamGenerateContent?alt=sse`` (streams are always read as server-sent events),
-``:countTokens``, ``:embedContent``, ``:batchEmbedContents``. ``version`` is the
+``:countTokens``, ``:embedContent``, ``:batchEmbedContents`` (also for other
+protocols' embeddings, converted through the core). ``version`` is the
 channel setting ``api_version`` (default ``v1beta``). The base URL is stored
 without a trailing ``/v1beta`` or ``/v1``.
 
@@ -40,11 +41,12 @@ from gateway_core import (
     endpoints,
 )
 from gateway_core.errors import GatewayError, excerpt
+from gateway_core.model import EmbeddingsRequest
 from gateway_core.sse import frame_fields
 from gateway_core.upstream import post, sse_frames
 
 from .count_tokens import count_body_to_wire, count_from_wire, count_response, passthrough_count_body
-from .embeddings import embed_usage, passthrough_embed_body
+from .embeddings import BATCH_EMBED_CONTENTS, embed_body_to_wire, embed_usage, embeddings_from_wire, passthrough_embed_body
 from .error_body import channel_fault, retry_delay, upstream_error_message
 from .protocol import COUNT_TOKENS_WIRE, EMBED_WIRE, GENERATE_WIRE
 from .request import request_to_wire
@@ -105,7 +107,10 @@ class GeminiChannel(ChannelType):
                 return JsonReply(body=data, response=None, usage=Usage())
             return JsonReply(body=None, response=count_response(count_from_wire(answer), upstream), usage=Usage())
         if call.endpoint == endpoints.EMBEDDINGS:
-            return JsonReply(body=data, response=None, usage=embed_usage(answer, call.body))
+            if exchange.passthrough:
+                return JsonReply(body=data, response=None, usage=embed_usage(answer, call.body))
+            usage = embed_usage(answer, body)
+            return JsonReply(body=None, response=embeddings_from_wire(answer, usage), usage=usage)
         usage = usage_from_wire(field(answer, "usageMetadata"))
         if exchange.passthrough:
             return JsonReply(body=data, response=None, usage=usage, model=field(answer, "modelVersion"))
@@ -114,8 +119,10 @@ class GeminiChannel(ChannelType):
     def _method_and_body(self, exchange: Exchange) -> tuple[str, JSON]:
         call, upstream = exchange.call, exchange.target.upstream_model
         if call.endpoint == endpoints.EMBEDDINGS:
+            if isinstance(exchange.request, EmbeddingsRequest):  # another protocol's, through the core
+                return BATCH_EMBED_CONTENTS, embed_body_to_wire(exchange.request, upstream)
             if not exchange.passthrough:
-                raise UpstreamError("embeddings reach a gemini channel only from Gemini clients")
+                raise UpstreamError("a gemini channel was handed an embeddings request it cannot read")
             return str(call.options.get("method")), passthrough_embed_body(call.body, upstream)
         if call.endpoint == endpoints.COUNT_TOKENS:
             if exchange.passthrough:
@@ -137,6 +144,7 @@ def _channel_error(error: GatewayError) -> GatewayError:
     if channel_fault(status, body):
         replaced = UpstreamError(f"the upstream refused the channel's credentials: {error.message}", retryable=True)
         replaced.upstream_status, replaced.upstream_body = status, error.upstream_body
+        replaced.key_refused = True  # the relay disables this key of the channel
         return replaced
     if status == 429 and error.retry_after is None:
         error.retry_after = retry_delay(body)

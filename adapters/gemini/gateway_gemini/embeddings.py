@@ -1,8 +1,11 @@
 """``embedContent`` / ``batchEmbedContents`` bodies for a gemini channel (pure, no I/O).
 
-The core has no embeddings model yet, so embeddings go only from a Gemini client to
-a gemini channel, forwarded as they are with the model mapped: the URL's, the
-body's ``model`` and each batch request's ``model`` (``"models/<upstream>"``).
+From a Gemini client the body is forwarded as it is with the model mapped: the
+URL's, the body's ``model`` and each batch request's ``model``
+(``"models/<upstream>"``). From another protocol (an OpenAI client's
+``/v1/embeddings``) the core :class:`EmbeddingsRequest` becomes one
+``batchEmbedContents`` request per text (``dimensions`` → ``outputDimensionality``)
+and the answer's ``embeddings[].values`` the core vectors, in order.
 Usage is Google's ``usageMetadata.promptTokenCount`` when it reports one, else an
 estimate of 4 characters a token over the texts embedded.
 """
@@ -11,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway_core.model import Usage
+from gateway_core.model import EmbeddingsRequest, EmbeddingsResponse, Usage
 
 from .response import usage_from_wire
 from .wire import JSON, as_list, field
@@ -31,6 +34,22 @@ def passthrough_embed_body(body: JSON, upstream_model: str) -> JSON:
     if isinstance(requests, list):
         out["requests"] = [{**r, "model": name} if isinstance(r, dict) else r for r in requests]
     return out
+
+
+def embed_body_to_wire(request: EmbeddingsRequest, upstream_model: str) -> JSON:
+    """The ``batchEmbedContents`` body of a core embeddings request."""
+    name = f"models/{upstream_model}"
+    extra: JSON = {} if request.dimensions is None else {"outputDimensionality": request.dimensions}
+    return {"requests": [{"model": name, "content": {"parts": [{"text": text}]}, **extra} for text in request.inputs]}
+
+
+def embeddings_from_wire(answer: Any, usage: Usage) -> EmbeddingsResponse:
+    """The core response of a ``batchEmbedContents`` answer."""
+    vectors = []
+    for embedding in as_list(field(answer, "embeddings")):
+        values = field(embedding, "values")
+        vectors.append(tuple(float(v) for v in values) if isinstance(values, list) else ())
+    return EmbeddingsResponse(model="", vectors=tuple(vectors), usage=usage)
 
 
 def embed_usage(answer: Any, body: JSON) -> Usage:

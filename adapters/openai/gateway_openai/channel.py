@@ -1,34 +1,71 @@
-"""The ``openai`` channel type: an OpenAI (or OpenAI-compatible) upstream."""
+"""The ``openai`` channel type: an OpenAI (or OpenAI-compatible) upstream.
+
+It serves chat, Responses, embeddings, images and audio. Chat and the media
+endpoints are in this module and :mod:`.channel_media`. A Responses request is a
+chat call in the core's terms: a channel that speaks the Responses API natively
+(:func:`~.channel_responses.speaks_responses`) forwards it as it came (the relay
+converted it to a core request too, which such a channel does not use); any
+other channel sends the core request as a Chat Completions request, and the
+client's writer turns the answer back into Responses events. A request that
+needs conversation state (``previous_response_id`` …) reaches only this
+channel type, and a chat-only channel refuses it with a 400 (give such a channel
+``endpoints`` without ``responses`` to have the router skip it for those).
+
+Channel settings: ``responses`` (``true``/``false``: whether the upstream serves
+``/v1/responses``; default: whether the channel's declared ``endpoints`` name
+``responses``, and with none declared, only ``api.openai.com`` does).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-import aiohttp
 import orjson
 
 from gateway_core import (
     ChannelType,
     Exchange,
     Frame,
+    InvalidRequestError,
     JsonReply,
     Reply,
     StreamReply,
     UpstreamError,
-    UpstreamTimeoutError,
     endpoints,
 )
 from gateway_core.errors import excerpt
+from gateway_core.model import ChatRequest
 from gateway_core.sse import frame_fields
 from gateway_core.upstream import post, sse_frames
 
+from .calls import (
+    CHAT_WIRE,
+    EMBEDDINGS_WIRE,
+    IMAGE_EDITS_WIRE,
+    IMAGES_WIRE,
+    RESPONSES_WIRE,
+    SPEECH_WIRE,
+    TRANSCRIPTIONS_WIRE,
+)
+from .channel_media import send_media
+from .channel_responses import send_responses, speaks_responses
 from .chat_request import request_to_wire
 from .chat_response import response_from_wire, usage_from_wire
 from .chat_stream import ChunkDecoder
 from .error_body import upstream_error_message
-from .protocol import CHAT_WIRE
+from .protocol import stateful_message
+from .upstream_io import parse_answer, read_all
 
-PATHS = {endpoints.CHAT: "/v1/chat/completions"}
+WIRES = {
+    endpoints.CHAT: CHAT_WIRE,
+    endpoints.RESPONSES: RESPONSES_WIRE,
+    endpoints.EMBEDDINGS: EMBEDDINGS_WIRE,
+    endpoints.IMAGES_GENERATIONS: IMAGES_WIRE,
+    endpoints.IMAGES_EDITS: IMAGE_EDITS_WIRE,
+    endpoints.AUDIO_SPEECH: SPEECH_WIRE,
+    endpoints.AUDIO_TRANSCRIPTIONS: TRANSCRIPTIONS_WIRE,
+}
+CHAT_PATH = "/v1/chat/completions"
 
 
 def strip_version(base_url: str) -> str:
@@ -41,7 +78,7 @@ class OpenAIChannel(ChannelType):
     name = "openai"
 
     def wire(self, endpoint: str) -> str | None:
-        return CHAT_WIRE if endpoint == endpoints.CHAT else None
+        return WIRES.get(endpoint)
 
     def normalize_base_url(self, base_url: str) -> str:
         return strip_version(base_url)
@@ -49,18 +86,25 @@ class OpenAIChannel(ChannelType):
     async def send(self, exchange: Exchange) -> Reply:
         target, call = exchange.target, exchange.call
         channel = target.channel
+        headers = {**channel.headers, "Authorization": f"Bearer {target.api_key}"}
+        if call.wire == RESPONSES_WIRE:
+            if speaks_responses(channel):
+                return await send_responses(exchange, _json_headers(headers, call.stream))
+            if call.endpoint == endpoints.RESPONSES:  # needs state: only a native channel may serve it
+                raise InvalidRequestError(stateful_message(call.model, str(call.options.get("stateful"))))
+        elif call.endpoint != endpoints.CHAT:
+            return await send_media(exchange, headers)
+        return await self._chat(exchange, _json_headers(headers, call.stream))
+
+    async def _chat(self, exchange: Exchange, headers: dict[str, str]) -> Reply:
+        target, call = exchange.target, exchange.call
         if exchange.passthrough:
             body = passthrough_body(call.body, target.upstream_model, call.stream)
-        else:
+        elif isinstance(exchange.request, ChatRequest):
             body = request_to_wire(exchange.request, target.upstream_model)
-        headers = {
-            **channel.headers,
-            "Authorization": f"Bearer {target.api_key}",
-            "Content-Type": "application/json",
-        }
-        if call.stream:
-            headers["Accept"] = "text/event-stream"
-        url = channel.base_url + PATHS[call.endpoint]
+        else:
+            raise UpstreamError("an openai channel was handed a request it cannot convert to chat")
+        url = target.channel.base_url + CHAT_PATH
         response = await post(exchange, url, headers=headers, body=orjson.dumps(body), error_message=upstream_error_message)
         if call.stream:
             frames = sse_frames(response, FrameDecoder().decode)
@@ -70,9 +114,16 @@ class OpenAIChannel(ChannelType):
         usage = usage_from_wire(answer.get("usage"))
         if exchange.passthrough:
             # no usage reported: parse the answer so that its content (not its JSON) is counted
-            response = response_from_wire(answer) if usage is None else None
-            return JsonReply(body=data, response=response, usage=usage, model=answer.get("model"))
+            parsed = response_from_wire(answer) if usage is None else None
+            return JsonReply(body=data, response=parsed, usage=usage, model=answer.get("model"))
         return JsonReply(body=None, response=response_from_wire(answer), usage=usage)
+
+
+def _json_headers(headers: dict[str, str], stream: bool) -> dict[str, str]:
+    out = {**headers, "Content-Type": "application/json"}
+    if stream:
+        out["Accept"] = "text/event-stream"
+    return out
 
 
 def passthrough_body(body: dict[str, Any], model: str, stream: bool) -> dict[str, Any]:
@@ -85,31 +136,8 @@ def passthrough_body(body: dict[str, Any], model: str, stream: bool) -> dict[str
     return out
 
 
-async def read_all(response: aiohttp.ClientResponse) -> bytes:
-    try:
-        return await response.read()
-    except (TimeoutError, aiohttp.ServerTimeoutError):
-        raise UpstreamTimeoutError("the upstream went silent while sending its answer", retryable=True) from None
-    except aiohttp.ClientError as exc:
-        raise UpstreamError(f"the upstream connection failed while reading the answer ({type(exc).__name__})", retryable=True) from None
-    finally:
-        response.release()
-
-
-def parse_answer(data: bytes) -> dict[str, Any]:
-    try:
-        answer = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        answer = None
-    if not isinstance(answer, dict):
-        error = UpstreamError("the upstream answered with something that is not a JSON object", retryable=True)
-        error.upstream_status, error.upstream_body = 200, excerpt(data)
-        raise error
-    return answer
-
-
 class FrameDecoder:
-    """Decodes one upstream stream's frames into core events."""
+    """Decodes one upstream chat stream's frames into core events."""
 
     __slots__ = ("_chunks",)
 

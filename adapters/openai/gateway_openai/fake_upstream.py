@@ -4,6 +4,10 @@ It answers ``POST /v1/chat/completions`` plainly or as an SSE stream (pausing
 ``chunk_delay`` seconds between chunks), echoes the last user message, reports
 usage, records every request it received, and can be told to fail: an error
 status, a connection dropped mid-stream, a slow first byte, malformed JSON.
+It also serves ``/v1/responses`` (:mod:`.fake_responses`), ``/v1/embeddings``,
+``/v1/images/generations``, ``/v1/images/edits``, ``/v1/audio/speech`` and
+``/v1/audio/transcriptions`` (:mod:`.fake_media`); multipart requests are
+recorded as the fields and files that arrived.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from typing import Any
 import attrs
 import orjson
 from aiohttp import web
+
+from . import fake_media, fake_responses
 
 EXPECTED_KEY = "sk-upstream-test"
 
@@ -46,22 +52,35 @@ class FakeOpenAI:
         self.faults.append(fault)
 
     def app(self) -> web.Application:
-        app = web.Application()
+        app = web.Application(client_max_size=1024**3)
         app.router.add_post("/v1/chat/completions", self.chat)
+        app.router.add_post("/v1/responses", self.responses)
+        app.router.add_post("/v1/embeddings", self.embeddings)
+        app.router.add_post("/v1/images/generations", self.images)
+        app.router.add_post("/v1/images/edits", self.image_edits)
+        app.router.add_post("/v1/audio/speech", self.speech)
+        app.router.add_post("/v1/audio/transcriptions", self.transcriptions)
         return app
 
-    async def chat(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
+    async def _received(self, request: web.Request, body: Any) -> tuple[Fault, web.Response | None]:
+        """Record a request; the fault to play, or the error to answer at once."""
         self.requests.append({"headers": dict(request.headers), "body": body, "path": request.path_qs})
         if request.headers.get("Authorization") != f"Bearer {self.api_key}":
-            return error_response(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+            return Fault(), error_response(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
         fault = self.faults.popleft() if self.faults else Fault()
         if fault.first_byte_delay:
             await asyncio.sleep(fault.first_byte_delay)
         if fault.status is not None:
             payload = fault.body if fault.body is not None else {"error": {"message": f"fake failure {fault.status}", "type": "server_error", "param": None, "code": None}}
             data = payload if isinstance(payload, bytes) else orjson.dumps(payload)
-            return web.Response(status=fault.status, body=data, headers=fault.headers, content_type="application/json")
+            return fault, web.Response(status=fault.status, body=data, headers=fault.headers, content_type="application/json")
+        return fault, None
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        fault, refusal = await self._received(request, body)
+        if refusal is not None:
+            return refusal
         text = echo_text(body)
         usage = usage_for(body, text) if self.report_usage else None
         if body.get("stream"):
@@ -69,6 +88,59 @@ class FakeOpenAI:
         if fault.malformed:
             return web.Response(body=b'{"id": "chatcmpl-broken", "choices": [', content_type="application/json")
         return web.json_response(completion(body, text, usage, self.tool_call), dumps=lambda o: orjson.dumps(o).decode())
+
+    async def responses(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        fault, refusal = await self._received(request, body)
+        if refusal is not None:
+            return refusal
+        if not body.get("stream"):
+            return _json(fake_responses.complete(body, self.tool_call))
+        events = list(fake_responses.events(body, self.tool_call))
+        frames = [b"event: " + e["type"].encode() + b"\ndata: " + orjson.dumps(e) + b"\n\n" for e in events]
+        return await self._sse(request, frames, fault)
+
+    async def embeddings(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        _, refusal = await self._received(request, body)
+        return refusal or _json(fake_media.embeddings(body))
+
+    async def images(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        _, refusal = await self._received(request, body)
+        return refusal or _json(fake_media.images(body.get("model") or "", int(body.get("n") or 1), body.get("response_format")))
+
+    async def image_edits(self, request: web.Request) -> web.StreamResponse:
+        form = await fake_media.read_form(request)
+        _, refusal = await self._received(request, form)
+        fields = form["fields"]
+        return refusal or _json(fake_media.images(fields.get("model", ""), int(fields.get("n") or 1), fields.get("response_format")))
+
+    async def speech(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        _, refusal = await self._received(request, body)
+        return refusal or await fake_media.speech(request, body, self.chunk_delay)
+
+    async def transcriptions(self, request: web.Request) -> web.StreamResponse:
+        form = await fake_media.read_form(request)
+        _, refusal = await self._received(request, form)
+        fields = form["fields"]
+        if refusal is None and fields.get("stream") == "true":
+            return await fake_media.transcription_stream(request)
+        return refusal or fake_media.transcription(fields.get("model", ""), fields.get("response_format") or "json")
+
+    async def _sse(self, request: web.Request, frames: list[bytes], fault: Fault) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await response.prepare(request)
+        for n, frame in enumerate(frames):
+            if fault.drop_after_chunks is not None and n == fault.drop_after_chunks:
+                request.transport.close()
+                return response
+            await response.write(frame)
+            if self.chunk_delay:
+                await asyncio.sleep(self.chunk_delay)
+        await response.write_eof()
+        return response
 
     async def stream(self, request, body, text, usage, fault: Fault) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
@@ -156,3 +228,7 @@ def stream_chunks(body, text, usage, include_usage, tool_call):
         yield chunk({}, "stop")
     if include_usage and usage is not None:
         yield {**base, "choices": [], "usage": usage}
+
+
+def _json(payload: Any) -> web.Response:
+    return web.Response(body=orjson.dumps(payload), content_type="application/json")

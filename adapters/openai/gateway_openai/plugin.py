@@ -1,18 +1,34 @@
-"""The openai adapter's plugin: the OpenAI client protocol and the ``openai`` channel type."""
+"""The openai adapter's plugin: the OpenAI client protocol and the ``openai`` channel type.
+
+Settings (``plugins.toml``)::
+
+    [plugins.openai]
+    max_upload_bytes = 52428800   # the largest upload (images/edits, audio/transcriptions); 413 beyond it
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from gateway_core import hookimpl
+from gateway_core.config import ConfigError
 
 from .channel import OpenAIChannel
-from .protocol import OpenAIProtocol
+from .protocol import DEFAULT_MAX_UPLOAD_BYTES, OpenAIProtocol
 
 
 @hookimpl
-def register_client_protocols(register) -> None:
-    register(OpenAIProtocol())
+def register_client_protocols(register, config) -> None:
+    settings = config.plugin_settings("openai")
+    register(OpenAIProtocol(max_upload_bytes=_positive(settings.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES))))
 
 
 @hookimpl
 def register_channel_types(register) -> None:
     register(OpenAIChannel())
+
+
+def _positive(value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"[plugins.openai] max_upload_bytes must be a positive integer, not {value!r}")
+    return value

@@ -1,76 +1,78 @@
-"""The OpenAI client protocol: the routes OpenAI-style clients call, in their shapes."""
+"""The OpenAI client protocol: the routes OpenAI-style clients call, in their shapes.
+
+Routes (under ``/v1``): ``chat/completions``, ``responses``, ``embeddings``,
+``images/generations``, ``images/edits`` and ``audio/transcriptions`` (uploads,
+streamed to the upstream, at most ``max_upload_bytes``), ``audio/speech``, and
+``GET models``. Parsing is in :mod:`.calls`; each endpoint's translations in its
+own module (``chat_*``, ``responses_*``, ``embeddings``, ``media``).
+"""
 
 from __future__ import annotations
 
-import os
-import time
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import orjson
 
 from gateway_core import (
     Call,
-    ChatRequest,
-    ChatResponse,
     ClientProtocol,
-    Frame,
     GatewayError,
     InvalidRequestError,
+    LocalAnswer,
     ModelInfo,
+    NotFoundError,
     RateLimitState,
     RenderedError,
     RouteSpec,
-    StreamStart,
     StreamWriter,
-    UsageReport,
     endpoints,
 )
 from gateway_core.key_header import bearer_key
+from gateway_core.model import ChatResponse, CoreRequest, CoreResponse, EmbeddingsResponse
+from gateway_core.router import UNSUPPORTED_ENDPOINT
 
+from . import calls, embeddings
+from .calls import CHAT_WIRE, EMBEDDINGS_WIRE, RESPONSES_WIRE, SPEECH_WIRE, TRANSCRIPTIONS_WIRE
 from .chat_request import request_from_wire
 from .chat_response import response_to_wire
-from .chat_stream import ChunkEncoder
+from .chat_writers import ConvertedChunks, PassthroughChunks
 from .error_body import error_to_wire
+from .media import speech_content_type
+from .media_writers import AudioWriter, EventsWriter
+from .responses_request import request_from_wire as responses_from_wire
+from .responses_response import response_to_wire as responses_to_wire
+from .responses_writer import ResponsesWriter, log_conversion
 
-CHAT_WIRE = "openai.chat"
-DONE = b"data: [DONE]\n\n"
-
-
-def parse_json_object(body: bytes) -> dict[str, Any]:
-    if not body:
-        raise InvalidRequestError("The request body is empty; send a JSON object.")
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequestError(f"The request body is not valid JSON: {exc}.") from None
-    if not isinstance(data, dict):
-        raise InvalidRequestError("The request body must be a JSON object.")
-    return data
-
-
-def required_model(data: Mapping[str, Any]) -> str:
-    model = data.get("model")
-    if not isinstance(model, str) or not model:
-        raise InvalidRequestError("The request needs a 'model' (a non-empty string).", param="model")
-    return model
-
-
-def stream_flag(data: Mapping[str, Any]) -> bool:
-    stream = data.get("stream", False)
-    if stream is None:
-        return False
-    if not isinstance(stream, bool):
-        raise InvalidRequestError("'stream' must be true or false.", param="stream")
-    return stream
+DEFAULT_MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+_JSON_PARSERS = {
+    endpoints.CHAT: calls.chat_call,
+    endpoints.RESPONSES: calls.responses_call,
+    endpoints.EMBEDDINGS: calls.embeddings_call,
+    endpoints.IMAGES_GENERATIONS: calls.image_generation_call,
+    endpoints.AUDIO_SPEECH: calls.speech_call,
+}
+_UPLOAD_PARSERS = {
+    endpoints.IMAGES_EDITS: calls.image_edit_call,
+    endpoints.AUDIO_TRANSCRIPTIONS: calls.transcription_call,
+}
 
 
 class OpenAIProtocol(ClientProtocol):
     name = "openai"
 
+    def __init__(self, max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES) -> None:
+        self.max_upload_bytes = max_upload_bytes
+
     def routes(self) -> Sequence[RouteSpec]:
+        upload = {"stream_body": True, "max_body_bytes": self.max_upload_bytes}
         return (
             RouteSpec("/v1/chat/completions", endpoints.CHAT),
+            RouteSpec("/v1/responses", endpoints.RESPONSES),
+            RouteSpec("/v1/embeddings", endpoints.EMBEDDINGS),
+            RouteSpec("/v1/images/generations", endpoints.IMAGES_GENERATIONS),
+            RouteSpec("/v1/images/edits", endpoints.IMAGES_EDITS, **upload),
+            RouteSpec("/v1/audio/speech", endpoints.AUDIO_SPEECH),
+            RouteSpec("/v1/audio/transcriptions", endpoints.AUDIO_TRANSCRIPTIONS, **upload),
             RouteSpec("/v1/models", endpoints.MODELS, methods=("GET",)),
         )
 
@@ -83,25 +85,39 @@ class OpenAIProtocol(ClientProtocol):
     def parse(self, route, body, headers, query, path_params) -> Call:
         if route.endpoint == endpoints.MODELS:
             return Call(protocol=self.name, endpoint=route.endpoint, wire="openai.models", model="", stream=False, body={})
-        data = parse_json_object(body)
-        model = required_model(data)
-        stream = stream_flag(data)
-        messages = data.get("messages")
-        if not isinstance(messages, list) or not messages:
-            raise InvalidRequestError("'messages' must be a non-empty list.", param="messages")
-        options = {}
-        if stream:
-            stream_options = data.get("stream_options")
-            options["include_usage"] = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
-        return Call(protocol=self.name, endpoint=route.endpoint, wire=CHAT_WIRE, model=model, stream=stream, body=data, options=options)
+        return _JSON_PARSERS[route.endpoint](route, calls.parse_json_object(body))
 
-    def to_core(self, call: Call) -> ChatRequest:
-        return request_from_wire(call.body)
+    async def parse_upload(self, route, upload, headers, query, path_params) -> Call:
+        return await _UPLOAD_PARSERS[route.endpoint](route, upload)
 
-    def render_response(self, call: Call, response: ChatResponse) -> bytes:
+    def to_core(self, call: Call) -> CoreRequest:
+        if call.wire == CHAT_WIRE:
+            return request_from_wire(call.body)
+        if call.wire == RESPONSES_WIRE:
+            return responses_from_wire(call.body)
+        if call.wire == EMBEDDINGS_WIRE:
+            return embeddings.request_from_wire(call.body)
+        raise NotFoundError(
+            f"The endpoint '{call.endpoint}' is available for '{call.model}' only through OpenAI channels.",
+            code=UNSUPPORTED_ENDPOINT,
+        )
+
+    def render_response(self, call: Call, response: CoreResponse) -> bytes:
+        if isinstance(response, EmbeddingsResponse):
+            return orjson.dumps(embeddings.response_to_wire(response, call.model, call.options.get("encoding_format", "float")))
+        assert isinstance(response, ChatResponse)
+        if call.wire == RESPONSES_WIRE:
+            log_conversion(call)
+            return orjson.dumps(responses_to_wire(response, call.body, call.model))
         return orjson.dumps(response_to_wire(response, call.model))
 
     def stream_writer(self, call: Call, passthrough: bool) -> StreamWriter:
+        if call.wire == RESPONSES_WIRE:
+            return ResponsesWriter(call, passthrough)
+        if call.wire == SPEECH_WIRE and not call.options.get("sse"):
+            return AudioWriter(speech_content_type(str(call.options.get("response_format"))))
+        if call.wire in (SPEECH_WIRE, TRANSCRIPTIONS_WIRE):
+            return EventsWriter()
         include_usage = bool(call.options.get("include_usage"))
         if passthrough:
             return PassthroughChunks(include_usage)
@@ -121,8 +137,25 @@ class OpenAIProtocol(ClientProtocol):
     def render_error(self, error: GatewayError, request_id: str) -> RenderedError:
         return RenderedError(status=error.status, body=orjson.dumps(error_to_wire(error, request_id)))
 
+    async def answer_locally(self, call: Call) -> LocalAnswer | None:
+        """A Responses request that needs conversation state, for a model no channel
+        speaking Responses serves: refused with a 400 saying why (the gateway keeps
+        no state of its own), never answered without its context."""
+        reason = call.options.get("stateful")
+        if call.wire == RESPONSES_WIRE and reason:
+            raise InvalidRequestError(stateful_message(call.model, reason), param=reason)
+        return None
+
     def rate_limit_headers(self, state: RateLimitState) -> list[tuple[bytes, bytes]]:
         return rate_limit_headers(state)
+
+
+def stateful_message(model: str, reason: str) -> str:
+    return (
+        f"'{reason}' needs the conversation state a Responses API upstream keeps, and '{model}' is served "
+        "here by channels that speak only chat (the gateway keeps no conversation state): send the whole "
+        "conversation in 'input' instead (with 'store': false)."
+    )
 
 
 def rate_limit_headers(state: RateLimitState) -> list[tuple[bytes, bytes]]:
@@ -153,68 +186,3 @@ def format_duration(seconds: float) -> str:
         return f"{secs}s"
     hours, minutes = divmod(int(whole_minutes), 60)
     return f"{hours}h{minutes}m{secs}s" if hours else f"{minutes}m{secs}s"
-
-
-class PassthroughChunks(StreamWriter):
-    """An OpenAI upstream's chunks, forwarded as they are. The gateway always asks
-    the upstream for usage; the usage-only chunk is dropped when the client did not
-    ask for it, and ``[DONE]`` is held back until the request is recorded."""
-
-    __slots__ = ("include_usage",)
-
-    def __init__(self, include_usage: bool) -> None:
-        self.include_usage = include_usage
-
-    def write(self, frame: Frame) -> bytes:
-        if frame.terminal:
-            return b""
-        events = frame.events
-        if not self.include_usage and events and all(type(e) is UsageReport for e in events):
-            return b""
-        return frame.raw
-
-    def end(self) -> bytes:
-        return DONE
-
-    def fail(self, error: GatewayError, request_id: str) -> bytes:
-        return b"data: " + orjson.dumps(error_to_wire(error, request_id)) + b"\n\n"
-
-
-class ConvertedChunks(StreamWriter):
-    """Core stream events from another wire format, as OpenAI chunks."""
-
-    def __init__(self, model: str, include_usage: bool) -> None:
-        self.model = model
-        self.include_usage = include_usage
-        self.encoder: ChunkEncoder | None = None
-
-    def write(self, frame: Frame) -> bytes:
-        out: list[bytes] = []
-        for event in frame.events:
-            if self.encoder is None:
-                start = event if type(event) is StreamStart else None
-                self.encoder = ChunkEncoder(
-                    id=_chunk_id(start.id if start else None),
-                    model=self.model,
-                    created=(start.created if start and start.created else _now()),
-                    include_usage=self.include_usage,
-                )
-            for chunk in self.encoder.encode(event):
-                out.append(b"data: " + orjson.dumps(chunk) + b"\n\n")
-        return b"".join(out)
-
-    def end(self) -> bytes:
-        return DONE
-
-    def fail(self, error: GatewayError, request_id: str) -> bytes:
-        return b"data: " + orjson.dumps(error_to_wire(error, request_id)) + b"\n\n"
-
-
-def _chunk_id(upstream_id: str | None) -> str:
-    if upstream_id and upstream_id.startswith("chatcmpl-"):
-        return upstream_id
-    return "chatcmpl-" + (upstream_id or os.urandom(12).hex())
-
-
-def _now() -> int:
-    return int(time.time())

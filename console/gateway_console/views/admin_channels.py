@@ -1,5 +1,6 @@
-"""Operator pages for channels: list with health, add, edit, test, enable/disable,
-delete. Upstream keys are shown masked only, and kept when an edit leaves them blank."""
+"""Operator pages for channels: list with health (traffic, circuit breakers, disabled
+keys), add, edit, test, enable/disable, delete. Upstream keys are shown masked only,
+and kept when an edit leaves them blank."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from starlette.responses import Response
 
+from gateway_core.health_report import read_channel_health
 from gateway_core.records import ChannelRecord
 from gateway_core.store.channels import add_channel, list_channels
 
@@ -24,14 +26,16 @@ def _channel(conn: sqlite3.Connection, channel_id: int) -> ChannelRecord | None:
     return next((c for c in list_channels(conn) if c.id == channel_id), None)
 
 
-def _overview(conn: sqlite3.Connection) -> tuple[list[ChannelRecord], dict]:
-    return list_channels(conn), queries.channel_health(conn, time.time() - HEALTH_WINDOW)
+def _overview(conn: sqlite3.Connection, in_flight: dict[int, int]) -> tuple[list[ChannelRecord], dict, dict]:
+    """Channels, their traffic over 24 h, and their breakers and keys (the core's view)."""
+    traffic = queries.channel_health(conn, time.time() - HEALTH_WINDOW)
+    return list_channels(conn), traffic, read_channel_health(conn, in_flight=in_flight)
 
 
 @page(admin=True)
 async def channel_list(ctx: Ctx) -> Response:
-    channels, health = await ctx.read(_overview)
-    return ctx.render("admin_channels.html", channels=channels, health=health, probe=None)
+    channels, health, breakers = await ctx.read(_overview, ctx.services.health.in_flight())
+    return ctx.render("admin_channels.html", channels=channels, health=health, breakers=breakers, probe=None)
 
 
 def _fields(ctx: Ctx, existing: ChannelRecord | None) -> dict[str, Any]:
@@ -127,5 +131,5 @@ async def channel_probe(ctx: Ctx) -> Response:
         return ctx.not_found("channel")
     request_id = ctx.request.scope.get("relaygate.request_id", "console-test")
     result = await probe_channel(ctx.services, channel, request_id, text(ctx.form, "model") or None)
-    channels, health = await ctx.read(_overview)
-    return ctx.render("admin_channels.html", channels=channels, health=health, probe=(channel, result))
+    channels, health, breakers = await ctx.read(_overview, ctx.services.health.in_flight())
+    return ctx.render("admin_channels.html", channels=channels, health=health, breakers=breakers, probe=(channel, result))

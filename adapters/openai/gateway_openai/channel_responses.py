@@ -1,0 +1,84 @@
+"""An ``openai`` channel's Responses API, for channels that speak it natively.
+
+Whether a channel does is its setting ``responses`` (``true``/``false``); without
+it, whether the endpoints the channel declares (``relaygate channel add
+--endpoints``) name ``responses``; a channel that declares none speaks it when it
+is ``api.openai.com`` (OpenAI-compatible servers mostly serve chat only). A Responses request for a native channel is forwarded as it
+came, only the model mapped — every field, item id and tool type (``namespace``,
+``web_search`` …) untouched — and its answer comes back as it is, marked with the
+Responses wire so the client's writer forwards it (see :attr:`Frame.wire`).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+import orjson
+
+from gateway_core import ChannelRecord, Exchange, Frame, JsonReply, Reply, StreamReply, UpstreamError, endpoints
+from gateway_core.errors import excerpt
+from gateway_core.sse import frame_fields
+from gateway_core.upstream import post, sse_frames
+
+from .calls import RESPONSES_WIRE
+from .error_body import upstream_error_message
+from .responses_response import usage_from_wire
+from .responses_stream import TERMINAL, ResponsesDecoder
+from .upstream_io import parse_answer, read_all
+
+NATIVE_HOSTS = frozenset(("api.openai.com",))
+
+
+def speaks_responses(channel: ChannelRecord) -> bool:
+    """Whether the channel's upstream serves ``/v1/responses`` itself: its setting
+    ``responses``, else whether its declared ``endpoints`` name ``responses``, else
+    whether it is ``api.openai.com``."""
+    setting = channel.settings.get("responses")
+    if isinstance(setting, bool):
+        return setting
+    if channel.endpoints:
+        return endpoints.RESPONSES in channel.endpoints
+    return (urlsplit(channel.base_url).hostname or "") in NATIVE_HOSTS
+
+
+async def send_responses(exchange: Exchange, headers: dict[str, str]) -> Reply:
+    call, target = exchange.call, exchange.target
+    body = {**call.body, "model": target.upstream_model}
+    url = target.channel.base_url + "/v1/responses"
+    response = await post(exchange, url, headers=headers, body=orjson.dumps(body), error_message=upstream_error_message)
+    if call.stream:
+        frames = sse_frames(response, ResponsesFrames().decode)
+        return StreamReply(frames=frames, close=frames.aclose)
+    data = await read_all(response)
+    answer = parse_answer(data)
+    return JsonReply(body=data, response=None, usage=usage_from_wire(answer.get("usage")), model=answer.get("model"), wire=RESPONSES_WIRE)
+
+
+class ResponsesFrames:
+    """Decodes one Responses upstream's SSE frames, marked with their wire."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self) -> None:
+        self._events = ResponsesDecoder()
+
+    def decode(self, raw: bytes) -> Frame:
+        name, data = frame_fields(raw)
+        if not data.strip():
+            return Frame(raw, wire=RESPONSES_WIRE)  # a comment or keep-alive
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            error = UpstreamError("the upstream sent a stream event that is not JSON")
+            error.upstream_body = excerpt(data)
+            raise error from None
+        if not isinstance(payload, dict):
+            raise UpstreamError("the upstream sent a stream event that is not a JSON object")
+        if name and "type" not in payload:
+            payload = {**payload, "type": name}
+        try:
+            events = self._events.feed(payload)
+        except UpstreamError as error:
+            error.upstream_body = excerpt(data)
+            raise
+        return Frame(raw, tuple(events), terminal=payload.get("type") in TERMINAL, wire=RESPONSES_WIRE)

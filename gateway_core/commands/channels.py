@@ -1,0 +1,292 @@
+"""``relaygate channel add|list|edit|enable|disable|delete|test``.
+
+Upstream keys are read from the command line (or ``--api-key-stdin``) and never
+printed again: records show them masked, health shows them by position. A
+running gateway sees a change within a second (its router's index lifetime).
+
+- ``add NAME --type T --base-url URL --models M1,M2 [--api-key K …] [options]``
+- ``list``: every channel with its health (breaker per channel and per key,
+  disabled keys and why)
+- ``edit NAME [options]``: change what is given; ``--api-key`` replaces the keys
+- ``enable NAME``: route to it again, and use its disabled keys again
+- ``disable NAME`` / ``delete NAME``
+- ``test NAME [--model M] [--key N]``: one small real request; status and latency
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .. import endpoints
+from ..cli import CommandContext, CommandError, parse_model_map, split_list, to_jsonable
+from ..health_report import key_summary, read_channel_health
+from ..probe import probe_channel
+from ..records import ChannelRecord
+from ..store import atomic, channels
+from ..store.groups import ensure_groups
+from ..store.migrations import DEFAULT_GROUP
+
+DEFAULT = "default"  # a timeout back to the gateway's [gateway.timeouts]
+LIST_COLUMNS = ["id", "name", "type", "priority", "weight", "enabled", "health", "keys", "concurrency", "models", "groups"]
+
+
+def register(register: Callable[..., None]) -> None:
+    register("channel add", "add an upstream channel", _configure_add, _run_add)
+    register("channel list", "list channels with their health (upstream keys masked)", _no_arguments, _run_list)
+    register("channel edit", "change a channel (--api-key replaces its upstream keys)", _configure_edit, _run_edit)
+    register("channel enable", "route to a channel again and re-enable its disabled upstream keys", _configure_name, _run_enable)
+    register("channel disable", "stop routing to a channel", _configure_name, _run_disable)
+    register("channel delete", "delete a channel", _configure_name, _run_delete)
+    register("channel test", "send one small real request through a channel: status and latency", _configure_test, _run_test)
+
+
+# --- options shared by add and edit ---------------------------------------------------
+
+
+def _channel_options(parser: argparse.ArgumentParser, *, adding: bool) -> None:
+    parser.add_argument("--base-url", required=adding, metavar="URL")
+    parser.add_argument("--api-key", action="append", default=[], metavar="KEY",
+                        help="upstream key (repeat or comma-separate for several)" + ("" if adding else "; replaces the channel's keys"))  # fmt: skip
+    parser.add_argument("--api-key-stdin", action="store_true", help="read upstream keys from stdin, one a line (kept out of the shell history)")
+    parser.add_argument("--models", required=adding, metavar="M1,M2")
+    parser.add_argument("--groups", default=DEFAULT_GROUP if adding else None, metavar="G1,G2")
+    parser.add_argument("--priority", type=int, default=0 if adding else None, help="higher is tried first" + (" (default 0)" if adding else ""))
+    parser.add_argument("--weight", type=int, default=1 if adding else None, help="share among equal priorities" + (" (default 1)" if adding else ""))
+    parser.add_argument("--model-map", default="" if adding else None, metavar="CLIENT=UPSTREAM,...")
+    parser.add_argument("--endpoints", metavar="E1,E2", help=f"endpoints served (default: all the type serves): {', '.join(endpoints.ALL)}")
+    parser.add_argument("--header", action="append", default=[], metavar="NAME=VALUE", help="extra header sent upstream (repeat)")
+    parser.add_argument("--concurrency", type=_count, metavar="N", help="requests in flight at once, per worker (0: no cap)")
+    for name, what in (("connect", "connecting"), ("first-byte", "the response head"), ("idle", "silence between chunks")):
+        parser.add_argument(f"--timeout-{name}", type=_timeout, metavar="S", help=f"seconds for {what} ('{DEFAULT}': the gateway's)")
+
+
+def _fields(args: argparse.Namespace, cli: CommandContext, existing: ChannelRecord | None) -> dict[str, Any]:
+    """The channel fields the options give (all of them when adding)."""
+    fields: dict[str, Any] = {}
+    if existing is None:
+        channel_type = cli.registry.channel_type(args.type)  # ConfigError lists the available types
+        fields["type"] = channel_type.name
+    else:
+        channel_type = cli.registry.channel_types.get(existing.type)
+    if args.base_url is not None:
+        if "://" not in args.base_url:
+            raise ValueError(f"--base-url must be a URL like https://api.example.com, got {args.base_url!r}")
+        fields["base_url"] = channel_type.normalize_base_url(args.base_url) if channel_type else args.base_url.rstrip("/")
+    keys = [key for value in args.api_key for key in split_list(value)]
+    if args.api_key_stdin:
+        keys += [line.strip() for line in sys.stdin.read().splitlines() if line.strip()]
+        if not keys:
+            raise ValueError("--api-key-stdin: no key on stdin")
+    if keys or existing is None:
+        fields["api_keys"] = keys
+    if args.models is not None:
+        fields["models"] = split_list(args.models)
+        if not fields["models"]:
+            raise ValueError("--models needs at least one model")
+    if args.groups is not None:
+        fields["groups"] = split_list(args.groups)
+        if not fields["groups"]:
+            raise ValueError("--groups needs at least one group")
+    if args.weight is not None and args.weight < 0:
+        raise ValueError("--weight must not be negative")
+    for name in ("priority", "weight", "concurrency"):
+        if getattr(args, name) is not None:
+            fields[name] = getattr(args, name)
+    if args.model_map is not None:
+        fields["model_map"] = parse_model_map(args.model_map)
+    if args.endpoints is not None:
+        fields["endpoints"] = _endpoints(args.endpoints)
+    if args.header:
+        fields["headers"] = {**(existing.headers if existing else {}), **_headers(args.header)}
+    for name in channels.TIMEOUT_FIELDS:
+        value = getattr(args, name)
+        if value is not None:
+            fields[name] = None if value == DEFAULT else value
+    return fields
+
+
+# --- add, list, edit ------------------------------------------------------------------------
+
+
+def _configure_add(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME")
+    parser.add_argument("--type", required=True, help="a channel type from the loaded plugins")
+    _channel_options(parser, adding=True)
+    parser.add_argument("--disabled", action="store_true", help="add it disabled (enable it after a test)")
+
+
+def _run_add(args: argparse.Namespace, cli: CommandContext) -> int:
+    fields = _fields(args, cli, None)
+    conn = cli.connect()
+    if channels.get_channel(conn, args.name) is not None:
+        raise CommandError(f"channel {args.name!r} already exists")
+    with atomic(conn):
+        ensure_groups(conn, fields["groups"])
+        channels.add_channel(conn, name=args.name, enabled=not args.disabled, **fields)
+    channel = channels.get_channel(conn, args.name)
+    text = f"Added channel {channel.name!r} (id {channel.id}, type {channel.type}, {len(channel.api_keys)} upstream key(s)) at {channel.base_url}"
+    cli.print_record(channel, text=text + (" (disabled)" if args.disabled else ""))
+    return 0
+
+
+def _run_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    conn = cli.connect()
+    health = read_channel_health(conn)
+    rows = []
+    for channel in channels.list_channels(conn):
+        state = health[channel.id]
+        row = {**to_jsonable(channel), "health": state}
+        if not cli.json:
+            row["health"] = state["summary"]
+            row["keys"] = "; ".join(key_summary(key) for key in state["keys"]) or "-"
+        rows.append(row)
+    cli.print_table(rows, LIST_COLUMNS)
+    return 0
+
+
+def _configure_edit(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME")
+    parser.add_argument("--rename", metavar="NEW_NAME", help="a new name")
+    _channel_options(parser, adding=False)
+
+
+def _run_edit(args: argparse.Namespace, cli: CommandContext) -> int:
+    conn = cli.connect()
+    existing = _require(conn, args.name)
+    fields = _fields(args, cli, existing)
+    if args.rename is not None:
+        fields["name"] = args.rename
+    if not fields:
+        raise ValueError("nothing to change: give at least one option (see 'relaygate channel edit --help')")
+    with atomic(conn):
+        if "groups" in fields:
+            ensure_groups(conn, fields["groups"])
+        channels.update_channel(conn, existing.name, **fields)
+    channel = channels.get_channel(conn, fields.get("name", existing.name))
+    changed = ", ".join(name.replace("_", " ") for name in fields)
+    cli.print_record(channel, text=f"Changed channel {channel.name!r}: {changed}.")
+    return 0
+
+
+# --- enable, disable, delete, test --------------------------------------------------------------
+
+
+def _configure_name(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME")
+
+
+def _run_enable(args: argparse.Namespace, cli: CommandContext) -> int:
+    conn = cli.connect()
+    _require(conn, args.name)
+    with atomic(conn):
+        channels.set_channel_enabled(conn, args.name, True)
+        restored = channels.enable_channel_keys(conn, args.name)
+    channel = channels.get_channel(conn, args.name)
+    text = f"Enabled channel {channel.name!r}."
+    if restored:
+        text += " Upstream key(s) in use again: " + "; ".join(f"#{d.index} (disabled: {d.reason[:80]})" for d in restored) + "."
+    cli.print_record(channel, text=text)
+    return 0
+
+
+def _run_disable(args: argparse.Namespace, cli: CommandContext) -> int:
+    conn = cli.connect()
+    _require(conn, args.name)
+    channels.set_channel_enabled(conn, args.name, False)
+    cli.print_record(channels.get_channel(conn, args.name), text=f"Disabled channel {args.name!r}.")
+    return 0
+
+
+def _run_delete(args: argparse.Namespace, cli: CommandContext) -> int:
+    conn = cli.connect()
+    channel = _require(conn, args.name)
+    with atomic(conn):
+        channels.delete_channel(conn, args.name)
+    cli.print_record({"id": channel.id, "name": channel.name, "deleted": True}, text=f"Deleted channel {channel.name!r} (id {channel.id}).")
+    return 0
+
+
+def _configure_test(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", metavar="NAME")
+    parser.add_argument("--model", help="the model to ask (default: the channel's first)")
+    parser.add_argument("--key", type=int, metavar="N", help="the upstream key to use, by position from 0 (default: the first usable)")
+
+
+def _run_test(args: argparse.Namespace, cli: CommandContext) -> int:
+    conn = cli.connect()
+    channel = _require(conn, args.name)
+    result = asyncio.run(_probe(cli, channel, args.model, args.key))
+    record = {"channel": channel.name, **to_jsonable(result)}
+    verdict = "OK" if result.ok else "FAILED"
+    status = f"HTTP {result.status}" if result.status else "no HTTP answer"
+    key = f", key #{result.key_index}" if result.key_index is not None and channel.api_keys else ""
+    text = f"{channel.name}: {verdict}, {status} in {result.latency_ms:g} ms (model {result.model or '-'}{key}). {result.message}"
+    cli.print_record(record, text=text)
+    return 0 if result.ok else 1
+
+
+async def _probe(cli: CommandContext, channel: ChannelRecord, model: str | None, key: int | None):
+    import aiohttp
+
+    channel_type = cli.registry.channel_types.get(channel.type)
+    async with aiohttp.ClientSession(skip_auto_headers=("User-Agent",)) as session:
+        return await probe_channel(channel_type, session, channel, timeouts=cli.config.timeouts, request_id="cli-test", model=model, key_index=key)
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _no_arguments(parser: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _require(conn, name: str) -> ChannelRecord:
+    channel = channels.get_channel(conn, name)
+    if channel is None:
+        raise LookupError(f"no channel named {name!r}")
+    return channel
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
+    return value
+
+
+def _timeout(text: str) -> float | str:
+    if text == DEFAULT:
+        return DEFAULT
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds (like 30 or 2.5) or '{DEFAULT}', got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
+    return value
+
+
+def _endpoints(text: str) -> list[str]:
+    names = split_list(text)
+    unknown = [name for name in names if name not in endpoints.ALL]
+    if unknown:
+        raise ValueError(f"--endpoints: unknown endpoint(s) {', '.join(unknown)}; known: {', '.join(endpoints.ALL)}")
+    return names
+
+
+def _headers(values: list[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for value in values:
+        name, sep, text = value.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--header looks like NAME=VALUE, got {value.split('=')[0]!r}…")
+        headers[name.strip()] = text.strip()
+    return headers
+

@@ -1,0 +1,334 @@
+"""The health of channels and of their upstream keys, in this worker's memory.
+
+Each channel, and each upstream key of a channel, has a circuit breaker:
+
+- **closed**: attempts go through. ``failures`` consecutive failures open it.
+- **open**: no attempt for ``cooldown`` seconds.
+- **half-open**: the cool-down is over; ONE attempt (the probe) goes through.
+  Its success closes the breaker, its failure opens it again.
+
+What counts (:func:`classify`): connection errors, timeouts, 5xx, broken
+answers and streams that break are the channel's failures; a 429 is its key's
+(with ``Retry-After`` the key cools down that long at once); a 401/403 — the
+upstream refusing the channel's own key — disables the key for good (stored,
+with the reason, until an operator re-enables it). A request the upstream
+refused for its content (400 …) shows the upstream is alive.
+
+:class:`HealthBoard` also counts each channel's requests in flight, for its
+concurrency cap, and hands out :class:`Lease`\\ s: one attempt's right to use a
+channel and one of its keys (round-robin among the usable keys). Breakers are
+per worker; changes of state are written to the store (``channel_health``) so
+that ``relaygate channel list`` and the console can show them.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+
+import structlog
+
+from .errors import GatewayError, InternalError
+from .records import key_fingerprint, mask_secret
+from .router import Route
+from .store.channel_health import CHANNEL_SLOT, BreakerReport, save_breaker
+from .store.channels import disable_channel_key
+
+log = structlog.get_logger("relaygate.health")
+
+CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+# how an attempt's error counts
+CHANNEL_FAULT, KEY_LIMITED, KEY_REFUSED, ALIVE, NEUTRAL = range(5)
+STREAM_FAULTS = frozenset(("upstream", "timeout", "unavailable"))
+MAX_RETRY_AFTER = 600.0  # longest an upstream's Retry-After cools a key down
+RECENT_DISABLE = 10.0  # seconds a key disabled here is skipped before the store says so
+
+
+def classify(error: GatewayError) -> int:
+    """Whose failure ``error`` is, for the breakers."""
+    if error.key_refused:
+        return KEY_REFUSED
+    status = error.upstream_status
+    if status == 429:
+        return KEY_LIMITED
+    if not error.retryable:
+        return ALIVE  # the upstream answered; the request was at fault
+    if isinstance(error, InternalError):
+        return NEUTRAL  # a bug of the gateway's, not the upstream's
+    if status is not None and 400 <= status < 500 and status != 408:
+        return NEUTRAL  # a refusal about this model or path, not the channel's health
+    return CHANNEL_FAULT
+
+
+class Breaker:
+    __slots__ = ("state", "failures", "until", "probing", "last_error", "opened_at")
+
+    def __init__(self) -> None:
+        self.state = CLOSED
+        self.failures = 0
+        self.until = 0.0  # monotonic time the cool-down ends
+        self.probing = False
+        self.last_error: str | None = None
+        self.opened_at = 0.0
+
+    def ready(self, now: float) -> bool:
+        """Whether an attempt may go through now."""
+        if self.state is CLOSED:
+            return True
+        if self.state is OPEN:
+            return now >= self.until
+        return not self.probing
+
+    def take(self) -> bool:
+        """Start an attempt the breaker is :meth:`ready` for; ``True`` for a probe."""
+        if self.state is CLOSED:
+            return False
+        self.state = HALF_OPEN
+        self.probing = True
+        return True
+
+    def succeed(self) -> bool:
+        """Record a success; ``True`` when that closed the breaker."""
+        self.failures = 0
+        self.probing = False
+        if self.state is CLOSED:
+            return False
+        self.state = CLOSED
+        return True
+
+    def fail(self, now: float, threshold: int, cooldown: float, message: str, hold: float | None = None) -> bool:
+        """Record a failure; ``True`` when that opened the breaker."""
+        self.failures += 1
+        self.last_error = message
+        self.probing = False
+        if self.state is HALF_OPEN or self.failures >= threshold or hold:
+            self.state = OPEN
+            self.opened_at = now
+            self.until = now + (hold or cooldown)
+            return True
+        return False
+
+
+class ChannelHealth:
+    """One channel's breaker, its keys' breakers (created at their first
+    failure), its requests in flight and its round-robin key cursor."""
+
+    __slots__ = ("breaker", "keys", "in_flight", "cursor", "recently_disabled")
+
+    def __init__(self) -> None:
+        self.breaker = Breaker()
+        self.keys: dict[str, Breaker] = {}
+        self.in_flight = 0
+        self.cursor = 0
+        self.recently_disabled: dict[str, float] = {}
+
+
+class Lease:
+    """One attempt's hold on a channel (a concurrency slot) and one of its keys.
+
+    Report the outcome with :meth:`HealthBoard.succeeded` / :meth:`HealthBoard.failed`
+    and give it back with :meth:`release` (idempotent) when the request is done
+    with the channel.
+    """
+
+    __slots__ = ("board", "health", "route", "key_index", "api_key", "channel_probe", "key_probe", "held")
+
+    def __init__(self, board: HealthBoard, health: ChannelHealth, route: Route, key_index: int, api_key: str, channel_probe: bool, key_probe: bool) -> None:
+        self.board = board
+        self.health = health
+        self.route = route
+        self.key_index = key_index
+        self.api_key = api_key
+        self.channel_probe = channel_probe
+        self.key_probe = key_probe
+        self.held = True
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        self.health.in_flight -= 1
+        if self.channel_probe:  # ended without an outcome: let another request probe
+            self.health.breaker.probing = False
+        if self.key_probe:
+            breaker = self.health.keys.get(self.api_key)
+            if breaker is not None:
+                breaker.probing = False
+
+
+class HealthBoard:
+    """The breakers and in-flight counts of every channel, for one worker."""
+
+    def __init__(self, *, failures: int = 3, cooldown: float = 30.0, persist: Callable[..., None] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.failures = failures
+        self.cooldown = cooldown
+        self.channels: dict[int, ChannelHealth] = {}
+        self._persist = persist  # persist(fn, *args): a write for the store, not awaited
+        self.clock = clock
+        self.worker = f"{socket.gethostname()}:{os.getpid()}"
+
+    def health(self, channel_id: int) -> ChannelHealth:
+        health = self.channels.get(channel_id)
+        if health is None:
+            health = self.channels[channel_id] = ChannelHealth()
+        return health
+
+    # --- taking a channel ------------------------------------------------------
+
+    def lease(self, route: Route, tried: set[tuple[int, str]] | None) -> Lease | str:
+        """A lease on ``route`` and one of its keys not in ``tried``, or why there is none."""
+        health = self.health(route.channel.id)
+        breaker = health.breaker
+        now = 0.0
+        if breaker.state is not CLOSED:
+            now = self.clock()
+            if not breaker.ready(now):
+                return "probing" if breaker.state is HALF_OPEN else "cooling down"
+        if route.concurrency and health.in_flight >= route.concurrency:
+            return "at its concurrency cap"
+        picked = self._pick_key(health, route, tried, now)
+        if picked is None:
+            return "no usable upstream key"
+        index, api_key, key_breaker = picked
+        channel_probe = breaker.take() if breaker.state is not CLOSED else False
+        key_probe = key_breaker.take() if key_breaker is not None and key_breaker.state is not CLOSED else False
+        health.in_flight += 1
+        return Lease(self, health, route, index, api_key, channel_probe, key_probe)
+
+    def _pick_key(self, health: ChannelHealth, route: Route, tried, now: float) -> tuple[int, str, Breaker | None] | None:
+        keys = route.keys
+        count = len(keys)
+        if count == 1 and not health.keys and not health.recently_disabled and not tried:
+            return keys[0][0], keys[0][1], None
+        if count == 0:
+            return None
+        start = health.cursor
+        health.cursor = start + 1
+        channel_id = route.channel.id
+        for offset in range(count):
+            index, api_key = keys[(start + offset) % count]
+            if tried and (channel_id, api_key) in tried:
+                continue
+            if health.recently_disabled and self._recently_disabled(health, api_key):
+                continue
+            breaker = health.keys.get(api_key)
+            if breaker is not None and breaker.state is not CLOSED:
+                now = now or self.clock()
+                if not breaker.ready(now):
+                    continue
+            return index, api_key, breaker
+        return None
+
+    def _recently_disabled(self, health: ChannelHealth, api_key: str) -> bool:
+        at = health.recently_disabled.get(api_key)
+        if at is None:
+            return False
+        if self.clock() - at < RECENT_DISABLE:
+            return True
+        del health.recently_disabled[api_key]  # the router's records say it now
+        return False
+
+    # --- outcomes --------------------------------------------------------------
+
+    def succeeded(self, lease: Lease) -> None:
+        """The attempt got its answer (or its stream's head)."""
+        health = lease.health
+        self._channel_alive(lease)
+        if health.keys:
+            breaker = health.keys.get(lease.api_key)
+            lease.key_probe = False
+            if breaker is not None and breaker.succeed():
+                self._report(lease, key_fingerprint(lease.api_key), breaker)
+
+    def _channel_alive(self, lease: Lease) -> None:
+        breaker = lease.health.breaker
+        lease.channel_probe = False
+        if (breaker.state is not CLOSED or breaker.failures) and breaker.succeed():
+            self._report(lease, CHANNEL_SLOT, breaker)
+
+    def failed(self, lease: Lease, error: GatewayError) -> bool:
+        """The attempt failed with ``error``; ``True`` when the key was at fault (so
+        the channel may be tried again with another key)."""
+        kind = classify(error)
+        if kind == ALIVE:
+            self.succeeded(lease)
+            return False
+        if kind == NEUTRAL:
+            return False
+        now = self.clock()
+        health = lease.health
+        message = redact(error.message, lease.api_key)[:300]
+        if kind == KEY_REFUSED or kind == KEY_LIMITED:
+            self._channel_alive(lease)  # the upstream answered: the key is at fault
+        if kind == KEY_REFUSED:
+            lease.key_probe = False
+            self._disable_key(lease, error, now)
+            return True
+        if kind == KEY_LIMITED:
+            breaker = health.keys.get(lease.api_key)
+            if breaker is None:
+                breaker = health.keys[lease.api_key] = Breaker()
+            lease.key_probe = False
+            hold = min(error.retry_after, MAX_RETRY_AFTER) if error.retry_after else None
+            if breaker.fail(now, self.failures, self.cooldown, message, hold):
+                self._report(lease, key_fingerprint(lease.api_key), breaker)
+            return True
+        lease.channel_probe = False
+        if health.breaker.fail(now, self.failures, self.cooldown, message):
+            log.warning("circuit breaker open", channel=lease.route.channel.name, cooldown_s=self.cooldown,
+                        failures=health.breaker.failures, error=message)  # fmt: skip
+            self._report(lease, CHANNEL_SLOT, health.breaker)
+        return False
+
+    def stream_failed(self, lease: Lease, error: GatewayError) -> None:
+        """A stream broke after its head arrived: the channel's failure (dropped,
+        silent, malformed, an error event), unless the gateway itself failed."""
+        if error.kind in STREAM_FAULTS:
+            health = lease.health
+            if health.breaker.fail(self.clock(), self.failures, self.cooldown, redact(error.message, lease.api_key)[:300]):
+                self._report(lease, CHANNEL_SLOT, health.breaker)
+
+    def _disable_key(self, lease: Lease, error: GatewayError, now: float) -> None:
+        channel = lease.route.channel
+        if not channel.api_keys:
+            return  # a channel without keys has nothing to disable
+        lease.health.recently_disabled[lease.api_key] = now
+        status = error.upstream_status
+        reason = redact(f"upstream answered {status}: {error.message}" if status else error.message, lease.api_key)
+        log.warning("upstream key disabled", channel=channel.name, key_index=lease.key_index, reason=reason)
+        if self._persist is not None:
+            self._persist(disable_channel_key, channel.id, key_fingerprint(lease.api_key), lease.key_index, reason)
+
+    def _report(self, lease: Lease, slot: str, breaker: Breaker) -> None:
+        if self._persist is None:
+            return
+        wall = time.time()
+        now = self.clock()
+        is_open = breaker.state is OPEN
+        report = BreakerReport(
+            channel_id=lease.route.channel.id,
+            key_slot=slot,
+            key_index=None if slot == CHANNEL_SLOT else lease.key_index,
+            state=OPEN if is_open else CLOSED,
+            failures=breaker.failures,
+            opened_at=wall - (now - breaker.opened_at) if is_open else None,
+            until=wall + (breaker.until - now) if is_open else None,
+            last_error=breaker.last_error,
+            worker=self.worker,
+            updated_at=wall,
+        )
+        self._persist(save_breaker, report)
+
+    # --- for people ------------------------------------------------------------
+
+    def in_flight(self) -> dict[int, int]:
+        return {channel_id: health.in_flight for channel_id, health in self.channels.items() if health.in_flight}
+
+
+def redact(text: str, secret: str) -> str:
+    """``text`` with ``secret`` (an upstream key an upstream may echo) masked."""
+    if secret and len(secret) >= 6 and secret in text:
+        return text.replace(secret, mask_secret(secret))
+    return text
