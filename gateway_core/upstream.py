@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import aiohttp
+import orjson
 
 from .channel_type import Exchange
 from .client_protocol import Frame
@@ -152,6 +154,33 @@ def _idle_timeout(response: aiohttp.ClientResponse, seconds: float) -> None:
     if protocol is not None:
         protocol.read_timeout = seconds
         protocol.start_timeout()
+
+
+async def read_all(response: aiohttp.ClientResponse) -> bytes:
+    """The whole body of a successful response, then the connection back to the pool."""
+    try:
+        return await response.read()
+    except (TimeoutError, aiohttp.ServerTimeoutError):
+        raise UpstreamTimeoutError("the upstream went silent while sending its answer", retryable=True) from None
+    except aiohttp.ClientError as exc:
+        raise UpstreamError(
+            f"the upstream connection failed while reading the answer ({type(exc).__name__})", retryable=True
+        ) from None
+    finally:
+        response.release()
+
+
+def parse_answer(data: bytes) -> dict[str, Any]:
+    """A JSON object answer, or a retryable error keeping an excerpt of what came."""
+    try:
+        answer = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        answer = None
+    if not isinstance(answer, dict):
+        error = UpstreamError("the upstream answered with something that is not a JSON object", retryable=True)
+        error.upstream_status, error.upstream_body = 200, excerpt(data)
+        raise error
+    return answer
 
 
 def _unavailable(message: str) -> UpstreamError:

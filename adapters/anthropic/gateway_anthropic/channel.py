@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import Any, cast
 
-import aiohttp
 import orjson
 
 from gateway_core import (
@@ -29,13 +28,12 @@ from gateway_core import (
     Reply,
     StreamReply,
     UpstreamError,
-    UpstreamTimeoutError,
     Usage,
     endpoints,
 )
 from gateway_core.errors import excerpt
 from gateway_core.sse import frame_fields
-from gateway_core.upstream import post, sse_frames
+from gateway_core.upstream import parse_answer, post, read_all, sse_frames
 
 from .error_body import upstream_error_message
 from .messages_request import DEFAULT_MAX_TOKENS, request_to_wire
@@ -113,29 +111,6 @@ def upstream_headers(channel: ChannelRecord, api_key: str, options: Any, stream:
     if stream:
         headers["accept"] = "text/event-stream"
     return headers
-
-
-async def read_all(response: aiohttp.ClientResponse) -> bytes:
-    try:
-        return await response.read()
-    except (TimeoutError, aiohttp.ServerTimeoutError):
-        raise UpstreamTimeoutError("the upstream went silent while sending its answer", retryable=True) from None
-    except aiohttp.ClientError as exc:
-        raise UpstreamError(f"the upstream connection failed while reading the answer ({type(exc).__name__})", retryable=True) from None
-    finally:
-        response.release()
-
-
-def parse_answer(data: bytes) -> dict[str, Any]:
-    try:
-        answer = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        answer = None
-    if not isinstance(answer, dict):
-        error = UpstreamError("the upstream answered with something that is not a JSON object", retryable=True)
-        error.upstream_status, error.upstream_body = 200, excerpt(data)
-        raise error
-    return answer
 
 
 class FrameDecoder:

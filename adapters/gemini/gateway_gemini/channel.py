@@ -22,10 +22,8 @@ that a 4xx about the channel's own key or project (``API_KEY_INVALID``,
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import quote
 
-import aiohttp
 import orjson
 
 from gateway_core import (
@@ -36,14 +34,13 @@ from gateway_core import (
     Reply,
     StreamReply,
     UpstreamError,
-    UpstreamTimeoutError,
     Usage,
     endpoints,
 )
 from gateway_core.errors import GatewayError, excerpt
 from gateway_core.model import EmbeddingsRequest
 from gateway_core.sse import frame_fields
-from gateway_core.upstream import post, sse_frames
+from gateway_core.upstream import parse_answer, post, read_all, sse_frames
 
 from .count_tokens import count_body_to_wire, count_from_wire, count_response, passthrough_count_body
 from .embeddings import BATCH_EMBED_CONTENTS, embed_body_to_wire, embed_usage, embeddings_from_wire, passthrough_embed_body
@@ -149,29 +146,6 @@ def _channel_error(error: GatewayError) -> GatewayError:
     if status == 429 and error.retry_after is None:
         error.retry_after = retry_delay(body)
     return error
-
-
-async def read_all(response: aiohttp.ClientResponse) -> bytes:
-    try:
-        return await response.read()
-    except (TimeoutError, aiohttp.ServerTimeoutError):
-        raise UpstreamTimeoutError("the upstream went silent while sending its answer", retryable=True) from None
-    except aiohttp.ClientError as exc:
-        raise UpstreamError(f"the upstream connection failed while reading the answer ({type(exc).__name__})", retryable=True) from None
-    finally:
-        response.release()
-
-
-def parse_answer(data: bytes) -> dict[str, Any]:
-    try:
-        answer = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        answer = None
-    if not isinstance(answer, dict):
-        error = UpstreamError("the upstream answered with something that is not a JSON object", retryable=True)
-        error.upstream_status, error.upstream_body = 200, excerpt(data)
-        raise error
-    return answer
 
 
 class FrameDecoder:

@@ -36,7 +36,7 @@ from gateway_core import (
 from gateway_core.errors import excerpt
 from gateway_core.model import ChatRequest
 from gateway_core.sse import frame_fields
-from gateway_core.upstream import post, sse_frames
+from gateway_core.upstream import parse_answer, post, read_all, sse_frames
 
 from .calls import (
     CHAT_WIRE,
@@ -54,7 +54,6 @@ from .chat_response import response_from_wire, usage_from_wire
 from .chat_stream import ChunkDecoder
 from .error_body import upstream_error_message
 from .protocol import stateful_message
-from .upstream_io import parse_answer, read_all
 
 WIRES = {
     endpoints.CHAT: CHAT_WIRE,

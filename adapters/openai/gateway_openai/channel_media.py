@@ -31,13 +31,13 @@ from gateway_core.model import (
     UsageReport,
 )
 from gateway_core.sse import frame_fields
-from gateway_core.upstream import post, sse_frames
+from gateway_core.upstream import parse_answer, post, read_all, sse_frames
 from gateway_core.upstream_upload import post_upload
 
 from .embeddings import usage_from_wire
 from .error_body import upstream_error_message
 from .media import images_used, transcription_usage, transcription_used
-from .upstream_io import byte_frames, parse_answer, read_all
+from .upstream_io import byte_frames
 
 PATHS = {
     endpoints.EMBEDDINGS: "/v1/embeddings",

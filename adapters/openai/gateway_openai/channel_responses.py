@@ -18,13 +18,12 @@ import orjson
 from gateway_core import ChannelRecord, Exchange, Frame, JsonReply, Reply, StreamReply, UpstreamError, endpoints
 from gateway_core.errors import excerpt
 from gateway_core.sse import frame_fields
-from gateway_core.upstream import post, sse_frames
+from gateway_core.upstream import parse_answer, post, read_all, sse_frames
 
 from .calls import RESPONSES_WIRE
 from .error_body import upstream_error_message
 from .responses_response import usage_from_wire
 from .responses_stream import TERMINAL, ResponsesDecoder
-from .upstream_io import parse_answer, read_all
 
 NATIVE_HOSTS = frozenset(("api.openai.com",))
 

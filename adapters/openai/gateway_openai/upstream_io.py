@@ -1,39 +1,13 @@
-"""Reading an OpenAI upstream's answers: whole JSON bodies, and raw byte streams."""
+"""Reading an OpenAI upstream's raw byte streams (audio)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import aiohttp
-import orjson
 
 from gateway_core import Frame, UpstreamError, UpstreamTimeoutError
-from gateway_core.errors import excerpt
 from gateway_core.model import PartDelta, PartStart, PartStop, StopReason, StreamFinish, StreamStart, TextPart, Usage, UsageReport
-
-
-async def read_all(response: aiohttp.ClientResponse) -> bytes:
-    try:
-        return await response.read()
-    except (TimeoutError, aiohttp.ServerTimeoutError):
-        raise UpstreamTimeoutError("the upstream went silent while sending its answer", retryable=True) from None
-    except aiohttp.ClientError as exc:
-        raise UpstreamError(f"the upstream connection failed while reading the answer ({type(exc).__name__})", retryable=True) from None
-    finally:
-        response.release()
-
-
-def parse_answer(data: bytes) -> dict[str, Any]:
-    try:
-        answer = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        answer = None
-    if not isinstance(answer, dict):
-        error = UpstreamError("the upstream answered with something that is not a JSON object", retryable=True)
-        error.upstream_status, error.upstream_body = 200, excerpt(data)
-        raise error
-    return answer
 
 
 async def byte_frames(response: aiohttp.ClientResponse) -> AsyncIterator[Frame]:
