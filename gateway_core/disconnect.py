@@ -1,14 +1,19 @@
 """Noticing that the client hung up while the gateway waits for an upstream.
 
-One watcher task per request reads ``receive()`` (the request body has been
-read already, so the next message is ``http.disconnect``). While the relay
-awaits the upstream inside :meth:`DisconnectWatch.run`, a disconnect cancels the
-request's own task at once — cancelling the upstream call with it, which closes
-its connection — and ``run`` raises :class:`~gateway_core.asgi.ClientGone`.
-Outside ``run`` a disconnect is only noted (``gone``). Cancelling the request's
-own task (rather than racing a second task with ``asyncio.wait``) keeps the
-cost per request to one small task; ``Task.uncancel`` tells our cancellation
+A watcher task reads ``receive()`` (the request body has been read already, so
+the next message is ``http.disconnect``). While the relay awaits the upstream
+inside :meth:`DisconnectWatch.run`, a disconnect cancels the request's own task
+at once — cancelling the upstream call with it, which closes its connection —
+and ``run`` raises :class:`~gateway_core.asgi.ClientGone`. Outside ``run`` a
+disconnect is only noted (``gone``). ``Task.uncancel`` tells our cancellation
 from the server's (a shutdown past its grace period), which still propagates.
+
+Cost: the watcher task starts only once the request has taken ``delay`` seconds
+(0.1 by default) — a timer until then. A request answered sooner (most of the
+gateway's own overhead benchmark) never pays for a task, and an upstream call a
+client abandons earlier is cancelled when the watcher starts, since the
+disconnect waits for it in ``receive``. Cancelling the request's own task rather
+than racing a second task with ``asyncio.wait`` keeps the rest cheap too.
 """
 
 from __future__ import annotations
@@ -20,18 +25,25 @@ from typing import TypeVar
 from .asgi import ClientGone
 
 T = TypeVar("T")
+WATCH_DELAY = 0.1  # seconds before a request's watcher task starts
 
 
 class DisconnectWatch:
-    __slots__ = ("gone", "_armed", "_cancelled", "_task", "_watcher")
+    __slots__ = ("gone", "_armed", "_cancelled", "_task", "_watcher", "_timer", "_receive")
 
-    def __init__(self, receive, *, enabled: bool = True) -> None:
+    def __init__(self, receive, *, enabled: bool = True, delay: float = WATCH_DELAY) -> None:
         """``enabled=False``: watch nothing (someone else reads ``receive``)."""
         self.gone = False
         self._armed = False
         self._cancelled = False  # the watcher cancelled the request's task
         self._task = asyncio.current_task()
-        self._watcher = asyncio.ensure_future(self._watch(receive)) if enabled else None
+        self._receive = receive
+        self._watcher: asyncio.Task | None = None
+        self._timer = asyncio.get_running_loop().call_later(delay, self._start) if enabled else None
+
+    def _start(self) -> None:
+        self._timer = None
+        self._watcher = asyncio.ensure_future(self._watch(self._receive))
 
     async def _watch(self, receive) -> None:
         while True:
@@ -67,5 +79,8 @@ class DisconnectWatch:
 
     def close(self) -> None:
         self._armed = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._watcher is not None:
             self._watcher.cancel()
