@@ -121,15 +121,6 @@ def touch_keys(conn: sqlite3.Connection, last_used: Mapping[int, float]) -> None
     )
 
 
-def add_key_usage(conn: sqlite3.Connection, key_id: int, amount_micros: int) -> int | None:
-    """Add to a key's ``used_micros`` atomically; return the new total (``None``: no key)."""
-    row = conn.execute(
-        "UPDATE api_keys SET used_micros = used_micros + ? WHERE id = ? RETURNING used_micros",
-        (int(amount_micros), key_id),
-    ).fetchall()
-    return row[0][0] if row else None
-
-
 def normalize_network(text: str) -> str:
     """``10.0.0.1`` → ``10.0.0.1/32``; ``ValueError`` for anything not an IP network."""
     try:
