@@ -183,6 +183,19 @@ def parse_answer(data: bytes) -> dict[str, Any]:
     return answer
 
 
+def parse_frame_json(data: bytes) -> dict[str, Any]:
+    """The JSON object in a stream frame's data, or an error keeping an excerpt of it."""
+    try:
+        payload = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        payload = None
+    if not isinstance(payload, dict):
+        error = UpstreamError("the upstream sent a stream frame that is not a JSON object")
+        error.upstream_body = excerpt(data)
+        raise error
+    return payload
+
+
 def _unavailable(message: str) -> UpstreamError:
     # a 502 when no other channel succeeds: the upstream failed (a 503 says no channel was available)
     return UpstreamError(message, retryable=True)

@@ -27,13 +27,11 @@ from gateway_core import (
     JsonReply,
     Reply,
     StreamReply,
-    UpstreamError,
     Usage,
     endpoints,
 )
-from gateway_core.errors import excerpt
 from gateway_core.sse import frame_fields
-from gateway_core.upstream import parse_answer, post, read_all, sse_frames
+from gateway_core.upstream import parse_answer, parse_frame_json, post, read_all, sse_frames
 
 from .error_body import upstream_error_message
 from .messages_request import DEFAULT_MAX_TOKENS, request_to_wire
@@ -125,14 +123,7 @@ class FrameDecoder:
         name, data = frame_fields(raw)
         if not data:
             return Frame(raw)  # a comment or keep-alive
-        try:
-            payload = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            error = UpstreamError("the upstream sent a stream event that is not JSON")
-            error.upstream_body = excerpt(data)
-            raise error from None
-        if not isinstance(payload, dict):
-            raise UpstreamError("the upstream sent a stream event that is not a JSON object")
+        payload = parse_frame_json(data)
         if name and "type" not in payload:
             payload = {**payload, "type": name}
         events = self._events.feed(payload, raw)

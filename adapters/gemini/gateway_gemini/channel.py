@@ -40,7 +40,7 @@ from gateway_core import (
 from gateway_core.errors import GatewayError, excerpt
 from gateway_core.model import EmbeddingsRequest
 from gateway_core.sse import frame_fields
-from gateway_core.upstream import parse_answer, post, read_all, sse_frames
+from gateway_core.upstream import parse_answer, parse_frame_json, post, read_all, sse_frames
 
 from .count_tokens import count_body_to_wire, count_from_wire, count_response, passthrough_count_body
 from .embeddings import BATCH_EMBED_CONTENTS, embed_body_to_wire, embed_usage, embeddings_from_wire, passthrough_embed_body
@@ -160,14 +160,7 @@ class FrameDecoder:
         _, data = frame_fields(raw)
         if not data.strip():
             return Frame(raw)  # a comment or keep-alive
-        try:
-            chunk = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            error = UpstreamError("the upstream sent a stream frame that is not JSON")
-            error.upstream_body = excerpt(data)
-            raise error from None
-        if not isinstance(chunk, dict):
-            raise UpstreamError("the upstream sent a stream frame that is not a JSON object")
+        chunk = parse_frame_json(data)
         try:
             events = self._chunks.feed(chunk)
         except UpstreamError as error:

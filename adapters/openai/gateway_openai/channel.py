@@ -36,7 +36,7 @@ from gateway_core import (
 from gateway_core.errors import excerpt
 from gateway_core.model import ChatRequest
 from gateway_core.sse import frame_fields
-from gateway_core.upstream import parse_answer, post, read_all, sse_frames
+from gateway_core.upstream import parse_answer, parse_frame_json, post, read_all, sse_frames
 
 from .calls import (
     CHAT_WIRE,
@@ -149,14 +149,7 @@ class FrameDecoder:
             return Frame(raw)  # a comment or keep-alive
         if data == b"[DONE]":  # closes what a stream without finish_reason left open
             return Frame(raw, tuple(self._chunks.close()), terminal=True)
-        try:
-            chunk = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            error = UpstreamError("the upstream sent a stream frame that is not JSON")
-            error.upstream_body = excerpt(data)
-            raise error from None
-        if not isinstance(chunk, dict):
-            raise UpstreamError("the upstream sent a stream frame that is not a JSON object")
+        chunk = parse_frame_json(data)
         if "error" in chunk and not chunk.get("choices"):
             error = UpstreamError(f"the upstream reported an error mid-stream: {upstream_error_message(200, data)}")
             error.upstream_body = excerpt(data)

@@ -31,7 +31,7 @@ from gateway_core.model import (
     UsageReport,
 )
 from gateway_core.sse import frame_fields
-from gateway_core.upstream import parse_answer, post, read_all, sse_frames
+from gateway_core.upstream import parse_answer, parse_frame_json, post, read_all, sse_frames
 from gateway_core.upstream_upload import post_upload
 
 from .embeddings import usage_from_wire
@@ -117,14 +117,7 @@ class EventFrames:
         _, data = frame_fields(raw)
         if not data.strip():
             return Frame(raw)
-        try:
-            payload = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            error = UpstreamError("the upstream sent a stream event that is not JSON")
-            error.upstream_body = excerpt(data)
-            raise error from None
-        if not isinstance(payload, dict):
-            raise UpstreamError("the upstream sent a stream event that is not a JSON object")
+        payload = parse_frame_json(data)
         if payload.get("type") == "error" or "error" in payload:
             error = UpstreamError(f"the upstream reported an error mid-stream: {upstream_error_message(200, data)}")
             error.upstream_body = excerpt(data)

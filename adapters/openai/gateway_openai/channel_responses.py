@@ -18,7 +18,7 @@ import orjson
 from gateway_core import ChannelRecord, Exchange, Frame, JsonReply, Reply, StreamReply, UpstreamError, endpoints
 from gateway_core.errors import excerpt
 from gateway_core.sse import frame_fields
-from gateway_core.upstream import parse_answer, post, read_all, sse_frames
+from gateway_core.upstream import parse_answer, parse_frame_json, post, read_all, sse_frames
 
 from .calls import RESPONSES_WIRE
 from .error_body import upstream_error_message
@@ -65,14 +65,7 @@ class ResponsesFrames:
         name, data = frame_fields(raw)
         if not data.strip():
             return Frame(raw, wire=RESPONSES_WIRE)  # a comment or keep-alive
-        try:
-            payload = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            error = UpstreamError("the upstream sent a stream event that is not JSON")
-            error.upstream_body = excerpt(data)
-            raise error from None
-        if not isinstance(payload, dict):
-            raise UpstreamError("the upstream sent a stream event that is not a JSON object")
+        payload = parse_frame_json(data)
         if name and "type" not in payload:
             payload = {**payload, "type": name}
         try:
