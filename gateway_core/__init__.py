@@ -54,7 +54,7 @@ from .model import (
 from .policy import Policy
 from .ratelimit import Allowance, RateLimitState
 from .records import ChannelRecord, KeyRecord
-from .services import services_from_scope
+from .app_state import services_from_scope
 from .uploads import Upload
 
 __all__ = [

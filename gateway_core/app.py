@@ -20,7 +20,8 @@ from .context import new_request_id
 from .errors import GatewayError, InternalError, NotFoundError
 from .plugins import collect
 from .relay import REQUEST_ID, ProtocolEndpoint
-from .services import SERVICES_STATE, Services
+from .app_state import SERVICES_STATE
+from .services import Services
 
 log = structlog.get_logger("relaygate.app")
 

@@ -81,6 +81,6 @@ def register_commands(register: Callable[..., None], config: Config) -> None:
 
     Call ``register(name, help, configure, run)``: ``configure(parser)`` adds
     arguments to an ``argparse`` parser and ``run(args, cli)`` performs the
-    command with a :class:`gateway_core.cli.CommandContext` and returns an exit
+    command with a :class:`gateway_core.commands.kit.CommandContext` and returns an exit
     status. Called once per CLI invocation.
     """

@@ -8,45 +8,32 @@ over, which the request path then uses directly.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import importlib
+from collections.abc import Iterable
 from importlib import metadata
 from typing import Any
 
-import attrs
 import pluggy
 
-from . import builtin, hookspecs
+from . import hookspecs
 from .config import Config, ConfigError
+from .registry import Configure, LoadedPlugin, Migrate, Registry, Run
 
 ENTRY_POINT_GROUP = "relaygate"
 
-
-@attrs.frozen
-class LoadedPlugin:
-    name: str
-    module: str
-    distribution: str | None
-    version: str | None
-
-
-@attrs.define
-class Registry:
-    """What the loaded plugins registered, in registration order."""
-
-    plugins: list[LoadedPlugin] = attrs.field(factory=list)
-    protocols: list[Any] = attrs.field(factory=list)
-    channel_types: dict[str, Any] = attrs.field(factory=dict)
-    policies: list[Any] = attrs.field(factory=list)
-    routes: list[Any] = attrs.field(factory=list)
-    migrations: list[tuple[str, Callable[[Any], None]]] = attrs.field(factory=list)
-    commands: list[tuple[str, str, Callable, Callable]] = attrs.field(factory=list)
-
-    def channel_type(self, name: str) -> Any:
-        try:
-            return self.channel_types[name]
-        except KeyError:
-            known = ", ".join(sorted(self.channel_types)) or "none loaded"
-            raise ConfigError(f"unknown channel type {name!r} (available: {known})") from None
+# The core's own behaviour, named and loaded like any plugin, registered through the same hooks.
+DEFAULT_PLUGINS = {
+    "core.policies": "gateway_core.policies.plugin",
+    "core.migrations": "gateway_core.store.migrations",
+    "core.serve": "gateway_core.commands.serve",
+    "core.users": "gateway_core.commands.users",
+    "core.prices": "gateway_core.commands.prices",
+    "core.keys": "gateway_core.commands.keys",
+    "core.plugins": "gateway_core.commands.plugins",
+    "core.channels": "gateway_core.commands.channels",
+    "core.limits": "gateway_core.commands.limits",
+    "core.billing": "gateway_core.commands.billing",
+}
 
 
 def installed_entry_points() -> list[metadata.EntryPoint]:
@@ -54,14 +41,16 @@ def installed_entry_points() -> list[metadata.EntryPoint]:
 
 
 def build_plugin_manager(config: Config, extra_plugins: Iterable[Any] = ()) -> tuple[pluggy.PluginManager, list[LoadedPlugin]]:
-    """A fresh plugin manager with the built-in plugin and the selected entry points.
+    """A fresh plugin manager with the built-in plugins and the selected entry points.
 
     ``extra_plugins`` are registered directly (tests and embedders use it).
     """
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
-    pm.register(builtin, name="core")
-    loaded = [LoadedPlugin("core", builtin.__name__, "relaygate", _version("relaygate"))]
+    core_version = _version("relaygate")
+    for name, module_name in reversed(DEFAULT_PLUGINS.items()):  # pluggy calls the last registered first
+        pm.register(importlib.import_module(module_name), name=name)
+    loaded = [LoadedPlugin(name, module, "relaygate", core_version) for name, module in DEFAULT_PLUGINS.items()]
     available = {ep.name: ep for ep in installed_entry_points()}
     if config.load is not None:
         unknown = [name for name in config.load if name not in available]
@@ -103,12 +92,12 @@ def collect(config: Config, extra_plugins: Iterable[Any] = ()) -> Registry:
             raise ConfigError(f"channel type {channel_type.name!r} registered twice")
         registry.channel_types[channel_type.name] = channel_type
 
-    def add_migration(name: str, migrate: Callable[[Any], None]) -> None:
+    def add_migration(name: str, migrate: Migrate) -> None:
         if any(existing == name for existing, _ in registry.migrations):
             raise ConfigError(f"migration {name!r} registered twice")
         registry.migrations.append((name, migrate))
 
-    def add_command(name: str, help: str, configure: Callable, run: Callable) -> None:
+    def add_command(name: str, help: str, configure: Configure, run: Run) -> None:
         registry.commands.append((name, help, configure, run))
 
     hook = pm.hook

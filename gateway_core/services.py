@@ -7,27 +7,20 @@ import asyncio
 import aiohttp
 import attrs
 
+
 from .asgi import ClientAddress
 from .billing.price_book import PriceBook
 from .billing.sweeper import HoldSweeper
 from .config import Config
 from .health import HealthBoard
 from .key_cache import KeyCache
-from .plugins import Registry
+from .registry import Registry
 from .policy import Pipeline
-from .ratelimit import InProcessRateLimiter, RateLimiter
+from .ratelimit import RateLimiter
+from .ratelimit.memory import InProcessRateLimiter
 from .recorder import Recorder
 from .router import Router
 from .store import Store
-
-
-SERVICES_STATE = "relaygate.services"  # the key of the services in the lifespan state
-
-
-def services_from_scope(scope: dict) -> Services:
-    """The gateway's services, for plugin routes (the console): the app's lifespan
-    puts them in every request's ``scope["state"]``."""
-    return scope["state"][SERVICES_STATE]
 
 
 @attrs.define

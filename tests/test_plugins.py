@@ -4,7 +4,7 @@ import pytest
 
 from gateway_core import hookimpl
 from gateway_core.config import Config, ConfigError, config_from_mapping
-from gateway_core.plugins import collect, installed_entry_points
+from gateway_core.plugins import DEFAULT_PLUGINS, collect, installed_entry_points
 
 
 def test_installed_adapters_are_found_by_entry_point():
@@ -20,7 +20,7 @@ def test_plugins_toml_can_leave_an_installed_plugin_out():
     registry = collect(config_from_mapping({"load": ["openai"]}))
     assert "demo" not in registry.channel_types
     assert "openai" in registry.channel_types
-    assert [p.name for p in registry.plugins] == ["core", "openai"]
+    assert [p.name for p in registry.plugins] == [*DEFAULT_PLUGINS, "openai"]
 
 
 def test_unknown_plugin_name_is_a_clear_error():

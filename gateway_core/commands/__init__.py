@@ -1,6 +1,2 @@
-"""Sub-commands of ``relaygate`` beyond the core set in :mod:`gateway_core.builtin`,
-one small module per subject, each with a ``register(register)`` function."""
-
-from . import billing, channels, limits
-
-__all__ = ["billing", "channels", "limits"]
+"""The core's ``relaygate`` sub-commands, one built-in plugin per subject, and
+:mod:`gateway_core.commands.kit`, the helper kit every command (plugins' too) uses."""

@@ -18,7 +18,8 @@ import re
 import time
 from collections.abc import Callable
 
-from ..cli import EXIT_ERROR, CommandContext, require_user
+from ..hookspecs import hookimpl
+from .kit import EXIT_ERROR, CommandContext, no_arguments, require_user
 from ..money import format_usd, parse_usd
 from ..store import usage, wallet
 from ..store.audit import audit
@@ -32,11 +33,12 @@ _RELATIVE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-def register(register: Callable[..., None]) -> None:
+@hookimpl
+def register_commands(register: Callable[..., None]) -> None:
     register("wallet show", "show a user's balance, reservations and latest ledger rows", _configure_wallet_show, _run_wallet_show)
     register("wallet adjust", "correct a user's balance by a signed amount (kept in the ledger)", _configure_wallet_adjust, _run_wallet_adjust)
     register("logs", "show the usage log, newest first", _configure_logs, _run_logs)
-    register("check", "verify balances against the ledger and keys' usage against their charges", _no_arguments, _run_check)
+    register("check", "verify balances against the ledger and keys' usage against their charges", no_arguments, _run_check)
 
 
 # --- wallet ----------------------------------------------------------------------------
@@ -189,6 +191,3 @@ def _page_size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be between 1 and 1000, got {value}")
     return value
 
-
-def _no_arguments(parser: argparse.ArgumentParser) -> None:
-    pass

@@ -22,7 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import endpoints
-from ..cli import CommandContext, CommandError, parse_model_map, split_list, to_jsonable
+from ..hookspecs import hookimpl
+from .kit import CommandContext, CommandError, no_arguments, parse_model_map, split_list, to_jsonable
 from ..health_report import key_summary, read_channel_health
 from ..probe import probe_channel
 from ..records import ChannelRecord
@@ -34,9 +35,10 @@ DEFAULT = "default"  # a timeout back to the gateway's [gateway.timeouts]
 LIST_COLUMNS = ["id", "name", "type", "priority", "weight", "enabled", "health", "keys", "concurrency", "models", "groups"]
 
 
-def register(register: Callable[..., None]) -> None:
+@hookimpl
+def register_commands(register: Callable[..., None]) -> None:
     register("channel add", "add an upstream channel", _configure_add, _run_add)
-    register("channel list", "list channels with their health (upstream keys masked)", _no_arguments, _run_list)
+    register("channel list", "list channels with their health (upstream keys masked)", no_arguments, _run_list)
     register("channel edit", "change a channel (--api-key replaces its upstream keys)", _configure_edit, _run_edit)
     register("channel enable", "route to a channel again and re-enable its disabled upstream keys", _configure_name, _run_enable)
     register("channel disable", "stop routing to a channel", _configure_name, _run_disable)
@@ -239,9 +241,6 @@ async def _probe(cli: CommandContext, channel: ChannelRecord, model: str | None,
 
 # --- helpers ----------------------------------------------------------------------------------
 
-
-def _no_arguments(parser: argparse.ArgumentParser) -> None:
-    pass
 
 
 def _require(conn, name: str) -> ChannelRecord:

@@ -14,7 +14,8 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ..cli import CommandContext, require_user
+from ..hookspecs import hookimpl
+from .kit import CommandContext, no_arguments, require_user
 from ..store import atomic
 from ..store.groups import ensure_groups, list_groups, set_group_ratio
 from ..store.keys import get_key
@@ -24,9 +25,10 @@ from ..store.migrations import LIMIT_COLUMNS, UNIT_RATIO_PPM
 DEFAULT = "default"  # clears a user's override: the group's default applies again
 
 
-def register(register: Callable[..., None]) -> None:
+@hookimpl
+def register_commands(register: Callable[..., None]) -> None:
     register("group set", "create a group or change its price ratio and default rate limits", _configure_group_set, _run_group_set)
-    register("group list", "list groups with their ratios and default rate limits", _no_arguments, _run_group_list)
+    register("group list", "list groups with their ratios and default rate limits", no_arguments, _run_group_list)
     register("user limits", "show or change a user's rate limits (overriding its groups' defaults)", _configure_user_limits, _run_user_limits)
     register("key limits", "show or change an API key's own rate limits", _configure_key_limits, _run_key_limits)
 
@@ -155,6 +157,3 @@ def _describe(limits: dict[str, Any]) -> str:
 def _number(value: int | None) -> str:
     return str(value) if value else "unlimited"
 
-
-def _no_arguments(parser: argparse.ArgumentParser) -> None:
-    pass

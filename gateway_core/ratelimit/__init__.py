@@ -5,7 +5,6 @@ in-process :class:`InProcessRateLimiter` is the default implementation.
 """
 
 from ..records import NO_LIMITS, RateLimits
-from .memory import InProcessRateLimiter
 from .state import (
     CONCURRENCY,
     REQUESTS,
@@ -32,3 +31,12 @@ __all__ = [
     "RateLimits",
     "Subject",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The in-process limiter is loaded when asked for, not by every import of the contract."""
+    if name == "InProcessRateLimiter":
+        from .memory import InProcessRateLimiter
+
+        return InProcessRateLimiter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,6 +17,7 @@ import sqlite_utils
 
 from .billing_schema import migrate_0003_billing
 from .health_schema import migrate_0004_channel_health
+from ..hookspecs import hookimpl
 from .connection import atomic
 
 Migration = Callable[[sqlite_utils.Database], None]
@@ -243,3 +244,10 @@ CORE_MIGRATIONS: list[tuple[str, Migration]] = [
     ("0003_billing", migrate_0003_billing),
     ("0004_channel_health", migrate_0004_channel_health),
 ]
+
+
+@hookimpl
+def register_migrations(register: Callable[[str, Migration], None]) -> None:
+    """The core's schema, registered through the same hook as a plugin's."""
+    for name, migrate in CORE_MIGRATIONS:
+        register(name, migrate)

@@ -1,0 +1,93 @@
+"""``relaygate key create|list|disable|enable|delete``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from ..hookspecs import hookimpl
+from typing import Any
+
+from ..money import parse_usd
+from ..records import KeyRecord
+from ..store import keys
+from ..store.migrations import DEFAULT_GROUP
+from . import limits
+from .kit import CommandContext, parse_expires, require_user, split_list
+
+
+@hookimpl
+def register_commands(register: Callable[..., None]) -> None:
+    register("key create", "create an API key (its secret is shown once)", _configure_key_create, _run_key_create)
+    register("key list", "list a user's API keys", _configure_user_argument, _run_key_list)
+    register("key disable", "disable an API key", _configure_key_id, _run_key_disable)
+    register("key enable", "enable an API key", _configure_key_id, _run_key_enable)
+    register("key delete", "delete an API key", _configure_key_id, _run_key_delete)
+
+
+def _configure_key_create(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("user", metavar="USER")
+    parser.add_argument("--name", default="default", help="a label for the key (default 'default')")
+    parser.add_argument("--group", help="one of the user's groups (default: 'default' if open, else the first)")
+    parser.add_argument("--quota", metavar="USD", help="most the key may spend, in USD")
+    parser.add_argument("--expires", metavar="ISO8601", help="expiry, e.g. 2026-12-31 or 2026-12-31T18:00:00+02:00 (UTC if no offset)")
+    parser.add_argument("--models", default="", metavar="M1,M2", help="models allowed (default: every model of the group)")
+    parser.add_argument("--allow-ip", action="append", default=[], metavar="CIDR,...", help="client addresses allowed (default: any)")
+    limits.add_limit_options(parser)
+
+
+def _run_key_create(args: argparse.Namespace, cli: CommandContext) -> int:
+    quota = parse_usd(args.quota) if args.quota is not None else None
+    expires_at = parse_expires(args.expires) if args.expires is not None else None
+    networks = [keys.normalize_network(text) for value in args.allow_ip for text in split_list(value)]
+    conn = cli.connect()
+    user = require_user(conn, args.user)
+    group = args.group or (DEFAULT_GROUP if DEFAULT_GROUP in user.groups or not user.groups else user.groups[0])
+    key_id, secret = keys.create_key(
+        conn, user.id, name=args.name, group=group, quota_micros=quota, expires_at=expires_at,
+        models=split_list(args.models), allow_ips=networks, limits=limits.limit_changes(args),
+    )  # fmt: skip
+    if cli.json:
+        cli.print_record({"id": key_id, "key": secret})
+        return 0
+    print(f"Created API key {key_id} ({args.name!r}) for {user.name!r} in group {group!r}:")
+    print(f"    {secret}")
+    print("This key is shown only now: store it safely, it cannot be displayed again.")
+    return 0
+
+
+def _configure_user_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("user", metavar="USER")
+
+
+def _run_key_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    conn = cli.connect()
+    user = require_user(conn, args.user)
+    columns = ["id", "name", "prefix", "group", "enabled", "quota_micros", "used_micros", "expires_at", "last_used_at"]
+    cli.print_table(keys.list_keys(conn, user.id), columns)
+    return 0
+
+
+def _configure_key_id(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", type=int, metavar="ID")
+
+
+def _run_key_disable(args: argparse.Namespace, cli: CommandContext) -> int:
+    return _change_key(args, cli, lambda conn: keys.set_key_enabled(conn, args.id, False), "disabled")
+
+
+def _run_key_enable(args: argparse.Namespace, cli: CommandContext) -> int:
+    return _change_key(args, cli, lambda conn: keys.set_key_enabled(conn, args.id, True), "enabled")
+
+
+def _run_key_delete(args: argparse.Namespace, cli: CommandContext) -> int:
+    return _change_key(args, cli, lambda conn: keys.delete_key(conn, args.id), "deleted")
+
+
+def _change_key(args: argparse.Namespace, cli: CommandContext, change: Callable[[Any], bool], done: str) -> int:
+    conn = cli.connect()
+    if not change(conn):
+        raise LookupError(f"no API key with id {args.id}")
+    key: KeyRecord = keys.get_key(conn, args.id)
+    cli.print_record(key, text=f"API key {key.id} ({key.name!r}, {key.prefix}) of {key.user_name!r} {done}.")
+    return 0

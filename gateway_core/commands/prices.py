@@ -1,0 +1,73 @@
+"""``relaygate price set|list``."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from ..hookspecs import hookimpl
+
+from ..money import format_usd, parse_price_per_mtok, parse_usd
+from ..store import prices
+from .kit import CommandContext, no_arguments
+
+
+@hookimpl
+def register_commands(register: Callable[..., None]) -> None:
+    register("price set", "set a model's price per million tokens", _configure_price_set, _run_price_set)
+    register("price list", "list model prices", no_arguments, _run_price_list)
+
+
+def _configure_price_set(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL")
+    parser.add_argument("--input", metavar="USD_PER_MTOK", help="USD per million input tokens")
+    parser.add_argument("--output", metavar="USD_PER_MTOK", help="USD per million output tokens")
+    parser.add_argument("--cached-input", metavar="USD_PER_MTOK", help="USD per million cached input tokens")
+    parser.add_argument("--cache-write", metavar="USD_PER_MTOK", help="USD per million tokens written to a cache")
+    parser.add_argument("--per-image", metavar="USD", help="USD per image generated")
+    parser.add_argument("--per-mchars", metavar="USD", help="USD per million characters (speech)")
+    parser.add_argument("--per-audio-minute", metavar="USD", help="USD per minute of audio (transcription)")
+    parser.add_argument("--free", action="store_true", help="the model costs nothing")
+
+
+def _run_price_set(args: argparse.Namespace, cli: CommandContext) -> int:
+    per_unit = {
+        "per_image_micros": args.per_image, "per_mchar_micros": args.per_mchars,
+        "per_audio_minute_micros": args.per_audio_minute,
+    }  # fmt: skip
+    per_unit = {name: parse_usd(text) for name, text in per_unit.items() if text is not None}
+    if not args.free and not per_unit and (args.input is None or args.output is None):
+        raise ValueError("--input and --output are required (or --free, or a per-unit price such as --per-image)")
+    price = prices.set_price(
+        cli.connect(), args.model,
+        parse_price_per_mtok(args.input) if args.input is not None else 0,
+        parse_price_per_mtok(args.output) if args.output is not None else 0,
+        cached_input_micros_per_mtok=_optional_price(args.cached_input),
+        cache_write_micros_per_mtok=_optional_price(args.cache_write),
+        free=args.free, **per_unit,
+    )  # fmt: skip
+    if price.free:
+        text = f"{price.model}: free"
+    else:
+        text = (
+            f"{price.model}: input {format_usd(price.input_micros_per_mtok)} USD, "
+            f"output {format_usd(price.output_micros_per_mtok)} USD per million tokens"
+        )
+        for name, unit in (("per_image_micros", "image"), ("per_mchar_micros", "million characters"), ("per_audio_minute_micros", "minute of audio")):
+            if getattr(price, name) is not None:
+                text += f"; {format_usd(getattr(price, name))} USD per {unit}"
+    cli.print_record(price, text=text)
+    return 0
+
+
+def _run_price_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    columns = [
+        "model", "input_micros_per_mtok", "output_micros_per_mtok", "cached_input_micros_per_mtok",
+        "cache_write_micros_per_mtok", "per_image_micros", "per_mchar_micros", "per_audio_minute_micros", "free",
+    ]  # fmt: skip
+    cli.print_table(prices.list_prices(cli.connect()), columns)
+    return 0
+
+
+def _optional_price(text: str | None) -> int | None:
+    return parse_price_per_mtok(text) if text is not None else None

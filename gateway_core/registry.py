@@ -1,0 +1,50 @@
+"""What the loaded plugins registered: the objects the request path and the CLI use."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .config import ConfigError
+
+if TYPE_CHECKING:
+    from .channel_type import ChannelType
+    from .client_protocol import ClientProtocol
+    from .commands.kit import CommandContext
+    from .policy import Policy
+
+Migrate = Callable[[Any], None]
+Configure = Callable[[argparse.ArgumentParser], None]
+Run = Callable[[argparse.Namespace, "CommandContext"], int]
+Command = tuple[str, str, Configure, Run]
+
+
+@attrs.frozen
+class LoadedPlugin:
+    name: str
+    module: str
+    distribution: str | None
+    version: str | None
+
+
+@attrs.define
+class Registry:
+    """What the loaded plugins registered, in registration order."""
+
+    plugins: list[LoadedPlugin] = attrs.field(factory=list)
+    protocols: list[ClientProtocol] = attrs.field(factory=list)
+    channel_types: dict[str, ChannelType] = attrs.field(factory=dict)
+    policies: list[Policy] = attrs.field(factory=list)
+    routes: list[Any] = attrs.field(factory=list)
+    migrations: list[tuple[str, Migrate]] = attrs.field(factory=list)
+    commands: list[Command] = attrs.field(factory=list)
+
+    def channel_type(self, name: str) -> ChannelType:
+        try:
+            return self.channel_types[name]
+        except KeyError:
+            known = ", ".join(sorted(self.channel_types)) or "none loaded"
+            raise ConfigError(f"unknown channel type {name!r} (available: {known})") from None
