@@ -33,7 +33,8 @@ import structlog
 from .errors import GatewayError, InternalError
 from .records import key_fingerprint, mask_secret
 from .router import Route
-from .store.channel_health import CHANNEL_SLOT, BreakerReport, save_breaker
+from .request_store import CHANNEL_SLOT, BreakerReport
+from .store.channel_health import save_breaker
 from .store.channels import disable_channel_key
 
 log = structlog.get_logger("relaygate.health")

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from .records import ChannelRecord, key_fingerprint, mask_secret
-from .store.channel_health import CHANNEL_SLOT, BreakerReport, list_breakers
+from .request_store import CHANNEL_SLOT, BreakerReport
+from .store.channel_health import list_breakers
 from .store.channels import list_channels
 
 

@@ -15,21 +15,11 @@ import time
 
 import attrs
 
-from ..records import PriceRecord
+from ..request_store import PriceSnapshot
 from ..store.groups import group_ratios
 from ..store.prices import list_prices
-from .cost import UNIT_RATIO_PPM
 
 _monotonic = time.monotonic
-
-
-@attrs.frozen
-class PriceSnapshot:
-    prices: dict[str, PriceRecord]
-    ratios: dict[str, int]  # group name -> ratio in parts per million
-
-    def ratio(self, group: str) -> int:
-        return self.ratios.get(group, UNIT_RATIO_PPM)
 
 
 def read_snapshot(conn: sqlite3.Connection) -> PriceSnapshot:

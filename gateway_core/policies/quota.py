@@ -23,7 +23,8 @@ from ..context import RequestContext
 from ..errors import InsufficientQuotaError, PermissionDeniedError
 from ..money import format_usd
 from ..policy import Policy
-from ..store.wallet import HoldRefused, hold
+from ..request_store import HoldRefused
+from ..store.wallet import hold
 
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
 FREE_ENDPOINTS = frozenset({endpoints.MODELS, endpoints.COUNT_TOKENS})

@@ -13,24 +13,8 @@ from typing import Any
 
 import attrs
 
+from ..request_store import CHANNEL_SLOT, BreakerReport
 from .connection import fetch_all
-
-CHANNEL_SLOT = ""  # the key_slot of a channel's own breaker; a key's is its fingerprint
-
-
-@attrs.frozen
-class BreakerReport:
-    channel_id: int
-    key_slot: str
-    key_index: int | None
-    state: str  # closed, open
-    failures: int
-    opened_at: float | None
-    until: float | None  # Unix time the cool-down ends (open)
-    last_error: str | None
-    worker: str
-    updated_at: float
-
 
 def save_breaker(conn: sqlite3.Connection, report: BreakerReport) -> None:
     values = attrs.asdict(report)

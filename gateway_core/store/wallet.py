@@ -23,27 +23,11 @@ import time
 
 import attrs
 
+from ..request_store import HoldRefused
 from .connection import atomic, fetch_all
 from .migrations import LEDGER_KINDS
 
 KEY_CHARGE_KINDS = ("capture", "refund")  # the ledger kinds a key's used amount sums
-
-
-class HoldRefused(Exception):
-    """A reservation the key's quota or the user's balance cannot cover.
-
-    ``what`` is ``"key_quota"`` or ``"balance"``. For the key: ``used``,
-    ``held`` (reserved by requests in flight) and ``limit`` (the quota); for
-    the balance: ``limit`` is the balance and ``used``/``held`` are 0.
-    """
-
-    def __init__(self, what: str, *, needed: int, limit: int, used: int = 0, held: int = 0) -> None:
-        super().__init__(f"{what}: needs {needed} micro-USD, limit {limit}, used {used}, held {held}")
-        self.what = what
-        self.needed = needed
-        self.limit = limit
-        self.used = used
-        self.held = held
 
 
 @attrs.frozen
