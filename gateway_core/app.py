@@ -21,6 +21,8 @@ from .errors import GatewayError, InternalError, NotFoundError
 from .plugins import collect
 from .relay import REQUEST_ID, ProtocolEndpoint
 from .app_state import SERVICES_STATE
+from .ratelimit import RateLimiter
+from .request_store import RequestStore
 from .services import Services
 
 log = structlog.get_logger("relaygate.app")
@@ -151,11 +153,20 @@ def protocol_routes(services: Services, not_found: NotFound) -> list[Route]:
 _PARAM = re.compile(r"\{[^}]*\}")
 
 
-def create_app(config: Config | None = None, *, extra_plugins: Iterable[Any] = ()) -> RequestIdMiddleware:
-    """The gateway's ASGI app for ``config`` (default: read from the environment)."""
+def create_app(
+    config: Config | None = None,
+    *,
+    extra_plugins: Iterable[Any] = (),
+    store: RequestStore | None = None,
+    rate_limiter: RateLimiter | None = None,
+) -> RequestIdMiddleware:
+    """The gateway's ASGI app for ``config`` (default: read from the environment).
+
+    ``store`` and ``rate_limiter`` replace the ones the configuration names (any
+    implementation of :class:`RequestStore` and :class:`RateLimiter`)."""
     config = config or load_config()
     registry = collect(config, extra_plugins)
-    services = Services.build(config, registry)
+    services = Services.build(config, registry, store=store, rate_limiter=rate_limiter)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

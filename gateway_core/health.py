@@ -33,9 +33,7 @@ import structlog
 from .errors import GatewayError, InternalError
 from .records import key_fingerprint, mask_secret
 from .router import Route
-from .request_store import CHANNEL_SLOT, BreakerReport
-from .store.channel_health import save_breaker
-from .store.channels import disable_channel_key
+from .request_store import CHANNEL_SLOT, BreakerReport, RequestStore
 
 log = structlog.get_logger("relaygate.health")
 
@@ -162,11 +160,11 @@ class Lease:
 class HealthBoard:
     """The breakers and in-flight counts of every channel, for one worker."""
 
-    def __init__(self, *, failures: int = 3, cooldown: float = 30.0, persist: Callable[..., None] | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, *, failures: int = 3, cooldown: float = 30.0, store: RequestStore | None = None, clock: Callable[[], float] = time.monotonic) -> None:
         self.failures = failures
         self.cooldown = cooldown
         self.channels: dict[int, ChannelHealth] = {}
-        self._persist = persist  # persist(fn, *args): a write for the store, not awaited
+        self._store = store  # breaker changes and disabled keys are saved there, not awaited
         self.clock = clock
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
 
@@ -299,11 +297,11 @@ class HealthBoard:
         status = error.upstream_status
         reason = redact(f"upstream answered {status}: {error.message}" if status else error.message, lease.api_key)
         log.warning("upstream key disabled", channel=channel.name, key_index=lease.key_index, reason=reason)
-        if self._persist is not None:
-            self._persist(disable_channel_key, channel.id, key_fingerprint(lease.api_key), lease.key_index, reason)
+        if self._store is not None:
+            self._store.disable_channel_key(channel.id, key_fingerprint(lease.api_key), lease.key_index, reason)
 
     def _report(self, lease: Lease, slot: str, breaker: Breaker) -> None:
-        if self._persist is None:
+        if self._store is None:
             return
         wall = time.time()
         now = self.clock()
@@ -320,7 +318,7 @@ class HealthBoard:
             worker=self.worker,
             updated_at=wall,
         )
-        self._persist(save_breaker, report)
+        self._store.report_breaker(report)
 
     # --- for people ------------------------------------------------------------
 

@@ -17,13 +17,13 @@ import time
 from typing import Any
 
 from .records import KeyRecord
-from .store.keys import find_key
+from .request_store import RequestStore
 
 _monotonic = time.monotonic
 
 
 class KeyCache:
-    def __init__(self, store: Any, ttl: float = 1.0, max_entries: int = 100_000) -> None:
+    def __init__(self, store: RequestStore, ttl: float = 1.0, max_entries: int = 100_000) -> None:
         self._store = store
         self._ttl = ttl
         self._max_entries = max(1, max_entries)
@@ -77,7 +77,7 @@ class KeyCache:
 
     async def _fetch(self, key_hash: str) -> KeyRecord | None:
         generation = self._generation
-        record = await self._store.read(find_key, key_hash)
+        record = await self._store.find_key(key_hash)
         if generation == self._generation:
             self._remember(key_hash, record)
         return record

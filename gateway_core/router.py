@@ -22,8 +22,7 @@ from .channel_type import Timeouts
 from .errors import GatewayError, InvalidRequestError, NotFoundError, PermissionDeniedError
 from .model import ModelInfo
 from .records import ChannelRecord, KeyRecord
-from .store import Store
-from .store.channels import list_channels
+from .request_store import RequestStore
 
 
 UNSUPPORTED_ENDPOINT = "unsupported_endpoint"
@@ -117,7 +116,7 @@ def _group_refusal(key: KeyRecord, model: str) -> PermissionDeniedError:
 class Router:
     def __init__(
         self,
-        store: Store,
+        store: RequestStore,
         channel_types: dict,
         *,
         ttl: float = 1.0,
@@ -149,7 +148,7 @@ class Router:
                 self._loading = None
 
     async def _load(self) -> ChannelIndex:
-        channels = await self._store.read(list_channels)
+        channels = list(await self._store.list_channels())
         self._index = ChannelIndex(channels, self._serves, self._timeouts)
         self._loaded_at = time.monotonic()
         return self._index

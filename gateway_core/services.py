@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 
 import aiohttp
 import attrs
@@ -20,14 +19,14 @@ from .ratelimit import RateLimiter
 from .ratelimit.memory import InProcessRateLimiter
 from .recorder import Recorder
 from .router import Router
-from .store import Store
+from .request_store import RequestStore
 
 
 @attrs.define
 class Services:
     config: Config
     registry: Registry
-    store: Store
+    store: RequestStore
     keys: KeyCache
     router: Router
     pipeline: Pipeline
@@ -40,26 +39,32 @@ class Services:
     health: HealthBoard = attrs.field(factory=HealthBoard)
 
     @classmethod
-    def build(cls, config: Config, registry: Registry) -> Services:
-        store = Store(config.db_path, registry.migrations)
+    def build(
+        cls, config: Config, registry: Registry, *, store: RequestStore | None = None, rate_limiter: RateLimiter | None = None
+    ) -> Services:
+        """The services for ``config``; ``store`` and ``rate_limiter`` default to the
+        ones the configuration names (the embedded store, in-process limits)."""
+        if store is None:
+            from .store import open_store
+
+            store = open_store(config.db_path, registry.migrations)
         return cls(
             config=config,
             registry=registry,
             store=store,
             keys=KeyCache(store),
             router=Router(store, registry.channel_types, timeouts=config.timeouts),
-            health=HealthBoard(failures=config.breaker_failures, cooldown=config.breaker_cooldown, persist=_persister(store)),
+            health=HealthBoard(failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store),
             pipeline=Pipeline(registry.policies),
             recorder=Recorder(store),
             client_address=ClientAddress(config.trusted_proxies),
-            rate_limiter=InProcessRateLimiter(),
+            rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
             prices=PriceBook(store),
             hold_sweeper=HoldSweeper(store, config.stale_hold_seconds),
         )
 
     async def start(self) -> None:
         """Open the store and the shared upstream HTTP session (one per worker)."""
-        await asyncio.to_thread(self.store.migrate)
         await self.store.start()
         if self.hold_sweeper is not None:
             self.hold_sweeper.start()
@@ -79,13 +84,3 @@ class Services:
         if self.hold_sweeper is not None:
             await self.hold_sweeper.stop()
         await self.store.close()
-
-
-def _persister(store: Store):
-    """Health changes go to the store without waiting; lost only if it is closed."""
-
-    def persist(fn, *args) -> None:
-        if store.running:
-            store.write_nowait(fn, *args)
-
-    return persist

@@ -65,11 +65,12 @@ def wait_until_up(url: str, timeout: float = 15.0, process: subprocess.Popen | N
 class GatewayThread:
     """A gateway app served by hypercorn on 127.0.0.1 from a background thread."""
 
-    def __init__(self, config: Config, *, extra_plugins: Iterable[Any] = ()) -> None:
+    def __init__(self, config: Config, *, extra_plugins: Iterable[Any] = (), **services: Any) -> None:
+        """``services`` go to :func:`create_app` (``store=``, ``rate_limiter=``)."""
         from .app import create_app
 
         self.config = config
-        self.app = create_app(config, extra_plugins=extra_plugins)
+        self.app = create_app(config, extra_plugins=extra_plugins, **services)
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))

@@ -43,9 +43,22 @@ def writes():
     return []
 
 
+class RecordedWrites:
+    """The two writes of the store port the board makes, kept in order."""
+
+    def __init__(self, writes: list) -> None:
+        self.writes = writes
+
+    def report_breaker(self, report) -> None:
+        self.writes.append(("report_breaker", (report,)))
+
+    def disable_channel_key(self, *args) -> None:
+        self.writes.append(("disable_channel_key", args))
+
+
 @pytest.fixture
 def board(clock, writes):
-    return HealthBoard(failures=2, cooldown=5.0, clock=clock, persist=lambda fn, *args: writes.append((fn.__name__, args)))
+    return HealthBoard(failures=2, cooldown=5.0, clock=clock, store=RecordedWrites(writes))
 
 
 def take(board: HealthBoard, route, tried=None) -> Lease:
@@ -96,7 +109,7 @@ def test_channel_failures_open_the_breaker_and_a_probe_closes_it(board, clock, w
         assert board.failed(lease, upstream_error(500)) is False  # the channel's fault: move on
         lease.release()
     assert board.lease(route, None) == "cooling down"
-    assert writes[-1][0] == "save_breaker" and writes[-1][1][0].state == "open"
+    assert writes[-1][0] == "report_breaker" and writes[-1][1][0].state == "open"
     assert writes[-1][1][0].last_error == "failed 500"
     clock.now += 5
     probe = take(board, route)

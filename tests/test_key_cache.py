@@ -17,8 +17,7 @@ class FakeStore:
         self.gate: asyncio.Event | None = None
         self.fail_next = False
 
-    async def read(self, fn, key_hash):
-        assert fn is find_key
+    async def find_key(self, key_hash):
         self.reads += 1
         snapshot = self.records.get(key_hash)  # what the database held when the read ran
         if self.gate is not None:

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from gateway_core.records import UsageRow
-from gateway_core.recorder import record_request
+from gateway_core.store.requests import record_request
 from gateway_core.store import CORE_MIGRATIONS, Store, atomic, keys, users, wallet
 from gateway_core.store.audit import audit
 

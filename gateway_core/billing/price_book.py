@@ -10,24 +10,16 @@ CLI, the console, another worker) are seen within ``ttl``.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 import time
 
-import attrs
 
-from ..request_store import PriceSnapshot
-from ..store.groups import group_ratios
-from ..store.prices import list_prices
+from ..request_store import PriceSnapshot, RequestStore
 
 _monotonic = time.monotonic
 
 
-def read_snapshot(conn: sqlite3.Connection) -> PriceSnapshot:
-    return PriceSnapshot({p.model: p for p in list_prices(conn)}, group_ratios(conn))
-
-
 class PriceBook:
-    def __init__(self, store, *, ttl: float = 1.0) -> None:
+    def __init__(self, store: RequestStore, *, ttl: float = 1.0) -> None:
         self._store = store
         self._ttl = ttl
         self._snapshot: PriceSnapshot | None = None
@@ -55,7 +47,7 @@ class PriceBook:
         self._expires = 0.0
 
     async def _read(self) -> PriceSnapshot:
-        snapshot = await self._store.read(read_snapshot)
+        snapshot = await self._store.price_snapshot()
         self._snapshot = snapshot
         self._expires = _monotonic() + self._ttl
         return snapshot

@@ -14,13 +14,13 @@ import time
 
 import structlog
 
-from ..store.wallet import release_stale_holds
+from ..request_store import RequestStore
 
 log = structlog.get_logger("relaygate.billing")
 
 
 class HoldSweeper:
-    def __init__(self, store, stale_after: float, *, interval: float | None = None) -> None:
+    def __init__(self, store: RequestStore, stale_after: float, *, interval: float | None = None) -> None:
         self._store = store
         self.stale_after = stale_after
         self.interval = interval if interval is not None else max(1.0, min(60.0, stale_after / 4))
@@ -37,7 +37,7 @@ class HoldSweeper:
             await asyncio.gather(task, return_exceptions=True)
 
     async def sweep(self) -> int:
-        released = await self._store.write(release_stale_holds, time.time() - self.stale_after)
+        released = await self._store.release_stale_holds(time.time() - self.stale_after)
         if released:
             log.warning("billing.stale_holds_released", count=released, older_than_s=self.stale_after)
         return released

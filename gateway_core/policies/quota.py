@@ -24,7 +24,6 @@ from ..errors import InsufficientQuotaError, PermissionDeniedError
 from ..money import format_usd
 from ..policy import Policy
 from ..request_store import HoldRefused
-from ..store.wallet import hold
 
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
 FREE_ENDPOINTS = frozenset({endpoints.MODELS, endpoints.COUNT_TOKENS})
@@ -68,7 +67,7 @@ class Quota(Policy):
         ctx.row.held_micros = needed
         if needed:
             try:
-                await services.store.write(hold, key.user_id, needed, ctx.request_id, key.id)
+                await services.store.hold(key.user_id, needed, ctx.request_id, key.id)
             except Exception as failed:  # refused, or the write failed: nothing is held
                 ctx.charge = None
                 ctx.row.held_micros = 0

@@ -8,7 +8,7 @@ with its own names and formats.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import attrs
 
@@ -97,6 +97,7 @@ class LimitExceeded(Exception):
         self.state = state
 
 
+@runtime_checkable
 class RateLimiter(Protocol):
     """Counts requests, tokens and requests in flight per subject.
 

@@ -14,6 +14,9 @@ from typing import Any, TypeVar
 
 import sqlite_utils
 
+from ..records import ChannelRecord, KeyRecord, UsageRow
+from ..request_store import BreakerReport, PriceSnapshot
+from . import channel_health, channels, keys, requests, wallet
 from .connection import BUSY_TIMEOUT_MS, connect
 from .migrations import apply_migrations
 from .writer import GroupCommitWriter, WriteJob
@@ -23,11 +26,12 @@ Migration = tuple[str, Callable[[sqlite_utils.Database], None]]
 
 
 class Store:
-    """The only code that touches the database; the rest of the gateway asks it.
+    """The embedded store: implements :class:`gateway_core.request_store.RequestStore`.
 
     Domain functions are plain ``fn(conn, *args)``: :meth:`read` runs one on a
     reader thread (never on the event loop), :meth:`write` queues one for the
-    writer thread and resolves once its transaction is committed.
+    writer thread and resolves once its transaction is committed. The request
+    path's methods below are such reads and writes.
     """
 
     def __init__(
@@ -79,11 +83,13 @@ class Store:
         return self._writer is not None and not self._closed
 
     async def start(self) -> None:
-        """Start the reader pool and the writer thread."""
+        """Bring the schema up to date, then start the reader pool and the writer thread."""
         if self._closed:
             raise RuntimeError("store is closed")
         if self._writer is not None:
             return
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self.migrate)
         writer = GroupCommitWriter(self.connect)
         await asyncio.get_running_loop().run_in_executor(None, writer.start)
         self._pool = ThreadPoolExecutor(max_workers=self.readers, thread_name_prefix="relaygate-reader")
@@ -139,6 +145,34 @@ class Store:
         """Queue ``fn(conn, *args)`` without waiting; its errors are logged."""
         writer = self._running_writer()
         writer.submit(WriteJob(fn, args))
+
+    # --- the request path's port (RequestStore) ---------------------------------
+
+    async def find_key(self, key_hash: str) -> KeyRecord | None:
+        return await self.read(keys.find_key, key_hash)
+
+    async def list_channels(self) -> list[ChannelRecord]:
+        return await self.read(channels.list_channels)
+
+    async def price_snapshot(self) -> PriceSnapshot:
+        return await self.read(requests.read_price_snapshot)
+
+    async def hold(self, user_id: int, amount_micros: int, request_id: str, key_id: int | None) -> int:
+        return await self.write(wallet.hold, user_id, amount_micros, request_id, key_id)
+
+    async def record(self, row: UsageRow, user_id: int | None) -> None:
+        await self.write(requests.record_request, row, user_id)
+
+    async def release_stale_holds(self, older_than: float) -> int:
+        return await self.write(wallet.release_stale_holds, older_than)
+
+    def report_breaker(self, report: BreakerReport) -> None:
+        if self.running:  # lost only when the store is already closed
+            self.write_nowait(channel_health.save_breaker, report)
+
+    def disable_channel_key(self, channel_id: int, fingerprint: str, index: int, reason: str) -> None:
+        if self.running:
+            self.write_nowait(channels.disable_channel_key, channel_id, fingerprint, index, reason)
 
     def _running_writer(self) -> GroupCommitWriter:
         if self._closed:
