@@ -1,6 +1,10 @@
 """Relaygate's core: the public API plugins import from.
 
-Plugins import only what ``__all__`` offers; everything else is internal.
+Plugins (the bundled adapters and the console too) import what ``__all__``
+offers and the modules named in :data:`PUBLIC_MODULES`; everything else is
+internal and may change without notice. ``tests/test_architecture.py``
+enforces it. Importing this package loads only the contract: the model,
+errors, hook specifications and the protocol, channel and policy interfaces.
 """
 
 from . import endpoints
@@ -57,7 +61,33 @@ from .records import ChannelRecord, KeyRecord
 from .app_state import services_from_scope
 from .uploads import Upload
 
+# The modules plugins may import, besides this package's own names (docs/hooks.md).
+PUBLIC_MODULES = (
+    "gateway_core",
+    "gateway_core.channel_type",  # ChannelType and what a channel type returns
+    "gateway_core.client_protocol",  # ClientProtocol, Call and what a protocol renders
+    "gateway_core.commands.kit",  # the helper kit for relaygate sub-commands
+    "gateway_core.config",  # Config and ConfigError, given to every hook
+    "gateway_core.endpoints",  # endpoint names
+    "gateway_core.errors",  # GatewayError and its kinds
+    "gateway_core.key_header",  # reading an API key from headers
+    "gateway_core.model",  # the normalized model
+    "gateway_core.money",  # micro-USD parsing and formatting, for the edges
+    "gateway_core.policy",  # the Policy interface
+    "gateway_core.ratelimit",  # rate-limit state a protocol renders as headers
+    "gateway_core.records",  # the records the store hands out
+    "gateway_core.secrets",  # hashing and masking secrets
+    "gateway_core.sse",  # stream framing
+    "gateway_core.tally",  # token estimates
+    "gateway_core.testing",  # the test kit
+    "gateway_core.types",  # ASGI and callback types
+    "gateway_core.uploads",  # streamed multipart uploads
+    "gateway_core.upstream",  # calling an upstream from a channel type
+    "gateway_core.upstream_upload",  # sending an upload upstream
+)
+
 __all__ = [
+    "PUBLIC_MODULES",
     "Allowance",
     "AuthenticationError",
     "Call",

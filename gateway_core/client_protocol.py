@@ -52,7 +52,7 @@ class RouteSpec:
 class Call:
     """One parsed client request.
 
-    ``wire`` names the body's wire format (``"openai.chat"``): when a channel
+    ``wire`` names the body's wire format (``"acme.chat"``): when a channel
     speaks the same wire for the endpoint, the relay forwards ``body`` with only
     the model mapped (the fast path) and never builds the core request.
     ``options`` holds what the protocol needs to remember for rendering

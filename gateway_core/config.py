@@ -3,13 +3,13 @@
 ``plugins.toml``::
 
     # entry-point names of the plugins to load; omit to load every installed one
-    load = ["openai", "demo", "console"]
+    load = ["acme", "demo", "console"]
 
     [gateway]                 # settings of the core (all optional)
     trusted_proxies = ["127.0.0.1"]
     max_body_bytes = 33554432
 
-    [plugins.openai]          # a plugin's own settings
+    [plugins.acme]            # a plugin's own settings
     default_max_tokens = 4096
 """
 

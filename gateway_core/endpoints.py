@@ -21,3 +21,7 @@ ALL = (
     AUDIO_SPEECH,
     AUDIO_TRANSCRIPTIONS,
 )
+
+# The error code of a request for an endpoint no channel of the model serves (the
+# protocol may then answer it itself: see ClientProtocol.answer_locally).
+UNSUPPORTED_ENDPOINT = "unsupported_endpoint"

@@ -10,13 +10,20 @@ arguments only. ``docs/hooks.md`` has one section per hook.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pluggy
 
 if TYPE_CHECKING:
     from .config import Config
+    from .types import (
+        RegisterChannelType,
+        RegisterClientProtocol,
+        RegisterCommand,
+        RegisterMigration,
+        RegisterPolicy,
+        RegisterRoute,
+    )
 
 PROJECT = "relaygate"
 
@@ -25,7 +32,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 
 @hookspec
-def register_client_protocols(register: Callable[[Any], None], config: Config) -> None:
+def register_client_protocols(register: RegisterClientProtocol, config: Config) -> None:
     """Register client protocols.
 
     Call ``register(protocol)`` with each :class:`gateway_core.client_protocol.ClientProtocol`
@@ -35,7 +42,7 @@ def register_client_protocols(register: Callable[[Any], None], config: Config) -
 
 
 @hookspec
-def register_channel_types(register: Callable[[Any], None], config: Config) -> None:
+def register_channel_types(register: RegisterChannelType, config: Config) -> None:
     """Register channel types.
 
     Call ``register(channel_type)`` with each
@@ -46,7 +53,7 @@ def register_channel_types(register: Callable[[Any], None], config: Config) -> N
 
 
 @hookspec
-def register_policies(register: Callable[[Any], None], config: Config) -> None:
+def register_policies(register: RegisterPolicy, config: Config) -> None:
     """Register request policies.
 
     Call ``register(policy)`` with each :class:`gateway_core.policy.Policy`. The
@@ -56,7 +63,7 @@ def register_policies(register: Callable[[Any], None], config: Config) -> None:
 
 
 @hookspec
-def register_routes(register: Callable[[Any], None], config: Config) -> None:
+def register_routes(register: RegisterRoute, config: Config) -> None:
     """Register extra Starlette routes (the console mounts itself this way).
 
     Call ``register(route)`` with a ``starlette.routing.BaseRoute`` (``Route`` or
@@ -66,7 +73,7 @@ def register_routes(register: Callable[[Any], None], config: Config) -> None:
 
 
 @hookspec
-def register_migrations(register: Callable[[str, Callable[[Any], None]], None], config: Config) -> None:
+def register_migrations(register: RegisterMigration, config: Config) -> None:
     """Register database migrations.
 
     Call ``register(name, migrate)`` where ``migrate(db)`` receives a
@@ -76,7 +83,7 @@ def register_migrations(register: Callable[[str, Callable[[Any], None]], None], 
 
 
 @hookspec
-def register_commands(register: Callable[..., None], config: Config) -> None:
+def register_commands(register: RegisterCommand, config: Config) -> None:
     """Register ``relaygate`` sub-commands.
 
     Call ``register(name, help, configure, run)``: ``configure(parser)`` adds

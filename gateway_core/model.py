@@ -252,7 +252,7 @@ class EmbeddingsRequest:
 
     ``inputs`` are the texts in order; ``dimensions`` asks for shorter vectors where
     the model can; ``extra`` keeps the reading protocol's other fields by wire name.
-    Token arrays (OpenAI's pre-tokenized input) have no neutral form: they stay on
+    Token arrays (pre-tokenized input some wires accept) have no neutral form: they stay on
     their own wire's fast path.
     """
 

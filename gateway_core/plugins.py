@@ -17,7 +17,8 @@ import pluggy
 
 from . import hookspecs
 from .config import Config, ConfigError
-from .registry import Configure, LoadedPlugin, Migrate, Registry, Run
+from .registry import LoadedPlugin, Registry
+from .types import ConfigureCommand, Migrate, RunCommand
 
 ENTRY_POINT_GROUP = "relaygate"
 
@@ -97,7 +98,7 @@ def collect(config: Config, extra_plugins: Iterable[Any] = ()) -> Registry:
             raise ConfigError(f"migration {name!r} registered twice")
         registry.migrations.append((name, migrate))
 
-    def add_command(name: str, help: str, configure: Configure, run: Run) -> None:
+    def add_command(name: str, help: str, configure: ConfigureCommand, run: RunCommand) -> None:
         registry.commands.append((name, help, configure, run))
 
     hook = pm.hook

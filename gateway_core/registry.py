@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from .config import ConfigError
+from .types import ConfigureCommand, Migrate, RunCommand
 
 if TYPE_CHECKING:
     from .channel_type import ChannelType
     from .client_protocol import ClientProtocol
-    from .commands.kit import CommandContext
     from .policy import Policy
 
-Migrate = Callable[[Any], None]
-Configure = Callable[[argparse.ArgumentParser], None]
-Run = Callable[[argparse.Namespace, "CommandContext"], int]
-Command = tuple[str, str, Configure, Run]
+Command = tuple[str, str, ConfigureCommand, RunCommand]
 
 
 @attrs.frozen

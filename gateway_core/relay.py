@@ -28,7 +28,6 @@ from .health import Lease, redact
 from .billing.charge import MEDIA_USED
 from .model import ChatRequest, ChatResponse, Usage
 from .records import UsageRow
-from .router import UNSUPPORTED_ENDPOINT
 from .services import Services
 from .tally import StreamTally, estimate_tokens
 from .uploads import Upload, discard_unread
@@ -152,7 +151,7 @@ class ProtocolEndpoint:
         try:
             routes = await services.router.candidates(ctx.key, call.model, call.endpoint)
         except NotFoundError as error:
-            answer = await self.protocol.answer_locally(call) if error.code == UNSUPPORTED_ENDPOINT else None
+            answer = await self.protocol.answer_locally(call) if error.code == endpoints.UNSUPPORTED_ENDPOINT else None
             if answer is None:
                 raise
             ctx.row.estimated = answer.estimated

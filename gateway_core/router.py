@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import attrs
 
+from . import endpoints
 from .channel_type import Timeouts
 from .errors import GatewayError, InvalidRequestError, NotFoundError, PermissionDeniedError
 from .model import ModelInfo
@@ -25,7 +26,6 @@ from .records import ChannelRecord, KeyRecord
 from .request_store import RequestStore
 
 
-UNSUPPORTED_ENDPOINT = "unsupported_endpoint"
 
 
 @attrs.frozen(eq=False)
@@ -177,7 +177,7 @@ class Router:
         if not serving:
             raise NotFoundError(
                 f"The endpoint '{endpoint}' is not available for the model '{model}'.",
-                code=UNSUPPORTED_ENDPOINT,
+                code=endpoints.UNSUPPORTED_ENDPOINT,
             )
         return self.order(serving)
 

@@ -9,7 +9,7 @@ For ``multipart/form-data`` (the only form of upload the gateway serves),
 :meth:`Upload.read_form_head` reads the head of the body, up to
 :data:`HEAD_LIMIT` bytes, until it knows the fields the protocol requires (the
 ``model``) and every field placed before the first file — clients send their
-text fields first (the OpenAI SDKs always do), so the head is small. Only that
+text fields first (the official SDKs do), so the head is small. Only that
 head is kept in memory; :meth:`Upload.body` then yields it, with some field
 values replaced (the mapped model), followed by the rest of the body as the
 client sends it. The rest goes out once: :attr:`Upload.consumed` tells whether

@@ -188,7 +188,7 @@ def split_list(text: str) -> list[str]:
 
 
 def parse_model_map(text: str) -> dict[str, str]:
-    """``"gpt-4o=gpt-4o-2024-08-06,fast=mini"`` → a client-to-upstream model map."""
+    """``"chat=chat-2026-01-01,fast=chat-mini"`` → a client-to-upstream model map."""
     mapping: dict[str, str] = {}
     for pair in split_list(text):
         client, sep, upstream = pair.partition("=")

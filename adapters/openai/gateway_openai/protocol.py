@@ -29,7 +29,6 @@ from gateway_core import (
 )
 from gateway_core.key_header import bearer_key
 from gateway_core.model import ChatResponse, CoreRequest, CoreResponse, EmbeddingsResponse
-from gateway_core.router import UNSUPPORTED_ENDPOINT
 
 from . import calls, embeddings
 from .calls import CHAT_WIRE, EMBEDDINGS_WIRE, RESPONSES_WIRE, SPEECH_WIRE, TRANSCRIPTIONS_WIRE
@@ -99,7 +98,7 @@ class OpenAIProtocol(ClientProtocol):
             return embeddings.request_from_wire(call.body)
         raise NotFoundError(
             f"The endpoint '{call.endpoint}' is available for '{call.model}' only through OpenAI channels.",
-            code=UNSUPPORTED_ENDPOINT,
+            code=endpoints.UNSUPPORTED_ENDPOINT,
         )
 
     def render_response(self, call: Call, response: CoreResponse) -> bytes:

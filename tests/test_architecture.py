@@ -1,0 +1,210 @@
+"""The structure the design promises, checked from the source: plugins import only the
+public API, the core has no import cycle and no module over 400 lines, SQLite stays
+inside the store, the core names no provider, and ``import gateway_core`` loads only
+the contract."""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import gateway_core
+
+ROOT = Path(__file__).resolve().parent.parent
+CORE = ROOT / "gateway_core"
+PLUGIN_PACKAGES = sorted([*ROOT.glob("adapters/*/gateway_*"), ROOT / "console" / "gateway_console"])
+MAX_LINES = 400
+PROVIDER_NAMES = re.compile(r"openai|anthropic|gemini|google|claude|\bgpt", re.IGNORECASE)
+
+# Imports the architecture step is still moving (issue 12); each entry must still be
+# true, so the list can only shrink. Nothing may be added to it.
+PENDING_PRIVATE_IMPORTS = {
+    ("console/gateway_console", "gateway_core.probe"),
+    ("console/gateway_console", "gateway_core.health_report"),
+    ("console/gateway_console", "gateway_core.store.connection"),
+    ("console/gateway_console", "gateway_core.store.keys"),
+    ("console/gateway_console", "gateway_core.store.users"),
+    ("console/gateway_console", "gateway_core.store.wallet"),
+    ("console/gateway_console", "gateway_core.store.groups"),
+    ("console/gateway_console", "gateway_core.store.prices"),
+    ("console/gateway_console", "gateway_core.store.channels"),
+    ("adapters/openai/gateway_openai", "gateway_core.billing.charge"),
+    ("adapters/anthropic/gateway_anthropic", "gateway_core.ratelimit.state"),
+}
+PENDING_SQLITE_OUTSIDE_STORE = {
+    "gateway_core/cli.py",
+    "gateway_core/commands/kit.py",
+    "gateway_core/health_report.py",
+    "console/gateway_console/migrations.py",
+    "console/gateway_console/queries.py",
+    "console/gateway_console/views/admin_channels.py",
+    "console/gateway_console/views/admin_site.py",
+    "console/gateway_console/views/admin_users.py",
+    "console/gateway_console/views/keys.py",
+    "console/gateway_console/views/wallet.py",
+}
+
+
+def python_files(folder: Path) -> Iterator[Path]:
+    for path in sorted(folder.rglob("*.py")):
+        if "tests" not in path.relative_to(folder).parts:
+            yield path
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_modules(path: Path, *, run_time_only: bool = False) -> Iterator[str]:
+    """Absolute names of the modules ``path`` imports (``from x import y`` gives ``x.y``
+    when ``x.y`` is a module, else ``x``), inside functions too. With ``run_time_only``,
+    imports under ``if TYPE_CHECKING:`` are left out (they never run)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    for node in _import_nodes(tree, run_time_only):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+            continue
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")
+            anchor = anchor[: len(anchor) - node.level + 1]
+            base = ".".join([*anchor, base] if base else anchor)
+        for alias in node.names:
+            yield f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}") else base
+
+
+def _import_nodes(tree: ast.Module, run_time_only: bool) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement; with ``run_time_only``, not those under ``if TYPE_CHECKING:``."""
+    skipped: set[int] = set()
+    if run_time_only:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                skipped.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skipped:
+            yield node
+
+
+def _is_module(name: str) -> bool:
+    if not name.startswith("gateway_core"):
+        return False
+    path = ROOT.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+def core_import_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for path in python_files(CORE):
+        name = module_name(path)
+        graph[name] = {m for m in imported_modules(path, run_time_only=True) if m.startswith("gateway_core.") and m != name}
+        # importing a submodule runs its package first (a package's own modules excepted)
+        parents = {m.rpartition(".")[0] for m in graph[name]}
+        graph[name] |= {p for p in parents if p not in ("", "gateway_core") and not name.startswith(p + ".") and p != name}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return stack[stack.index(target) :] + [target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def private_imports() -> set[tuple[str, str]]:
+    public = set(gateway_core.PUBLIC_MODULES)
+    found = set()
+    for package in PLUGIN_PACKAGES:
+        where = str(package.relative_to(ROOT))
+        for path in python_files(package):
+            for imported in imported_modules(path):
+                if imported.startswith("gateway_core") and imported not in public:
+                    found.add((where, imported))
+    return found
+
+
+def test_plugins_import_only_public_core_modules():
+    found = private_imports()
+    new = sorted(found - PENDING_PRIVATE_IMPORTS)
+    assert not new, f"plugins import non-public core modules (see gateway_core.PUBLIC_MODULES): {new}"
+    gone = sorted(PENDING_PRIVATE_IMPORTS - found)
+    assert not gone, f"no longer imported: remove from PENDING_PRIVATE_IMPORTS: {gone}"
+
+
+def test_public_modules_exist_and_are_documented():
+    hooks_doc = (ROOT / "docs" / "hooks.md").read_text()
+    for name in gateway_core.PUBLIC_MODULES:
+        assert _is_module(name), name
+        assert f"`{name}`" in hooks_doc, f"{name} is public but docs/hooks.md does not list it"
+
+
+def test_the_core_has_no_import_cycle():
+    assert find_cycle(core_import_graph()) is None, f"import cycle: {' -> '.join(find_cycle(core_import_graph()) or [])}"
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+@pytest.mark.parametrize("path", list(python_files(CORE)), ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_core_module_passes_400_lines(path):
+    lines = len(path.read_text().splitlines())
+    assert lines <= MAX_LINES, f"{path.relative_to(ROOT)} has {lines} lines (at most {MAX_LINES}): split it"
+
+
+def test_sqlite_stays_inside_the_store():
+    found = set()
+    for folder in (CORE, *PLUGIN_PACKAGES):
+        for path in python_files(folder):
+            relative = str(path.relative_to(ROOT))
+            if relative.startswith("gateway_core/store/"):
+                continue
+            if {"sqlite3", "sqlite_utils"} & {m.split(".")[0] for m in imported_modules(path)}:
+                found.add(relative)
+    new = sorted(found - PENDING_SQLITE_OUTSIDE_STORE)
+    assert not new, f"sqlite3 or sqlite_utils imported outside gateway_core/store/: {new}"
+    gone = sorted(PENDING_SQLITE_OUTSIDE_STORE - found)
+    assert not gone, f"no longer importing SQLite: remove from PENDING_SQLITE_OUTSIDE_STORE: {gone}"
+
+
+def test_the_core_names_no_provider():
+    named = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in python_files(CORE)
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if PROVIDER_NAMES.search(line)
+    ]
+    assert not named, "the core names a provider:\n" + "\n".join(named)
+
+
+def test_import_gateway_core_loads_only_the_contract():
+    code = "import sys, gateway_core; print(' '.join(sorted(m for m in sys.modules if m.startswith('gateway_core'))))"
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
+    assert not {m for m in loaded if m.startswith(("gateway_core.store", "gateway_core.commands"))}, loaded
+    assert not loaded & {"gateway_core.cli", "gateway_core.app", "gateway_core.services", "gateway_core.relay", "gateway_core.plugins"}, loaded
+    assert len(loaded) <= 20, sorted(loaded)
