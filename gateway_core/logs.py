@@ -19,15 +19,16 @@ def configure_logging(level: str = "info", json: bool | None = None) -> None:
     if json is None:
         json = not sys.stdout.isatty()
     numeric = logging.getLevelName(level.upper())
-    shared = [
+    shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+    factory: structlog.BytesLoggerFactory | structlog.PrintLoggerFactory
     if json:
         renderer = structlog.processors.JSONRenderer(serializer=orjson.dumps)
         factory = structlog.BytesLoggerFactory()
-        processors = [*shared, structlog.processors.format_exc_info, renderer]
+        processors: list[structlog.typing.Processor] = [*shared, structlog.processors.format_exc_info, renderer]
     else:
         factory = structlog.PrintLoggerFactory()
         processors = [*shared, structlog.dev.ConsoleRenderer()]

@@ -19,7 +19,7 @@ from .channel_type import ChannelType, Exchange, JsonReply, Target, Timeouts
 from .client_protocol import Call
 from .errors import GatewayError
 from .health import redact
-from .model import ChatRequest, Message, Role, TextPart
+from .model import ChatRequest, ChatResponse, Message, Role, TextPart
 from .records import ChannelRecord
 from .router import route_for
 
@@ -85,7 +85,7 @@ async def probe_channel(
         await reply.close()
         return ProbeResult(True, model, latency, "The upstream answered (as a stream).", 200, index)
     text = ""
-    if reply.response is not None:
+    if isinstance(reply.response, ChatResponse):
         text = "".join(p.text for p in reply.response.parts if isinstance(p, TextPart))
     message = f"The upstream answered: {text[:200]!r}" if text else "The upstream answered."
     return ProbeResult(True, model, latency, message, 200, index)

@@ -231,9 +231,9 @@ class Upload:
                     param=needed[0] if needed else None,
                 )
             self._head += await self._next_chunk()
-        missing = [n for n in needed if n not in scan.spans]
-        if missing:
-            raise InvalidRequestError(f"The form field '{missing[0]}' is required.", param=missing[0])
+        absent = [n for n in needed if n not in scan.spans]
+        if absent:
+            raise InvalidRequestError(f"The form field '{absent[0]}' is required.", param=absent[0])
         self._spans, self.files = scan.spans, scan.files
         self.fields = {}
         for name, (start, end) in scan.spans.items():

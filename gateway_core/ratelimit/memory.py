@@ -37,8 +37,8 @@ class _Bucket:
     __slots__ = ("requests", "tokens", "at", "in_flight", "limits")
 
     def __init__(self, now: float) -> None:
-        self.requests: float | None = None  # None: full (or not limited)
-        self.tokens: float | None = None
+        self.requests = math.inf  # inf: full (or not limited); refill caps it at the limit
+        self.tokens = math.inf
         self.at = now
         self.in_flight = 0
         self.limits = _UNLIMITED  # the last limits seen
@@ -49,22 +49,18 @@ class _Bucket:
         self.at = now
         rpm = limits.requests_per_minute
         if rpm:
-            level = self.requests
-            self.requests = rpm if level is None else min(float(rpm), level + elapsed * rpm / WINDOW)
+            self.requests = min(float(rpm), self.requests + elapsed * rpm / WINDOW)
         else:
-            self.requests = None
+            self.requests = math.inf
         tpm = limits.tokens_per_minute
         if tpm:
-            level = self.tokens
-            self.tokens = tpm if level is None else min(float(tpm), level + elapsed * tpm / WINDOW)
+            self.tokens = min(float(tpm), self.tokens + elapsed * tpm / WINDOW)
         else:
-            self.tokens = None
+            self.tokens = math.inf
 
     def full(self) -> bool:
         limits = self.limits
-        if self.requests is not None and self.requests < limits.requests_per_minute:
-            return False
-        return self.tokens is None or self.tokens >= limits.tokens_per_minute
+        return self.requests >= limits.requests_per_minute and self.tokens >= limits.tokens_per_minute
 
 
 class InProcessRateLimiter:
@@ -146,13 +142,14 @@ class InProcessRateLimiter:
             limits = subject.limits
             if refund and limits.tokens_per_minute:
                 bucket.refill(limits, now)
-                if bucket.tokens is not None:
-                    bucket.tokens = min(float(limits.tokens_per_minute), bucket.tokens + refund)
+                bucket.tokens = min(float(limits.tokens_per_minute), bucket.tokens + refund)
 
     # --- helpers ----------------------------------------------------------------------
 
     def _state(self, pairs: list[tuple[Subject, _Bucket]], retry_after: float | None) -> RateLimitState:
-        requests = tokens = concurrency = None
+        requests: Allowance | None = None
+        tokens: Allowance | None = None
+        concurrency: Allowance | None = None
         for subject, bucket in pairs:
             limits = subject.limits
             rpm = limits.requests_per_minute

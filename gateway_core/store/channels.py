@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..records import ChannelRecord, DisabledKey, key_fingerprint
-from .connection import fetch_all, fetch_one, from_json, to_json
+from .connection import fetch_all, fetch_one, from_json, inserted_id, to_json
 
 _SELECT = (
     "SELECT id, name, type, base_url, api_keys, models, model_map, groups, priority, weight, "
@@ -83,7 +83,7 @@ def add_channel(
             *(_seconds(name, value) for name, value in timeouts.items()),
         ),
     )
-    return int(cursor.lastrowid)
+    return inserted_id(cursor)
 
 
 def update_channel(conn: sqlite3.Connection, channel_name: str, /, **fields: Any) -> bool:

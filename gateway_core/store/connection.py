@@ -129,6 +129,13 @@ def fetch_one(conn: sqlite3.Connection, sql: str, params: Sequence[Any] = ()) ->
     return rows[0] if rows else None
 
 
+def inserted_id(cursor: sqlite3.Cursor) -> int:
+    """The row id an ``INSERT`` just made."""
+    if cursor.lastrowid is None:
+        raise RuntimeError("the statement inserted no row")
+    return cursor.lastrowid
+
+
 def to_json(value: Any) -> str:
     return orjson.dumps(value).decode("utf-8")
 

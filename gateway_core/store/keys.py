@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 
 from ..records import KeyRecord, RateLimits
 from ..secrets import hash_key, key_prefix, new_api_key
-from .connection import atomic, fetch_all, fetch_one, from_json, to_json
+from .connection import atomic, fetch_all, fetch_one, from_json, inserted_id, to_json
 from .limits import LimitChanges, check_limit_changes, set_key_limits
 
 _SELECT = (
@@ -76,7 +76,7 @@ def create_key(
                 time.time(),
             ),
         )
-        key_id = int(cursor.lastrowid)
+        key_id = inserted_id(cursor)
         if limit_values:
             set_key_limits(conn, key_id, limit_values)
     return key_id, secret

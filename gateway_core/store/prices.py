@@ -4,6 +4,7 @@ per image, per million characters, per minute of audio)."""
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 import time
 
 from ..records import PriceRecord
@@ -76,4 +77,6 @@ def _value(record: PriceRecord, name: str):
 
 
 def _price(row: sqlite3.Row) -> PriceRecord:
-    return PriceRecord(**{name: bool(row[name]) if name == "free" else row[name] for name in _COLUMNS})
+    fields: dict[str, Any] = {name: row[name] for name in _COLUMNS}
+    fields["free"] = bool(fields["free"])
+    return PriceRecord(**fields)

@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 
 from ..records import UsageRow
-from .connection import fetch_all, from_json, to_json
+from .connection import fetch_all, from_json, inserted_id, to_json
 
 _COLUMNS = (
     "request_id", "created_at", "user_id", "key_id", "key_name", "protocol", "endpoint", "model",
@@ -31,7 +31,7 @@ def insert_usage(conn: sqlite3.Connection, row: UsageRow) -> int:
     values["estimated"] = int(row.estimated)
     values["attempts"] = to_json(row.attempts or [])
     cursor = conn.execute(_INSERT, [values[name] for name in _COLUMNS])
-    return int(cursor.lastrowid)
+    return inserted_id(cursor)
 
 
 def query_usage(

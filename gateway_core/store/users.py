@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterable
 
 from ..records import UserRecord
-from .connection import atomic, fetch_all, fetch_one
+from .connection import atomic, fetch_all, fetch_one, inserted_id
 from .groups import ensure_groups
 
 _SELECT = "SELECT id, name, is_admin, enabled, balance_micros FROM users"
@@ -34,7 +34,7 @@ def add_user(
             "VALUES (?, ?, 1, ?, 0, ?)",
             (name, int(bool(is_admin)), password_hash, time.time()),
         )
-        user_id = int(cursor.lastrowid)
+        user_id = inserted_id(cursor)
         conn.executemany(
             "INSERT INTO user_groups (user_id, group_name) VALUES (?, ?)",
             [(user_id, group) for group in group_names],

@@ -179,7 +179,7 @@ class GroupCommitWriter:
                 if not ok:
                     log.error("store.write_failed", fn=_name(job.fn), error=repr(value))
                 continue
-            if job.future.cancelled():
+            if job.future.cancelled() or job.loop is None:
                 continue
             by_loop.setdefault(job.loop, []).append((job.future, ok, value))
         for loop, items in by_loop.items():
