@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import uvloop  # noqa: E402
 
-from gateway_core.billing.price_book import PriceBook  # noqa: E402
+from gateway_core.snapshot import TtlSnapshot  # noqa: E402
 from gateway_core.client_protocol import Call  # noqa: E402
 from gateway_core.context import RequestContext, new_request_id  # noqa: E402
 from gateway_core.policies.quota import Quota  # noqa: E402
@@ -77,7 +77,7 @@ async def run(args) -> int:
         store.migrate()
         key_records = seed(store, args.users)
         await store.start()
-        services = SimpleNamespace(store=store, prices=PriceBook(store, ttl=3600), router=None)
+        services = SimpleNamespace(store=store, prices=TtlSnapshot(store.price_snapshot, ttl=3600), router=None)
         quota, recorder = Quota(), Recorder(store)
         import structlog
 

@@ -31,9 +31,10 @@ from collections.abc import Callable
 import structlog
 
 from .errors import GatewayError, InternalError
-from .records import key_fingerprint, mask_secret
+from .records import key_fingerprint
 from .router import Route
 from .request_store import CHANNEL_SLOT, BreakerReport, RequestStore
+from .secrets import redact
 
 log = structlog.get_logger("relaygate.health")
 
@@ -324,10 +325,3 @@ class HealthBoard:
 
     def in_flight(self) -> dict[int, int]:
         return {channel_id: health.in_flight for channel_id, health in self.channels.items() if health.in_flight}
-
-
-def redact(text: str, secret: str) -> str:
-    """``text`` with ``secret`` (an upstream key an upstream may echo) masked."""
-    if secret and len(secret) >= 6 and secret in text:
-        return text.replace(secret, mask_secret(secret))
-    return text

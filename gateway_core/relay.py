@@ -24,7 +24,8 @@ from .context import RequestContext
 from .disconnect import DisconnectWatch
 from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, UpstreamTimeoutError
 from .failover import AttemptPlan
-from .health import Lease, redact
+from .health import Lease
+from .secrets import redact
 from .billing.charge import MEDIA_USED
 from .model import ChatRequest, ChatResponse, Usage
 from .records import UsageRow

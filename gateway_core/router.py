@@ -10,9 +10,7 @@ the business of :mod:`gateway_core.health`.
 
 from __future__ import annotations
 
-import asyncio
 import random
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -24,6 +22,7 @@ from .errors import GatewayError, InvalidRequestError, NotFoundError, Permission
 from .model import ModelInfo
 from .records import ChannelRecord, KeyRecord
 from .request_store import RequestStore
+from .snapshot import TtlSnapshot
 
 
 
@@ -125,33 +124,18 @@ class Router:
     ) -> None:
         self._store = store
         self._channel_types = channel_types
-        self._ttl = ttl
         self._rng = rng or random.Random()
         self._timeouts = timeouts
-        self._index: ChannelIndex | None = None
-        self._loaded_at = 0.0
-        self._loading: asyncio.Future | None = None
+        self._snapshot = TtlSnapshot(self._read_index, ttl=ttl)
 
     def invalidate(self) -> None:
-        self._loaded_at = 0.0
+        self._snapshot.invalidate()
 
     async def index(self) -> ChannelIndex:
-        if self._index is not None and time.monotonic() - self._loaded_at < self._ttl:
-            return self._index
-        if self._loading is None:
-            self._loading = asyncio.ensure_future(self._load())
-        loading = self._loading
-        try:
-            return await asyncio.shield(loading)
-        finally:
-            if self._loading is loading and loading.done():
-                self._loading = None
+        return await self._snapshot.current()
 
-    async def _load(self) -> ChannelIndex:
-        channels = list(await self._store.list_channels())
-        self._index = ChannelIndex(channels, self._serves, self._timeouts)
-        self._loaded_at = time.monotonic()
-        return self._index
+    async def _read_index(self) -> ChannelIndex:
+        return ChannelIndex(list(await self._store.list_channels()), self._serves, self._timeouts)
 
     def _serves(self, channel: ChannelRecord, endpoint: str) -> bool:
         channel_type = self._channel_types.get(channel.type)

@@ -14,6 +14,8 @@ import hashlib
 import hmac
 import secrets as _random
 
+from .records import mask_secret
+
 API_KEY_PREFIX = "sk-"
 API_KEY_BYTES = 32
 DISPLAY_CHARS = 4  # random characters shown after "sk-": 24 bits, never enough to guess
@@ -77,3 +79,10 @@ def _b64(data: bytes) -> str:
 
 def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def redact(text: str, secret: str) -> str:
+    """``text`` with ``secret`` (an upstream key an upstream may echo) masked."""
+    if secret and len(secret) >= 6 and secret in text:
+        return text.replace(secret, mask_secret(secret))
+    return text

@@ -8,7 +8,6 @@ import attrs
 
 
 from .asgi import ClientAddress
-from .billing.price_book import PriceBook
 from .billing.sweeper import HoldSweeper
 from .config import Config
 from .health import HealthBoard
@@ -19,7 +18,8 @@ from .ratelimit import RateLimiter
 from .ratelimit.memory import InProcessRateLimiter
 from .recorder import Recorder
 from .router import Router
-from .request_store import RequestStore
+from .snapshot import TtlSnapshot
+from .request_store import PriceSnapshot, RequestStore
 
 
 @attrs.define
@@ -34,7 +34,7 @@ class Services:
     client_address: ClientAddress
     session: aiohttp.ClientSession | None = None
     rate_limiter: RateLimiter = attrs.field(factory=InProcessRateLimiter)
-    prices: PriceBook | None = None
+    prices: TtlSnapshot[PriceSnapshot] | None = None  # prices and group ratios
     hold_sweeper: HoldSweeper | None = None
     health: HealthBoard = attrs.field(factory=HealthBoard)
 
@@ -59,7 +59,7 @@ class Services:
             recorder=Recorder(store),
             client_address=ClientAddress(config.trusted_proxies),
             rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
-            prices=PriceBook(store),
+            prices=TtlSnapshot(store.price_snapshot),
             hold_sweeper=HoldSweeper(store, config.stale_hold_seconds),
         )
 

@@ -9,7 +9,8 @@ import pytest
 from gateway_core.channel_type import Timeouts
 from gateway_core.errors import InvalidRequestError, RateLimitError, UpstreamError, UpstreamTimeoutError
 from gateway_core.failover import NO_CHANNEL, AttemptPlan
-from gateway_core.health import CLOSED, HALF_OPEN, OPEN, Breaker, HealthBoard, Lease, classify, redact
+from gateway_core.health import CLOSED, HALF_OPEN, OPEN, Breaker, HealthBoard, Lease, classify
+from gateway_core.secrets import redact
 from gateway_core.records import ChannelRecord, DisabledKey, key_fingerprint, mask_secret
 from gateway_core.router import route_for
 

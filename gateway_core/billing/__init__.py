@@ -3,7 +3,6 @@
 - :mod:`.cost` — the one function that turns metered usage and a price into
   integer micro-USD (the rounding rule lives there and nowhere else).
 - :mod:`.charge` — what a finished request is charged, from its usage row.
-- :mod:`.price_book` — prices and group ratios cached in memory.
 - :mod:`.sweeper` — releases reservations a dead process left open.
 - :mod:`.testing` — a test kit for billing.
 
