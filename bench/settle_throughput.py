@@ -3,8 +3,9 @@
     .venv/bin/python bench/settle_throughput.py [--requests 20000] [--concurrency 256]
 
 Runs the billing path of the gateway — the quota policy's ``admit`` (the
-reservation: one write) and ``finish``, then the recorder (release, capture,
-key usage and the usage-log row: one write) — for ``--requests`` priced
+reservation: one write), the usage row filled and priced from the request's
+outcome, then the recorder (release, capture, key usage and the usage-log row:
+one write) — for ``--requests`` priced
 requests, ``--concurrency`` at a time, on uvloop, against a fresh SQLite store
 (WAL, ``synchronous=NORMAL``, as the gateway runs it). No HTTP: this measures
 what the store sustains, the ceiling the gateway's billing puts on throughput.
@@ -28,16 +29,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import uvloop  # noqa: E402
 
 from gateway_core.snapshot import TtlSnapshot  # noqa: E402
-from gateway_core.client_protocol import Call  # noqa: E402
+from gateway_core.client_protocol import Call, capped_output  # noqa: E402
 from gateway_core.context import RequestContext, new_request_id  # noqa: E402
+from gateway_core.model import Usage  # noqa: E402
+from gateway_core.outcome import Outcome  # noqa: E402
 from gateway_core.policies.quota import Quota  # noqa: E402
 from gateway_core.recorder import Recorder  # noqa: E402
-from gateway_core.records import UsageRow  # noqa: E402
+from gateway_core.settlement import usage_row  # noqa: E402
 from gateway_core.secrets import hash_key  # noqa: E402
 from gateway_core.store import CORE_MIGRATIONS, Store, keys, prices, users, wallet  # noqa: E402
 from gateway_core.store.audit import audit  # noqa: E402
 
 MODEL = "bench-model"
+OPENAI = SimpleNamespace(name="openai")  # the client protocol, as the usage row names it
+ANSWERED = Outcome(200, "done", usage=Usage(input_tokens=150, output_tokens=120))
 
 
 def seed(store: Store, users_count: int) -> list:
@@ -54,18 +59,17 @@ def seed(store: Store, users_count: int) -> list:
 
 
 async def one(services, quota: Quota, recorder: Recorder, key, holds: list, settles: list) -> None:
-    ctx = RequestContext(request_id=new_request_id(), protocol=None, client_ip="127.0.0.1", headers={})
-    ctx.row = UsageRow(request_id=ctx.request_id, started_at=time.time(), protocol="openai", endpoint="chat",
-                       user_id=key.user_id, key_id=key.id, key_name=key.name, model=MODEL, status=200)  # fmt: skip
+    ctx = RequestContext(request_id=new_request_id(), protocol=OPENAI, client_ip="127.0.0.1", headers={}, endpoint="chat")
     ctx.key = key
     ctx.body_size = 600
-    ctx.call = Call(protocol="openai", endpoint="chat", wire="openai.chat", model=MODEL, stream=False, body={"max_tokens": 256})
+    ctx.call = Call(
+        protocol="openai", endpoint="chat", wire="openai.chat", model=MODEL, stream=False, body={"max_tokens": 256},
+        billing=capped_output(256),
+    )
     started = time.perf_counter()
     await quota.admit(ctx, services)
     held = time.perf_counter()
-    row = ctx.row
-    row.input_tokens, row.output_tokens, row.end_reason = 150, 120, "done"
-    await quota.finish(ctx, services)
+    ctx.row = usage_row(ctx, ANSWERED)
     await recorder.record(ctx)
     holds.append(held - started)
     settles.append(time.perf_counter() - held)

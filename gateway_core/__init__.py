@@ -9,7 +9,7 @@ errors, hook specifications and the protocol, channel and policy interfaces.
 
 from . import endpoints
 from .channel_type import ChannelType, Exchange, JsonReply, Reply, StreamReply, Target, Timeouts
-from .client_protocol import Call, ClientProtocol, Frame, LocalAnswer, RenderedError, RouteSpec, StreamWriter
+from .client_protocol import BillingHints, Call, ClientProtocol, Frame, LocalAnswer, RenderedError, RouteSpec, StreamWriter, capped_output
 from .errors import (
     AuthenticationError,
     GatewayError,
@@ -90,6 +90,7 @@ __all__ = [
     "PUBLIC_MODULES",
     "Allowance",
     "AuthenticationError",
+    "BillingHints",
     "Call",
     "ChannelRecord",
     "ChannelType",
@@ -148,6 +149,7 @@ __all__ = [
     "UpstreamUnavailableError",
     "Usage",
     "UsageReport",
+    "capped_output",
     "endpoints",
     "hookimpl",
     "services_from_scope",

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 
 from .errors import GatewayError
-from .model import CoreRequest, CoreResponse, ModelInfo, StreamEvent
+from .model import CoreRequest, CoreResponse, MediaUsage, ModelInfo, StreamEvent
 from .ratelimit.state import RateLimitState
 from .uploads import Upload
 
@@ -49,17 +49,51 @@ class RouteSpec:
 
 
 @attrs.frozen
+class BillingHints:
+    """What a call tells billing before it is sent, in the core's terms: set by
+    the protocol's ``parse`` from its own wire fields (the core reads none),
+    read by the reservation (:mod:`gateway_core.policies.quota`) and the charge
+    (:mod:`gateway_core.billing.charge`).
+
+    ``max_output_tokens`` is the client's cap on output tokens (``None``: it set
+    none, and ``[gateway] default_max_output_tokens`` is reserved). ``media`` is
+    what the request says it will use of units priced apiece (the images it asks
+    for, the characters it speaks, the audio length estimated from an upload's
+    size): reserved, and charged when the answer reports nothing better and
+    reached the client. ``price_variants`` names prices more specific than the
+    model's, tried first (``"dall-e-3:1024x1792:hd"``, then ``"dall-e-3:1024x1792"``).
+    """
+
+    max_output_tokens: int | None = None
+    media: MediaUsage | None = None
+    price_variants: tuple[str, ...] = ()
+
+
+NO_HINTS = BillingHints()
+
+
+def capped_output(*values: object) -> BillingHints:
+    """The billing hints of a call whose only hint is its cap on output tokens:
+    the first of ``values`` (the wire's cap fields, in order of precedence) that
+    is a positive integer; :data:`NO_HINTS` when none is."""
+    for value in values:
+        if type(value) is int and value > 0:
+            return BillingHints(max_output_tokens=value)
+    return NO_HINTS
+
+
+@attrs.frozen
 class Call:
     """One parsed client request.
 
     ``wire`` names the body's wire format (``"acme.chat"``): when a channel
     speaks the same wire for the endpoint, the relay forwards ``body`` with only
     the model mapped (the fast path) and never builds the core request.
-    ``options`` holds what the protocol needs to remember for rendering
-    (for example whether the client asked for usage in its stream), and what
-    billing reads (see :mod:`gateway_core.billing.charge`). ``upload`` is the
-    body still to stream of a ``stream_body`` route (``body`` then holds the form
-    fields read from its head).
+    ``options`` holds what the protocol needs to remember for its own rendering
+    (for example whether the client asked for usage in its stream); ``billing``
+    what billing needs to know before the call is sent (:class:`BillingHints`).
+    ``upload`` is the body still to stream of a ``stream_body`` route (``body``
+    then holds the form fields read from its head).
     """
 
     protocol: str
@@ -71,6 +105,7 @@ class Call:
     options: Mapping[str, Any] = attrs.field(factory=dict)
     path_params: Mapping[str, str] = attrs.field(factory=dict)
     upload: Upload | None = None
+    billing: BillingHints = NO_HINTS
 
 
 @attrs.frozen
@@ -164,7 +199,8 @@ class ClientProtocol(abc.ABC):
         query: Query,
         path_params: Mapping[str, str],
     ) -> Call:
-        """Parse a request body, or raise ``InvalidRequestError``."""
+        """Parse a request body, or raise ``InvalidRequestError``; the call's
+        :class:`BillingHints` carry what billing reads from the body."""
 
     async def parse_upload(
         self,
@@ -194,8 +230,9 @@ class ClientProtocol(abc.ABC):
         """A writer for one streaming response."""
 
     @abc.abstractmethod
-    def render_models(self, models: Sequence[ModelInfo], headers: Headers, query: Query) -> bytes:
-        """The model list body for a ``models`` endpoint."""
+    def render_models(self, call: Call, models: Sequence[ModelInfo], headers: Headers, query: Query) -> bytes:
+        """The body of a ``models`` endpoint: the key's ``models`` (or the one the
+        call's path names, from ``call.path_params``)."""
 
     @abc.abstractmethod
     def render_error(self, error: GatewayError, request_id: str) -> RenderedError:

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from .client_protocol import Call, ClientProtocol
 from .records import KeyRecord, UsageRow
 from .tally import estimate_tokens
+
+if TYPE_CHECKING:
+    from .billing.charge import Charge
+    from .channel_type import Target
+    from .policy import Policy
 
 
 def new_request_id() -> str:
@@ -19,28 +24,39 @@ def new_request_id() -> str:
 
 @attrs.define
 class RequestContext:
-    """Created when a request arrives; policies and the relay fill it in.
+    """Created when a request arrives; the policies and the relay fill it in, and
+    its settlement (:func:`gateway_core.settlement.settle`) turns it, with the
+    request's :class:`~gateway_core.outcome.Outcome`, into its usage-log row.
 
-    ``secret`` is the API key as the client sent it (never logged); ``row`` is the usage-log row the request will leave behind, whatever happens.
-    ``state`` lets policies keep what they must undo when the request finishes
-    (a concurrency slot, a reservation), keyed by policy name.
+    ``endpoint`` is the endpoint of the route the request came by (its call may
+    name another); ``secret`` is the API key as the client sent it (never logged).
+    ``admitted`` lists the policies that admitted the request and must finish
+    it; ``state`` lets policies keep what they must undo when the request
+    finishes (a concurrency slot), keyed by policy name; ``charge`` is the
+    reservation the quota policy made. ``target`` is where the last upstream
+    attempt went, ``attempts`` every attempt as the usage log keeps it. ``row``
+    is the usage-log row, set once by the settlement (before the policies
+    finish), and ``settled`` says it was.
     """
 
     request_id: str
     protocol: ClientProtocol
     client_ip: str | None
     headers: Any
+    endpoint: str = ""
     started: float = attrs.field(factory=time.perf_counter)
+    started_at: float = attrs.field(factory=time.time)
     call: Call | None = None
     key: KeyRecord | None = None
-    row: UsageRow = attrs.field(default=None)
     secret: str | None = attrs.field(default=None, repr=False)
     body_size: int = 0
     response_headers: list[tuple[bytes, bytes]] = attrs.field(factory=list)
+    admitted: list[Policy] = attrs.field(factory=list)
     state: dict[str, Any] = attrs.field(factory=dict)
-    # billing: the reservation the quota policy made (a gateway_core.billing.Charge),
-    # settled with the usage row; ``settled`` once the request has been recorded
-    charge: Any = None
+    charge: Charge | None = None
+    target: Target | None = None
+    attempts: list[dict[str, Any]] = attrs.field(factory=list)
+    row: UsageRow | None = None
     settled: bool = False
 
     def elapsed_ms(self) -> float:

@@ -3,7 +3,10 @@
 A policy is registered through the ``register_policies`` hook. ``admit`` runs
 before any upstream is called and raises a ``GatewayError`` to refuse the
 request; ``finish`` runs once the request is over (whatever its outcome) for
-policies that hold something (a concurrency slot, a reservation). Policies are
+policies that hold something (a concurrency slot), with the request's usage-log
+row in ``ctx.row``. The admission lives on the request's context
+(``ctx.admitted``): its settlement finishes every policy that admitted it, a
+refused request included. Policies are
 ordered by ``order``: authentication 100, key state 200, IP allow list 300,
 group and model 400, quota and balance 500, rate limits 600.
 """
@@ -28,7 +31,8 @@ class Policy:
         """Check the request; raise a ``GatewayError`` to refuse it."""
 
     async def finish(self, ctx: RequestContext, services: Services) -> None:
-        """Release what ``admit`` took. Called only for policies that admitted."""
+        """Release what ``admit`` took, once the request is over (``ctx.row`` is
+        its usage-log row). Called only for policies that admitted."""
 
 
 class Pipeline:
@@ -42,23 +46,19 @@ class Pipeline:
             p.name for p in self.policies if type(p).finish is not Policy.finish
         )
 
-    async def admit(self, ctx: RequestContext, services: Services) -> list[Policy]:
-        """Run every policy's ``admit``; return those that need ``finish``.
-
-        When a policy refuses, the ones admitted before it are finished at once.
-        """
-        admitted: list[Policy] = []
-        try:
-            for policy in self.policies:
-                await policy.admit(ctx, services)
-                if policy.name in self._finishers:
-                    admitted.append(policy)
-        except BaseException:
-            await self.finish(admitted, ctx, services)
-            raise
-        return admitted
+    async def admit(self, ctx: RequestContext, services: Services) -> None:
+        """Run every policy's ``admit`` in order, keeping in ``ctx.admitted`` those
+        that need ``finish``; a refusal (a ``GatewayError``) ends the run. Whatever
+        happens, the request's settlement calls :meth:`finish`."""
+        admitted, finishers = ctx.admitted, self._finishers
+        for policy in self.policies:
+            await policy.admit(ctx, services)
+            if policy.name in finishers:
+                admitted.append(policy)
 
     @staticmethod
-    async def finish(admitted: list[Policy], ctx: RequestContext, services: Services) -> None:
-        for policy in reversed(admitted):
-            await policy.finish(ctx, services)
+    async def finish(ctx: RequestContext, services: Services) -> None:
+        """Finish the admitted policies, the last admitted first, each once."""
+        admitted = ctx.admitted
+        while admitted:
+            await admitted.pop().finish(ctx, services)

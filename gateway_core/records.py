@@ -146,9 +146,10 @@ def mask_secret(secret: str) -> str:
     return f"{secret[:4]}…{secret[-4:]}"
 
 
-@attrs.define
+@attrs.frozen
 class UsageRow:
-    """One request, as the usage log stores it. Filled in along the request path."""
+    """One request, as the usage log stores it: built whole when the request ends
+    (:func:`gateway_core.settlement.usage_row`)."""
 
     request_id: str
     started_at: float

@@ -5,6 +5,10 @@ key and the body through the protocol, runs the policy pipeline, asks the router
 for channels, calls the channel type (with failover before the first byte),
 renders the answer in the client's protocol (straight through when both sides
 speak the same wire), and records the request durably before the last byte.
+
+Each branch ends its request with an :class:`~gateway_core.outcome.Outcome`
+(status, end reason, error, usage or estimate, first-token time) handed to
+:func:`~gateway_core.settlement.settle`, the one place that fills the usage row.
 """
 
 from __future__ import annotations
@@ -22,15 +26,15 @@ from .channel_type import Exchange, JsonReply, StreamReply, Target
 from .client_protocol import Call, ClientProtocol, RouteSpec, StreamWriter
 from .context import RequestContext
 from .disconnect import DisconnectWatch
-from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, UpstreamTimeoutError
+from .errors import GatewayError, InternalError, NotFoundError, UpstreamError
 from .failover import AttemptPlan
 from .health import Lease
+from .model import ChatRequest, ChatResponse
+from .outcome import CLIENT_GONE, DONE, Outcome, answered, end_reason_of
 from .secrets import redact
-from .billing.charge import MEDIA_USED
-from .model import ChatRequest, ChatResponse, Usage
-from .records import UsageRow
 from .services import Services
-from .tally import StreamTally, estimate_tokens
+from .settlement import settle
+from .tally import StreamTally
 from .uploads import Upload, discard_unread
 
 log = structlog.get_logger("relaygate.request")
@@ -50,19 +54,10 @@ class ProtocolEndpoint:
     async def __call__(self, scope, receive, send) -> None:
         services = self.services
         headers = Headers(scope=scope)
-        client_ip = services.client_address(scope)
         ctx = RequestContext(
-            request_id=scope[REQUEST_ID], protocol=self.protocol, client_ip=client_ip, headers=headers
+            request_id=scope[REQUEST_ID], protocol=self.protocol, client_ip=services.client_address(scope),
+            headers=headers, endpoint=self.route.endpoint,
         )
-        ctx.row = UsageRow(
-            request_id=ctx.request_id,
-            started_at=time.time(),
-            protocol=self.protocol.name,
-            endpoint=self.route.endpoint,
-            client_ip=client_ip,
-            client_request_id=headers.get("x-request-id"),
-        )
-        admitted: list = []
         upload: Upload | None = None
         try:
             query = QueryParams(scope["query_string"])
@@ -77,77 +72,49 @@ class ProtocolEndpoint:
                 ctx.body_size = len(body)
                 call = self.protocol.parse(self.route, body, headers, query, path_params)
             ctx.call = call
-            ctx.row.model = call.model or None
-            ctx.row.stream = call.stream
-            admitted = await services.pipeline.admit(ctx, services)
+            await services.pipeline.admit(ctx, services)
             if call.endpoint == endpoints.MODELS:
                 models = await services.router.models_for(ctx.key)
-                payload = self.protocol.render_models(models, headers, query)
-                await self._respond(ctx, admitted, send, 200, payload, JSON_TYPE)
+                payload = self.protocol.render_models(call, models, headers, query)
+                await self._respond(ctx, send, DONE, payload, JSON_TYPE)
             else:
-                await self._relay(ctx, call, admitted, receive, send)
+                await self._relay(ctx, call, receive, send)
         except GatewayError as error:
             if self.route.stream_body:  # the client may still be sending: answered on unread bytes, its connection resets
                 await discard_unread(upload, receive)
-            await self._fail(ctx, admitted, send, error)
+            await self._fail(ctx, send, error)
         except ClientGone:
-            ctx.row.end_reason = "client_gone"
-            ctx.row.status = 499
-            await self._settle(ctx, admitted)
+            await settle(ctx, CLIENT_GONE, services)
         except asyncio.CancelledError:
             # the server gave up on the request (a shutdown past its grace period):
-            # still release what it holds, charge what it delivered, and log it
+            # still release what it holds and log it (a stream settles what it delivered itself)
             if not ctx.settled:
-                ctx.row.end_reason = ctx.row.end_reason or "client_gone"
-                ctx.row.status = ctx.row.status or 499
-                await asyncio.shield(self._settle(ctx, admitted))
+                await asyncio.shield(settle(ctx, CLIENT_GONE, services))
             raise
         except Exception:
             log.exception("request failed", path=scope.get("path"))
             error = InternalError(f"The gateway failed to handle the request (request id: {ctx.request_id}).")
             if self.route.stream_body:
                 await discard_unread(upload, receive)
-            await self._fail(ctx, admitted, send, error)
+            await self._fail(ctx, send, error)
 
     # --- answering -----------------------------------------------------------
 
-    async def _respond(self, ctx: RequestContext, admitted: list, send, status: int, body: bytes, content_type: bytes) -> None:
-        ctx.row.status = status
-        ctx.row.end_reason = ctx.row.end_reason or "done"
-        await self._settle(ctx, admitted)
-        await send_body(send, status, body, content_type, ctx.response_headers)
+    async def _respond(self, ctx: RequestContext, send, outcome: Outcome, body: bytes, content_type: bytes) -> None:
+        await settle(ctx, outcome, self.services)
+        await send_body(send, outcome.status, body, content_type, ctx.response_headers)
 
-    async def _fail(self, ctx: RequestContext, admitted: list, send, error: GatewayError) -> None:
+    async def _fail(self, ctx: RequestContext, send, error: GatewayError) -> None:
         rendered = self.protocol.render_error(error, ctx.request_id)
-        row = ctx.row
-        row.status = rendered.status
-        row.error_type = error.kind
-        row.error_message = error.message
-        if error.upstream_status is not None:
-            row.upstream_status = error.upstream_status
-            row.upstream_error = error.upstream_body
-        await self._settle(ctx, admitted)
+        await settle(ctx, Outcome(rendered.status, error=error), self.services)
         headers = ctx.response_headers + encode_headers(rendered.headers)
         if error.retry_after is not None:
             headers.append((b"retry-after", str(max(1, round(error.retry_after))).encode()))
         await send_body(send, rendered.status, rendered.body, rendered.content_type.encode(), headers)
 
-    async def _settle(self, ctx: RequestContext, admitted: list) -> None:
-        """Release what the policies hold, settle the charge and record the request,
-        durably, once."""
-        if ctx.settled:
-            return
-        ctx.settled = True
-        services = self.services
-        ctx.row.duration_ms = ctx.elapsed_ms()
-        try:
-            await services.pipeline.finish(admitted, ctx, services)
-        finally:
-            await services.recorder.record(ctx)
-
     # --- calling upstream ----------------------------------------------------
 
-    async def _relay(self, ctx: RequestContext, call: Call, admitted: list, receive, send) -> None:
+    async def _relay(self, ctx: RequestContext, call: Call, receive, send) -> None:
         services = self.services
         try:
             routes = await services.router.candidates(ctx.key, call.model, call.endpoint)
@@ -155,9 +122,8 @@ class ProtocolEndpoint:
             answer = await self.protocol.answer_locally(call) if error.code == endpoints.UNSUPPORTED_ENDPOINT else None
             if answer is None:
                 raise
-            ctx.row.estimated = answer.estimated
             ctx.response_headers.extend(encode_headers(dict(answer.headers)))
-            await self._respond(ctx, admitted, send, 200, answer.body, answer.content_type.encode())
+            await self._respond(ctx, send, Outcome(200, "done", estimated=answer.estimated), answer.body, answer.content_type.encode())
             return
         config = services.config
         health = services.health
@@ -166,7 +132,6 @@ class ProtocolEndpoint:
         # an upload's body is read by the channel as it sends it: the upload notices a disconnect itself
         watch = DisconnectWatch(receive, enabled=getattr(call, "upload", None) is None)
         request: ChatRequest | None = None
-        row = ctx.row
         lease: Lease | None = None
         try:
             while True:
@@ -174,7 +139,7 @@ class ProtocolEndpoint:
                 if lease is None:
                     if early is None or early.writer is None:
                         raise plan.final_error()
-                    await self._end_early(ctx, admitted, early.writer, plan.final_error(), send)
+                    await self._end_early(ctx, early.writer, plan.final_error(), send)
                     return
                 channel = lease.route.channel
                 channel_type = services.registry.channel_types[channel.type]
@@ -190,8 +155,7 @@ class ProtocolEndpoint:
                     timeouts=plan.timeouts(lease),
                     request_id=ctx.request_id,
                 )
-                row.channel_id, row.channel_name = channel.id, channel.name
-                row.upstream_model = target.upstream_model
+                ctx.target = target
                 started = time.perf_counter()
                 try:
                     if early is not None:
@@ -200,26 +164,26 @@ class ProtocolEndpoint:
                         reply = await watch.run(channel_type.send(exchange))
                 except GatewayError as error:
                     redact_error(error, lease.api_key)
-                    row.attempts.append(_attempt(lease, started, error))
+                    ctx.attempts.append(_attempt(lease, started, error))
                     plan.failed(lease, error)
                     if early is not None and early.writer is not None:  # the client has the head: end its stream
-                        await self._end_early(ctx, admitted, early.writer, error, send)
+                        await self._end_early(ctx, early.writer, error, send)
                         return
                     if error.retryable:
                         continue
                     raise
                 except ClientGone:  # the upstream call was cancelled; the row counts the prompt sent (estimated)
-                    row.attempts.append(_attempt(lease, started, None, 499))
-                    self._count(ctx, None, output_chars=0)
+                    ctx.attempts.append(_attempt(lease, started, None, 499))
+                    await settle(ctx, answered(None, ctx.body_size, 0, status=499, end_reason="client_gone"), services)
                     raise
                 health.succeeded(lease)
-                row.attempts.append(_attempt(lease, started, None))
+                ctx.attempts.append(_attempt(lease, started, None))
                 if isinstance(reply, StreamReply):
-                    broken = await self._stream(ctx, call, reply, passthrough, admitted, watch, send, early.writer if early else None)
+                    broken = await self._stream(ctx, call, reply, passthrough, watch, send, early.writer if early else None)
                     if broken is not None:
                         health.stream_failed(lease, broken)
                 else:
-                    await self._complete(ctx, call, reply, passthrough, admitted, send)
+                    await self._complete(ctx, call, reply, passthrough, send)
                 return
         finally:
             watch.close()
@@ -251,17 +215,12 @@ class ProtocolEndpoint:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
 
-    async def _end_early(self, ctx: RequestContext, admitted: list, writer: StreamWriter, error: GatewayError, send) -> None:
+    async def _end_early(self, ctx: RequestContext, writer: StreamWriter, error: GatewayError, send) -> None:
         """End a stream whose head went out before any upstream answered (nothing billed)."""
-        row = ctx.row
-        row.status = 200
-        row.end_reason = "timeout" if isinstance(error, UpstreamTimeoutError) else "upstream_error"
-        row.error_type, row.error_message = error.kind, error.message
-        row.upstream_status, row.upstream_error = error.upstream_status, error.upstream_body
-        await self._settle(ctx, admitted)
+        await settle(ctx, Outcome(200, end_reason_of(error), error), self.services)
         await send({"type": "http.response.body", "body": writer.fail(error, ctx.request_id), "more_body": False})
 
-    async def _complete(self, ctx: RequestContext, call: Call, reply: JsonReply, passthrough: bool, admitted: list, send) -> None:
+    async def _complete(self, ctx: RequestContext, call: Call, reply: JsonReply, passthrough: bool, send) -> None:
         # a channel may answer in the client's own wire although asked to convert (JsonReply.wire)
         if reply.body is not None and (passthrough or (reply.wire is not None and reply.wire == call.wire)):
             body = self.protocol.passthrough_body(call, reply.body)
@@ -269,14 +228,12 @@ class ProtocolEndpoint:
             body = self.protocol.render_response(call, reply.response)
         usage = reply.usage or getattr(reply.response, "usage", None)
         chat = isinstance(reply.response, (ChatResponse, type(None)))
-        self._count(ctx, usage, output_chars=_response_chars(reply) if usage is None and chat else 0)
-        if reply.media is not None:  # images, characters, audio: priced per unit (billing.charge)
-            ctx.state[MEDIA_USED] = reply.media
-            ctx.row.estimated = ctx.row.estimated or reply.media.estimated
-        ctx.row.first_token_ms = ctx.elapsed_ms()
-        await self._respond(ctx, admitted, send, 200, body, reply.content_type.encode())
+        chars = _response_chars(reply) if usage is None and chat else 0
+        # media: images, characters, audio, priced per unit (billing.charge)
+        outcome = answered(usage, ctx.body_size, chars, media=reply.media, first_token_ms=ctx.elapsed_ms())
+        await self._respond(ctx, send, outcome, body, reply.content_type.encode())
 
-    async def _stream(self, ctx: RequestContext, call: Call, reply: StreamReply, passthrough: bool, admitted: list, watch: DisconnectWatch, send, writer: StreamWriter | None = None) -> GatewayError | None:
+    async def _stream(self, ctx: RequestContext, call: Call, reply: StreamReply, passthrough: bool, watch: DisconnectWatch, send, writer: StreamWriter | None = None) -> GatewayError | None:
         """Pump the stream to the client; return the error that broke it, if any.
 
         ``writer`` is given when keep-alives already sent the response head."""
@@ -287,42 +244,29 @@ class ProtocolEndpoint:
         error: GatewayError | None = None
         try:
             error = await watch.run(_pump(reply, writer, tally, send))
-            end_reason = "done" if error is None else ("timeout" if isinstance(error, UpstreamTimeoutError) else "upstream_error")
+            end_reason = "done" if error is None else end_reason_of(error)
         except ClientGone:
             end_reason = "client_gone"
-        except asyncio.CancelledError:
-            ctx.row.end_reason = "client_gone"
-            self._count(ctx, tally.usage, output_chars=tally.output_chars)
+        except asyncio.CancelledError:  # the server gave up on the request: charge what it delivered
+            await asyncio.shield(settle(ctx, _streamed(ctx, tally, "client_gone", None), self.services))
             raise
         finally:
             await reply.close()
-        row = ctx.row
-        row.end_reason = end_reason
-        row.first_token_ms = tally.first_token_ms()
-        row.status = 200 if end_reason != "client_gone" else 499
-        if error is not None:
-            row.error_type, row.error_message = error.kind, error.message
-            row.upstream_status, row.upstream_error = error.upstream_status, error.upstream_body
-        self._count(ctx, tally.usage, output_chars=tally.output_chars)
-        await self._settle(ctx, admitted)
+        await settle(ctx, _streamed(ctx, tally, end_reason, error), self.services)
         if end_reason == "client_gone":
             return None
         tail = writer.end() if error is None else writer.fail(error, ctx.request_id)
         await send({"type": "http.response.body", "body": tail, "more_body": False})
         return error
 
-    def _count(self, ctx: RequestContext, usage: Usage | None, output_chars: int) -> None:
-        row = ctx.row
-        if usage is not None:
-            row.input_tokens = usage.input_tokens
-            row.output_tokens = usage.output_tokens
-            row.cached_tokens = usage.cached_input_tokens
-            row.cache_write_tokens = usage.cache_write_tokens
-            row.estimated = False
-        else:
-            row.input_tokens = ctx.estimated_input_tokens()
-            row.output_tokens = estimate_tokens(output_chars)
-            row.estimated = True
+
+def _streamed(ctx: RequestContext, tally: StreamTally, end_reason: str, error: GatewayError | None) -> Outcome:
+    """The outcome of a stream that ended for ``end_reason``: what it delivered."""
+    status = 499 if end_reason == "client_gone" else 200
+    return answered(
+        tally.usage, ctx.body_size, tally.output_chars,
+        status=status, end_reason=end_reason, error=error, first_token_ms=tally.first_token_ms(),
+    )
 
 
 async def _pump(reply: StreamReply, writer: StreamWriter, tally: StreamTally, send) -> GatewayError | None:

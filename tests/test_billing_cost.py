@@ -3,9 +3,12 @@ non-token units, and the one rounding rule (sum exactly, round up once)."""
 
 import pytest
 
-from gateway_core.billing.charge import request_cost, requested_max_output
+from gateway_core.billing.charge import max_request_cost, request_cost
 from gateway_core.billing.cost import Metered, cost_micros, max_cost_micros
-from gateway_core.records import PriceRecord, UsageRow
+from gateway_core.client_protocol import NO_HINTS, capped_output
+from gateway_core.model import Usage
+from gateway_core.outcome import Outcome
+from gateway_core.records import PriceRecord
 
 UNIT = 1_000_000  # ratio ×1 in parts per million
 PRICE = PriceRecord("m", input_micros_per_mtok=2_500_000, output_micros_per_mtok=10_000_000)  # 2.50 / 10.00 USD per Mtok
@@ -74,29 +77,40 @@ def test_the_maximum_cost_uses_the_dearest_input_price_and_covers_any_usage_with
         assert cost_micros(price, 1_300_000, usage) <= most
 
 
-def _row(**fields):
-    return UsageRow(request_id="r", started_at=0.0, protocol="openai", endpoint="chat", **fields)
+def _ended(*, input_tokens=0, output_tokens=0, estimated=False, end_reason=None, status=200):
+    """How a request ended, as the relay tells the settlement."""
+    return Outcome(status, end_reason, usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens), estimated=estimated)
 
 
 def test_what_a_finished_request_is_charged():
-    reported = _row(input_tokens=1000, output_tokens=500, estimated=False, end_reason="done")
+    reported = _ended(input_tokens=1000, output_tokens=500, estimated=False, end_reason="done")
     assert request_cost(reported, PRICE, UNIT) == 7_500
     # reported usage is charged as reported even when the stream broke afterwards
-    assert request_cost(_row(input_tokens=1000, output_tokens=500, end_reason="upstream_error"), PRICE, UNIT) == 7_500
+    assert request_cost(_ended(input_tokens=1000, output_tokens=500, end_reason="upstream_error"), PRICE, UNIT) == 7_500
     # estimated, some output delivered before the client went: input and delivered output
-    gone = _row(input_tokens=1000, output_tokens=100, estimated=True, end_reason="client_gone")
+    gone = _ended(input_tokens=1000, output_tokens=100, estimated=True, end_reason="client_gone")
     assert request_cost(gone, PRICE, UNIT) == 2_500 + 1_000
     # nothing delivered: an upstream error, a timeout or a client gone before the first token costs nothing
     for reason in ("upstream_error", "timeout", "client_gone"):
-        assert request_cost(_row(input_tokens=1000, output_tokens=0, estimated=True, end_reason=reason), PRICE, UNIT) == 0
+        assert request_cost(_ended(input_tokens=1000, output_tokens=0, estimated=True, end_reason=reason), PRICE, UNIT) == 0
     # a request refused or failed before any answer has no tokens
-    assert request_cost(_row(status=502), PRICE, UNIT) == 0
+    assert request_cost(Outcome(502), PRICE, UNIT) == 0
 
 
 def test_the_requested_output_cap():
-    assert requested_max_output({}, {"max_tokens": 100}) == 100
-    assert requested_max_output({}, {"max_completion_tokens": 50, "max_tokens": 100}) == 50
-    assert requested_max_output({}, {"max_output_tokens": 7}) == 7
-    assert requested_max_output({"max_output_tokens": 9}, {"max_tokens": 100}) == 9
-    for body in ({}, {"max_tokens": None}, {"max_tokens": "100"}, {"max_tokens": True}, {"max_tokens": 0}, {"max_tokens": -5}):
-        assert requested_max_output({}, body) is None
+    """Each protocol reads its own wire's cap fields (tested in its adapter) and
+    hands them over in order of precedence: the first positive integer wins."""
+    assert capped_output(100).max_output_tokens == 100
+    assert capped_output(50, 100).max_output_tokens == 50
+    assert capped_output(None, 7).max_output_tokens == 7
+    for value in (None, "100", True, 0, -5):
+        assert capped_output(value) is NO_HINTS
+
+
+def test_the_reservation_reserves_the_output_cap_else_the_default():
+    def most(hints, endpoint="chat"):
+        return max_request_cost(PRICE, UNIT, endpoint=endpoint, hints=hints, input_tokens=100, default_max_output=4096)
+
+    assert most(capped_output(10)) == max_cost_micros(PRICE, UNIT, input_tokens=100, max_output_tokens=10)
+    assert most(NO_HINTS) == max_cost_micros(PRICE, UNIT, input_tokens=100, max_output_tokens=4096)
+    assert most(capped_output(10), endpoint="embeddings") == max_cost_micros(PRICE, UNIT, input_tokens=100, max_output_tokens=0)

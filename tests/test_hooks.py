@@ -72,7 +72,7 @@ class EchoProtocol(ClientProtocol):
     def stream_writer(self, call, passthrough):
         raise NotImplementedError
 
-    def render_models(self, models, headers, query):
+    def render_models(self, call, models, headers, query):
         return orjson.dumps([m.id for m in models])
 
     def render_error(self, error, request_id):

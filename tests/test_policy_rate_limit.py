@@ -1,6 +1,7 @@
 """The rate-limit policy: subjects from the key record, 429 with Retry-After and a
 short phrase, headers through the protocol, release and token correction in finish."""
 
+import attrs
 import pytest
 
 from gateway_core.errors import RateLimitError
@@ -84,7 +85,7 @@ async def test_finish_releases_the_slot_and_corrects_tokens(services):
     assert ctx.protocol.states[-1].tokens.remaining == 500
     with pytest.raises(RateLimitError, match="1 request\\(s\\) in progress"):
         await policy.admit(ctx_for(key), services)
-    ctx.row.input_tokens, ctx.row.output_tokens = 30, 20
+    ctx.row = attrs.evolve(ctx.row, input_tokens=30, output_tokens=20)
     await policy.finish(ctx, services)
     after = ctx_for(key)
     await policy.admit(after, services)
@@ -98,7 +99,7 @@ async def test_tokens_limit_message(services):
     key = make_key_record(limits=RateLimits(tokens_per_minute=10))
     ctx = ctx_for(key, body=b"x" * 400)
     await policy.admit(ctx, services)
-    ctx.row.input_tokens = 100
+    ctx.row = attrs.evolve(ctx.row, input_tokens=100)
     await policy.finish(ctx, services)
     with pytest.raises(RateLimitError, match="may use 10 tokens per minute"):
         await policy.admit(ctx_for(key, body=b"x" * 40), services)

@@ -20,5 +20,3 @@ class Authentication(Policy):
                 code="invalid_api_key",
             )
         ctx.key = record
-        row = ctx.row
-        row.user_id, row.key_id, row.key_name = record.user_id, record.id, record.name

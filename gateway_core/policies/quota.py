@@ -1,24 +1,26 @@
-"""Reserves a request's maximum cost before any upstream call; prices what it used after.
+"""Reserves a request's maximum cost before any upstream call.
 
 ``admit`` (order 500) looks the model's price (or its most specific price
 variant) up in memory. A free model passes
 with no write. A model with no price is refused (403 ``model_not_priced``)
 unless no channel serves it (the router then says so). Otherwise the maximum
-cost — input tokens estimated locally, output capped by the request's max
-tokens or ``[gateway] default_max_output_tokens``, the images, characters or
-audio the request will use (:mod:`gateway_core.billing.charge`) — is reserved in one store
-write against the user's balance and the key's quota together, or the request
-is refused with 429 ``insufficient_quota`` naming which of the two is short.
+cost — input tokens estimated locally, output capped by the call's
+:class:`~gateway_core.client_protocol.BillingHints` or ``[gateway]
+default_max_output_tokens``, the images, characters or audio the request will
+use (:mod:`gateway_core.billing.charge`) — is reserved in one store write
+against the user's balance and the key's quota together, or the request is
+refused with 429 ``insufficient_quota`` naming which of the two is short.
 
-``finish`` computes the real cost into the usage row; the recorder then settles
-it (release the reservation, capture the cost) in the same transaction as the
-row.
+The reservation stays on the context (``ctx.charge``); the settlement
+(:mod:`gateway_core.settlement`) prices what the request used into its usage row,
+and the recorder settles it (release the reservation, capture the cost) in the
+same transaction as the row.
 """
 
 from __future__ import annotations
 
 from .. import endpoints
-from ..billing.charge import Charge, max_request_cost, media_used, price_for, request_cost, requested_max_output
+from ..billing.charge import Charge, max_request_cost, price_for
 from ..context import RequestContext
 from ..errors import InsufficientQuotaError, PermissionDeniedError
 from ..money import format_usd
@@ -40,10 +42,10 @@ class Quota(Policy):
         call = ctx.call
         if call is None or not call.model or call.endpoint in FREE_ENDPOINTS:
             return  # listing models and counting tokens cost nothing
-        model = call.model
+        model, hints = call.model, call.billing
         book = services.prices
         snapshot = book.fresh() or await book.load()
-        price = price_for(snapshot.prices, model, call.options)
+        price = price_for(snapshot.prices, model, hints)
         key = ctx.key
         if price is None:
             index = await services.router.index()
@@ -58,28 +60,19 @@ class Quota(Policy):
             return
         ratio = snapshot.ratio(key.group)
         needed = max_request_cost(
-            price, ratio, endpoint=call.endpoint, options=call.options, body=call.body,
+            price, ratio, endpoint=call.endpoint, hints=hints,
             input_tokens=ctx.estimated_input_tokens(), default_max_output=self.default_max_output_tokens,
         )
-        max_output = requested_max_output(call.options, call.body) or self.default_max_output_tokens
         # set before the write: a request cancelled while waiting for it still settles (releases) it
-        ctx.charge = Charge(user_id=key.user_id, key_id=key.id, price=price, ratio_ppm=ratio, held_micros=needed)
-        ctx.row.held_micros = needed
+        ctx.charge = Charge(user_id=key.user_id, key_id=key.id, price=price, ratio_ppm=ratio, held_micros=needed, hints=hints)
         if needed:
             try:
                 await services.store.hold(key.user_id, needed, ctx.request_id, key.id)
             except Exception as failed:  # refused, or the write failed: nothing is held
                 ctx.charge = None
-                ctx.row.held_micros = 0
                 if isinstance(failed, HoldRefused):
-                    raise _refusal(failed, max_output) from None
+                    raise _refusal(failed, hints.max_output_tokens or self.default_max_output_tokens) from None
                 raise
-
-    async def finish(self, ctx: RequestContext, services) -> None:
-        charge = ctx.charge
-        if charge is not None:
-            media = media_used(ctx.state, ctx.call.options, ctx.row) if ctx.call is not None else None
-            ctx.row.cost_micros = request_cost(ctx.row, charge.price, charge.ratio_ppm, media)
 
 
 def _refusal(refused: HoldRefused, max_output: int) -> InsufficientQuotaError:

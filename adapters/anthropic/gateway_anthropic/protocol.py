@@ -5,7 +5,8 @@ Routes: ``POST /v1/messages`` (plain and streaming), ``POST
 ``anthropic-version`` or ``x-api-key`` (the OpenAI route serves the others). Query
 strings such as ``?beta=true`` are accepted. The key comes from ``x-api-key``, else
 from ``Authorization: Bearer``. ``anthropic-version`` and ``anthropic-beta`` are
-kept in ``Call.options`` for an anthropic channel to pass on.
+kept in ``Call.options`` for an anthropic channel to pass on; ``max_tokens`` caps
+what billing reserves (the call's :class:`~gateway_core.BillingHints`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from gateway_core import (
     RenderedError,
     RouteSpec,
     StreamWriter,
+    capped_output,
     endpoints,
 )
 from gateway_core.key_header import bearer_key, plain_key
@@ -99,7 +101,8 @@ class AnthropicProtocol(ClientProtocol):
         stream = data.get("stream", False)
         if stream is not None and not isinstance(stream, bool):
             raise InvalidRequestError("stream: Input should be a valid boolean.", param="stream")
-        return Call(self.name, route.endpoint, MESSAGES_WIRE, model, bool(stream), data, options)
+        billing = capped_output(data.get("max_tokens"))
+        return Call(self.name, route.endpoint, MESSAGES_WIRE, model, bool(stream), data, options, billing=billing)
 
     def to_core(self, call: Call) -> ChatRequest:
         return request_from_wire(call.body)
@@ -110,7 +113,7 @@ class AnthropicProtocol(ClientProtocol):
     def stream_writer(self, call: Call, passthrough: bool) -> StreamWriter:
         return PassthroughEvents() if passthrough else ConvertedEvents(call.model)
 
-    def render_models(self, models: Sequence[ModelInfo], headers, query) -> bytes:
+    def render_models(self, call: Call, models: Sequence[ModelInfo], headers, query) -> bytes:
         return orjson.dumps(models_page(models, query))
 
     def render_error(self, error: GatewayError, request_id: str) -> RenderedError:

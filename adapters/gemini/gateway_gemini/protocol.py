@@ -8,18 +8,13 @@ server-sent events, else one JSON array written as it goes), ``:countTokens``,
 models/{model}``. ``{model}`` is one path segment: the model id, matched exactly.
 ``GET /v1/models`` is shared with the OpenAI protocol: requests carrying
 ``x-goog-api-key`` or ``?key=`` are answered here. The key comes from
-``x-goog-api-key``, else ``?key=``, else ``Authorization: Bearer``.
-
-``render_models`` is given the key's models but not the request's path, so ``parse``
-leaves the model id of ``GET models/{model}`` in a context variable, which is the
-request's own (``parse`` and ``render_models`` run in one task, and ``parse`` sets it
-for every models request). Remove it once the core hands the ``Call`` to
-``render_models``.
+``x-goog-api-key``, else ``?key=``, else ``Authorization: Bearer``. A
+``generateContent`` call's ``generationConfig.maxOutputTokens`` caps what billing
+reserves for it (its :class:`~gateway_core.BillingHints`).
 """
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,6 +23,7 @@ import orjson
 from gateway_core import (
     LocalAnswer,
     AuthenticationError,
+    BillingHints,
     Call,
     ChatRequest,
     ChatResponse,
@@ -39,6 +35,7 @@ from gateway_core import (
     RenderedError,
     RouteSpec,
     StreamWriter,
+    capped_output,
     endpoints,
 )
 from gateway_core.key_header import bearer_key, plain_key
@@ -65,9 +62,6 @@ METHODS = {
     BATCH_EMBED_CONTENTS: endpoints.EMBEDDINGS,
 }
 ESTIMATE_HEADER = "x-relaygate-token-count"
-
-# the model id of ``GET models/{model}``, from ``parse`` to ``render_models`` (see above)
-_requested_model: contextvars.ContextVar[str | None] = contextvars.ContextVar("gemini_requested_model", default=None)
 
 
 def is_gemini_request(headers: Mapping[str, str], query: Mapping[str, str]) -> bool:
@@ -128,7 +122,6 @@ class GeminiProtocol(ClientProtocol):
                 code="unknown_path",
             )
         if route.endpoint == endpoints.MODELS:
-            _requested_model.set(model or None)
             return Call(self.name, route.endpoint, MODELS_WIRE, "", False, {}, path_params=path_params)
         method = route.path.rsplit(":", 1)[1]
         if not model:
@@ -141,9 +134,11 @@ class GeminiProtocol(ClientProtocol):
                 raise InvalidRequestError("'contents' is required: a non-empty array of Content objects.", param="contents")
             stream = method == "streamGenerateContent"
             options["sse"] = query.get("alt") == "sse"
-            thinking = field(field(data, "generationConfig"), "thinkingConfig")
-            options["thoughts"] = field(thinking, "includeThoughts") is True
-            return Call(self.name, route.endpoint, GENERATE_WIRE, model, stream, data, options, path_params)
+            config = field(data, "generationConfig")
+            options["thoughts"] = field(field(config, "thinkingConfig"), "includeThoughts") is True
+            return Call(
+                self.name, route.endpoint, GENERATE_WIRE, model, stream, data, options, path_params, billing=billing_hints(config)
+            )
         if route.endpoint == endpoints.COUNT_TOKENS:
             return Call(self.name, route.endpoint, COUNT_TOKENS_WIRE, model, False, data, options, path_params)
         _check_embed_body(data, method)
@@ -177,8 +172,8 @@ class GeminiProtocol(ClientProtocol):
             return PassthroughChunks(framing)
         return ConvertedChunks(call.model, framing, thoughts=bool(call.options.get("thoughts")))
 
-    def render_models(self, models: Sequence[ModelInfo], headers, query) -> bytes:
-        model_id = _requested_model.get()
+    def render_models(self, call: Call, models: Sequence[ModelInfo], headers, query) -> bytes:
+        model_id = call.path_params.get("model")
         if model_id:
             return orjson.dumps(model_get(models, model_id))
         return orjson.dumps(models_page(models, query))
@@ -193,6 +188,12 @@ class GeminiProtocol(ClientProtocol):
             return None
         count = estimate_input_tokens(count_request_from_wire(call.body, call.model))
         return LocalAnswer(body=orjson.dumps(count_to_wire(count)), headers={ESTIMATE_HEADER: "estimate; chars/4"})
+
+
+def billing_hints(config: Any) -> BillingHints:
+    """What billing reads of a ``generationConfig``: its ``maxOutputTokens`` (an
+    int64, which Google's JSON may write as a string)."""
+    return capped_output(as_int(field(config, "maxOutputTokens")))
 
 
 def parse_json_object(body: bytes) -> dict[str, Any]:

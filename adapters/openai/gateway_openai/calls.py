@@ -9,9 +9,11 @@ names say which channels may take a call as it is (the fast path).
   Responses upstream (``previous_response_id`` …, see
   :func:`~.responses_request.stateful_reason`): those are ``responses`` calls,
   served only by channels that speak Responses.
-- Billing options (:mod:`gateway_core.billing.charge`): images asked for,
-  characters spoken, audio length estimated from an upload's size, and the
-  image price variants ``model:size:quality`` and ``model:size``.
+- Billing hints (:class:`~gateway_core.BillingHints`): the output cap
+  (``max_completion_tokens``, else ``max_tokens``; ``max_output_tokens`` for
+  Responses), images asked for, characters spoken, audio length estimated from
+  an upload's size, and the image price variants ``model:size:quality`` and
+  ``model:size``.
 """
 
 from __future__ import annotations
@@ -21,9 +23,7 @@ from typing import Any
 
 import orjson
 
-from gateway_core import Call, InvalidRequestError, RouteSpec, endpoints
-from gateway_core.billing.charge import MEDIA_OPTION, PRICE_VARIANTS
-from gateway_core.model import MediaUsage
+from gateway_core import BillingHints, Call, InvalidRequestError, MediaUsage, RouteSpec, capped_output, endpoints
 from gateway_core.uploads import Upload
 
 from .media import estimated_audio_ms, image_price_variants
@@ -78,7 +78,8 @@ def chat_call(route: RouteSpec, data: dict[str, Any]) -> Call:
     if stream:
         stream_options = data.get("stream_options")
         options["include_usage"] = isinstance(stream_options, dict) and stream_options.get("include_usage") is True
-    return Call(PROTOCOL, route.endpoint, CHAT_WIRE, model, stream, data, options)
+    billing = capped_output(data.get("max_completion_tokens"), data.get("max_tokens"))
+    return Call(PROTOCOL, route.endpoint, CHAT_WIRE, model, stream, data, options, billing=billing)
 
 
 def responses_call(route: RouteSpec, data: dict[str, Any]) -> Call:
@@ -90,7 +91,8 @@ def responses_call(route: RouteSpec, data: dict[str, Any]) -> Call:
     if items is None and stateful is None:
         raise InvalidRequestError("The request needs an 'input' (a string or an array of input items).", param="input")
     endpoint = endpoints.RESPONSES if stateful else endpoints.CHAT
-    return Call(PROTOCOL, endpoint, RESPONSES_WIRE, model, stream, data, {"stateful": stateful})
+    billing = capped_output(data.get("max_output_tokens"))
+    return Call(PROTOCOL, endpoint, RESPONSES_WIRE, model, stream, data, {"stateful": stateful}, billing=billing)
 
 
 def embeddings_call(route: RouteSpec, data: dict[str, Any]) -> Call:
@@ -128,8 +130,8 @@ def image_generation_call(route: RouteSpec, data: dict[str, Any]) -> Call:
         raise InvalidRequestError("The request needs a 'prompt' (a non-empty string).", param="prompt")
     _no_stream(stream_flag(data))
     n = _image_count(data.get("n"))
-    options = _image_options(model, n, data.get("size"), data.get("quality"))
-    return Call(PROTOCOL, route.endpoint, IMAGES_WIRE, model, False, data, options)
+    billing = _image_hints(model, n, data.get("size"), data.get("quality"))
+    return Call(PROTOCOL, route.endpoint, IMAGES_WIRE, model, False, data, billing=billing)
 
 
 async def image_edit_call(route: RouteSpec, upload: Upload) -> Call:
@@ -139,8 +141,8 @@ async def image_edit_call(route: RouteSpec, upload: Upload) -> Call:
         raise InvalidRequestError("The form field 'model' must name a model.", param="model")
     _no_stream(fields.get("stream", "false").lower() == "true")
     n = _image_count(_form_int(fields.get("n"), "n"))
-    options = _image_options(model, n, fields.get("size"), fields.get("quality"))
-    return Call(PROTOCOL, route.endpoint, IMAGE_EDITS_WIRE, model, False, dict(fields), options, upload=upload)
+    billing = _image_hints(model, n, fields.get("size"), fields.get("quality"))
+    return Call(PROTOCOL, route.endpoint, IMAGE_EDITS_WIRE, model, False, dict(fields), upload=upload, billing=billing)
 
 
 def speech_call(route: RouteSpec, data: dict[str, Any]) -> Call:
@@ -150,8 +152,9 @@ def speech_call(route: RouteSpec, data: dict[str, Any]) -> Call:
         raise InvalidRequestError("The request needs an 'input' (the text to speak).", param="input")
     fmt = data.get("response_format") or "mp3"
     sse = data.get("stream_format") == "sse"
-    options = {MEDIA_OPTION: MediaUsage(characters=len(text)), "response_format": fmt, "sse": sse}
-    return Call(PROTOCOL, route.endpoint, SPEECH_WIRE, model, True, data, options)
+    options = {"response_format": fmt, "sse": sse}
+    billing = BillingHints(media=MediaUsage(characters=len(text)))
+    return Call(PROTOCOL, route.endpoint, SPEECH_WIRE, model, True, data, options, billing=billing)
 
 
 async def transcription_call(route: RouteSpec, upload: Upload) -> Call:
@@ -161,18 +164,16 @@ async def transcription_call(route: RouteSpec, upload: Upload) -> Call:
         raise InvalidRequestError("The form field 'model' must name a model.", param="model")
     stream = fields.get("stream", "false").lower() == "true"
     size = upload.content_length or 0
-    options = {
-        MEDIA_OPTION: MediaUsage(audio_ms=estimated_audio_ms(size), estimated=True),
-        "response_format": fields.get("response_format") or "json",
-    }
-    return Call(PROTOCOL, route.endpoint, TRANSCRIPTIONS_WIRE, model, stream, dict(fields), options, upload=upload)
+    options = {"response_format": fields.get("response_format") or "json"}
+    billing = BillingHints(media=MediaUsage(audio_ms=estimated_audio_ms(size), estimated=True))
+    return Call(PROTOCOL, route.endpoint, TRANSCRIPTIONS_WIRE, model, stream, dict(fields), options, upload=upload, billing=billing)
 
 
-def _image_options(model: str, n: int, size: Any, quality: Any) -> dict[str, Any]:
-    return {
-        MEDIA_OPTION: MediaUsage(images=n),
-        PRICE_VARIANTS: image_price_variants(model, size if isinstance(size, str) else None, quality if isinstance(quality, str) else None),
-    }
+def _image_hints(model: str, n: int, size: Any, quality: Any) -> BillingHints:
+    return BillingHints(
+        media=MediaUsage(images=n),
+        price_variants=image_price_variants(model, size if isinstance(size, str) else None, quality if isinstance(quality, str) else None),
+    )
 
 
 def _image_count(n: Any) -> int:

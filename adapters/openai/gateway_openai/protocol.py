@@ -122,7 +122,7 @@ class OpenAIProtocol(ClientProtocol):
             return PassthroughChunks(include_usage)
         return ConvertedChunks(call.model, include_usage)
 
-    def render_models(self, models: Sequence[ModelInfo], headers, query) -> bytes:
+    def render_models(self, call: Call, models: Sequence[ModelInfo], headers, query) -> bytes:
         return orjson.dumps(
             {
                 "object": "list",

@@ -1,0 +1,66 @@
+"""How a request ended: the value each branch of the relay hands to the settlement
+(:func:`gateway_core.settlement.settle`), which turns it into the usage-log row."""
+
+from __future__ import annotations
+
+import attrs
+
+from .errors import GatewayError, UpstreamTimeoutError
+from .model import MediaUsage, Usage
+from .tally import estimate_tokens
+
+NO_USAGE = Usage()
+
+
+@attrs.frozen
+class Outcome:
+    """How one request ended, as the branch of the relay that ended it tells it.
+
+    ``status`` is the HTTP status the client got (499: it went away);
+    ``end_reason`` how its answer ended (``done``, ``client_gone``,
+    ``upstream_error``, ``timeout``; ``None`` for a request refused or failed
+    before any answer); ``error`` what went wrong, if anything. ``usage`` holds
+    the tokens to record: the upstream's report or, when ``estimated``, a local
+    estimate (see :func:`answered`); ``None``: none. ``media`` is what the answer
+    reported of units priced apiece; ``first_token_ms`` when the first output
+    reached the client (``None``: none did).
+    """
+
+    status: int
+    end_reason: str | None = None
+    error: GatewayError | None = None
+    usage: Usage | None = None
+    estimated: bool = False
+    media: MediaUsage | None = None
+    first_token_ms: float | None = None
+
+
+DONE = Outcome(200, "done")
+CLIENT_GONE = Outcome(499, "client_gone")
+
+
+def answered(
+    reported: Usage | None,
+    input_bytes: int,
+    output_chars: int,
+    *,
+    status: int = 200,
+    end_reason: str = "done",
+    error: GatewayError | None = None,
+    media: MediaUsage | None = None,
+    first_token_ms: float | None = None,
+) -> Outcome:
+    """The outcome of a request an upstream was asked to answer: the usage it
+    reported, else an estimate (marked so) from the request's size in bytes and
+    the characters of output delivered; estimated too when ``media`` is."""
+    if reported is None:
+        usage = Usage(input_tokens=estimate_tokens(input_bytes), output_tokens=estimate_tokens(output_chars))
+        estimated = True
+    else:
+        usage, estimated = reported, media is not None and media.estimated
+    return Outcome(status, end_reason, error, usage, estimated, media, first_token_ms)
+
+
+def end_reason_of(error: GatewayError) -> str:
+    """How an answer an upstream error cut short ended: ``timeout`` or ``upstream_error``."""
+    return "timeout" if isinstance(error, UpstreamTimeoutError) else "upstream_error"
