@@ -6,7 +6,7 @@ import orjson
 import pytest
 from anthropic.types import ModelInfo as SDKModelInfo
 
-from gateway_core import Frame, ModelInfo, endpoints
+from gateway_core import BillingHints, Frame, ModelInfo, endpoints
 from gateway_core.errors import AuthenticationError, GatewayError, InvalidRequestError
 from gateway_anthropic.channel import FrameDecoder
 from gateway_anthropic.protocol import AnthropicProtocol, RouteSpec, is_anthropic_request, models_page
@@ -46,6 +46,14 @@ def test_claims_and_the_models_route_matcher() -> None:
     assert PROTOCOL.claim("/v2/anything", {"x-api-key": "k"}, {}) == 2
     assert PROTOCOL.claim("/v1/v1/chat/completions", {"authorization": "Bearer k"}, {}) == 0
     assert is_anthropic_request({"anthropic-version": "2023-06-01"}, {}) and not is_anthropic_request({"authorization": "x"}, {})
+
+
+def test_parse_caps_billing_by_max_tokens() -> None:
+    body = b'{"model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": "x"}]}'
+    assert PROTOCOL.parse(MESSAGES, body, {}, {}, {}).billing == BillingHints(max_output_tokens=64)
+    for value in (b"0", b'"64"', b"true"):
+        body = b'{"model": "m", "max_tokens": ' + value + b', "messages": [{"role": "user", "content": "x"}]}'
+        assert PROTOCOL.parse(MESSAGES, body, {}, {}, {}).billing == BillingHints()
 
 
 def test_parse_keeps_versions_and_beta_query() -> None:

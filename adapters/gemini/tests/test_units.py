@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
-from gateway_core import AuthenticationError, InvalidRequestError, NotFoundError, endpoints
+from gateway_core import AuthenticationError, BillingHints, InvalidRequestError, NotFoundError, endpoints
 from gateway_core.model import ChatRequest, ImagePart, Message, ModelInfo, Role, TextPart
 from gateway_gemini.channel import model_path, strip_version
 from gateway_gemini.count_tokens import count_body_to_wire, count_request_from_wire, estimate_input_tokens, passthrough_count_body
@@ -32,6 +33,32 @@ def test_model_object_has_the_fields_sdks_read(examples):
     listed = examples.json("models_list.json")["models"][0]
     ours = models_page(MODELS, {})["models"][0]
     assert {"name", "version", "displayName", "description", "supportedGenerationMethods"} <= ours.keys() & listed.keys()
+
+
+def test_render_models_lists_or_gets_the_model_the_call_names():
+    protocol = GeminiProtocol()
+    route = next(r for r in protocol.routes() if r.path == "/v1beta/models/{model}" and r.methods == ("GET",))
+    call = protocol.parse(route, b"", {}, {}, {"model": "b-model"})
+    assert orjson.loads(protocol.render_models(call, MODELS, {}, {}))["name"] == "models/b-model"
+    listing = next(r for r in protocol.routes() if r.path == "/v1beta/models")
+    call = protocol.parse(listing, b"", {}, {}, {})
+    assert len(orjson.loads(protocol.render_models(call, MODELS, {}, {}))["models"]) == 3
+
+
+def test_generate_content_caps_billing_by_max_output_tokens():
+    protocol = GeminiProtocol()
+    route = next(r for r in protocol.routes() if r.path == "/v1beta/models/{model}:generateContent")
+    contents = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+
+    def hints(body):
+        return protocol.parse(route, orjson.dumps(body), {}, {}, {"model": "m"}).billing
+
+    assert hints(contents | {"generationConfig": {"maxOutputTokens": 64}}) == BillingHints(max_output_tokens=64)
+    assert hints(contents | {"generation_config": {"max_output_tokens": 64}}).max_output_tokens == 64
+    assert hints(contents | {"generationConfig": {"maxOutputTokens": "64"}}).max_output_tokens == 64  # an int64 as a string
+    for config in ({}, {"maxOutputTokens": 0}, {"maxOutputTokens": True}, {"temperature": 0.5}):
+        assert hints(contents | {"generationConfig": config}) == BillingHints()
+    assert hints(contents) == BillingHints()
 
 
 def test_routes_put_methods_before_the_model_route():
