@@ -8,7 +8,7 @@ requests and prints, for each step, its wall time per request (p50, p90, mean).
 
 The wrapped steps are looked up by name (``Store.write`` per written function,
 ``Store.read``, ``Pipeline.admit``, the ``openai`` channel's ``send`` up to the
-upstream's headers, ``ProtocolEndpoint._settle`` and the whole endpoint); a
+upstream's headers, ``Recorder.record`` and the whole endpoint); a
 name that no longer exists is skipped and reported, so the script survives
 refactors of the path, but only measures what it still finds.
 """
@@ -37,7 +37,7 @@ WRAPPED = (  # (module, class, method, label); "write"/"read" are labelled by th
     ("gateway_core.store.sqlite_store", "Store", "read", None),
     ("gateway_core.policy", "Pipeline", "admit", "policies (Pipeline.admit)"),
     ("gateway_openai.channel", "OpenAIChannel", "send", "upstream call, to its headers (OpenAIChannel.send)"),
-    ("gateway_core.relay", "ProtocolEndpoint", "_settle", "finish + record (ProtocolEndpoint._settle)"),
+    ("gateway_core.recorder", "Recorder", "record", "record: settle + usage row (Recorder.record)"),
     ("gateway_core.relay", "ProtocolEndpoint", "__call__", "whole endpoint (ProtocolEndpoint.__call__)"),
 )
 

@@ -1,6 +1,7 @@
 """Billing over real HTTP with the openai SDK: exact amounts for known usage,
 the group ratio, cached tokens, refusals before any upstream call, and what
-errors, broken streams and clients that hang up are charged."""
+errors, broken streams and clients that hang up are charged; the reservation
+capped by each protocol's own output field (OpenAI, Anthropic, Gemini)."""
 
 from __future__ import annotations
 
@@ -388,3 +389,73 @@ def test_billing_settings_in_plugins_toml():
     for bad in (0, -1, "many", 1.5):
         with pytest.raises(ConfigError, match="default_max_output_tokens"):
             config_from_mapping({"gateway": {"default_max_output_tokens": bad}})
+
+
+# --- the reservation reads each protocol's own output cap ---------------------
+# The same small request in OpenAI, Anthropic and Gemini form passes on a small balance
+# when it caps its output, and is refused when it leaves the cap to the default (4,096
+# tokens). Gemini's generationConfig.maxOutputTokens used to be ignored, so every Gemini
+# request reserved the default and was refused where the other forms passed.
+
+ALL_PROTOCOLS = ("openai", "anthropic", "gemini")
+CAP = 16
+SMALL_BALANCE = 5_000  # 0.005 USD: 16 output tokens fit, the default 4,096 (0.041 USD) does not
+# each form's request, key header and answer to a balance too low (Anthropic's own: 400);
+# uncapped, Anthropic (which requires max_tokens) asks for the default's 4,096
+FORMS = {
+    "openai": ("/v1/chat/completions", "authorization", 429),
+    "anthropic": ("/v1/messages", "x-api-key", 400),
+    "gemini": (f"/v1beta/models/{MODEL}:generateContent", "x-goog-api-key", 429),
+}
+
+
+def form_body(protocol: str, cap: int | None) -> bytes:
+    text = "one two three four"
+    if protocol == "gemini":
+        config = {"generationConfig": {"maxOutputTokens": cap}} if cap else {}
+        return orjson.dumps({"contents": [{"role": "user", "parts": [{"text": text}]}], **config})
+    cap = cap or (4096 if protocol == "anthropic" else None)
+    return orjson.dumps({"model": MODEL, "messages": [{"role": "user", "content": text}], **({"max_tokens": cap} if cap else {})})
+
+
+async def post_form(gateway, secret: str, protocol: str, body: bytes) -> tuple[int, str]:
+    path, key_header, _ = FORMS[protocol]
+    headers = {key_header: f"Bearer {secret}" if key_header == "authorization" else secret, "anthropic-version": "2023-06-01"}
+    async with aiohttp.ClientSession() as http:
+        async with http.post(gateway.url + path, data=body, headers={**headers, "content-type": "application/json"}) as response:
+            await response.read()
+            return response.status, response.headers["x-request-id"]
+
+
+@pytest.fixture
+def small_balance(tmp_path, seed, upstream, start_gateway):
+    user_id, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url, balance_usd=0)
+    conn = seed.store.connect()
+    topup(conn, user_id, SMALL_BALANCE)
+    conn.close()
+    return start_gateway(kit.config(tmp_path, ALL_PROTOCOLS)), user_id, secret
+
+
+@pytest.mark.parametrize("protocol", ALL_PROTOCOLS)
+async def test_a_capped_request_passes_on_a_small_balance_in_every_protocol(small_balance, seed, protocol):
+    gateway, user_id, secret = small_balance
+    body = form_body(protocol, CAP)
+    status, request_id = await post_form(gateway, secret, protocol, body)
+    assert status == 200
+    row = kit.usage_row(seed, request_id)
+    # reserved: every byte of the body as input (4 bytes a token), and the request's own output cap
+    assert row["held_micros"] == max_cost_micros(kit.PRICE, 1_000_000, input_tokens=estimate_tokens(len(body)), max_output_tokens=CAP)
+    assert (row["status"], row["protocol"], row["cost_micros"] > 0) == (200, protocol, True)
+    assert kit.balance_of(seed, user_id) == SMALL_BALANCE - row["cost_micros"]
+    kit.assert_invariants(seed)
+
+
+@pytest.mark.parametrize("protocol", ALL_PROTOCOLS)
+async def test_an_uncapped_request_reserves_the_default_and_is_refused_in_every_protocol(small_balance, seed, upstream, protocol):
+    gateway, user_id, secret = small_balance
+    status, request_id = await post_form(gateway, secret, protocol, form_body(protocol, None))
+    assert status == FORMS[protocol][2]
+    row = kit.usage_row(seed, request_id)
+    assert (row["status"], row["error_type"], row["held_micros"]) == (status, "insufficient_quota", 0)
+    assert "for up to 4096 output tokens" in row["error_message"]
+    assert upstream.requests == [] and kit.balance_of(seed, user_id) == SMALL_BALANCE

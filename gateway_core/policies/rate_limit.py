@@ -43,8 +43,9 @@ class RateLimit(Policy):
     async def finish(self, ctx: RequestContext, services) -> None:
         permit = ctx.state.pop(self.name, None)
         if permit is not None:
-            row = ctx.row
-            await services.rate_limiter.release(permit, row.input_tokens + row.output_tokens)
+            row = ctx.row  # the request's usage row: the settlement fills it before the policies finish
+            used = 0 if row is None else row.input_tokens + row.output_tokens
+            await services.rate_limiter.release(permit, used)
 
 
 def describe(exceeded: LimitExceeded) -> str:
