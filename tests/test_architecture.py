@@ -34,7 +34,6 @@ PENDING_PRIVATE_IMPORTS = {
     ("console/gateway_console", "gateway_core.store.groups"),
     ("console/gateway_console", "gateway_core.store.prices"),
     ("console/gateway_console", "gateway_core.store.channels"),
-    ("adapters/openai/gateway_openai", "gateway_core.billing.charge"),
     ("adapters/anthropic/gateway_anthropic", "gateway_core.ratelimit.state"),
 }
 PENDING_SQLITE_OUTSIDE_STORE = {
