@@ -69,8 +69,7 @@ async def one(services, quota: Quota, recorder: Recorder, key, holds: list, sett
     started = time.perf_counter()
     await quota.admit(ctx, services)
     held = time.perf_counter()
-    ctx.row = usage_row(ctx, ANSWERED)
-    await recorder.record(ctx)
+    await recorder.record(usage_row(ctx, ANSWERED), ctx.charge)
     holds.append(held - started)
     settles.append(time.perf_counter() - held)
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .client_protocol import Call, ClientProtocol
+from .errors import InternalError
 from .records import KeyRecord, UsageRow
 from .tally import estimate_tokens
 
@@ -58,6 +59,12 @@ class RequestContext:
     attempts: list[dict[str, Any]] = attrs.field(factory=list)
     row: UsageRow | None = None
     settled: bool = False
+
+    def authenticated_key(self) -> KeyRecord:
+        """The request's API key, for the policies and steps after authentication."""
+        if self.key is None:
+            raise InternalError("the request reached a step that needs its API key before authentication")
+        return self.key
 
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000.0

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import structlog
 
-from .context import RequestContext
+from .billing.charge import Charge
+from .records import UsageRow
 from .request_store import RequestStore
 
 log = structlog.get_logger("relaygate.request")
@@ -15,12 +16,11 @@ class Recorder:
     def __init__(self, store: RequestStore) -> None:
         self._store = store
 
-    async def record(self, ctx: RequestContext) -> None:
-        """Write the request's settlement and row; return once they are committed."""
-        row = ctx.row
-        charge = ctx.charge
+    async def record(self, row: UsageRow, charge: Charge | None) -> None:
+        """Write the request's settlement (when it reserved or costs money) and
+        its row; return once they are committed."""
         billed = charge is not None and (charge.held_micros or row.cost_micros)
-        await self._store.record(row, charge.user_id if billed else None)
+        await self._store.record(row, charge.user_id if charge is not None and billed else None)
         log.info(
             "request",
             status=row.status,

@@ -74,7 +74,7 @@ class ProtocolEndpoint:
             ctx.call = call
             await services.pipeline.admit(ctx, services)
             if call.endpoint == endpoints.MODELS:
-                models = await services.router.models_for(ctx.key)
+                models = await services.router.models_for(ctx.authenticated_key())
                 payload = self.protocol.render_models(call, models, headers, query)
                 await self._respond(ctx, send, DONE, payload, JSON_TYPE)
             else:
@@ -117,7 +117,7 @@ class ProtocolEndpoint:
     async def _relay(self, ctx: RequestContext, call: Call, receive, send) -> None:
         services = self.services
         try:
-            routes = await services.router.candidates(ctx.key, call.model, call.endpoint)
+            routes = await services.router.candidates(ctx.authenticated_key(), call.model, call.endpoint)
         except NotFoundError as error:
             answer = await self.protocol.answer_locally(call) if error.code == endpoints.UNSUPPORTED_ENDPOINT else None
             if answer is None:

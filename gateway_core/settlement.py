@@ -25,11 +25,11 @@ async def settle(ctx: RequestContext, outcome: Outcome, services: Services) -> N
     if ctx.settled:
         return
     ctx.settled = True
-    ctx.row = usage_row(ctx, outcome)
+    row = ctx.row = usage_row(ctx, outcome)
     try:
         await services.pipeline.finish(ctx, services)
     finally:
-        await services.recorder.record(ctx)
+        await services.recorder.record(row, ctx.charge)
 
 
 def usage_row(ctx: RequestContext, outcome: Outcome) -> UsageRow:

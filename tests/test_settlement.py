@@ -80,8 +80,8 @@ async def test_settle_finishes_the_admitted_policies_with_the_row_then_records_o
     policy = Holding()
     recorded = []
 
-    async def record(ctx):
-        recorded.append((ctx.row.status, list(policy.seen)))
+    async def record(row, charge):
+        recorded.append((row.status, list(policy.seen)))
 
     services = SimpleNamespace(pipeline=Pipeline([policy]), recorder=SimpleNamespace(record=record))
     ctx = context()
@@ -99,8 +99,8 @@ async def test_a_policy_that_fails_to_finish_still_leaves_the_request_recorded()
 
     recorded = []
 
-    async def record(ctx):
-        recorded.append(ctx.row.status)
+    async def record(row, charge):
+        recorded.append(row.status)
 
     services = SimpleNamespace(pipeline=Pipeline([Broken()]), recorder=SimpleNamespace(record=record))
     ctx = context()

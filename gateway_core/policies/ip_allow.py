@@ -27,7 +27,7 @@ class IPAllowList(Policy):
         self._networks: dict[tuple[str, ...], tuple[Network, ...]] = {}
 
     async def admit(self, ctx: RequestContext, services) -> None:
-        allow = ctx.key.allow_ips
+        allow = ctx.authenticated_key().allow_ips
         if not allow:
             return
         networks = self._networks.get(allow)

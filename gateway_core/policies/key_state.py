@@ -15,7 +15,7 @@ class KeyState(Policy):
     order = 200
 
     async def admit(self, ctx: RequestContext, services) -> None:
-        key = ctx.key
+        key = ctx.authenticated_key()
         if key.deleted:
             raise AuthenticationError("This API key has been deleted.", code="invalid_api_key")
         if not key.enabled:

@@ -22,6 +22,6 @@ class ModelAccess(Policy):
         if call is None or not call.model:  # listing models: the router filters them
             return
         index = await services.router.index()
-        refusal = model_refusal(index, ctx.key, call.model)
+        refusal = model_refusal(index, ctx.authenticated_key(), call.model)
         if refusal is not None:
             raise refusal

@@ -46,7 +46,7 @@ class Quota(Policy):
         book = services.prices
         snapshot = book.fresh() or await book.load()
         price = price_for(snapshot.prices, model, hints)
-        key = ctx.key
+        key = ctx.authenticated_key()
         if price is None:
             index = await services.router.index()
             if (key.group, model) not in index.by_group_model:

@@ -22,7 +22,7 @@ class RateLimit(Policy):
     order = 600
 
     async def admit(self, ctx: RequestContext, services) -> None:
-        key = ctx.key
+        key = ctx.authenticated_key()
         if key.limits is NO_LIMITS and key.user_limits is NO_LIMITS:
             return
         subjects = []
