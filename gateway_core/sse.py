@@ -1,4 +1,8 @@
-"""Server-sent events: splitting a byte stream into frames, and writing frames."""
+"""Server-sent events: splitting a byte stream into frames, and writing frames.
+
+The other stream framings (newline-delimited JSON, a streamed JSON array) are in
+:mod:`gateway_core.framing`.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +10,23 @@ from collections.abc import Iterator
 
 import orjson
 
+from .framing import MAX_FRAME_BYTES, frame_too_large
+
 
 class SSESplitter:
     """Cuts a byte stream into complete SSE frames (each ending with a blank line).
 
     Frames are returned with their terminating blank line, byte for byte as
     received, so the fast path can forward them untouched. CRLF and LF line ends
-    are both understood.
+    are both understood. A frame larger than ``max_bytes`` raises
+    :class:`gateway_core.framing.FrameTooLargeError`.
     """
 
-    __slots__ = ("_buffer",)
+    __slots__ = ("_buffer", "max_bytes")
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int = MAX_FRAME_BYTES) -> None:
         self._buffer = b""
+        self.max_bytes = max_bytes
 
     def feed(self, chunk: bytes) -> Iterator[bytes]:
         buffer = self._buffer + chunk if self._buffer else chunk
@@ -27,9 +35,13 @@ class SSESplitter:
             end, width = _frame_end(buffer, start)
             if end < 0:
                 break
+            if end + width - start > self.max_bytes:
+                raise frame_too_large("event", self.max_bytes, buffer[start : start + 512])
             yield buffer[start : end + width]
             start = end + width
         self._buffer = buffer[start:]
+        if len(self._buffer) > self.max_bytes:
+            raise frame_too_large("event", self.max_bytes, self._buffer[:512])
 
     def flush(self) -> bytes:
         """What is left when the stream ends (an unterminated last frame)."""

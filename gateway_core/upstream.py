@@ -3,14 +3,15 @@
 ``post`` sends one request with the exchange's timeouts and turns every failure
 into a ``GatewayError`` that says whether another channel may succeed
 (``retryable``) and keeps the upstream's status and a bounded body excerpt for
-the log. ``sse_frames`` cuts a streaming response into frames as they arrive.
+the log. ``sse_frames``, ``ndjson_frames`` and ``json_array_frames`` cut a
+streaming response into frames as they arrive.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from typing import Any
+from collections.abc import AsyncGenerator, Callable, Iterable
+from typing import Any, Protocol
 
 import aiohttp
 import orjson
@@ -27,11 +28,20 @@ from .errors import (
     UpstreamUnavailableError,
     excerpt,
 )
+from .framing import MAX_FRAME_BYTES, JSONArraySplitter, NDJSONSplitter
 from .sse import SSESplitter
 
 ERROR_BODY_LIMIT = 64 * 1024
 
 ErrorMessage = Callable[[int, bytes], str]
+
+
+class Splitter(Protocol):
+    """Cuts a streamed body into frames (see :mod:`gateway_core.framing`)."""
+
+    def feed(self, chunk: bytes) -> Iterable[bytes]: ...
+
+    def flush(self) -> bytes: ...
 
 
 async def post(
@@ -115,16 +125,37 @@ def error_for_status(
     return error
 
 
-async def sse_frames(
-    response: aiohttp.ClientResponse, decode: Callable[[bytes], Frame]
-) -> AsyncIterator[Frame]:
+def sse_frames(
+    response: aiohttp.ClientResponse, decode: Callable[[bytes], Frame], *, max_frame_bytes: int = MAX_FRAME_BYTES
+) -> AsyncGenerator[Frame, None]:
     """Yield each SSE frame of ``response`` as soon as it is complete.
 
     ``decode`` turns a frame's bytes into a :class:`Frame` (and may raise a
     ``GatewayError`` for an error event). A silent or dropped upstream ends the
-    iteration with a ``GatewayError``.
+    iteration with a ``GatewayError``, as does a frame over ``max_frame_bytes``.
     """
-    splitter = SSESplitter()
+    return _frames(response, SSESplitter(max_frame_bytes), decode, b"\n\n")
+
+
+def ndjson_frames(
+    response: aiohttp.ClientResponse, decode: Callable[[bytes], Frame], *, max_frame_bytes: int = MAX_FRAME_BYTES
+) -> AsyncGenerator[Frame, None]:
+    """Like :func:`sse_frames` for newline-delimited JSON: ``decode`` gets each
+    line with its line end (a blank line too, which it may take for a keep-alive)."""
+    return _frames(response, NDJSONSplitter(max_frame_bytes), decode, b"")
+
+
+def json_array_frames(
+    response: aiohttp.ClientResponse, decode: Callable[[bytes], Frame], *, max_frame_bytes: int = MAX_FRAME_BYTES
+) -> AsyncGenerator[Frame, None]:
+    """Like :func:`sse_frames` for a JSON array streamed element by element:
+    ``decode`` gets each element's bytes. An array left unclosed is an error."""
+    return _frames(response, JSONArraySplitter(max_frame_bytes), decode, b"")
+
+
+async def _frames(
+    response: aiohttp.ClientResponse, splitter: Splitter, decode: Callable[[bytes], Frame], terminator: bytes
+) -> AsyncGenerator[Frame, None]:
     finished = False
     try:
         async for chunk in response.content.iter_any():
@@ -132,7 +163,7 @@ async def sse_frames(
                 yield decode(raw)
         rest = splitter.flush()
         if rest.strip():
-            yield decode(rest + b"\n\n")
+            yield decode(rest + terminator)
         finished = True
     except (TimeoutError, aiohttp.ServerTimeoutError):
         raise UpstreamTimeoutError("the upstream went silent in the middle of the stream") from None
