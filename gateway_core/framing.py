@@ -10,7 +10,9 @@ Each splitter is fed the chunks as they arrive (a chunk may end anywhere, in
 the middle of a line, a string or an escape) and returns the frames completed
 so far; ``flush`` at the end of the stream returns what is left. Memory stays
 bounded: a line or element longer than ``max_bytes`` raises
-:class:`FrameTooLargeError` (an upstream error) instead of growing the buffer.
+:class:`FrameTooLargeError` (an upstream error) instead of growing the buffer
+(after the frames completed before it, which the next call to ``feed`` or
+``flush`` follows with the error).
 The splitters only find frame boundaries; parsing a frame is the decoder's job
 (:func:`gateway_core.upstream.parse_frame_json`).
 """
@@ -37,7 +39,34 @@ def frame_too_large(what: str, max_bytes: int, head: bytes) -> FrameTooLargeErro
     return error
 
 
-class NDJSONSplitter:
+class _BoundedSplitter:
+    """What both splitters share: the buffer, the cap, and an overflow held back
+    until the frames completed before it are out."""
+
+    __slots__ = ("_buffer", "_error", "max_bytes")
+
+    def __init__(self, max_bytes: int) -> None:
+        self._buffer = bytearray()
+        self._error: FrameTooLargeError | None = None
+        self.max_bytes = max_bytes
+
+    def _take(self, chunk: bytes) -> bytearray:
+        """The buffer with ``chunk`` added; raises an overflow already found."""
+        if self._error is not None:
+            raise self._error
+        self._buffer += chunk
+        return self._buffer
+
+    def _overflow(self, error: FrameTooLargeError, frames: list[bytes]) -> list[bytes]:
+        """Drop the buffer; the frames completed before the overflow, or the error now."""
+        self._error = error
+        self._buffer.clear()
+        if not frames:
+            raise error
+        return frames
+
+
+class NDJSONSplitter(_BoundedSplitter):
     """Cuts a byte stream into lines (newline-delimited JSON).
 
     Each line is returned with its line end (``\\n`` or ``\\r\\n``), byte for byte
@@ -46,34 +75,32 @@ class NDJSONSplitter:
     last line that has no line end.
     """
 
-    __slots__ = ("_buffer", "_scanned", "max_bytes")
+    __slots__ = ("_scanned",)
 
     def __init__(self, max_bytes: int = MAX_FRAME_BYTES) -> None:
-        self._buffer = bytearray()
+        super().__init__(max_bytes)
         self._scanned = 0  # bytes of the buffer known to hold no line end
-        self.max_bytes = max_bytes
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        buffer = self._buffer
-        buffer += chunk
+        buffer = self._take(chunk)
         lines: list[bytes] = []
         start = 0
         end = buffer.find(b"\n", self._scanned)
-        while end >= 0:
-            if end + 1 - start > self.max_bytes:
-                raise frame_too_large("line", self.max_bytes, bytes(buffer[start : start + 512]))
+        while end >= 0 and end + 1 - start <= self.max_bytes:
             lines.append(bytes(buffer[start : end + 1]))
             start = end + 1
             end = buffer.find(b"\n", start)
         if start:
             del buffer[:start]
         self._scanned = len(buffer)
-        if len(buffer) > self.max_bytes:
-            raise frame_too_large("line", self.max_bytes, bytes(buffer[:512]))
+        if end >= 0 or len(buffer) > self.max_bytes:
+            return self._overflow(frame_too_large("line", self.max_bytes, bytes(buffer[:512])), lines)
         return lines
 
     def flush(self) -> bytes:
         """What is left when the stream ends: a last line without a line end."""
+        if self._error is not None:
+            raise self._error
         rest = bytes(self._buffer)
         self._buffer.clear()
         self._scanned = 0
@@ -92,7 +119,7 @@ _SCALAR_END = re.compile(rb"[ \t\r\n,\]]")
 _SCALAR_START = frozenset(b"-0123456789tfn")
 
 
-class JSONArraySplitter:
+class JSONArraySplitter(_BoundedSplitter):
     """Cuts a streamed JSON array into its top-level elements.
 
     Each element is returned as its own bytes (from its first to its last byte);
@@ -103,27 +130,28 @@ class JSONArraySplitter:
     stream ended before the array was closed.
     """
 
-    __slots__ = ("_buffer", "_pos", "_start", "_state", "_depth", "max_bytes")
+    __slots__ = ("_pos", "_start", "_state", "_depth")
 
     def __init__(self, max_bytes: int = MAX_FRAME_BYTES) -> None:
-        self._buffer = bytearray()
+        super().__init__(max_bytes)
         self._pos = 0  # next byte to look at
         self._start = 0  # first byte of the element being read
         self._state = _BEFORE_ARRAY
         self._depth = 0  # open brackets of the element being read
-        self.max_bytes = max_bytes
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        buffer = self._buffer
-        buffer += chunk
+        buffer = self._take(chunk)
         elements: list[bytes] = []
-        pos = self._scan(buffer, elements)
+        try:
+            pos = self._scan(buffer, elements)
+            if self._state >= _CONTAINER and len(buffer) - self._start > self.max_bytes:
+                raise frame_too_large("array element", self.max_bytes, bytes(buffer[self._start : self._start + 512]))
+        except FrameTooLargeError as error:
+            return self._overflow(error, elements)
         if self._state >= _CONTAINER:  # keep the element read so far, from its start
             del buffer[: self._start]
             pos -= self._start
             self._start = 0
-            if len(buffer) > self.max_bytes:
-                raise frame_too_large("array element", self.max_bytes, bytes(buffer[:512]))
         else:
             del buffer[:pos]
             pos = 0
@@ -132,6 +160,8 @@ class JSONArraySplitter:
 
     def flush(self) -> bytes:
         """Nothing is ever left over; raises when the array was not closed."""
+        if self._error is not None:
+            raise self._error
         if self._state in (_DONE, _BEFORE_ARRAY) and not self._buffer.strip():
             return b""
         where = "inside an element" if self._state >= _CONTAINER else "before the array was closed"

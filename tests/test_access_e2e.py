@@ -32,11 +32,8 @@ def relaygate_config(tmp_path) -> Config:
 
 
 @pytest.fixture
-async def upstream(aiohttp_server):
-    fake = FakeOpenAI()
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
+async def upstream(fake_upstream):
+    return await fake_upstream(FakeOpenAI())
 
 
 @pytest.fixture

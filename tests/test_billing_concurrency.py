@@ -29,10 +29,8 @@ def relaygate_config(tmp_path):
 
 
 @pytest.fixture
-async def upstream(aiohttp_server):
-    fake = FakeOpenAI()
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
+async def upstream(fake_upstream):
+    fake = await fake_upstream(FakeOpenAI())
     for _ in range(REQUESTS):  # answers take a while: reservations overlap
         fake.fail_next(Fault(first_byte_delay=0.3))
     return fake

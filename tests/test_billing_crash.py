@@ -27,11 +27,8 @@ def relaygate_config(tmp_path):
 
 
 @pytest.fixture
-async def upstream(aiohttp_server):
-    fake = FakeOpenAI(chunk_delay=0.01)
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
+async def upstream(fake_upstream):
+    return await fake_upstream(FakeOpenAI(chunk_delay=0.01))
 
 
 def plugins_file(tmp_path, extra: str = "") -> str:

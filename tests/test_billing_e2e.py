@@ -22,6 +22,7 @@ from gateway_core.store.groups import set_group_ratio
 from gateway_core.store.limits import set_key_limits
 from gateway_core.store.wallet import topup
 from gateway_core.tally import estimate_tokens
+from gateway_core.testing import FakeUpstream
 from gateway_openai.fake_upstream import Fault, FakeOpenAI, echo_text, usage_for
 
 LOAD = ("openai", "demo")
@@ -34,11 +35,8 @@ def relaygate_config(tmp_path):
 
 
 @pytest.fixture
-async def upstream(aiohttp_server):
-    fake = FakeOpenAI()
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
+async def upstream(fake_upstream):
+    return await fake_upstream(FakeOpenAI())
 
 
 @pytest.fixture
@@ -103,21 +101,27 @@ async def test_the_group_ratio_multiplies_the_price(start_gateway, seed, upstrea
     assert kit.balance_of(seed, user_id) == 10_000_000 - row["cost_micros"]
 
 
-async def test_cached_tokens_are_charged_at_the_cached_price(start_gateway, seed, aiohttp_server):
-    async def answer(request):  # an upstream that reports a prompt-cache hit
+class CacheHitUpstream(FakeUpstream):
+    """An upstream that reports a prompt-cache hit."""
+
+    def add_routes(self, router: web.UrlDispatcher) -> None:
+        router.add_post("/v1/chat/completions", self.chat)
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
+        _, refusal = await self.admit(request, body)
         payload = {
             "id": "chatcmpl-cached", "object": "chat.completion", "created": 1, "model": body["model"],
             "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 2000, "completion_tokens": 100, "total_tokens": 2100,
                       "prompt_tokens_details": {"cached_tokens": 1500}},
         }  # fmt: skip
-        return web.json_response(payload)
+        return refusal or self.answer(payload)
 
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", answer)
-    server = await aiohttp_server(app)
-    user_id, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=str(server.make_url("")).rstrip("/"))
+
+async def test_cached_tokens_are_charged_at_the_cached_price(start_gateway, seed, fake_upstream):
+    upstream = await fake_upstream(CacheHitUpstream())
+    user_id, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url)
     gateway = start_gateway()
     await client(gateway, secret).chat.completions.create(model=MODEL, messages=CHAT, max_tokens=200)
     row = await kit.wait_for_row(seed)
@@ -214,7 +218,7 @@ async def test_a_timeout_before_any_output_charges_nothing(gateway, world, seed,
 async def test_a_stream_the_upstream_breaks_is_charged_for_what_was_delivered(gateway, world, seed, upstream):
     user_id, key_id, secret = world
     upstream.report_usage = False
-    upstream.fail_next(Fault(drop_after_chunks=4))  # role chunk, "echo:", " one", " two", then gone
+    upstream.fail_next(Fault(drop_after=4))  # role chunk, "echo:", " one", " two", then gone
     stream = await client(gateway, secret).chat.completions.create(model=MODEL, messages=CHAT, stream=True)
     text = ""
     with pytest.raises(openai.APIError):
@@ -233,7 +237,7 @@ async def test_a_stream_the_upstream_breaks_is_charged_for_what_was_delivered(ga
 async def test_a_stream_broken_before_any_output_charges_nothing(gateway, world, seed, upstream):
     user_id, key_id, secret = world
     upstream.report_usage = False
-    upstream.fail_next(Fault(drop_after_chunks=1))  # only the role chunk: no content
+    upstream.fail_next(Fault(drop_after=1))  # only the role chunk: no content
     stream = await client(gateway, secret).chat.completions.create(model=MODEL, messages=CHAT, stream=True)
     with pytest.raises(openai.APIError):
         async for _ in stream:

@@ -173,11 +173,8 @@ def test_disable_enable_and_delete(cli):
 
 
 @pytest.fixture
-async def upstream(aiohttp_server):
-    fake = FakeOpenAI()
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
+async def upstream(fake_upstream):
+    return await fake_upstream(FakeOpenAI())
 
 
 async def test_channel_test_sends_a_real_request_and_prints_status_and_latency(cli, upstream):

@@ -127,11 +127,14 @@ CAP = 64
 def test_a_frame_over_the_cap_is_an_upstream_error_not_a_growing_buffer(make, stream):
     for chunks in splits(stream):
         splitter = make()
+        frames: list[bytes] = []
         with pytest.raises(FrameTooLargeError, match=f"larger than {CAP} bytes") as caught:
             for chunk in chunks:
-                list(splitter.feed(chunk))
+                frames.extend(splitter.feed(chunk))
                 assert len(getattr(splitter, "_buffer")) <= CAP
+            splitter.flush()
         assert isinstance(caught.value, UpstreamError) and caught.value.kind == "upstream"
+        assert len(frames) == 1 and b"1" in frames[0]  # the frame before the big one still came out
 
 
 def test_frames_up_to_the_cap_pass():

@@ -14,7 +14,6 @@ import attrs
 import openai
 import orjson
 import pytest
-from aiohttp import web
 
 from gateway_anthropic.fake_upstream import EXPECTED_KEY as ANTHROPIC_KEY
 from gateway_anthropic.fake_upstream import FakeAnthropic
@@ -30,44 +29,6 @@ MODEL = "gpt-health"
 CLAUDE = "claude-health"
 GEMINI = "gemini-health"
 CHAT = [{"role": "user", "content": "one two three four"}]
-
-
-@attrs.define
-class OpenAIUpstream(FakeOpenAI):
-    cancelled: int = 0  # requests the gateway hung up on (the test server cancels their handlers)
-
-
-@attrs.define
-class AnthropicUpstream(FakeAnthropic):
-    cancelled: int = 0
-
-
-@attrs.define
-class GeminiUpstream(FakeGemini):
-    cancelled: int = 0
-
-
-def observed(fake, app: web.Application) -> web.Application:
-    @web.middleware
-    async def observe(request, handler):
-        try:
-            return await handler(request)
-        except asyncio.CancelledError:
-            fake.cancelled += 1
-            raise
-
-    app.middlewares.append(observe)
-    return app
-
-
-@pytest.fixture
-def serve(aiohttp_server):
-    async def start(fake):
-        server = await aiohttp_server(observed(fake, fake.app()))
-        fake.url = str(server.make_url("")).rstrip("/")
-        return fake
-
-    return start
 
 
 @pytest.fixture
@@ -112,8 +73,8 @@ def health_of(seed, name: str) -> dict:
 # --- breakers ---------------------------------------------------------------------------------
 
 
-async def test_the_breaker_opens_after_failures_and_recovers_after_a_probe(seed, key, serve, start_gateway, config):
-    primary, backup = await serve(OpenAIUpstream()), await serve(OpenAIUpstream())
+async def test_the_breaker_opens_after_failures_and_recovers_after_a_probe(seed, key, fake_upstream, start_gateway, config):
+    primary, backup = await fake_upstream(FakeOpenAI()), await fake_upstream(FakeOpenAI())
     seed.channel("primary", type="openai", base_url=primary.url, models=[MODEL], priority=10)
     seed.channel("backup", type="openai", base_url=backup.url, models=[MODEL])
     gateway = start_gateway(config)
@@ -137,8 +98,8 @@ async def test_the_breaker_opens_after_failures_and_recovers_after_a_probe(seed,
     assert rows(seed)[-1]["channel_name"] == "primary"
 
 
-async def test_a_failed_probe_opens_the_breaker_again(seed, key, serve, start_gateway, config):
-    primary, backup = await serve(OpenAIUpstream()), await serve(OpenAIUpstream())
+async def test_a_failed_probe_opens_the_breaker_again(seed, key, fake_upstream, start_gateway, config):
+    primary, backup = await fake_upstream(FakeOpenAI()), await fake_upstream(FakeOpenAI())
     seed.channel("primary", type="openai", base_url=primary.url, models=[MODEL], priority=10)
     seed.channel("backup", type="openai", base_url=backup.url, models=[MODEL])
     gateway = start_gateway(config)
@@ -154,8 +115,8 @@ async def test_a_failed_probe_opens_the_breaker_again(seed, key, serve, start_ga
     assert len(primary.requests) == 3 and len(backup.requests) == 4
 
 
-async def test_an_upstream_401_disables_that_key_for_good(seed, key, serve, start_gateway, config):
-    upstream = await serve(OpenAIUpstream())
+async def test_an_upstream_401_disables_that_key_for_good(seed, key, fake_upstream, start_gateway, config):
+    upstream = await fake_upstream(FakeOpenAI())
     bad = "sk-revoked-0123456789abcdef"
     channel_id = seed.channel("multi", type="openai", base_url=upstream.url, models=[MODEL], api_keys=(bad, EXPECTED_KEY))
     gateway = start_gateway(config)
@@ -180,8 +141,8 @@ async def test_an_upstream_401_disables_that_key_for_good(seed, key, serve, star
 # --- client disconnects ----------------------------------------------------------------------------
 
 
-async def test_a_client_hanging_up_on_a_plain_request_cancels_the_upstream_at_once(seed, key, serve, start_gateway, config):
-    upstream = await serve(OpenAIUpstream())
+async def test_a_client_hanging_up_on_a_plain_request_cancels_the_upstream_at_once(seed, key, fake_upstream, start_gateway, config):
+    upstream = await fake_upstream(FakeOpenAI())
     seed.channel("slow", type="openai", base_url=upstream.url, models=[MODEL], concurrency=1)
     gateway = start_gateway(attrs.evolve(config, timeouts=Timeouts(first_byte=30.0)))
     upstream.fail_next(Fault(first_byte_delay=20))
@@ -201,8 +162,8 @@ async def test_a_client_hanging_up_on_a_plain_request_cancels_the_upstream_at_on
     assert answer.choices[0].message.content.startswith("echo:")
 
 
-async def test_a_client_hanging_up_on_a_stream_frees_the_channels_slot(seed, key, serve, start_gateway, config):
-    upstream = await serve(OpenAIUpstream(chunk_delay=0.2))
+async def test_a_client_hanging_up_on_a_stream_frees_the_channels_slot(seed, key, fake_upstream, start_gateway, config):
+    upstream = await fake_upstream(FakeOpenAI(chunk_delay=0.2))
     seed.channel("capped", type="openai", base_url=upstream.url, models=[MODEL], concurrency=1)
     gateway = start_gateway(attrs.evolve(config, timeouts=Timeouts(idle=5.0)))
     body = {"model": MODEL, "stream": True, "messages": [{"role": "user", "content": " ".join(["w"] * 30)}]}
@@ -232,8 +193,8 @@ async def read_stream(gateway, path: str, body: dict, headers: dict) -> tuple[in
             return response.status, pieces
 
 
-async def test_keep_alives_arrive_before_a_slow_first_byte(seed, key, serve, start_gateway, config):
-    upstream = await serve(OpenAIUpstream())
+async def test_keep_alives_arrive_before_a_slow_first_byte(seed, key, fake_upstream, start_gateway, config):
+    upstream = await fake_upstream(FakeOpenAI())
     seed.channel("slow", type="openai", base_url=upstream.url, models=[MODEL])
     gateway = start_gateway(attrs.evolve(config, keepalive_interval=0.15))
     upstream.fail_next(Fault(first_byte_delay=0.8))
@@ -251,13 +212,12 @@ async def test_keep_alives_arrive_before_a_slow_first_byte(seed, key, serve, sta
     assert text == "echo: one two three four"
 
 
-async def test_anthropic_keep_alives_are_ping_events(seed, key, serve, start_gateway, config):
-    upstream = await serve(AnthropicUpstream())
+async def test_anthropic_keep_alives_are_ping_events(seed, key, fake_upstream, start_gateway, config):
+    upstream = await fake_upstream(FakeAnthropic())
     seed.channel("claude", type="anthropic", base_url=upstream.url, models=[CLAUDE], api_keys=(ANTHROPIC_KEY,))
     gateway = start_gateway(attrs.evolve(config, keepalive_interval=0.15))
-    from gateway_anthropic.fake_upstream import Fault as AnthropicFault
 
-    upstream.fail_next(AnthropicFault(first_byte_delay=0.6))
+    upstream.fail_next(Fault(first_byte_delay=0.6))
     body = {"model": CLAUDE, "max_tokens": 20, "messages": CHAT, "stream": True}
     status, pieces = await read_stream(gateway, "/v1/messages", body, {"x-api-key": key, "anthropic-version": "2023-06-01"})
     data = b"".join(chunk for _, chunk in pieces)
@@ -266,8 +226,8 @@ async def test_anthropic_keep_alives_are_ping_events(seed, key, serve, start_gat
     assert data.rstrip().endswith(b'{"type":"message_stop"}')
 
 
-async def test_after_keep_alives_an_upstream_error_ends_the_stream_without_failover(seed, key, serve, start_gateway, config):
-    primary, backup = await serve(OpenAIUpstream()), await serve(OpenAIUpstream())
+async def test_after_keep_alives_an_upstream_error_ends_the_stream_without_failover(seed, key, fake_upstream, start_gateway, config):
+    primary, backup = await fake_upstream(FakeOpenAI()), await fake_upstream(FakeOpenAI())
     seed.channel("primary", type="openai", base_url=primary.url, models=[MODEL], priority=10)
     seed.channel("backup", type="openai", base_url=backup.url, models=[MODEL])
     gateway = start_gateway(attrs.evolve(config, keepalive_interval=0.1))
@@ -295,15 +255,15 @@ IDLE_CASES = {
 
 
 @pytest.mark.parametrize(("protocol", "channel_type"), sorted(IDLE_CASES))
-async def test_an_upstream_silent_mid_stream_ends_it_with_the_protocols_error_event(protocol, channel_type, seed, key, serve, start_gateway, config):
+async def test_an_upstream_silent_mid_stream_ends_it_with_the_protocols_error_event(protocol, channel_type, seed, key, fake_upstream, start_gateway, config):
     if channel_type == "openai":
-        upstream = await serve(OpenAIUpstream(chunk_delay=1.5))
+        upstream = await fake_upstream(FakeOpenAI(chunk_delay=1.5))
         model, keys = MODEL, (EXPECTED_KEY,)
     elif channel_type == "anthropic":
-        upstream = await serve(AnthropicUpstream(event_delay=1.5))
+        upstream = await fake_upstream(FakeAnthropic(chunk_delay=1.5))
         model, keys = CLAUDE, (ANTHROPIC_KEY,)
     else:
-        upstream = await serve(GeminiUpstream(chunk_delay=1.5))
+        upstream = await fake_upstream(FakeGemini(chunk_delay=1.5))
         model, keys = GEMINI, (EXPECTED_KEY,)
     seed.channel("silent", type=channel_type, base_url=upstream.url, models=[model], api_keys=keys)
     gateway = start_gateway(config)  # idle timeout 0.4 s
@@ -334,8 +294,8 @@ async def test_an_upstream_silent_mid_stream_ends_it_with_the_protocols_error_ev
     await wait_until(lambda: upstream.cancelled == 1)  # the silent upstream was hung up on
 
 
-async def test_the_anthropic_sdk_raises_the_error_event(seed, key, serve, start_gateway, config):
-    upstream = await serve(AnthropicUpstream(event_delay=1.5))
+async def test_the_anthropic_sdk_raises_the_error_event(seed, key, fake_upstream, start_gateway, config):
+    upstream = await fake_upstream(FakeAnthropic(chunk_delay=1.5))
     seed.channel("silent", type="anthropic", base_url=upstream.url, models=[CLAUDE], api_keys=(ANTHROPIC_KEY,))
     gateway = start_gateway(config)
     api = anthropic.AsyncAnthropic(base_url=gateway.url, api_key=key, max_retries=0)

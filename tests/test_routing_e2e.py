@@ -12,7 +12,6 @@ import attrs
 import openai
 import orjson
 import pytest
-from aiohttp import web
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
@@ -29,26 +28,14 @@ CHAT = [{"role": "user", "content": "hello there"}]
 
 
 class Upstream(FakeOpenAI):
-    """A FakeOpenAI that accepts any key (recording which one came) and notices
-    when the gateway hangs up on it."""
+    """A FakeOpenAI that accepts any key (``keys_seen`` says which came)."""
 
-    def app(self) -> web.Application:
-        app = super().app()
-        self.keys_seen: list[str] = []
-        self.cancelled = 0
+    def __init__(self) -> None:
+        super().__init__(api_key=None)
 
-        @web.middleware
-        async def observe(request, handler):
-            self.keys_seen.append(request.headers.get("Authorization", "").removeprefix("Bearer "))
-            request = request.clone(headers={**request.headers, "Authorization": f"Bearer {EXPECTED_KEY}"})
-            try:
-                return await handler(request)
-            except asyncio.CancelledError:
-                self.cancelled += 1
-                raise
-
-        app.middlewares.append(observe)
-        return app
+    @property
+    def keys_seen(self) -> list[str]:
+        return [r["headers"].get("Authorization", "").removeprefix("Bearer ") for r in self.requests]
 
 
 @pytest.fixture
@@ -59,12 +46,9 @@ def config(relaygate_config) -> Config:
 
 
 @pytest.fixture
-def make_upstream(aiohttp_server):
+def make_upstream(fake_upstream):
     async def make() -> Upstream:
-        fake = Upstream()
-        server = await aiohttp_server(fake.app())
-        fake.url = str(server.make_url("")).rstrip("/")
-        return fake
+        return await fake_upstream(Upstream())
 
     return make
 
@@ -142,7 +126,7 @@ async def test_no_retry_after_the_first_byte(seed, key, make_upstream, start_gat
     seed.channel("primary", type="openai", base_url=primary.url, models=[MODEL], priority=10)
     seed.channel("backup", type="openai", base_url=backup.url, models=[MODEL])
     gateway = start_gateway(config)
-    primary.fail_next(Fault(drop_after_chunks=2))
+    primary.fail_next(Fault(drop_after=2))
     stream = await client(gateway, key).chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "a b c d"}], stream=True)
     text = ""
     with pytest.raises(openai.APIError):

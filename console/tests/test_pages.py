@@ -101,11 +101,8 @@ async def test_logs_filter_and_page_by_keyset(browsers, seed, users):
 
 
 @pytest.fixture
-async def upstream(aiohttp_server):
-    fake = FakeOpenAI()
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
+async def upstream(fake_upstream):
+    return await fake_upstream(FakeOpenAI())
 
 
 async def test_log_detail_shows_the_upstream_error_and_each_attempt(openai_client, seed, users, upstream, start_gateway, browsers):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -25,9 +24,10 @@ from gateway_core.model import (
     ToolChoiceMode,
     ToolResultPart,
 )
+from gateway_core.testing import Examples
 from gateway_anthropic.messages_request import request_from_wire, request_to_wire
 
-REQUESTS = sorted(p.name for p in (Path(__file__).parent / "examples").glob("messages_request_*.json"))
+REQUESTS = Examples.beside(__file__).names("messages_request_*.json")
 SDK_PARAMS = pydantic.TypeAdapter(message_create_params.MessageCreateParamsNonStreaming)
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from anthropic.types import Message as SDKMessage
 
 from gateway_core.errors import UpstreamError
 from gateway_core.model import ChatResponse, ReasoningPart, StopReason, TextPart, ToolCallPart, Usage
+from gateway_core.testing import Examples
 from gateway_anthropic.messages_response import (
     response_from_wire,
     response_to_wire,
@@ -18,7 +18,7 @@ from gateway_anthropic.messages_response import (
     usage_to_wire,
 )
 
-RESPONSES = sorted(p.name for p in (Path(__file__).parent / "examples").glob("messages_response_*.json"))
+RESPONSES = Examples.beside(__file__).names("messages_response_*.json")
 
 
 @pytest.mark.parametrize("name", RESPONSES)

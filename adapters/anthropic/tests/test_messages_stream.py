@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -24,9 +23,10 @@ from gateway_core.model import (
     Usage,
     UsageReport,
 )
+from gateway_core.testing import Examples
 from gateway_anthropic.messages_stream import EventDecoder, EventEncoder
 
-STREAMS = [n for n in sorted(p.name for p in (Path(__file__).parent / "examples").glob("messages_stream_*.sse")) if "error" not in n]
+STREAMS = [n for n in Examples.beside(__file__).names("messages_stream_*.sse") if "error" not in n]
 Events = list[tuple[str, dict[str, Any]]]
 
 
@@ -74,6 +74,12 @@ def final_message(events: Events) -> dict[str, Any]:
         snapshot = accumulate_event(event=payload, current_snapshot=snapshot, json_bufs=buffers)
     assert snapshot is not None
     return snapshot.to_dict()
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_every_recorded_frame_names_its_event_and_carries_that_type(examples, name: str) -> None:
+    for event, payload in examples.events(name):
+        assert event is not None and payload["type"] == event
 
 
 @pytest.mark.parametrize("name", STREAMS)
@@ -190,7 +196,7 @@ def test_abort_stops_the_open_block() -> None:
 def test_openai_streams_as_anthropic_events(openai_examples, name: str) -> None:
     chat_stream = pytest.importorskip("gateway_openai.chat_stream")
     decoder = chat_stream.ChunkDecoder()
-    core = [event for chunk in openai_examples.openai_chunks(name) for event in decoder.feed(chunk)] + decoder.close()
+    core = [event for chunk in openai_examples.sse(name) for event in decoder.feed(chunk)] + decoder.close()
     events = encode(core)
     check_sequence(events)
     message = final_message(events)

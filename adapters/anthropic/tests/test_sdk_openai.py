@@ -119,7 +119,7 @@ async def test_anthropic_upstream_errors_reach_openai_clients(client, anthropic_
     with pytest.raises(openai.BadRequestError) as caught:
         await client.chat.completions.create(model=models.claude, messages=[{"role": "user", "content": "x"}])
     assert "prompt is too long" in caught.value.message
-    anthropic_upstream.fail_next(Fault(error_after_events=4))
+    anthropic_upstream.fail_next(Fault(error_after=4))
     stream = await client.chat.completions.create(model=models.claude, messages=[{"role": "user", "content": "a b c"}], stream=True)
     with pytest.raises(openai.APIError) as broken:
         async for _ in stream:

@@ -75,7 +75,7 @@ async def test_claude_code_request_on_an_openai_channel(gateway, gateway_key, op
 
 
 async def test_a_stream_error_event_follows_stopped_blocks(gateway, gateway_key, anthropic_upstream, models, seed) -> None:
-    anthropic_upstream.fail_next(Fault(error_after_events=4))
+    anthropic_upstream.fail_next(Fault(error_after=4))
     body = {"model": models.claude, "max_tokens": 50, "stream": True, "messages": [{"role": "user", "content": "a b c d"}]}
     async with aiohttp.ClientSession() as http:
         async with http.post(gateway.url + "/v1/messages", json=body, headers=agent_headers(gateway_key)) as response:

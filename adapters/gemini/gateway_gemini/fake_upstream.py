@@ -7,108 +7,77 @@ JSON array), ``countTokens``, ``embedContent`` and ``batchEmbedContents``, and `
 wrong key is a 400 ``API_KEY_INVALID``, none a 403), echoes the last user text,
 reports ``usageMetadata``, answers with a function call (no id, with a thought
 signature, as Gemini does) when told to, records every request, and can be told to
-fail: an error status, a connection dropped mid-stream, a slow first byte, malformed JSON.
+fail (a :class:`gateway_core.testing.Fault`): an error status, a connection dropped
+mid-stream, a slow first byte, malformed JSON.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections import deque
 from typing import Any
 
 import attrs
 import orjson
 from aiohttp import web
 
+from gateway_core.testing import FakeUpstream, Fault
+
 EXPECTED_KEY = "sk-upstream-test"
 SIGNATURE = "c2lnbmF0dXJlLWZha2U="
+__all__ = ["EXPECTED_KEY", "FakeGemini", "Fault"]
 
 
 @attrs.define
-class Fault:
-    """What to do instead of answering normally, once."""
-
-    status: int | None = None
-    body: Any = None
-    headers: dict[str, str] = attrs.field(factory=dict)
-    drop_after_chunks: int | None = None
-    first_byte_delay: float = 0.0
-    malformed: bool = False
-
-
-@attrs.define
-class FakeGemini:
-    api_key: str = EXPECTED_KEY
-    chunk_delay: float = 0.0
-    requests: list[dict[str, Any]] = attrs.field(factory=list)
-    faults: deque = attrs.field(factory=deque)
+class FakeGemini(FakeUpstream):
+    api_key: str | None = EXPECTED_KEY
     function_call: dict[str, Any] | None = None  # {"name": ..., "args": {...}}: answer with this call
     thoughts: bool = False  # answer with a thought part first
     cached_tokens: int = 0
-    url: str = ""
 
-    def fail_next(self, fault: Fault) -> None:
-        self.faults.append(fault)
+    malformed_body = b'{"candidates": ['
 
-    def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_post("/{version}/models/{target}", self.dispatch)
-        app.router.add_get("/{version}/models", self.list_models)
-        return app
+    def add_routes(self, router: web.UrlDispatcher) -> None:
+        router.add_post("/{version}/models/{target}", self.dispatch)
+        router.add_get("/{version}/models", self.list_models)
 
-    async def list_models(self, request: web.Request) -> web.Response:
-        return _json({"models": [{"name": "models/gemini-fake", "supportedGenerationMethods": ["generateContent"]}]})
-
-    async def dispatch(self, request: web.Request) -> web.StreamResponse:
-        model, _, method = request.match_info["target"].rpartition(":")
-        body = await request.json()
-        self.requests.append({"headers": dict(request.headers), "body": body, "path": request.path_qs, "model": model, "method": method})
+    def check(self, request: web.Request, body: Any) -> web.Response | None:
         key = request.headers.get("x-goog-api-key")
         if key is None:
             return error_response(403, "Method doesn't allow unregistered callers (callers without established identity). "
                                   "Please use API Key or other form of API consumer identity to call this API.", "PERMISSION_DENIED")
-        if key != self.api_key:
+        if self.api_key is not None and key != self.api_key:
             info = {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com",
                     "metadata": {"service": "generativelanguage.googleapis.com"}}  # fmt: skip
             return error_response(400, "API key not valid. Please pass a valid API key.", "INVALID_ARGUMENT", [info])
-        fault = self.faults.popleft() if self.faults else Fault()
-        if fault.first_byte_delay:
-            await asyncio.sleep(fault.first_byte_delay)
-        if fault.status is not None:
-            payload = fault.body if fault.body is not None else {"error": {"code": fault.status, "message": f"fake failure {fault.status}", "status": "INTERNAL"}}
-            data = payload if isinstance(payload, bytes) else orjson.dumps(payload)
-            return web.Response(status=fault.status, body=data, headers=fault.headers, content_type="application/json")
-        if method == "countTokens":
-            return _json({"totalTokens": prompt_tokens(body.get("generateContentRequest") or body)})
-        if method in ("embedContent", "batchEmbedContents"):
-            return _json(embeddings(body, method))
-        if method == "streamGenerateContent":
-            return await self.stream(request, model, body, fault)
-        if fault.malformed:
-            return web.Response(body=b'{"candidates": [', content_type="application/json")
-        chunks = list(self.chunks(model, body))
-        return _json(merge(chunks))
+        return None
 
-    async def stream(self, request: web.Request, model: str, body: dict[str, Any], fault: Fault) -> web.StreamResponse:
-        sse = request.query.get("alt") == "sse"
-        content_type = "text/event-stream" if sse else "application/json"
-        response = web.StreamResponse(headers={"Content-Type": content_type})
-        await response.prepare(request)
-        for n, chunk in enumerate(self.chunks(model, body)):
-            if fault.drop_after_chunks is not None and n == fault.drop_after_chunks:
-                request.transport.close()
-                return response
-            data = b"{not json}" if fault.malformed and n == 1 else orjson.dumps(chunk)
-            if sse:
-                await response.write(b"data: " + data + b"\r\n\r\n")
-            else:
-                await response.write((b"[" if n == 0 else b",\r\n") + data)
-            if self.chunk_delay:
-                await asyncio.sleep(self.chunk_delay)
-        if not sse:
-            await response.write(b"]")
-        await response.write_eof()
-        return response
+    def error_body(self, status: int, message: str) -> Any:
+        return {"error": {"code": status, "message": message, "status": "INTERNAL"}}
+
+    async def list_models(self, request: web.Request) -> web.Response:
+        return self.answer({"models": [{"name": "models/gemini-fake", "supportedGenerationMethods": ["generateContent"]}]})
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        model, _, method = request.match_info["target"].rpartition(":")
+        body = await request.json()
+        fault, refusal = await self.admit(request, body, model=model, method=method)
+        if refusal is not None:
+            return refusal
+        if method == "countTokens":
+            return self.answer({"totalTokens": prompt_tokens(body.get("generateContentRequest") or body)})
+        if method in ("embedContent", "batchEmbedContents"):
+            return self.answer(embeddings(body, method))
+        if method == "streamGenerateContent":
+            return await self.stream_chunks(request, model, body, fault)
+        return self.answer(merge(list(self.chunks(model, body))), fault)
+
+    async def stream_chunks(self, request: web.Request, model: str, body: dict[str, Any], fault: Fault) -> web.StreamResponse:
+        """``?alt=sse``: ``data: {json}\\r\\n\\r\\n`` frames; else one JSON array, element by element."""
+        datas = [orjson.dumps(chunk) for chunk in self.chunks(model, body)]
+        if request.query.get("alt") == "sse":
+            frames = [b"data: " + data + b"\r\n\r\n" for data in datas]
+            return await self.stream(request, frames, fault, malformed_chunk=b"data: {not json}\r\n\r\n")
+        elements = [(b"[" if n == 0 else b",\r\n") + data for n, data in enumerate(datas)]
+        return await self.stream(request, elements, fault, content_type="application/json", end=b"]", malformed_chunk=b",\r\n{not json}")
 
     def chunks(self, model: str, body: dict[str, Any]):
         """The answer as Gemini streams it: thoughts, text word by word or a call, then the finish."""
@@ -209,6 +178,3 @@ def error_response(status: int, message: str, status_name: str, details: list | 
         error["details"] = details
     return web.Response(status=status, body=orjson.dumps({"error": error}), content_type="application/json")
 
-
-def _json(payload: Any) -> web.Response:
-    return web.Response(body=orjson.dumps(payload), content_type="application/json")

@@ -18,11 +18,8 @@ CLAUDE_MODEL = "claude-test"
 
 
 @pytest.fixture
-async def anthropic_upstream(aiohttp_server):
-    fake = fake_anthropic.FakeAnthropic()
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
+async def anthropic_upstream(fake_upstream):
+    return await fake_upstream(fake_anthropic.FakeAnthropic())
 
 
 @pytest.fixture

@@ -138,7 +138,7 @@ async def test_malformed_bodies_are_invalid_argument(gateway, gateway_key, body)
 
 
 async def test_stream_dropped_mid_way_ends_with_an_error_chunk(gateway, gateway_key, gemini_upstream, seed):
-    gemini_upstream.fail_next(Fault(drop_after_chunks=2))
+    gemini_upstream.fail_next(Fault(drop_after=2))
     status, _, data = await post(f"{gateway.url}/v1beta/models/{GEMINI_MODEL}:streamGenerateContent", headers={"x-goog-api-key": gateway_key})
     chunks = orjson.loads(data)
     assert status == 200 and "error" in chunks[-1] and chunks[-1]["error"]["code"] == 502

@@ -2,8 +2,9 @@
 
 It answers ``POST /v1/chat/completions`` plainly or as an SSE stream (pausing
 ``chunk_delay`` seconds between chunks), echoes the last user message, reports
-usage, records every request it received, and can be told to fail: an error
-status, a connection dropped mid-stream, a slow first byte, malformed JSON.
+usage, records every request it received, and can be told to fail (a
+:class:`gateway_core.testing.Fault`): an error status, a connection dropped
+mid-stream, a slow first byte, malformed JSON.
 It also serves ``/v1/responses`` (:mod:`.fake_responses`), ``/v1/embeddings``,
 ``/v1/images/generations``, ``/v1/images/edits``, ``/v1/audio/speech`` and
 ``/v1/audio/transcriptions`` (:mod:`.fake_media`); multipart requests are
@@ -12,154 +13,98 @@ recorded as the fields and files that arrived.
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections import deque
 from typing import Any
 
 import attrs
 import orjson
 from aiohttp import web
 
+from gateway_core.testing import FakeUpstream, Fault
+
 from . import fake_media, fake_responses
 
 EXPECTED_KEY = "sk-upstream-test"
+__all__ = ["EXPECTED_KEY", "FakeOpenAI", "Fault"]
 
 
 @attrs.define
-class Fault:
-    """What to do instead of answering normally, once."""
-
-    status: int | None = None
-    body: Any = None
-    headers: dict[str, str] = attrs.field(factory=dict)
-    drop_after_chunks: int | None = None  # close the connection mid-stream
-    first_byte_delay: float = 0.0
-    malformed: bool = False
-
-
-@attrs.define
-class FakeOpenAI:
-    api_key: str = EXPECTED_KEY
-    chunk_delay: float = 0.0
-    requests: list[dict[str, Any]] = attrs.field(factory=list)
-    faults: deque = attrs.field(factory=deque)
+class FakeOpenAI(FakeUpstream):
+    api_key: str | None = EXPECTED_KEY
     tool_call: dict[str, Any] | None = None  # answer with this tool call instead of text
     report_usage: bool = True  # False: answers carry no usage (as some compatible servers do)
-    url: str = ""  # set by whoever serves the app
 
-    def fail_next(self, fault: Fault) -> None:
-        self.faults.append(fault)
+    malformed_body = b'{"id": "chatcmpl-broken", "choices": ['
 
-    def app(self) -> web.Application:
-        app = web.Application(client_max_size=1024**3)
-        app.router.add_post("/v1/chat/completions", self.chat)
-        app.router.add_post("/v1/responses", self.responses)
-        app.router.add_post("/v1/embeddings", self.embeddings)
-        app.router.add_post("/v1/images/generations", self.images)
-        app.router.add_post("/v1/images/edits", self.image_edits)
-        app.router.add_post("/v1/audio/speech", self.speech)
-        app.router.add_post("/v1/audio/transcriptions", self.transcriptions)
-        return app
+    def add_routes(self, router: web.UrlDispatcher) -> None:
+        router.add_post("/v1/chat/completions", self.chat)
+        router.add_post("/v1/responses", self.responses)
+        router.add_post("/v1/embeddings", self.embeddings)
+        router.add_post("/v1/images/generations", self.images)
+        router.add_post("/v1/images/edits", self.image_edits)
+        router.add_post("/v1/audio/speech", self.speech)
+        router.add_post("/v1/audio/transcriptions", self.transcriptions)
 
-    async def _received(self, request: web.Request, body: Any) -> tuple[Fault, web.Response | None]:
-        """Record a request; the fault to play, or the error to answer at once."""
-        self.requests.append({"headers": dict(request.headers), "body": body, "path": request.path_qs})
-        if request.headers.get("Authorization") != f"Bearer {self.api_key}":
-            return Fault(), error_response(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
-        fault = self.faults.popleft() if self.faults else Fault()
-        if fault.first_byte_delay:
-            await asyncio.sleep(fault.first_byte_delay)
-        if fault.status is not None:
-            payload = fault.body if fault.body is not None else {"error": {"message": f"fake failure {fault.status}", "type": "server_error", "param": None, "code": None}}
-            data = payload if isinstance(payload, bytes) else orjson.dumps(payload)
-            return fault, web.Response(status=fault.status, body=data, headers=fault.headers, content_type="application/json")
-        return fault, None
+    def check(self, request: web.Request, body: Any) -> web.Response | None:
+        if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return error_response(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        return None
+
+    def error_body(self, status: int, message: str) -> Any:
+        return {"error": {"message": message, "type": "server_error", "param": None, "code": None}}
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        fault, refusal = await self._received(request, body)
+        fault, refusal = await self.admit(request, body)
         if refusal is not None:
             return refusal
         text = echo_text(body)
         usage = usage_for(body, text) if self.report_usage else None
         if body.get("stream"):
-            return await self.stream(request, body, text, usage, fault)
-        if fault.malformed:
-            return web.Response(body=b'{"id": "chatcmpl-broken", "choices": [', content_type="application/json")
-        return web.json_response(completion(body, text, usage, self.tool_call), dumps=lambda o: orjson.dumps(o).decode())
+            include_usage = (body.get("stream_options") or {}).get("include_usage") is True
+            chunks = [b"data: " + orjson.dumps(c) + b"\n\n" for c in stream_chunks(body, text, usage, include_usage, self.tool_call)]
+            return await self.stream(request, chunks, fault, end=b"data: [DONE]\n\n")
+        return self.answer(completion(body, text, usage, self.tool_call), fault)
 
     async def responses(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        fault, refusal = await self._received(request, body)
+        fault, refusal = await self.admit(request, body)
         if refusal is not None:
             return refusal
         if not body.get("stream"):
-            return _json(fake_responses.complete(body, self.tool_call))
+            return self.answer(fake_responses.complete(body, self.tool_call))
         events = list(fake_responses.events(body, self.tool_call))
         frames = [b"event: " + e["type"].encode() + b"\ndata: " + orjson.dumps(e) + b"\n\n" for e in events]
-        return await self._sse(request, frames, fault)
+        return await self.stream(request, frames, fault)
 
     async def embeddings(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        _, refusal = await self._received(request, body)
-        return refusal or _json(fake_media.embeddings(body))
+        _, refusal = await self.admit(request, body)
+        return refusal or self.answer(fake_media.embeddings(body))
 
     async def images(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        _, refusal = await self._received(request, body)
-        return refusal or _json(fake_media.images(body.get("model") or "", int(body.get("n") or 1), body.get("response_format")))
+        _, refusal = await self.admit(request, body)
+        return refusal or self.answer(fake_media.images(body.get("model") or "", int(body.get("n") or 1), body.get("response_format")))
 
     async def image_edits(self, request: web.Request) -> web.StreamResponse:
         form = await fake_media.read_form(request)
-        _, refusal = await self._received(request, form)
+        _, refusal = await self.admit(request, form)
         fields = form["fields"]
-        return refusal or _json(fake_media.images(fields.get("model", ""), int(fields.get("n") or 1), fields.get("response_format")))
+        return refusal or self.answer(fake_media.images(fields.get("model", ""), int(fields.get("n") or 1), fields.get("response_format")))
 
     async def speech(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        _, refusal = await self._received(request, body)
+        _, refusal = await self.admit(request, body)
         return refusal or await fake_media.speech(request, body, self.chunk_delay)
 
     async def transcriptions(self, request: web.Request) -> web.StreamResponse:
         form = await fake_media.read_form(request)
-        _, refusal = await self._received(request, form)
+        _, refusal = await self.admit(request, form)
         fields = form["fields"]
         if refusal is None and fields.get("stream") == "true":
             return await fake_media.transcription_stream(request)
         return refusal or fake_media.transcription(fields.get("model", ""), fields.get("response_format") or "json")
-
-    async def _sse(self, request: web.Request, frames: list[bytes], fault: Fault) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        await response.prepare(request)
-        for n, frame in enumerate(frames):
-            if fault.drop_after_chunks is not None and n == fault.drop_after_chunks:
-                request.transport.close()
-                return response
-            await response.write(frame)
-            if self.chunk_delay:
-                await asyncio.sleep(self.chunk_delay)
-        await response.write_eof()
-        return response
-
-    async def stream(self, request, body, text, usage, fault: Fault) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-        await response.prepare(request)
-        include_usage = (body.get("stream_options") or {}).get("include_usage") is True
-        chunks = list(stream_chunks(body, text, usage, include_usage, self.tool_call))
-        for n, chunk in enumerate(chunks):
-            if fault.drop_after_chunks is not None and n == fault.drop_after_chunks:
-                request.transport.close()
-                return response
-            if fault.malformed and n == 1:
-                await response.write(b"data: {not json}\n\n")
-                continue
-            await response.write(b"data: " + orjson.dumps(chunk) + b"\n\n")
-            if self.chunk_delay:
-                await asyncio.sleep(self.chunk_delay)
-        await response.write(b"data: [DONE]\n\n")
-        await response.write_eof()
-        return response
 
 
 def error_response(status: int, message: str, type_: str, code: str | None) -> web.Response:
@@ -229,6 +174,3 @@ def stream_chunks(body, text, usage, include_usage, tool_call):
     if include_usage and usage is not None:
         yield {**base, "choices": [], "usage": usage}
 
-
-def _json(payload: Any) -> web.Response:
-    return web.Response(body=orjson.dumps(payload), content_type="application/json")

@@ -12,21 +12,13 @@ import openai
 import pytest
 
 from gateway_openai.fake_media import AUDIO_SECONDS, TRANSCRIPT
-from gateway_openai.fake_upstream import Fault, FakeOpenAI
+from gateway_openai.fake_upstream import Fault
 
 TTS, TTS_UP = "tts-test", "gpt-4o-mini-tts"
 WHISPER, WHISPER_UP = "whisper-test", "whisper-1"
 TRANSCRIBE = "gpt-4o-transcribe"
 CLAUDE = "claude-test"
 AUDIO = b"ID3" + bytes(range(256)) * 64
-
-
-@pytest.fixture
-async def upstream(aiohttp_server):
-    fake = FakeOpenAI()
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
 
 
 @pytest.fixture

@@ -8,19 +8,10 @@ import openai
 import pytest
 
 from gateway_core.billing import testing as kit
-from gateway_openai.fake_upstream import FakeOpenAI
 from gateway_openai.media import estimated_audio_ms
 
 GPT, EMBED, IMAGE, DALLE, TTS, WHISPER = "gpt-priced", "embed-priced", "gpt-image-1", "dall-e-3", "tts-priced", "whisper-priced"
 AUDIO = b"RIFF" + b"\x01" * 48_000
-
-
-@pytest.fixture
-async def upstream(aiohttp_server):
-    fake = FakeOpenAI()
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -24,9 +23,10 @@ from gateway_core.model import (
     ToolChoiceMode,
     ToolResultPart,
 )
+from gateway_core.testing import Examples
 from gateway_openai.chat_request import request_from_wire, request_to_wire
 
-REQUESTS = sorted(p.name for p in (Path(__file__).parent / "examples").glob("chat_request_*.json"))
+REQUESTS = Examples.beside(__file__).names("chat_request_*.json")
 
 
 def normalized(body: dict[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from gateway_core.model import (
     ToolCallPart,
     Usage,
 )
+from gateway_core.testing import Examples
 from gateway_openai.chat_response import (
     finish_reason_to_wire,
     response_from_wire,
@@ -28,7 +28,7 @@ from gateway_openai.chat_response import (
     usage_to_wire,
 )
 
-RESPONSES = sorted(p.name for p in (Path(__file__).parent / "examples").glob("chat_response_*.json"))
+RESPONSES = Examples.beside(__file__).names("chat_response_*.json")
 
 
 def normalized_usage(usage: dict[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +9,7 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
 
 from gateway_core.errors import UpstreamError
+from gateway_core.sse import frame_fields
 from gateway_core.model import (
     PartDelta,
     PartStart,
@@ -24,9 +24,10 @@ from gateway_core.model import (
     Usage,
     UsageReport,
 )
+from gateway_core.testing import Examples
 from gateway_openai.chat_stream import ChunkDecoder, ChunkEncoder
 
-STREAMS = sorted(p.name for p in (Path(__file__).parent / "examples").glob("chat_stream_*.sse"))
+STREAMS = Examples.beside(__file__).names("chat_stream_*.sse")
 
 
 def decode(chunks: list[dict[str, Any]]) -> list[StreamEvent]:
@@ -63,6 +64,11 @@ def summary(chunks: list[dict[str, Any]]) -> dict[str, Any]:
                 tool["arguments"] += (call.get("function") or {}).get("arguments") or ""
             out["finish"] = choice["finish_reason"] or out["finish"]
     return out
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_every_recorded_stream_ends_with_done(examples, name: str) -> None:
+    assert frame_fields(examples.frames(name)[-1])[1] == b"[DONE]"
 
 
 @pytest.mark.parametrize("name", STREAMS)

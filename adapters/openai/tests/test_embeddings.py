@@ -13,7 +13,6 @@ import pytest
 
 from gateway_gemini.fake_upstream import FakeGemini
 from gateway_openai.embeddings import decode_base64, encode_base64
-from gateway_openai.fake_upstream import FakeOpenAI
 
 EMBED, EMBED_UP = "text-embed", "text-embedding-3-small"
 GEMINI_EMBED, GEMINI_EMBED_UP = "gemini-embed", "gemini-embedding-001"
@@ -21,19 +20,8 @@ CLAUDE = "claude-test"
 
 
 @pytest.fixture
-async def upstream(aiohttp_server):
-    fake = FakeOpenAI()
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
-
-
-@pytest.fixture
-async def google(aiohttp_server):
-    fake = FakeGemini()
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
+async def google(fake_upstream):
+    return await fake_upstream(FakeGemini())
 
 
 @pytest.fixture

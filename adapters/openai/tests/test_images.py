@@ -13,20 +13,11 @@ import pytest
 
 from gateway_core.config import Config
 from gateway_openai.fake_media import PNG_1PX
-from gateway_openai.fake_upstream import FakeOpenAI
 
 IMAGE, IMAGE_UP = "image-model", "gpt-image-1"
 DALLE = "dall-e-3"
 CLAUDE = "claude-test"
 LIMIT = 64 * 1024
-
-
-@pytest.fixture
-async def upstream(aiohttp_server):
-    fake = FakeOpenAI()
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
 
 
 @pytest.fixture

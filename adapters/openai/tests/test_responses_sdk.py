@@ -11,7 +11,7 @@ import pytest
 
 from gateway_anthropic.fake_upstream import EXPECTED_KEY as ANTHROPIC_KEY
 from gateway_anthropic.fake_upstream import SIGNATURE, FakeAnthropic
-from gateway_openai.fake_upstream import Fault, FakeOpenAI
+from gateway_openai.fake_upstream import Fault
 
 GPT, GPT_UP = "gpt-resp", "gpt-resp-2026"
 CHAT_ONLY = "gpt-chat-only"
@@ -30,19 +30,8 @@ CODEX_TOOLS = [
 
 
 @pytest.fixture
-async def upstream(aiohttp_server):
-    fake = FakeOpenAI()
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
-
-
-@pytest.fixture
-async def claude(aiohttp_server):
-    fake = FakeAnthropic()
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
+async def claude(fake_upstream):
+    return await fake_upstream(FakeAnthropic())
 
 
 @pytest.fixture
@@ -111,7 +100,7 @@ async def test_streamed_function_call_on_the_fast_path(client, upstream):
 
 
 async def test_upstream_failure_mid_stream_ends_with_response_failed(client, upstream, seed):
-    upstream.fail_next(Fault(drop_after_chunks=5))
+    upstream.fail_next(Fault(drop_after=5))
     stream = await client.responses.create(model=GPT, input="a b c d e f", stream=True)
     kinds = [event.type async for event in stream]
     assert kinds[-2:] == ["error", "response.failed"]

@@ -10,18 +10,10 @@ import aiohttp
 import openai
 import pytest
 
-from gateway_openai.fake_upstream import Fault, FakeOpenAI
+from gateway_openai.fake_upstream import Fault
 
 MODEL = "gpt-test"
 UPSTREAM_MODEL = "gpt-test-2026-01-01"
-
-
-@pytest.fixture
-async def upstream(aiohttp_server):
-    fake = FakeOpenAI()
-    server = await aiohttp_server(fake.app())
-    fake.url = str(server.make_url("")).rstrip("/")
-    return fake
 
 
 @pytest.fixture
@@ -193,7 +185,7 @@ async def test_upstream_bad_request_passes_as_400(client, upstream):
 
 
 async def test_stream_dropped_by_the_upstream_ends_with_an_error(client, upstream, seed):
-    upstream.fail_next(Fault(drop_after_chunks=3))
+    upstream.fail_next(Fault(drop_after=3))
     stream = await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "a b c d e"}], stream=True)
     text = ""
     with pytest.raises(openai.APIError):

@@ -6,17 +6,20 @@
 - :class:`GatewayProcess` runs ``relaygate serve`` as a child process (for tests
   that kill it or run several workers).
 - :class:`Seed` puts users, keys and channels into a store file.
-- :func:`load_example` reads recorded wire examples from a ``tests/examples`` folder.
+- :class:`FakeUpstream` is the base of fake upstreams that speak a provider's real
+  wire format over loopback HTTP, with fault injection (:class:`Fault`);
+  :class:`UpstreamServers` serves them (the ``fake_upstream`` fixture).
+- :class:`Examples` reads recorded wire examples from a ``tests/examples`` folder.
 - :func:`make_key_record` and :func:`make_context` build what a policy's
   ``admit`` and ``finish`` receive, for unit tests of policies.
 
-The core's own tests use this same kit.
+The pytest fixtures built on them are in :mod:`gateway_core.pytest_plugin`. The
+core's own tests use this same kit.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import socket
@@ -26,20 +29,35 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
-from .client_protocol import ClientProtocol
-from .config import Config
-from .context import RequestContext, new_request_id
-from .plugins import collect
-from .records import KeyRecord, UsageRow
-from .store import Store
-from .store.channels import add_channel
-from .store.keys import create_key
-from .store.prices import get_price, set_price
-from .store.users import add_user
-from .store.wallet import topup
+from ..client_protocol import ClientProtocol
+from ..config import Config
+from ..context import RequestContext, new_request_id
+from ..plugins import collect
+from ..records import KeyRecord, UsageRow
+from ..store import Store
+from ..store.channels import add_channel
+from ..store.keys import create_key
+from ..store.prices import get_price, set_price
+from ..store.users import add_user
+from ..store.wallet import topup
+from .examples import Examples
+from .fake_upstream import FakeUpstream, Fault, UpstreamServers
+
+__all__ = [
+    "Examples",
+    "FakeUpstream",
+    "Fault",
+    "GatewayProcess",
+    "GatewayThread",
+    "Seed",
+    "UpstreamServers",
+    "free_port",
+    "make_context",
+    "make_key_record",
+    "wait_until_up",
+]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -67,7 +85,7 @@ class GatewayThread:
 
     def __init__(self, config: Config, *, extra_plugins: Iterable[Any] = (), **services: Any) -> None:
         """``services`` go to :func:`create_app` (``store=``, ``rate_limiter=``)."""
-        from .app import create_app
+        from ..app import create_app
 
         self.config = config
         self.app = create_app(config, extra_plugins=extra_plugins, **services)
@@ -296,9 +314,3 @@ def _mark_free(conn, models: Sequence[str]) -> None:
         if get_price(conn, model) is None:
             set_price(conn, model, 0, 0, free=True)
 
-
-def load_example(folder: str | os.PathLike, name: str) -> Any:
-    """A recorded wire example: parsed JSON for ``.json``, bytes for anything else."""
-    path = Path(folder) / name
-    data = path.read_bytes()
-    return json.loads(data) if path.suffix == ".json" else data
