@@ -1,6 +1,7 @@
 """HTTP work shared by channel types that call an upstream over HTTP.
 
-``post`` sends one request with the exchange's timeouts and turns every failure
+``post`` sends one request with the exchange's timeouts (and the channel's own
+headers, see :func:`channel_headers`) and turns every failure
 into a ``GatewayError`` that says whether another channel may succeed
 (``retryable``) and keeps the upstream's status and a bounded body excerpt for
 the log. ``sse_frames``, ``ndjson_frames`` and ``json_array_frames`` cut a
@@ -10,7 +11,7 @@ streaming response into frames as they arrive.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import aiohttp
@@ -54,8 +55,11 @@ async def post(
 ) -> aiohttp.ClientResponse:
     """POST ``body`` and return the response once its head arrived with a 2xx status.
 
-    The caller owns the response: read it, or release it when done.
+    ``headers`` are the channel type's own; the operator's headers of the channel
+    are added (:func:`channel_headers`). The caller owns the response: read it,
+    or release it when done.
     """
+    headers = channel_headers(exchange, headers)
     timeouts = exchange.timeouts
     # aiohttp's read timeout also runs while the head is awaited: the head gets the
     # first-byte timeout (below), the body the idle timeout once the head is here
@@ -87,6 +91,19 @@ async def post(
     finally:
         response.release()
     raise error_for_status(response.status, data, error_message, response.headers.get("retry-after"))
+
+
+def channel_headers(exchange: Exchange, headers: Mapping[str, str]) -> dict[str, str]:
+    """The headers of one upstream request: the channel's own (set by its operator
+    with ``relaygate channel add --header``), then the channel type's ``headers``,
+    which win when both name one (names compared without case)."""
+    operator = exchange.target.channel.headers
+    if not operator:
+        return dict(headers)
+    own = {name.lower() for name in headers}
+    merged = {name: value for name, value in operator.items() if name.lower() not in own}
+    merged.update(headers)
+    return merged
 
 
 def error_for_status(

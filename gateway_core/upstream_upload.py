@@ -1,6 +1,7 @@
 """Sending an upload on to an upstream as it arrives (see :mod:`gateway_core.uploads`).
 
-Like :func:`gateway_core.upstream.post`, but the body is the client's upload,
+Like :func:`gateway_core.upstream.post` (the channel's own headers added), but
+the body is the client's upload,
 streamed: the first-byte timeout starts once the last byte went out (a large
 upload on a slow link is not a silent upstream), a body the client breaks (too
 large, gone) fails with that reason rather than as an upstream failure, and a
@@ -17,7 +18,7 @@ import aiohttp
 
 from .channel_type import Exchange
 from .errors import GatewayError, UpstreamError, UpstreamTimeoutError
-from .upstream import ERROR_BODY_LIMIT, ErrorMessage, error_for_status
+from .upstream import ERROR_BODY_LIMIT, ErrorMessage, channel_headers, error_for_status
 from .uploads import Upload
 
 
@@ -48,7 +49,7 @@ async def _post(exchange, url, upload: Upload, headers, replace, error_message) 
     def sent() -> None:
         deadline.reschedule(loop.time() + timeouts.first_byte)
 
-    headers = dict(headers)
+    headers = channel_headers(exchange, headers)
     length = upload.length(replace)
     if length is not None:
         headers["Content-Length"] = str(length)

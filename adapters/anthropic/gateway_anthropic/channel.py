@@ -42,7 +42,6 @@ from .protocol import COUNT_TOKENS_WIRE, MESSAGES_WIRE
 DEFAULT_VERSION = "2023-06-01"
 PATHS = {endpoints.CHAT: "/v1/messages", endpoints.COUNT_TOKENS: "/v1/messages/count_tokens"}
 WIRES = {endpoints.CHAT: MESSAGES_WIRE, endpoints.COUNT_TOKENS: COUNT_TOKENS_WIRE}
-_OWN_HEADERS = frozenset(("x-api-key", "authorization", "anthropic-version", "anthropic-beta", "content-type", "accept"))
 
 
 def strip_version(base_url: str) -> str:
@@ -97,10 +96,11 @@ class AnthropicChannel(ChannelType):
 
 
 def upstream_headers(channel: ChannelRecord, api_key: str, options: Any, stream: bool) -> dict[str, str]:
-    """The upstream request's headers: the channel's own, then the key and the version."""
+    """The key, the version and the betas (the channel's own ``anthropic-version``
+    and ``anthropic-beta`` headers taken into account); the core adds the channel's
+    other headers."""
     own = {name.lower(): value for name, value in channel.headers.items()}
-    headers = {name: value for name, value in own.items() if name not in _OWN_HEADERS}
-    headers["x-api-key"] = api_key
+    headers = {"x-api-key": api_key}
     headers["anthropic-version"] = options.get("anthropic_version") or own.get("anthropic-version") or DEFAULT_VERSION
     betas = [b for b in (own.get("anthropic-beta"), options.get("anthropic_beta")) if b]
     if betas:

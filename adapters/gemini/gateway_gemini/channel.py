@@ -86,7 +86,7 @@ class GeminiChannel(ChannelType):
         method, body = self._method_and_body(exchange)
         version = str(channel.settings.get("api_version") or DEFAULT_API_VERSION).strip("/")
         url = f"{channel.base_url}/{version}/models/{model_path(upstream)}:{method}"
-        headers = {**channel.headers, "x-goog-api-key": target.api_key, "Content-Type": "application/json"}
+        headers = {"x-goog-api-key": target.api_key, "Content-Type": "application/json"}  # the core adds the channel's
         if call.stream:
             url += "?alt=sse"
             headers["Accept"] = "text/event-stream"

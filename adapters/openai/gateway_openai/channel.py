@@ -85,7 +85,7 @@ class OpenAIChannel(ChannelType):
     async def send(self, exchange: Exchange) -> Reply:
         target, call = exchange.target, exchange.call
         channel = target.channel
-        headers = {**channel.headers, "Authorization": f"Bearer {target.api_key}"}
+        headers = {"Authorization": f"Bearer {target.api_key}"}  # the core adds the channel's own headers
         if call.wire == RESPONSES_WIRE:
             if speaks_responses(channel):
                 return await send_responses(exchange, _json_headers(headers, call.stream))
