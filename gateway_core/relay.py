@@ -34,6 +34,7 @@ from .outcome import CLIENT_GONE, DONE, Outcome, answered, end_reason_of
 from .secrets import redact
 from .services import Services
 from .settlement import settle
+from .stream_contract import checked
 from .tally import StreamTally
 from .uploads import Upload, discard_unread
 
@@ -179,6 +180,7 @@ class ProtocolEndpoint:
                 health.succeeded(lease)
                 ctx.attempts.append(_attempt(lease, started, None))
                 if isinstance(reply, StreamReply):
+                    reply = checked(reply, channel_type.name)  # the stream-event contract
                     broken = await self._stream(ctx, call, reply, passthrough, watch, send, early.writer if early else None)
                     if broken is not None:
                         health.stream_failed(lease, broken)
