@@ -12,19 +12,23 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import attrs
+import structlog
 
 from . import endpoints
 from .channel_type import Timeouts
-from .errors import GatewayError, InvalidRequestError, NotFoundError, PermissionDeniedError
+from .errors import GatewayError, InvalidRequestError, NotFoundError, PermissionDeniedError, UpstreamUnavailableError
 from .model import ModelInfo
 from .records import ChannelRecord, KeyRecord
 from .request_store import RequestStore
 from .snapshot import TtlSnapshot
 
 
+CHANNEL_TYPE_NOT_LOADED = "channel_type_not_loaded"
+
+log = structlog.get_logger("relaygate.router")
 
 
 @attrs.frozen(eq=False)
@@ -57,14 +61,27 @@ def route_for(channel: ChannelRecord, defaults: Timeouts) -> Route:
 
 
 class ChannelIndex:
-    """Enabled channels by (group, model), and every model served by any channel."""
+    """Enabled channels by (group, model), and every model served by any channel.
 
-    def __init__(self, channels: Sequence[ChannelRecord], serves, timeouts: Timeouts = Timeouts()) -> None:
+    A channel whose type is not among ``loaded`` (its adapter is not installed or
+    not loaded) serves nothing: it is kept apart in ``unloaded`` (the missing
+    types by group and model) and ``unloaded_channels``.
+    """
+
+    def __init__(self, channels: Sequence[ChannelRecord], serves, timeouts: Timeouts = Timeouts(), loaded: Collection[str] | None = None) -> None:
         self.by_group_model: dict[tuple[str, str], list[Route]] = defaultdict(list)
         self.models: dict[str, int] = {}
         self.group_models: dict[str, set[str]] = defaultdict(set)
+        self.unloaded: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.unloaded_channels: list[ChannelRecord] = []
         for channel in channels:
             if not channel.enabled:
+                continue
+            if loaded is not None and channel.type not in loaded:
+                self.unloaded_channels.append(channel)
+                for model in channel.models:
+                    for group in channel.groups:
+                        self.unloaded[(group, model)].add(channel.type)
                 continue
             route = route_for(channel, timeouts)
             created = int(getattr(channel, "created_at", 0) or 0)
@@ -86,6 +103,14 @@ def model_refusal(index: ChannelIndex, key: KeyRecord, model: str) -> GatewayErr
     the key's own model restriction, or not served to the key's group, is a 403
     ``model_not_allowed``. Model names match exactly (case and hyphens count).
     """
+    missing = index.unloaded.get((key.group, model))
+    if missing and model not in index.group_models.get(key.group, ()) and (not key.models or model in key.models):
+        types = ", ".join(f"'{name}'" for name in sorted(missing))
+        return UpstreamUnavailableError(
+            f"The model '{model}' is served here only by channels of type {types}, whose adapter is not "
+            "loaded on this gateway. Ask the gateway's operator to install it (see `relaygate plugins`).",
+            code=CHANNEL_TYPE_NOT_LOADED,
+        )
     if model not in index.models:
         return InvalidRequestError(
             f"The model '{model}' does not exist or no channel serves it. {MODELS_HINT}",
@@ -127,6 +152,7 @@ class Router:
         self._rng = rng or random.Random()
         self._timeouts = timeouts
         self._snapshot = TtlSnapshot(self._read_index, ttl=ttl)
+        self._warned: set[tuple[int, str]] = set()  # channels already reported as of a type not loaded
 
     def invalidate(self) -> None:
         self._snapshot.invalidate()
@@ -135,7 +161,20 @@ class Router:
         return await self._snapshot.current()
 
     async def _read_index(self) -> ChannelIndex:
-        return ChannelIndex(list(await self._store.list_channels()), self._serves, self._timeouts)
+        index = ChannelIndex(list(await self._store.list_channels()), self._serves, self._timeouts, loaded=self._channel_types)
+        self._warn_unloaded(index)
+        return index
+
+    def _warn_unloaded(self, index: ChannelIndex) -> None:
+        """Say once per channel that its type is not loaded (at start-up, and when
+        such a channel is added or enabled later)."""
+        for channel in index.unloaded_channels:
+            if (channel.id, channel.type) not in self._warned:
+                self._warned.add((channel.id, channel.type))
+                log.warning(
+                    "channel type not loaded: the channel serves nothing until its adapter is installed and loaded",
+                    channel=channel.name, channel_type=channel.type, loaded=sorted(self._channel_types),
+                )
 
     def _serves(self, channel: ChannelRecord, endpoint: str) -> bool:
         channel_type = self._channel_types.get(channel.type)

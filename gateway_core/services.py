@@ -66,6 +66,7 @@ class Services:
     async def start(self) -> None:
         """Open the store and the shared upstream HTTP session (one per worker)."""
         await self.store.start()
+        await self.router.index()  # warns about channels whose type is not loaded
         if self.hold_sweeper is not None:
             self.hold_sweeper.start()
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=60, ttl_dns_cache=300)
