@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -76,3 +77,16 @@ def test_the_template_is_where_the_scaffold_looks():
     assert (TEMPLATE / "relaygate_skeleton" / "plugin.py").is_file()
     with pytest.raises(ValueError, match="no adapter template"):
         create_adapter("tinyllm", "unused", template=TEMPLATE / "missing")
+
+
+def test_the_code_quoted_in_the_adapter_guide_is_the_templates():
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "writing-adapters.md").read_text(encoding="utf-8")
+    quoted = 0
+    for block in re.findall(r"^```(?:python|toml)\n(.*?)^```", guide, flags=re.M | re.S):
+        first, _, body = block.partition("\n")
+        if not first.startswith("# ") or " " in first[2:]:
+            continue  # not a quote of a file
+        source = (TEMPLATE / first[2:]).read_text(encoding="utf-8")
+        assert body in source, f"docs/writing-adapters.md quotes {first[2:]} as it no longer is"
+        quoted += 1
+    assert quoted >= 7
