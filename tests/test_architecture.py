@@ -18,7 +18,7 @@ import gateway_core
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "gateway_core"
-PLUGIN_PACKAGES = sorted([*ROOT.glob("adapters/*/gateway_*"), ROOT / "console" / "gateway_console"])
+PLUGIN_PACKAGES = sorted([*ROOT.glob("adapters/*/gateway_*"), ROOT / "console" / "gateway_console", ROOT / "templates" / "adapter" / "relaygate_skeleton"])
 MAX_LINES = 400
 PROVIDER_NAMES = re.compile(r"openai|anthropic|gemini|google|claude|\bgpt", re.IGNORECASE)
 

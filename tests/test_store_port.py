@@ -61,10 +61,9 @@ def relaygate_config(tmp_path):
     return kit.config(tmp_path, ("openai",))
 
 
-async def test_the_request_path_uses_only_the_port_and_the_injected_services(relaygate_config, seed, start_gateway, aiohttp_server):
-    fake = FakeOpenAI()
-    server = await aiohttp_server(fake.app())
-    user_id, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=str(server.make_url("")).rstrip("/"))
+async def test_the_request_path_uses_only_the_port_and_the_injected_services(relaygate_config, seed, start_gateway, fake_upstream):
+    fake = await fake_upstream(FakeOpenAI())
+    user_id, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=fake.url)
     seed._write(set_key_limits, key_id, {"rpm": 100})
     store = PortOnly(Store(relaygate_config.db_path, collect(relaygate_config).migrations))
     limiter = CountingLimiter()
