@@ -27,7 +27,7 @@ from .testing import Examples, FakeUpstream, GatewayThread, Seed, UpstreamServer
 try:  # async fixtures work in pytest-asyncio's strict mode too
     from pytest_asyncio import fixture as async_fixture
 except ImportError:  # pragma: no cover - without pytest-asyncio, async tests cannot run anyway
-    async_fixture = pytest.fixture
+    async_fixture = pytest.fixture  # type: ignore[assignment]
 
 Fake = TypeVar("Fake", bound=FakeUpstream)
 StartGateway = Callable[..., GatewayThread]

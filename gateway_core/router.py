@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import attrs
 import structlog
@@ -68,7 +68,9 @@ class ChannelIndex:
     types by group and model) and ``unloaded_channels``.
     """
 
-    def __init__(self, channels: Sequence[ChannelRecord], serves, timeouts: Timeouts = Timeouts(), loaded: Collection[str] | None = None) -> None:
+    def __init__(
+        self, channels: Sequence[ChannelRecord], serves: Callable[[ChannelRecord, str], bool], timeouts: Timeouts = Timeouts(), loaded: Collection[str] | None = None
+    ) -> None:
         self.by_group_model: dict[tuple[str, str], list[Route]] = defaultdict(list)
         self.models: dict[str, int] = {}
         self.group_models: dict[str, set[str]] = defaultdict(set)
