@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import attrs
 
-from .errors import GatewayError, UpstreamTimeoutError
+from .errors import GatewayError, InternalError, UpstreamTimeoutError
 from .model import MediaUsage, Usage
 from .tally import estimate_tokens
 
@@ -62,5 +62,9 @@ def answered(
 
 
 def end_reason_of(error: GatewayError) -> str:
-    """How an answer an upstream error cut short ended: ``timeout`` or ``upstream_error``."""
-    return "timeout" if isinstance(error, UpstreamTimeoutError) else "upstream_error"
+    """How an answer an error cut short ended: ``timeout``, ``upstream_error``, or
+    ``internal_error`` when the gateway's side broke it (an adapter breaking the stream
+    contract, a bug)."""
+    if isinstance(error, UpstreamTimeoutError):
+        return "timeout"
+    return "internal_error" if isinstance(error, InternalError) else "upstream_error"

@@ -1,4 +1,5 @@
-"""Creating a new adapter package from the template in ``templates/adapter/``.
+"""Creating a new adapter package from the template in ``gateway_core/adapter_template/``
+(package data, so an installed relaygate has it too).
 
 The template is a working, tested adapter named ``skeleton``: a distribution
 ``relaygate-skeleton`` with the import package ``relaygate_skeleton``, its entry
@@ -16,7 +17,7 @@ import re
 import shutil
 from pathlib import Path
 
-TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "adapter"
+TEMPLATE = Path(__file__).resolve().parent / "adapter_template"
 PLACEHOLDER = "skeleton"
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 _SKIPPED = frozenset(("__pycache__", ".pytest_cache", ".mypy_cache"))
@@ -37,7 +38,7 @@ def create_adapter(name: str, target_dir: str | os.PathLike[str], *, template: s
         )
     source, target = Path(template), Path(target_dir)
     if not (source / "pyproject.toml").is_file():
-        raise ValueError(f"no adapter template at {source} (it comes with a source checkout of relaygate)")
+        raise ValueError(f"no adapter template at {source} (the relaygate installation is incomplete)")
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ValueError(f"{target} already exists and is not an empty folder")
     replacements = {PLACEHOLDER: name, PLACEHOLDER.capitalize(): _camel(name), PLACEHOLDER.upper(): name.upper()}

@@ -18,7 +18,7 @@ import gateway_core
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "gateway_core"
-PLUGIN_PACKAGES = sorted([*ROOT.glob("adapters/*/gateway_*"), ROOT / "console" / "gateway_console", ROOT / "templates" / "adapter" / "relaygate_skeleton"])
+PLUGIN_PACKAGES = sorted([*ROOT.glob("adapters/*/gateway_*"), ROOT / "console" / "gateway_console", CORE / "adapter_template" / "relaygate_skeleton"])
 MAX_LINES = 400
 PROVIDER_NAMES = re.compile(r"openai|anthropic|gemini|google|claude|\bgpt", re.IGNORECASE)
 
@@ -51,8 +51,11 @@ PENDING_SQLITE_OUTSIDE_STORE = {
 
 
 def python_files(folder: Path) -> Iterator[Path]:
+    """The package's modules: not its tests, and (for the core) not the adapter
+    template it ships as data, which is checked as a plugin package of its own."""
     for path in sorted(folder.rglob("*.py")):
-        if "tests" not in path.relative_to(folder).parts:
+        parts = path.relative_to(folder).parts
+        if "tests" not in parts and "adapter_template" not in parts:
             yield path
 
 
@@ -140,8 +143,9 @@ def private_imports() -> set[tuple[str, str]]:
     for package in PLUGIN_PACKAGES:
         where = str(package.relative_to(ROOT))
         for path in python_files(package):
+            own = module_name(package)  # its relative imports resolve under its own name
             for imported in imported_modules(path):
-                if imported.startswith("gateway_core") and imported not in public:
+                if imported.startswith("gateway_core") and imported not in public and not imported.startswith(own):
                     found.add((where, imported))
     return found
 

@@ -107,4 +107,4 @@ async def test_a_bug_mid_stream_ends_the_stream_with_an_error_event(scripted, st
     assert text == "partial answer"
     assert "request id" in str(caught.value)
     row = seed.rows("SELECT status, end_reason, error_type, output_tokens, estimated FROM usage_logs")[-1]
-    assert row == {"status": 200, "end_reason": "upstream_error", "error_type": "internal", "output_tokens": 4, "estimated": 1}
+    assert row == {"status": 200, "end_reason": "internal_error", "error_type": "internal", "output_tokens": 4, "estimated": 1}

@@ -90,3 +90,32 @@ def test_the_code_quoted_in_the_adapter_guide_is_the_templates():
         assert body in source, f"docs/writing-adapters.md quotes {first[2:]} as it no longer is"
         quoted += 1
     assert quoted >= 7
+
+
+def test_relaygate_new_adapter_creates_the_package_and_refuses_a_bad_name(tmp_path, capsys):
+    from gateway_core.cli import main
+
+    target = tmp_path / "made"
+    assert main(["--db", str(tmp_path / "r.db"), "new-adapter", "tinyllm", "--dir", str(target), "--json"]) == 0
+    assert '"package": "relaygate_tinyllm"' in capsys.readouterr().out
+    assert (target / "relaygate_tinyllm" / "channel.py").is_file()
+    assert main(["--db", str(tmp_path / "r.db"), "new-adapter", "tinyllm", "--dir", str(target)]) == 2
+    assert main(["--db", str(tmp_path / "r.db"), "new-adapter", "Bad-Name"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 2 and "relaygate new-adapter:" in err and "Traceback" not in err
+
+
+def test_the_template_ships_in_the_wheel(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(root)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stdout + build.stderr
+    import zipfile
+
+    (wheel,) = tmp_path.glob("relaygate-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = {name.removeprefix("gateway_core/adapter_template/") for name in names if name.startswith("gateway_core/adapter_template/")}
+    expected = {str(path.relative_to(TEMPLATE)) for path in TEMPLATE.rglob("*") if path.is_file() and "__pycache__" not in path.parts}
+    assert expected and expected <= shipped, sorted(expected - shipped)

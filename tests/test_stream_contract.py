@@ -212,6 +212,7 @@ async def test_a_broken_stream_ends_with_the_protocols_error_event_naming_the_ch
     assert [log["channel_type"] for log in logs if log["event"] == "stream contract broken"] == ["sloppy"]
     row = seed.rows("SELECT * FROM usage_logs ORDER BY id DESC LIMIT 1")[0]
     assert (row["status"], row["error_type"], row["error_message"]) == (200, "internal", message)
+    assert row["end_reason"] == "internal_error"
     assert row["upstream_status"] is None  # nothing the upstream said is blamed
 
 
