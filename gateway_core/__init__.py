@@ -64,6 +64,15 @@ from .uploads import Upload
 # The modules plugins may import, besides this package's own names (docs/hooks.md).
 PUBLIC_MODULES = (
     "gateway_core",
+    "gateway_core.admin",  # the admin layer: Admin, its port, its errors
+    "gateway_core.admin.channels",  # admin operations by subject (the CLI's and the console's)
+    "gateway_core.admin.groups",
+    "gateway_core.admin.keys",
+    "gateway_core.admin.prices",
+    "gateway_core.admin.setup",
+    "gateway_core.admin.usage",
+    "gateway_core.admin.users",
+    "gateway_core.admin.wallet",
     "gateway_core.channel_type",  # ChannelType and what a channel type returns
     "gateway_core.client_protocol",  # ClientProtocol, Call and what a protocol renders
     "gateway_core.commands.kit",  # the helper kit for relaygate sub-commands
@@ -78,6 +87,7 @@ PUBLIC_MODULES = (
     "gateway_core.ratelimit",  # rate-limit state a protocol renders as headers
     "gateway_core.records",  # the records the store hands out
     "gateway_core.secrets",  # hashing and masking secrets
+    "gateway_core.sql",  # SQL handles for a plugin's own tables
     "gateway_core.sse",  # stream framing
     "gateway_core.tally",  # token estimates
     "gateway_core.testing",  # the test kit

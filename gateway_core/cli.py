@@ -13,21 +13,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sqlite3
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .commands.kit import (
-    EXIT_ERROR,
-    EXIT_USAGE,
-    PROG,
-    ArgumentParser,
-    CommandContext,
-    CommandError,
-    describe_integrity_error,
-)
+from .admin.errors import AdminError, Invalid, StoreFailure
+from .commands.kit import EXIT_ERROR, EXIT_USAGE, PROG, ArgumentParser, CommandContext, CommandError
 from .config import ConfigError, load_config
 
 
@@ -122,14 +114,17 @@ def main(argv: Sequence[str] | None = None, extra_plugins: Iterable[Any] = ()) -
         return _fail(f"{PROG} {name}: {exc}", exc.status)
     except ConfigError as exc:
         return _fail(f"{PROG} {name}: {exc}", EXIT_USAGE)
+    except Invalid as exc:  # a field's value: named as its option
+        problem = f"--{exc.field.replace('_', '-')} {exc.detail}" if exc.field else exc.detail
+        return _fail(f"{PROG} {name}: {problem}", EXIT_USAGE)
     except ValueError as exc:
         return _fail(f"{PROG} {name}: {exc}", EXIT_USAGE)
-    except LookupError as exc:
+    except LookupError as exc:  # NotFound too
         return _fail(f"{PROG} {name}: {exc.args[0] if exc.args else exc}", EXIT_ERROR)
-    except sqlite3.IntegrityError as exc:
-        return _fail(f"{PROG} {name}: {describe_integrity_error(exc)}", EXIT_ERROR)
-    except sqlite3.Error as exc:
-        return _fail(f"{PROG} {name}: database error ({cli.config.db_path}): {exc}", EXIT_ERROR)
+    except StoreFailure as exc:
+        return _fail(f"{PROG} {name}: {exc} ({cli.config.db_path})", EXIT_ERROR)
+    except AdminError as exc:  # Conflict
+        return _fail(f"{PROG} {name}: {exc}", EXIT_ERROR)
     except OSError as exc:
         return _fail(f"{PROG} {name}: {exc}", EXIT_ERROR)
     except KeyboardInterrupt:
@@ -138,8 +133,6 @@ def main(argv: Sequence[str] | None = None, extra_plugins: Iterable[Any] = ()) -
         if os.environ.get("RELAYGATE_DEBUG"):
             traceback.print_exc()
         return _fail(f"{PROG} {name}: internal error: {type(exc).__name__}: {exc}", EXIT_ERROR)
-    finally:
-        cli.close()
 
 
 def _fail(message: str, status: int) -> int:

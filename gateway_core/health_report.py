@@ -9,28 +9,11 @@ next request through that worker is its probe.
 from __future__ import annotations
 
 import datetime as dt
-import sqlite3
-import time
-from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
 from .records import ChannelRecord, key_fingerprint, mask_secret
 from .request_store import CHANNEL_SLOT, BreakerReport
-from .store.channel_health import list_breakers
-from .store.channels import list_channels
-
-
-def read_channel_health(conn: sqlite3.Connection, *, in_flight: Mapping[int, int] | None = None) -> dict[int, dict[str, Any]]:
-    """The health of every channel by id (see :func:`describe_health`)."""
-    breakers: dict[int, list[BreakerReport]] = defaultdict(list)
-    for report in list_breakers(conn):
-        breakers[report.channel_id].append(report)
-    now = time.time()
-    return {
-        channel.id: describe_health(channel, breakers.get(channel.id, []), now, (in_flight or {}).get(channel.id))
-        for channel in list_channels(conn)
-    }
 
 
 def describe_health(channel: ChannelRecord, reports: list[BreakerReport], now: float, in_flight: int | None = None) -> dict[str, Any]:

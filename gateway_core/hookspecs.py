@@ -76,9 +76,14 @@ def register_routes(register: RegisterRoute, config: Config) -> None:
 def register_migrations(register: RegisterMigration, config: Config) -> None:
     """Register database migrations.
 
-    Call ``register(name, migrate)`` where ``migrate(db)`` receives a
-    ``sqlite_utils.Database``. Names are unique and ordered as strings
-    (``"0001_initial"``); each runs once, in a transaction, when a store opens.
+    Call ``register(name, migrate)`` where ``migrate(schema)`` receives a
+    :class:`gateway_core.sql.SchemaHandle`: ``schema.dialect`` names the
+    database (``"sqlite"`` or ``"postgresql"``) and ``schema.execute(sql,
+    params)`` runs one statement with ``?`` placeholders inside the migration's
+    transaction. Write SQL both dialects accept, or branch on ``dialect``. Names
+    are unique and ordered as strings (``"0001_initial"``); each runs once, in a
+    transaction, when a store opens. At run time the plugin reads and writes its
+    tables through ``services.sql`` (a :class:`gateway_core.sql.SqlHandle`).
     """
 
 

@@ -43,6 +43,7 @@ class RateLimits:
 
 
 NO_LIMITS = RateLimits()
+LIMIT_COLUMNS = ("rpm", "tpm", "concurrency")  # how groups, users and keys store their limits
 
 
 def _limits(value: RateLimits | None) -> RateLimits:
@@ -203,3 +204,159 @@ class PriceRecord:
     per_image_micros: int | None = None
     per_mchar_micros: int | None = None  # per million characters
     per_audio_minute_micros: int | None = None
+
+
+# --- what the admin port reads and writes (gateway_core.admin.port) --------------------
+
+
+@attrs.frozen
+class UserOverview:
+    """A user as operators list them: with how many live keys it has and
+    whether it can sign in to the console."""
+
+    user: UserRecord
+    keys: int
+    has_password: bool
+    created_at: float | None = None
+
+
+DEFAULT_GROUP = "default"  # the group new users and channels are in unless told otherwise
+
+
+@attrs.frozen
+class GroupRecord:
+    """A group: its price ratio (parts per million, 1,000,000 = ×1), its default
+    rate limits (``None``: not set, ``0``: unlimited), its members and live keys."""
+
+    name: str
+    ratio_ppm: int
+    created_at: float | None = None
+    rpm: int | None = None
+    tpm: int | None = None
+    concurrency: int | None = None
+    members: int = 0
+    keys: int = 0
+
+
+@attrs.frozen
+class LedgerEntry:
+    """One row of a user's append-only ledger: ``amount_micros`` is what it did
+    to the balance, ``balance_after_micros`` the balance after it."""
+
+    id: int
+    user_id: int
+    kind: str  # topup, hold, capture, release, refund, adjustment
+    amount_micros: int
+    balance_after_micros: int
+    request_id: str | None
+    key_id: int | None
+    note: str | None
+    created_at: float
+
+
+@attrs.frozen
+class HoldRecord:
+    """An open reservation of a request in flight."""
+
+    request_id: str
+    user_id: int
+    key_id: int | None
+    amount_micros: int
+    created_at: float
+
+
+@attrs.frozen
+class Problem:
+    """One broken money invariant: what it concerns, what was expected and what was found."""
+
+    subject: str  # "user 'alice' (id 3)", "key 7 ('ci')", "ledger row 41"
+    check: str  # balance, chain, key_used, key_held, holds
+    expected: int
+    found: int
+    message: str
+
+
+@attrs.frozen
+class AuditReport:
+    """The money invariants checked against the database (``relaygate check``)."""
+
+    users: int
+    keys: int
+    ledger_rows: int
+    open_holds: int
+    held_micros: int
+    oldest_hold_age: float | None  # seconds
+    problems: tuple[Problem, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@attrs.frozen
+class UsageFilter:
+    """Which usage-log rows a page shows: every given filter must match.
+
+    ``status`` is one HTTP status; ``errors`` keeps statuses of 400 and above;
+    ``since`` keeps rows created at or after that Unix time, ``until`` before it.
+    """
+
+    key_id: int | None = None
+    user_id: int | None = None
+    model: str | None = None
+    status: int | None = None
+    errors: bool = False
+    since: float | None = None
+    until: float | None = None
+
+
+Cursor = tuple[float, int]  # a usage row's (created_at, id): where a keyset page starts
+
+
+@attrs.frozen
+class DailySpending:
+    """Cost and requests of one UTC day (``YYYY-MM-DD``) and model."""
+
+    day: str
+    model: str
+    cost_micros: int
+    requests: int
+    errors: int
+
+
+@attrs.frozen
+class UsageTotal:
+    """Totals of the usage log for one model, user or channel (``label``)."""
+
+    label: str | None
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    cost_micros: int
+    errors: int
+
+
+@attrs.frozen
+class ChannelTraffic:
+    """One channel's requests over a window: errors, mean latency, the last error."""
+
+    channel_id: int
+    requests: int
+    errors: int
+    mean_ms: float | None
+    last_at: float | None
+    last_error: str | None = None
+    last_error_at: float | None = None
+
+
+@attrs.frozen
+class InitResult:
+    """What ``relaygate init`` found or created: the admin, and what is new."""
+
+    admin: UserRecord
+    admin_created: bool
+    channel_created: bool
+    key_id: int | None  # the new key's id, when one was created
+    secret: str | None = attrs.field(repr=False)  # the new key's secret, shown once
+    channels: int = 0
+    admin_keys: int = 0

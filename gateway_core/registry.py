@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .config import ConfigError
-from .types import ConfigureCommand, Migrate, RunCommand
+from .types import ConfigureCommand, Migrate, Migration, RunCommand
 
 if TYPE_CHECKING:
     from .channel_type import ChannelType
@@ -34,7 +34,7 @@ class Registry:
     channel_types: dict[str, ChannelType] = attrs.field(factory=dict)
     policies: list[Policy] = attrs.field(factory=list)
     routes: list[Any] = attrs.field(factory=list)
-    migrations: list[tuple[str, Migrate]] = attrs.field(factory=list)
+    migrations: list[Migration] = attrs.field(factory=list)
     commands: list[Command] = attrs.field(factory=list)
 
     def channel_type(self, name: str) -> ChannelType:

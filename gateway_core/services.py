@@ -18,8 +18,10 @@ from .ratelimit import RateLimiter
 from .ratelimit.memory import InProcessRateLimiter
 from .recorder import Recorder
 from .router import Router
-from .snapshot import TtlSnapshot
+from .admin.port import AdminStore
 from .request_store import PriceSnapshot, RequestStore
+from .snapshot import TtlSnapshot
+from .sql import SqlHandle
 
 
 @attrs.define
@@ -32,6 +34,8 @@ class Services:
     pipeline: Pipeline
     recorder: Recorder
     client_address: ClientAddress
+    admin: AdminStore  # the admin layer's port (gateway_core.admin)
+    sql: SqlHandle  # plugins' own tables (gateway_core.sql)
     session: aiohttp.ClientSession | None = None
     rate_limiter: RateLimiter = attrs.field(factory=InProcessRateLimiter)
     prices: TtlSnapshot[PriceSnapshot] | None = None  # prices and group ratios
@@ -48,6 +52,9 @@ class Services:
             from .store import open_store
 
             store = open_store(config.db_path, registry.migrations)
+        from .store import admin_ports
+
+        admin, sql = admin_ports(store)
         return cls(
             config=config,
             registry=registry,
@@ -58,6 +65,8 @@ class Services:
             pipeline=Pipeline(registry.policies),
             recorder=Recorder(store),
             client_address=ClientAddress(config.trusted_proxies),
+            admin=admin,
+            sql=sql,
             rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
             prices=TtlSnapshot(store.price_snapshot),
             hold_sweeper=HoldSweeper(store, config.stale_hold_seconds),

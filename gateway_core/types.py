@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from .client_protocol import ClientProtocol
     from .commands.kit import CommandContext
     from .policy import Policy
+    from .sql import SchemaHandle
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -19,8 +20,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-Migrate = Callable[[Any], None]
-"""A migration: ``migrate(db)`` changes the schema once (see ``register_migrations``)."""
+Migrate = Callable[["SchemaHandle"], None]
+"""A migration: ``migrate(schema)`` changes the schema once (see ``register_migrations``)."""
+Migration = tuple[str, Migrate]  # its unique name, and the migration
 ConfigureCommand = Callable[[argparse.ArgumentParser], None]
 RunCommand = Callable[[argparse.Namespace, "CommandContext"], int]
 

@@ -19,8 +19,9 @@ from gateway_anthropic.fake_upstream import EXPECTED_KEY as ANTHROPIC_KEY
 from gateway_anthropic.fake_upstream import FakeAnthropic
 from gateway_core.channel_type import Timeouts
 from gateway_core.config import Config
-from gateway_core.health_report import read_channel_health
+from gateway_core.health_report import describe_health
 from gateway_core.records import mask_secret
+from gateway_core.store.channel_health import list_breakers
 from gateway_core.store.channels import get_channel
 from gateway_gemini.fake_upstream import FakeGemini
 from gateway_openai.fake_upstream import EXPECTED_KEY, Fault, FakeOpenAI
@@ -65,7 +66,8 @@ async def wait_until(predicate, timeout: float = 5.0) -> None:
 def health_of(seed, name: str) -> dict:
     conn = seed.store.connect()
     try:
-        return read_channel_health(conn)[get_channel(conn, name).id]
+        channel = get_channel(conn, name)
+        return describe_health(channel, [r for r in list_breakers(conn) if r.channel_id == channel.id], time.time())
     finally:
         conn.close()
 

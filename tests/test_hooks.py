@@ -122,7 +122,7 @@ class EchoPlugin:
 
     @hookimpl
     def register_migrations(self, register):
-        register("9000_echo_notes", lambda db: db["echo_notes"].create({"id": int, "note": str}, pk="id"))
+        register("9000_echo_notes", lambda schema: schema.execute("CREATE TABLE echo_notes (id INTEGER PRIMARY KEY, note TEXT)"))
 
     @hookimpl
     def register_commands(self, register):

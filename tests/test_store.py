@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from gateway_core.admin.usage import page_cursor, parse_cursor
 from gateway_core.records import ChannelRecord, KeyRecord, PriceRecord, UsageRow, UserRecord
 from gateway_core.secrets import hash_key
 from gateway_core.store import CORE_MIGRATIONS, Store, atomic, channels, groups, keys, prices, usage, users, wallet
@@ -70,8 +71,8 @@ def test_migrations_run_in_name_order_and_once(tmp_path):
 
 
 def test_a_failing_migration_rolls_back_and_is_not_recorded(tmp_path):
-    def broken(db):
-        db["half"].create({"id": int}, pk="id")
+    def broken(schema):
+        schema.execute("CREATE TABLE half (id INTEGER PRIMARY KEY)")
         raise RuntimeError("boom")
 
     store = Store(str(tmp_path / "x.db"), [("0001_broken", broken)])
@@ -88,11 +89,11 @@ def test_concurrent_migrations_apply_each_migration_once(tmp_path):
     runs = []
     lock = threading.Lock()
 
-    def slow(db):
+    def slow(schema):
         with lock:
             runs.append(threading.get_ident())
         time.sleep(0.05)  # widen the race
-        db["extra"].create({"id": int}, pk="id")
+        schema.execute("CREATE TABLE extra (id INTEGER PRIMARY KEY)")
 
     migrations = CORE_MIGRATIONS + [("9999_extra", slow)]
     barrier = threading.Barrier(4)
@@ -398,7 +399,7 @@ def test_query_usage_filters_and_pages_newest_first(conn):
         if not page:
             break
         pages.append([r["request_id"] for r in page])
-        before = usage.parse_cursor(usage.page_cursor(page[-1]))
+        before = parse_cursor(page_cursor(page[-1]))
     assert [len(p) for p in pages] == [7, 7, 7, 7, 2]
     assert sum(pages, []) == [f"req_{n}" for n in range(30, 0, -1)]
 

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from gateway_core.admin.usage import page_cursor, parse_cursor
 from gateway_core.store import CORE_MIGRATIONS, Store, usage
 
 ROWS = 100_000
@@ -80,7 +81,7 @@ def test_keyset_pages_are_newest_first_and_neither_skip_nor_repeat(conn, filters
         if not page:
             break
         seen.extend(r["id"] for r in page)
-        before = usage.parse_cursor(usage.page_cursor(page[-1]))
+        before = parse_cursor(page_cursor(page[-1]))
     assert seen[: len(expected)] == expected
 
 

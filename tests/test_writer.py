@@ -10,9 +10,9 @@ from structlog.testing import capture_logs
 from gateway_core.store import Store
 
 
-def _schema(db):
-    db["items"].create({"id": int, "value": str}, pk="id")
-    db["items"].create_index(["value"], unique=True)
+def _schema(schema):
+    schema.execute("CREATE TABLE items (id INTEGER PRIMARY KEY, value TEXT)")
+    schema.execute("CREATE UNIQUE INDEX idx_items_value ON items (value)")
 
 
 @pytest.fixture

@@ -94,7 +94,7 @@ def routes() -> list:
         Route("/admin/prices", admin_site.price_list, methods=GET),
         Route("/admin/prices", admin_site.price_save, methods=POST),
         Route("/admin/prices/delete", admin_site.price_delete, methods=POST),
-        Route("/admin/usage", admin_site.usage, methods=GET),
+        Route("/admin/usage", admin_site.usage_report, methods=GET),
         Route("/admin/logs", logs.admin_log_list, methods=GET),
         Route("/admin/logs/{log_id:int}", logs.admin_log_detail, methods=GET),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),

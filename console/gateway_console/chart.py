@@ -4,13 +4,13 @@ drawn as inline SVG by the ``chart.html`` template (no script, no library)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
 
 import attrs
 
 from gateway_core.money import format_usd
+from gateway_core.records import DailySpending
 
 DAYS = 30
 WIDTH, HEIGHT = 600, 220
@@ -53,17 +53,17 @@ def window_start(today: date | None = None) -> tuple[date, float]:
     return first, datetime(first.year, first.month, first.day, tzinfo=UTC).timestamp()
 
 
-def spending_chart(rows: Iterable[Mapping[str, Any]], first: date) -> Chart:
-    """Lay out ``rows`` of ``{"day": "YYYY-MM-DD", "model", "cost"}`` (micro-USD)."""
+def spending_chart(rows: Iterable[DailySpending], first: date) -> Chart:
+    """Lay out each day's spending per model (UTC days from ``first``)."""
     days = [first + timedelta(days=i) for i in range(DAYS)]
     index = {d.isoformat(): i for i, d in enumerate(days)}
     by_model: dict[str, int] = defaultdict(int)
     cells: dict[tuple[int, str], int] = defaultdict(int)
     for row in rows:
-        cost = int(row["cost"] or 0)
-        if row["day"] in index and cost > 0:
-            by_model[row["model"]] += cost
-            cells[(index[row["day"]], row["model"])] += cost
+        cost = row.cost_micros
+        if row.day in index and cost > 0:
+            by_model[row.model] += cost
+            cells[(index[row.day], row.model)] += cost
     ranked = sorted(by_model, key=lambda m: (-by_model[m], m))
     named = ranked[:MAX_SERIES] if len(ranked) <= MAX_SERIES else ranked[: MAX_SERIES - 1]
     series = {model: i for i, model in enumerate(named)}

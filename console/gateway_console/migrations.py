@@ -1,29 +1,29 @@
 """The console's schema: its settings (the session-signing secret, generated
-once) and its sign-in sessions."""
+once) and its sign-in sessions, in SQL both SQLite and PostgreSQL accept."""
 
 from __future__ import annotations
 
 import secrets
 import time
 
-import sqlite_utils
+from gateway_core.sql import SQLITE, SchemaHandle
 
 MIGRATION_NAME = "8000_console"
 SESSION_SECRET = "session_secret"
 
 
-def migrate_console(db: sqlite_utils.Database) -> None:
-    db["console_settings"].create({"name": str, "value": str, "created_at": float}, pk="name", not_null={"value"})
-    db["console_settings"].insert(
-        {"name": SESSION_SECRET, "value": secrets.token_hex(32), "created_at": time.time()}
+def migrate_console(schema: SchemaHandle) -> None:
+    seconds = "REAL" if schema.dialect == SQLITE else "DOUBLE PRECISION"  # Unix times
+    schema.execute(f"CREATE TABLE console_settings (name TEXT PRIMARY KEY, value TEXT NOT NULL, created_at {seconds})")
+    schema.execute(
+        "INSERT INTO console_settings (name, value, created_at) VALUES (?, ?, ?)",
+        (SESSION_SECRET, secrets.token_hex(32), time.time()),
     )
     # a session row is keyed by the SHA-256 of the cookie's random token, so a
     # copy of the database does not hand out live sessions
-    db["console_sessions"].create(
-        {"id": str, "user_id": int, "created_at": float, "expires_at": float, "client_ip": str},
-        pk="id",
-        not_null={"user_id", "created_at", "expires_at"},
-        foreign_keys=[("user_id", "users", "id")],
+    schema.execute(
+        "CREATE TABLE console_sessions (id TEXT PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users (id), "
+        f"created_at {seconds} NOT NULL, expires_at {seconds} NOT NULL, client_ip TEXT)"
     )
-    db["console_sessions"].create_index(["user_id"])
-    db["console_sessions"].create_index(["expires_at"])
+    schema.execute("CREATE INDEX idx_console_sessions_user_id ON console_sessions (user_id)")
+    schema.execute("CREATE INDEX idx_console_sessions_expires_at ON console_sessions (expires_at)")

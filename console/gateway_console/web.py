@@ -20,6 +20,8 @@ from urllib.parse import quote
 import attrs
 import jinja2
 from gateway_core import services_from_scope
+from gateway_core.admin import Admin, NotFound
+from gateway_core.sql import SqlHandle
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -58,20 +60,23 @@ class ConsoleState:
     limiter: SignInLimiter
     session_seconds: float
     services: Any = None
+    admin: Admin | None = None
     signer: Signer | None = None
     _lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
 
-    async def resolve(self, scope: dict) -> tuple[Any, Signer]:
+    async def resolve(self, scope: dict) -> tuple[Any, Admin, Signer]:
         if self.services is None:
             self.services = services_from_scope(scope)
+            self.admin = Admin.of(self.services)
+        assert self.admin is not None
         if self.signer is None:
             async with self._lock:
                 if self.signer is None:
-                    secret = await self.services.store.read(queries.session_secret)
+                    secret = await queries.session_secret(self.services.sql)
                     if not secret:
                         raise RuntimeError("the console's session secret is missing (migration 8000_console)")
                     self.signer = Signer(secret)
-        return self.services, self.signer
+        return self.services, self.admin, self.signer
 
 
 @attrs.frozen
@@ -86,10 +91,11 @@ class Viewer:
 class Ctx:
     """One request to a console page."""
 
-    def __init__(self, request: Request, state: ConsoleState, services: Any, signer: Signer) -> None:
+    def __init__(self, request: Request, state: ConsoleState, services: Any, admin: Admin, signer: Signer) -> None:
         self.request = request
         self.state = state
         self.services = services
+        self.admin = admin  # every operation on users, keys, channels, ... (gateway_core.admin)
         self.signer = signer
         self.viewer: Viewer | None = None
         self.form = FormData()
@@ -106,11 +112,10 @@ class Ctx:
     def path_int(self, name: str) -> int:
         return int(self.request.path_params[name])
 
-    async def read(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await self.services.store.read(fn, *args)
-
-    async def write(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await self.services.store.write(fn, *args)
+    @property
+    def sql(self) -> SqlHandle:
+        """The console's own tables (:mod:`.queries`)."""
+        return self.services.sql  # type: ignore[no-any-return]
 
     def render(self, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         notice = NOTICES.get(self.request.query_params.get("done", ""))
@@ -137,7 +142,7 @@ async def load_viewer(ctx: Ctx) -> Viewer | None:
     token = ctx.signer.token_from_cookie(ctx.request.cookies.get(SESSION_COOKIE))
     if token is None:
         return None
-    row = await ctx.read(queries.find_session, session_id(token))
+    row = await queries.find_session(ctx.sql, session_id(token))
     if row is None:
         return None
     return Viewer(row["id"], row["name"], bool(row["is_admin"]), token, ctx.signer.csrf_token(token))
@@ -150,8 +155,8 @@ def page(*, admin: bool = False, public: bool = False) -> Callable:
         @functools.wraps(view)
         async def endpoint(request: Request) -> Response:
             state: ConsoleState = request.app.state.console
-            services, signer = await state.resolve(request.scope)
-            ctx = Ctx(request, state, services, signer)
+            services, operations, signer = await state.resolve(request.scope)
+            ctx = Ctx(request, state, services, operations, signer)
             ctx.viewer = await load_viewer(ctx)
             if not public and ctx.viewer is None:
                 if request.method != "GET":
@@ -169,7 +174,10 @@ def page(*, admin: bool = False, public: bool = False) -> Callable:
                     return ctx.error(400, str(exc))
                 if not public and not signer.check_csrf(ctx.user.token, ctx.form.get(CSRF_FIELD)):
                     return ctx.error(403, "The form's security token is missing or wrong: reload the page and try again.")
-            return await view(ctx)
+            try:
+                return await view(ctx)
+            except NotFound as exc:  # a record that is not there, or not the viewer's
+                return ctx.error(404, f"{str(exc)[:1].upper()}{str(exc)[1:]}.")
 
         return endpoint
 

@@ -8,6 +8,7 @@ from gateway_console.chart import DAYS, spending_chart
 from gateway_console.ratelimit import SignInLimiter, SlidingWindow
 from gateway_console.sessions import Signer
 from gateway_console.web import safe_next
+from gateway_core.records import DailySpending
 
 
 def test_cookies_and_csrf_tokens_are_signed_per_purpose():
@@ -42,8 +43,8 @@ def test_next_is_only_ever_a_console_path():
 
 
 def test_chart_stacks_days_and_folds_small_models_into_other():
-    rows = [{"day": "2026-01-30", "model": f"m{i}", "cost": (i + 1) * 1000} for i in range(8)]
-    rows.append({"day": "2025-12-01", "model": "old", "cost": 5})  # before the window
+    rows = [DailySpending("2026-01-30", f"m{i}", (i + 1) * 1000, requests=1, errors=0) for i in range(8)]
+    rows.append(DailySpending("2025-12-01", "old", 5, requests=1, errors=0))  # before the window
     chart = spending_chart(rows, date(2026, 1, 1))
     assert len(chart.bars) == 6  # five named models and "other" on the one day
     assert [name for _, name, _ in chart.legend] == ["m7", "m6", "m5", "m4", "m3", "other"]

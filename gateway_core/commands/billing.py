@@ -6,7 +6,7 @@
 - ``logs [--key ID] [--user NAME] [--model M] [--status S] [--since T] [--until T]
   [--limit N] [--before CURSOR]``: the usage log, newest first; a full page ends
   with the ``--before`` cursor of the next one.
-- ``check``: verifies the money invariants (see :mod:`gateway_core.store.audit`);
+- ``check``: verifies the money invariants (see :func:`gateway_core.admin.wallet.check_ledger`);
   exits 1 with a report when one is broken.
 """
 
@@ -18,11 +18,13 @@ import re
 import time
 from collections.abc import Callable
 
+import attrs
+
+from ..admin import Admin, usage, users, wallet
 from ..hookspecs import hookimpl
-from .kit import EXIT_ERROR, CommandContext, no_arguments, require_user
 from ..money import format_usd, parse_usd
-from ..store import usage, wallet
-from ..store.audit import audit
+from ..records import Cursor, UsageFilter
+from .kit import EXIT_ERROR, CommandContext, no_arguments
 
 LOG_COLUMNS = [
     "created_at", "request_id", "key_id", "key_name", "model", "status", "input_tokens", "output_tokens",
@@ -51,23 +53,25 @@ def _configure_wallet_show(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_wallet_show(args: argparse.Namespace, cli: CommandContext) -> int:
-    conn = cli.connect()
-    user = require_user(conn, args.user)
-    holds = wallet.list_holds(conn, user.id)
-    held = sum(h["amount_micros"] for h in holds)
-    ledger = wallet.list_ledger(conn, user.id, before_id=args.before, limit=args.limit)
+    async def show(admin: Admin) -> wallet.Wallet:
+        user = await users.find_user(admin, args.user)
+        return await wallet.wallet(admin, user.id, before_id=args.before, limit=args.limit)
+
+    found = cli.run(show)
+    user = found.user
+    ledger = [attrs.asdict(row) for row in found.ledger]
     if cli.json:
         cli.print_record({
             "user": user.name, "user_id": user.id, "balance_micros": user.balance_micros,
-            "held_micros": held, "open_holds": len(holds), "ledger": ledger,
+            "held_micros": found.held_micros, "open_holds": found.open_holds, "ledger": ledger,
         })  # fmt: skip
         return 0
     line = f"{user.name} (id {user.id}): balance {format_usd(user.balance_micros)} USD"
-    if holds:
-        line += f"; {format_usd(held)} USD held by {len(holds)} request(s) in progress"
+    if found.open_holds:
+        line += f"; {format_usd(found.held_micros)} USD held by {found.open_holds} request(s) in progress"
     print(line)
     cli.print_table(ledger, LEDGER_COLUMNS)
-    if len(ledger) == args.limit:
+    if found.more:
         print(f"older rows: --before {ledger[-1]['id']}")
     return 0
 
@@ -85,11 +89,14 @@ def _run_wallet_adjust(args: argparse.Namespace, cli: CommandContext) -> int:
     if amount == 0:
         raise ValueError("an adjustment must not be zero")
     amount = -amount if negative else amount
-    conn = cli.connect()
-    user = require_user(conn, args.user)
-    balance = wallet.adjust(conn, user.id, amount, kind="adjustment", note=args.note)
-    record = {"user": user.name, "user_id": user.id, "amount_micros": amount, "balance_micros": balance}
-    cli.print_record(record, text=f"Adjusted {user.name!r} by {format_usd(amount)} USD; balance is now {format_usd(balance)} USD.")
+
+    async def adjust(admin: Admin) -> tuple[int, int]:
+        user = await users.find_user(admin, args.user)
+        return user.id, await wallet.adjust(admin, user.id, amount, args.note)
+
+    user_id, balance = cli.run(adjust)
+    record = {"user": args.user, "user_id": user_id, "amount_micros": amount, "balance_micros": balance}
+    cli.print_record(record, text=f"Adjusted {args.user!r} by {format_usd(amount)} USD; balance is now {format_usd(balance)} USD.")
     return 0
 
 
@@ -108,15 +115,15 @@ def _configure_logs(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_logs(args: argparse.Namespace, cli: CommandContext) -> int:
-    conn = cli.connect()
-    user_id = require_user(conn, args.user).id if args.user else None
-    rows = usage.query_usage(
-        conn, key_id=args.key, model=args.model, status=args.status, user_id=user_id,
-        since=args.since, until=args.until, before=args.before, limit=args.limit,
-    )  # fmt: skip
-    cli.print_table(rows, LOG_COLUMNS)
-    if not cli.json and len(rows) == args.limit:
-        print(f"next page: --before {usage.page_cursor(rows[-1])}")
+    async def page(admin: Admin) -> usage.UsagePage:
+        user_id = (await users.find_user(admin, args.user)).id if args.user else None
+        filters = UsageFilter(key_id=args.key, user_id=user_id, model=args.model, status=args.status, since=args.since, until=args.until)
+        return await usage.page_usage(admin, filters, before=args.before, limit=args.limit)
+
+    found = cli.run(page)
+    cli.print_table(found.rows, LOG_COLUMNS)
+    if not cli.json and found.more:
+        print(f"next page: --before {usage.page_cursor(found.rows[-1])}")
     return 0
 
 
@@ -145,7 +152,7 @@ def parse_time(text: str) -> float:
 
 
 def _run_check(args: argparse.Namespace, cli: CommandContext) -> int:
-    report = audit(cli.connect())
+    report = cli.run(wallet.check_ledger)
     status = 0 if report.ok else EXIT_ERROR
     if cli.json:
         cli.print_record({
@@ -175,7 +182,7 @@ def _run_check(args: argparse.Namespace, cli: CommandContext) -> int:
     return status
 
 
-def _cursor(text: str) -> tuple[float, int]:
+def _cursor(text: str) -> Cursor:
     try:
         return usage.parse_cursor(text)
     except ValueError as exc:

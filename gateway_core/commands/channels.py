@@ -16,20 +16,19 @@ running gateway sees a change within a second (its router's index lifetime).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Callable
 from typing import Any
 
+import aiohttp
+
 from .. import endpoints
+from ..admin import Admin, channels
+from ..health_report import key_summary
 from ..hookspecs import hookimpl
-from .kit import CommandContext, CommandError, no_arguments, parse_model_map, split_list, to_jsonable
-from ..health_report import key_summary, read_channel_health
-from ..probe import probe_channel
-from ..records import ChannelRecord
-from ..store import atomic, channels
-from ..store.groups import ensure_groups
-from ..store.migrations import DEFAULT_GROUP
+from ..probe import ProbeResult, probe_channel
+from ..records import DEFAULT_GROUP, ChannelRecord, DisabledKey
+from .kit import CommandContext, no_arguments, parse_model_map, split_list, to_jsonable
 
 DEFAULT = "default"  # a timeout back to the gateway's [gateway.timeouts]
 LIST_COLUMNS = ["id", "name", "type", "priority", "weight", "enabled", "health", "keys", "concurrency", "models", "groups"]
@@ -66,18 +65,16 @@ def _channel_options(parser: argparse.ArgumentParser, *, adding: bool) -> None:
         parser.add_argument(f"--timeout-{name}", type=_timeout, metavar="S", help=f"seconds for {what} ('{DEFAULT}': the gateway's)")
 
 
-def _fields(args: argparse.Namespace, cli: CommandContext, existing: ChannelRecord | None) -> dict[str, Any]:
-    """The channel fields the options give (all of them when adding)."""
+TIMEOUT_FIELDS = ("timeout_connect", "timeout_first_byte", "timeout_idle")
+
+
+def _fields(args: argparse.Namespace, existing: ChannelRecord | None) -> dict[str, Any]:
+    """The channel fields the options give (validated by :mod:`gateway_core.admin.channels`)."""
     fields: dict[str, Any] = {}
     if existing is None:
-        channel_type = cli.registry.channel_type(args.type)  # ConfigError lists the available types
-        fields["type"] = channel_type.name
-    else:
-        channel_type = cli.registry.channel_types.get(existing.type)
+        fields["type"] = args.type
     if args.base_url is not None:
-        if "://" not in args.base_url:
-            raise ValueError(f"--base-url must be a URL like https://api.example.com, got {args.base_url!r}")
-        fields["base_url"] = channel_type.normalize_base_url(args.base_url) if channel_type else args.base_url.rstrip("/")
+        fields["base_url"] = args.base_url
     keys = [key for value in args.api_key for key in split_list(value)]
     if args.api_key_stdin:
         keys += [line.strip() for line in sys.stdin.read().splitlines() if line.strip()]
@@ -85,26 +82,17 @@ def _fields(args: argparse.Namespace, cli: CommandContext, existing: ChannelReco
             raise ValueError("--api-key-stdin: no key on stdin")
     if keys or existing is None:
         fields["api_keys"] = keys
-    if args.models is not None:
-        fields["models"] = split_list(args.models)
-        if not fields["models"]:
-            raise ValueError("--models needs at least one model")
-    if args.groups is not None:
-        fields["groups"] = split_list(args.groups)
-        if not fields["groups"]:
-            raise ValueError("--groups needs at least one group")
-    if args.weight is not None and args.weight < 0:
-        raise ValueError("--weight must not be negative")
+    for name in ("models", "groups", "endpoints"):
+        if getattr(args, name) is not None:
+            fields[name] = split_list(getattr(args, name))
     for name in ("priority", "weight", "concurrency"):
         if getattr(args, name) is not None:
             fields[name] = getattr(args, name)
     if args.model_map is not None:
         fields["model_map"] = parse_model_map(args.model_map)
-    if args.endpoints is not None:
-        fields["endpoints"] = _endpoints(args.endpoints)
     if args.header:
         fields["headers"] = {**(existing.headers if existing else {}), **_headers(args.header)}
-    for name in channels.TIMEOUT_FIELDS:
+    for name in TIMEOUT_FIELDS:
         value = getattr(args, name)
         if value is not None:
             fields[name] = None if value == DEFAULT else value
@@ -122,29 +110,20 @@ def _configure_add(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_add(args: argparse.Namespace, cli: CommandContext) -> int:
-    fields = _fields(args, cli, None)
-    conn = cli.connect()
-    if channels.get_channel(conn, args.name) is not None:
-        raise CommandError(f"channel {args.name!r} already exists")
-    with atomic(conn):
-        ensure_groups(conn, fields["groups"])
-        channels.add_channel(conn, name=args.name, enabled=not args.disabled, **fields)
-    channel = channels.get_channel(conn, args.name)
+    fields = {"name": args.name, **_fields(args, None), "enabled": not args.disabled}
+    channel = cli.run(lambda admin: channels.add_channel(admin, fields))
     text = f"Added channel {channel.name!r} (id {channel.id}, type {channel.type}, {len(channel.api_keys)} upstream key(s)) at {channel.base_url}"
     cli.print_record(channel, text=text + (" (disabled)" if args.disabled else ""))
     return 0
 
 
 def _run_list(args: argparse.Namespace, cli: CommandContext) -> int:
-    conn = cli.connect()
-    health = read_channel_health(conn)
     rows = []
-    for channel in channels.list_channels(conn):
-        state = health[channel.id]
-        row = {**to_jsonable(channel), "health": state}
+    for status in cli.run(channels.channel_statuses):
+        row = {**to_jsonable(status.channel), "health": status.health}
         if not cli.json:
-            row["health"] = state["summary"]
-            row["keys"] = "; ".join(key_summary(key) for key in state["keys"]) or "-"
+            row["health"] = status.health["summary"]
+            row["keys"] = "; ".join(key_summary(key) for key in status.health["keys"]) or "-"
         rows.append(row)
     cli.print_table(rows, LIST_COLUMNS)
     return 0
@@ -157,18 +136,14 @@ def _configure_edit(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_edit(args: argparse.Namespace, cli: CommandContext) -> int:
-    conn = cli.connect()
-    existing = _require(conn, args.name)
-    fields = _fields(args, cli, existing)
-    if args.rename is not None:
-        fields["name"] = args.rename
-    if not fields:
-        raise ValueError("nothing to change: give at least one option (see 'relaygate channel edit --help')")
-    with atomic(conn):
-        if "groups" in fields:
-            ensure_groups(conn, fields["groups"])
-        channels.update_channel(conn, existing.name, **fields)
-    channel = channels.get_channel(conn, fields.get("name", existing.name))
+    async def edit(admin: Admin) -> tuple[ChannelRecord, dict[str, Any]]:
+        existing = await channels.find_channel(admin, args.name)
+        fields = _fields(args, existing)
+        if args.rename is not None:
+            fields["name"] = args.rename
+        return await channels.update_channel(admin, existing.id, fields), fields
+
+    channel, fields = cli.run(edit)
     changed = ", ".join(name.replace("_", " ") for name in fields)
     cli.print_record(channel, text=f"Changed channel {channel.name!r}: {changed}.")
     return 0
@@ -182,12 +157,10 @@ def _configure_name(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_enable(args: argparse.Namespace, cli: CommandContext) -> int:
-    conn = cli.connect()
-    _require(conn, args.name)
-    with atomic(conn):
-        channels.set_channel_enabled(conn, args.name, True)
-        restored = channels.enable_channel_keys(conn, args.name)
-    channel = channels.get_channel(conn, args.name)
+    async def enable(admin: Admin) -> tuple[ChannelRecord, list[DisabledKey]]:
+        return await channels.enable_channel(admin, (await channels.find_channel(admin, args.name)).id)
+
+    channel, restored = cli.run(enable)
     text = f"Enabled channel {channel.name!r}."
     if restored:
         text += " Upstream key(s) in use again: " + "; ".join(f"#{d.index} (disabled: {d.reason[:80]})" for d in restored) + "."
@@ -196,18 +169,18 @@ def _run_enable(args: argparse.Namespace, cli: CommandContext) -> int:
 
 
 def _run_disable(args: argparse.Namespace, cli: CommandContext) -> int:
-    conn = cli.connect()
-    _require(conn, args.name)
-    channels.set_channel_enabled(conn, args.name, False)
-    cli.print_record(channels.get_channel(conn, args.name), text=f"Disabled channel {args.name!r}.")
+    async def disable(admin: Admin) -> ChannelRecord:
+        return await channels.disable_channel(admin, (await channels.find_channel(admin, args.name)).id)
+
+    cli.print_record(cli.run(disable), text=f"Disabled channel {args.name!r}.")
     return 0
 
 
 def _run_delete(args: argparse.Namespace, cli: CommandContext) -> int:
-    conn = cli.connect()
-    channel = _require(conn, args.name)
-    with atomic(conn):
-        channels.delete_channel(conn, args.name)
+    async def delete(admin: Admin) -> ChannelRecord:
+        return await channels.delete_channel(admin, (await channels.find_channel(admin, args.name)).id)
+
+    channel = cli.run(delete)
     cli.print_record({"id": channel.id, "name": channel.name, "deleted": True}, text=f"Deleted channel {channel.name!r} (id {channel.id}).")
     return 0
 
@@ -219,9 +192,16 @@ def _configure_test(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_test(args: argparse.Namespace, cli: CommandContext) -> int:
-    conn = cli.connect()
-    channel = _require(conn, args.name)
-    result = asyncio.run(_probe(cli, channel, args.model, args.key))
+    async def test(admin: Admin) -> tuple[ChannelRecord, ProbeResult]:
+        channel = await channels.find_channel(admin, args.name)
+        async with aiohttp.ClientSession(skip_auto_headers=("User-Agent",)) as session:
+            result = await probe_channel(
+                admin.channel_types.get(channel.type), session, channel, timeouts=cli.config.timeouts,
+                request_id="cli-test", model=args.model, key_index=args.key,
+            )  # fmt: skip
+        return channel, result
+
+    channel, result = cli.run(test)
     record = {"channel": channel.name, **to_jsonable(result)}
     verdict = "OK" if result.ok else "FAILED"
     status = f"HTTP {result.status}" if result.status else "no HTTP answer"
@@ -231,23 +211,7 @@ def _run_test(args: argparse.Namespace, cli: CommandContext) -> int:
     return 0 if result.ok else 1
 
 
-async def _probe(cli: CommandContext, channel: ChannelRecord, model: str | None, key: int | None):
-    import aiohttp
-
-    channel_type = cli.registry.channel_types.get(channel.type)
-    async with aiohttp.ClientSession(skip_auto_headers=("User-Agent",)) as session:
-        return await probe_channel(channel_type, session, channel, timeouts=cli.config.timeouts, request_id="cli-test", model=model, key_index=key)
-
-
 # --- helpers ----------------------------------------------------------------------------------
-
-
-
-def _require(conn, name: str) -> ChannelRecord:
-    channel = channels.get_channel(conn, name)
-    if channel is None:
-        raise LookupError(f"no channel named {name!r}")
-    return channel
 
 
 def _count(text: str) -> int:
@@ -270,14 +234,6 @@ def _timeout(text: str) -> float | str:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
     return value
-
-
-def _endpoints(text: str) -> list[str]:
-    names = split_list(text)
-    unknown = [name for name in names if name not in endpoints.ALL]
-    if unknown:
-        raise ValueError(f"--endpoints: unknown endpoint(s) {', '.join(unknown)}; known: {', '.join(endpoints.ALL)}")
-    return names
 
 
 def _headers(values: list[str]) -> dict[str, str]:

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
+from ..admin import Admin, keys, users
 from ..hookspecs import hookimpl
-from typing import Any
-
 from ..money import parse_usd
 from ..records import KeyRecord
-from ..store import keys
-from ..store.migrations import DEFAULT_GROUP
 from . import limits
-from .kit import CommandContext, parse_expires, require_user, split_list
+from .kit import CommandContext, parse_expires, split_list
 
 
 @hookimpl
@@ -39,18 +36,20 @@ def _configure_key_create(parser: argparse.ArgumentParser) -> None:
 def _run_key_create(args: argparse.Namespace, cli: CommandContext) -> int:
     quota = parse_usd(args.quota) if args.quota is not None else None
     expires_at = parse_expires(args.expires) if args.expires is not None else None
-    networks = [keys.normalize_network(text) for value in args.allow_ip for text in split_list(value)]
-    conn = cli.connect()
-    user = require_user(conn, args.user)
-    group = args.group or (DEFAULT_GROUP if DEFAULT_GROUP in user.groups or not user.groups else user.groups[0])
-    key_id, secret = keys.create_key(
-        conn, user.id, name=args.name, group=group, quota_micros=quota, expires_at=expires_at,
-        models=split_list(args.models), allow_ips=networks, limits=limits.limit_changes(args),
-    )  # fmt: skip
+    networks = [text for value in args.allow_ip for text in split_list(value)]
+
+    async def create(admin: Admin) -> tuple[KeyRecord, str]:
+        user = await users.find_user(admin, args.user)
+        return await keys.create_key(
+            admin, user.id, name=args.name, group=args.group, quota_micros=quota, expires_at=expires_at,
+            models=split_list(args.models), allow_ips=networks, limits=limits.limit_changes(args),
+        )  # fmt: skip
+
+    key, secret = cli.run(create)
     if cli.json:
-        cli.print_record({"id": key_id, "key": secret})
+        cli.print_record({"id": key.id, "key": secret})
         return 0
-    print(f"Created API key {key_id} ({args.name!r}) for {user.name!r} in group {group!r}:")
+    print(f"Created API key {key.id} ({key.name!r}) for {key.user_name!r} in group {key.group!r}:")
     print(f"    {secret}")
     print("This key is shown only now: store it safely, it cannot be displayed again.")
     return 0
@@ -61,10 +60,11 @@ def _configure_user_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_key_list(args: argparse.Namespace, cli: CommandContext) -> int:
-    conn = cli.connect()
-    user = require_user(conn, args.user)
+    async def listed(admin: Admin) -> list[KeyRecord]:
+        return await keys.list_keys(admin, (await users.find_user(admin, args.user)).id)
+
     columns = ["id", "name", "prefix", "group", "enabled", "quota_micros", "used_micros", "expires_at", "last_used_at"]
-    cli.print_table(keys.list_keys(conn, user.id), columns)
+    cli.print_table(cli.run(listed), columns)
     return 0
 
 
@@ -73,21 +73,18 @@ def _configure_key_id(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_key_disable(args: argparse.Namespace, cli: CommandContext) -> int:
-    return _change_key(args, cli, lambda conn: keys.set_key_enabled(conn, args.id, False), "disabled")
+    return _change_key(cli, lambda admin: keys.set_key_enabled(admin, args.id, False), "disabled")
 
 
 def _run_key_enable(args: argparse.Namespace, cli: CommandContext) -> int:
-    return _change_key(args, cli, lambda conn: keys.set_key_enabled(conn, args.id, True), "enabled")
+    return _change_key(cli, lambda admin: keys.set_key_enabled(admin, args.id, True), "enabled")
 
 
 def _run_key_delete(args: argparse.Namespace, cli: CommandContext) -> int:
-    return _change_key(args, cli, lambda conn: keys.delete_key(conn, args.id), "deleted")
+    return _change_key(cli, lambda admin: keys.delete_key(admin, args.id), "deleted")
 
 
-def _change_key(args: argparse.Namespace, cli: CommandContext, change: Callable[[Any], bool], done: str) -> int:
-    conn = cli.connect()
-    if not change(conn):
-        raise LookupError(f"no API key with id {args.id}")
-    key: KeyRecord = keys.get_key(conn, args.id)
+def _change_key(cli: CommandContext, change: Callable[[Admin], Awaitable[KeyRecord]], done: str) -> int:
+    key = cli.run(change)
     cli.print_record(key, text=f"API key {key.id} ({key.name!r}, {key.prefix}) of {key.user_name!r} {done}.")
     return 0

@@ -9,18 +9,25 @@ Raise :class:`CommandError` for a failure said in one line.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import datetime as dt
 import json
-import sqlite3
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
+from ..admin import Admin
 from ..config import Config
 from ..money import format_usd
-from ..records import ChannelRecord, UserRecord, mask_secret
+from ..records import ChannelRecord, mask_secret
+
+if TYPE_CHECKING:
+    from ..registry import Registry
+
+T = TypeVar("T")
 
 PROG = "relaygate"
 EXIT_ERROR = 1  # a record is missing, an operation failed
@@ -49,42 +56,36 @@ class ArgumentParser(argparse.ArgumentParser):
 
 class CommandContext:
     """What a command's ``run(args, cli)`` gets: configuration, plugins, the
-    database and output helpers honouring ``--json``."""
+    admin layer on the database and output helpers honouring ``--json``."""
 
-    def __init__(self, args: argparse.Namespace, config: Config, registry: Any) -> None:
+    def __init__(self, args: argparse.Namespace, config: Config, registry: Registry) -> None:
         self.args = args
         self.config = config
         self.registry = registry
-        self._store: Any = None
-        self._migrated = False
-        self._connections: list[sqlite3.Connection] = []
 
     @property
     def json(self) -> bool:
         return bool(getattr(self.args, "json", False))
 
-    @property
-    def store(self) -> Any:
-        """A :class:`gateway_core.store.Store` on ``--db`` (not started)."""
-        if self._store is None:
-            from ..store import Store
+    def run(self, operation: Callable[[Admin], Awaitable[T]]) -> T:
+        """Run ``operation(admin)`` (admin operations of :mod:`gateway_core.admin`)
+        on the migrated database of ``--db``, opened for it and closed after.
 
-            self._store = Store(self.config.db_path, self.registry.migrations)
-        return self._store
+        Running gateways are other processes: they see the change within their
+        caches' lifetime (a second). Called where an event loop already runs
+        (``main()`` from async code), it runs on a thread of its own."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._run(operation))
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="relaygate-cli") as thread:
+            return thread.submit(asyncio.run, self._run(operation)).result()
 
-    def connect(self) -> sqlite3.Connection:
-        """A connection to the migrated database (closed when the command ends)."""
-        if not self._migrated:
-            self.store.migrate()
-            self._migrated = True
-        conn = self.store.connect()
-        self._connections.append(conn)
-        return conn
+    async def _run(self, operation: Callable[[Admin], Awaitable[T]]) -> T:
+        from ..store import open_admin
 
-    def close(self) -> None:
-        for conn in self._connections:
-            conn.close()
-        self._connections.clear()
+        async with open_admin(self.config.db_path, self.registry.migrations) as port:
+            return await operation(Admin(port, self.registry.channel_types))
 
     def print_record(self, obj: Any, *, text: str | None = None) -> None:
         """Print one record: JSON on one line with ``--json``, else ``text`` if
@@ -157,29 +158,7 @@ def display(name: str, value: Any) -> str:
     return str(value)
 
 
-def describe_integrity_error(exc: sqlite3.IntegrityError) -> str:
-    """``UNIQUE constraint failed: users.name`` → ``a users record with this name already exists``."""
-    message = str(exc)
-    prefix = "UNIQUE constraint failed: "
-    if message.startswith(prefix):
-        table, _, column = message[len(prefix) :].split(",")[0].strip().partition(".")
-        return f"a {table} record with this {column or 'key'} already exists"
-    if "FOREIGN KEY" in message:
-        return "it refers to a record that does not exist"
-    return message
-
-
 # --- argument helpers for commands (plugins' too) ---------------------------------------
-
-
-def require_user(conn: sqlite3.Connection, name: str) -> UserRecord:
-    """The user named ``name``; ``LookupError`` (exit status 1) when there is none."""
-    from ..store.users import get_user
-
-    user = get_user(conn, name)
-    if user is None:
-        raise LookupError(f"no user named {name!r}")
-    return user
 
 
 def split_list(text: str) -> list[str]:
@@ -210,8 +189,6 @@ def parse_expires(text: str) -> float:
     if expires_at <= time.time():
         raise ValueError(f"--expires {text!r} is in the past")
     return expires_at
-
-
 
 
 def no_arguments(parser: argparse.ArgumentParser) -> None:

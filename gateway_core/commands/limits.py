@@ -10,17 +10,13 @@ gateways see a change within a second (their key cache's lifetime).
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..admin import Admin, groups, keys, users
 from ..hookspecs import hookimpl
-from .kit import CommandContext, no_arguments, require_user
-from ..store import atomic
-from ..store.groups import ensure_groups, list_groups, set_group_ratio
-from ..store.keys import get_key
-from ..store.limits import get_limits, set_group_limits, set_key_limits, set_user_limits
-from ..store.migrations import LIMIT_COLUMNS, UNIT_RATIO_PPM
+from ..records import LIMIT_COLUMNS, GroupRecord, UserRecord
+from .kit import CommandContext, no_arguments
 
 DEFAULT = "default"  # clears a user's override: the group's default applies again
 
@@ -57,41 +53,24 @@ def _configure_group_set(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_group_set(args: argparse.Namespace, cli: CommandContext) -> int:
-    ratio_ppm = parse_ratio(args.ratio) if args.ratio is not None else None
+    ratio_ppm = groups.parse_ratio(args.ratio) if args.ratio is not None else None
     changes = limit_changes(args)
-    conn = cli.connect()
-    with atomic(conn):
-        ensure_groups(conn, [args.name])
-        if ratio_ppm is not None:
-            set_group_ratio(conn, args.name, ratio_ppm)
-        set_group_limits(conn, args.name, changes)
-    group = next(g for g in list_groups(conn) if g["name"] == args.name)
+    group = cli.run(lambda admin: groups.set_group(admin, args.name, ratio_ppm=ratio_ppm, limits=changes))
     record = _group_record(group)
-    cli.print_record(record, text=f"Group {args.name!r}: ratio {record['ratio']}, {_describe(group)}.")
+    cli.print_record(record, text=f"Group {args.name!r}: ratio {record['ratio']}, {_describe(record)}.")
     return 0
 
 
 def _run_group_list(args: argparse.Namespace, cli: CommandContext) -> int:
-    rows = [_group_record(group) for group in list_groups(cli.connect())]
+    rows = [_group_record(group) for group in cli.run(groups.list_groups)]
     cli.print_table(rows, ["name", "ratio", *LIMIT_COLUMNS])
     return 0
 
 
-def _group_record(group: dict[str, Any]) -> dict[str, Any]:
-    ratio = (Decimal(group["ratio_ppm"]) / UNIT_RATIO_PPM).normalize()
-    return {"name": group["name"], "ratio": f"{ratio:f}", "ratio_ppm": group["ratio_ppm"], **{c: group[c] or 0 for c in LIMIT_COLUMNS}}
-
-
-def parse_ratio(text: str) -> int:
-    """``"1.5"`` → ``1_500_000`` parts per million."""
-    try:
-        ratio = Decimal(text.strip())
-    except InvalidOperation:
-        raise ValueError(f"--ratio must be a decimal number like 1 or 0.8, got {text!r}") from None
-    ppm = ratio * UNIT_RATIO_PPM
-    if not ratio.is_finite() or ratio < 0 or ppm != ppm.to_integral_value():
-        raise ValueError(f"--ratio must be a number >= 0 with at most 6 decimals, got {text!r}")
-    return int(ppm)
+def _group_record(group: GroupRecord) -> dict[str, Any]:
+    limits = {"rpm": group.rpm, "tpm": group.tpm, "concurrency": group.concurrency}
+    return {"name": group.name, "ratio": groups.format_ratio(group.ratio_ppm), "ratio_ppm": group.ratio_ppm,
+            **{column: value or 0 for column, value in limits.items()}}  # fmt: skip
 
 
 # --- users and keys --------------------------------------------------------------------
@@ -103,10 +82,11 @@ def _configure_user_limits(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_user_limits(args: argparse.Namespace, cli: CommandContext) -> int:
-    conn = cli.connect()
-    user = require_user(conn, args.user)
-    set_user_limits(conn, user.id, limit_changes(args))
-    stored = get_limits(conn, "user", user.id)
+    async def change(admin: Admin) -> tuple[UserRecord, dict[str, int | None]]:
+        user = await users.find_user(admin, args.user)
+        return user, await users.set_user_limits(admin, user, limit_changes(args))
+
+    user, stored = cli.run(change)
     record = {"user": user.name, "user_id": user.id, **stored}
     described = ", ".join(f"{c} {DEFAULT if stored[c] is None else _number(stored[c])}" for c in LIMIT_COLUMNS)
     cli.print_record(record, text=f"User {user.name!r}: {described} ({DEFAULT}: the defaults of the key's group).")
@@ -119,11 +99,7 @@ def _configure_key_limits(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_key_limits(args: argparse.Namespace, cli: CommandContext) -> int:
-    conn = cli.connect()
-    if not set_key_limits(conn, args.id, limit_changes(args)):
-        raise LookupError(f"no API key with id {args.id}")
-    key = get_key(conn, args.id)
-    stored = get_limits(conn, "key", args.id)
+    key, stored = cli.run(lambda admin: keys.set_key_limits(admin, args.id, limit_changes(args)))
     record = {"id": key.id, "name": key.name, **{c: stored[c] or 0 for c in LIMIT_COLUMNS}}
     cli.print_record(record, text=f"API key {key.id} ({key.name!r}, {key.prefix}): {_describe(stored)}.")
     return 0
@@ -150,7 +126,7 @@ def _stored(value: int | str) -> int | None:
     return None if value == DEFAULT else int(value)
 
 
-def _describe(limits: dict[str, Any]) -> str:
+def _describe(limits: Mapping[str, Any]) -> str:
     return ", ".join(f"{column} {_number(limits.get(column))}" for column in LIMIT_COLUMNS)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from ..admin import prices
 from ..hookspecs import hookimpl
-
 from ..money import format_usd, parse_price_per_mtok, parse_usd
-from ..store import prices
+from ..records import PriceRecord
 from .kit import CommandContext, no_arguments
 
 
@@ -38,14 +38,15 @@ def _run_price_set(args: argparse.Namespace, cli: CommandContext) -> int:
     per_unit = {name: parse_usd(text) for name, text in per_unit.items() if text is not None}
     if not args.free and not per_unit and (args.input is None or args.output is None):
         raise ValueError("--input and --output are required (or --free, or a per-unit price such as --per-image)")
-    price = prices.set_price(
-        cli.connect(), args.model,
+    wanted = PriceRecord(
+        args.model,
         parse_price_per_mtok(args.input) if args.input is not None else 0,
         parse_price_per_mtok(args.output) if args.output is not None else 0,
         cached_input_micros_per_mtok=_optional_price(args.cached_input),
         cache_write_micros_per_mtok=_optional_price(args.cache_write),
         free=args.free, **per_unit,
     )  # fmt: skip
+    price = cli.run(lambda admin: prices.set_price(admin, wanted))
     if price.free:
         text = f"{price.model}: free"
     else:
@@ -65,7 +66,7 @@ def _run_price_list(args: argparse.Namespace, cli: CommandContext) -> int:
         "model", "input_micros_per_mtok", "output_micros_per_mtok", "cached_input_micros_per_mtok",
         "cache_write_micros_per_mtok", "per_image_micros", "per_mchar_micros", "per_audio_minute_micros", "free",
     ]  # fmt: skip
-    cli.print_table(prices.list_prices(cli.connect()), columns)
+    cli.print_table(cli.run(prices.list_prices), columns)
     return 0
 
 

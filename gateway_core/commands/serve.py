@@ -5,17 +5,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from ..admin import setup
 from ..hookspecs import hookimpl
-import secrets as random
-
-from ..secrets import hash_password
-from ..store import atomic, channels, keys, prices, users
-from ..store.groups import ensure_groups
-from ..store.migrations import DEFAULT_GROUP
-from .kit import EXIT_USAGE, CommandContext, CommandError
-
-DEMO_TYPE = "demo"
-DEMO_MODEL = "demo-chat"
+from .kit import CommandContext, CommandError
 
 
 @hookimpl
@@ -44,40 +36,10 @@ def _configure_init(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_init(args: argparse.Namespace, cli: CommandContext) -> int:
-    conn = cli.connect()
-    demo = cli.registry.channel_types.get(DEMO_TYPE)
-    password = secret = None
-    key_id = None
-    channel_created = False
-    with atomic(conn):  # all or nothing, and one init at a time
-        ensure_groups(conn, [DEFAULT_GROUP])
-        admin = users.first_admin(conn)
-        if admin is None:
-            if users.get_user(conn, "admin") is not None:
-                raise CommandError("a user named 'admin' exists but is not an admin; create an admin with 'relaygate user add NAME --admin'")
-            password = random.token_urlsafe(12)
-            users.add_user(conn, "admin", is_admin=True, password_hash=hash_password(password))
-            admin = users.get_user(conn, "admin")
-        if channels.count_channels(conn) == 0:
-            if demo is None:
-                known = ", ".join(sorted(cli.registry.channel_types)) or "none"
-                raise CommandError(
-                    f"channel type {DEMO_TYPE!r} is not available (loaded channel types: {known}); "
-                    "install relaygate-demo or add \"demo\" to 'load' in plugins.toml",
-                    EXIT_USAGE,
-                )
-            channels.add_channel(
-                conn, name="demo", type=DEMO_TYPE, base_url=demo.normalize_base_url("local://demo"),
-                models=[DEMO_MODEL], groups=[DEFAULT_GROUP],
-            )  # fmt: skip
-            prices.set_price(conn, DEMO_MODEL, 0, 0, free=True)
-            channel_created = True
-        if not keys.list_keys(conn, admin.id):
-            if DEFAULT_GROUP not in admin.groups:
-                users.open_groups(conn, admin.id, [DEFAULT_GROUP])
-            key_id, secret = keys.create_key(conn, admin.id, name="demo", group=DEFAULT_GROUP)
-        channel_count = channels.count_channels(conn)
-        key_count = len(keys.list_keys(conn, admin.id))
+    done = cli.run(setup.initialize)
+    result, password = done.result, done.password
+    admin, channel_created, key_id, secret = result.admin, result.channel_created, result.key_id, result.secret
+    channel_count, key_count = result.channels, result.admin_keys
     base = f"http://{_host_for_url(args.host)}:{args.port}"
     if cli.json:
         cli.print_record({
@@ -91,7 +53,7 @@ def _run_init(args: argparse.Namespace, cli: CommandContext) -> int:
     if password is not None:
         print(f"Created admin user 'admin'. Console password (shown only now): {password}")
     if channel_created:
-        print(f"Created channel 'demo' (type {DEMO_TYPE}) serving the free model {DEMO_MODEL!r}.")
+        print(f"Created channel 'demo' (type {setup.DEMO_TYPE}) serving the free model {setup.DEMO_MODEL!r}.")
     if secret is not None:
         print(f"Created API key 'demo' for {admin.name}:")
         print(f"    {secret}")

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 
+from ..admin import Admin, users, wallet
 from ..hookspecs import hookimpl
-import sys
-
 from ..money import format_usd, parse_usd
-from ..secrets import hash_password
-from ..store import users, wallet
-from ..store.migrations import DEFAULT_GROUP
-from .kit import CommandContext, CommandError, no_arguments, require_user, split_list
+from ..records import DEFAULT_GROUP
+from .kit import CommandContext, no_arguments, split_list
 
 
 @hookimpl
@@ -33,24 +31,20 @@ def _run_user_add(args: argparse.Namespace, cli: CommandContext) -> int:
     groups = split_list(args.groups)
     if not groups:
         raise ValueError("--groups needs at least one group")
-    password_hash = None
+    password = None
     if args.password_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
         if not password:
             raise ValueError("--password-stdin: no password on stdin")
-        password_hash = hash_password(password)
-    conn = cli.connect()
-    if users.get_user(conn, args.name) is not None:
-        raise CommandError(f"user {args.name!r} already exists")
-    users.add_user(conn, args.name, is_admin=args.admin, password_hash=password_hash, groups=groups)
-    user = users.get_user(conn, args.name)
+    user = cli.run(lambda admin: users.create_user(admin, args.name, is_admin=args.admin, password=password, groups=groups))
     role = "admin" if user.is_admin else "user"
     cli.print_record(user, text=f"Created {role} {user.name!r} (id {user.id}) with groups: {', '.join(user.groups)}")
     return 0
 
 
 def _run_user_list(args: argparse.Namespace, cli: CommandContext) -> int:
-    cli.print_table(users.list_users(cli.connect()), ["id", "name", "is_admin", "enabled", "balance_micros", "groups"])
+    listed = cli.run(users.list_users)
+    cli.print_table([entry.user for entry in listed], ["id", "name", "is_admin", "enabled", "balance_micros", "groups"])
     return 0
 
 
@@ -64,10 +58,13 @@ def _run_wallet_topup(args: argparse.Namespace, cli: CommandContext) -> int:
     amount = parse_usd(args.amount)
     if amount <= 0:
         raise ValueError(f"a top-up must be more than zero, got {args.amount!r}")
-    conn = cli.connect()
-    user = require_user(conn, args.user)
-    balance = wallet.topup(conn, user.id, amount, args.note)
-    record = {"user": user.name, "user_id": user.id, "amount_micros": amount, "balance_micros": balance}
-    text = f"Added {format_usd(amount)} USD to {user.name!r}; balance is now {format_usd(balance)} USD."
+
+    async def top_up(admin: Admin) -> tuple[int, int]:
+        user = await users.find_user(admin, args.user)
+        return user.id, await wallet.topup(admin, user.id, amount, args.note)
+
+    user_id, balance = cli.run(top_up)
+    record = {"user": args.user, "user_id": user_id, "amount_micros": amount, "balance_micros": balance}
+    text = f"Added {format_usd(amount)} USD to {args.user!r}; balance is now {format_usd(balance)} USD."
     cli.print_record(record, text=text)
     return 0

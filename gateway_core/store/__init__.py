@@ -1,17 +1,26 @@
 """The store: the only code that touches the database.
 
 :class:`Store` runs domain functions — plain ``fn(conn, *args)`` from the
-modules below — on reader threads or through the group-commit writer. The CLI
-calls the same functions directly on a connection from :meth:`Store.connect`.
+modules below — on reader threads or through the group-commit writer. The
+request path sees it through its port (:class:`gateway_core.request_store.RequestStore`),
+the admin layer through :class:`~.sqlite_admin.SqliteAdmin`, plugins' own
+tables through :class:`~.sqlite_sql.SqliteSql`.
 """
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import cast
 
+from ..admin.port import AdminStore
+from ..request_store import RequestStore
+from ..sql import SqlHandle
+from ..types import Migration
 from . import channel_health, channels, groups, keys, limits, prices, usage, users, wallet
 from .connection import atomic
 from .migrations import CORE_MIGRATIONS, apply_migrations
-from .sqlite_store import Migration, Store
-
+from .sqlite_admin import SqliteAdmin, translated_errors
+from .sqlite_sql import SqliteSql
+from .sqlite_store import Store
 
 
 def open_store(url: str, migrations: Sequence[Migration]) -> Store:
@@ -20,11 +29,33 @@ def open_store(url: str, migrations: Sequence[Migration]) -> Store:
     return Store(url.removeprefix("sqlite:///"), migrations)
 
 
+def admin_ports(store: RequestStore) -> tuple[AdminStore, SqlHandle]:
+    """The admin layer's port and plugins' SQL handle on the database of a store
+    made by :func:`open_store` (or of one standing in for it, as tests' wrappers do)."""
+    sqlite = cast(Store, store)
+    return SqliteAdmin(sqlite), SqliteSql(sqlite)
+
+
+@asynccontextmanager
+async def open_admin(url: str, migrations: Sequence[Migration]) -> AsyncIterator[AdminStore]:
+    """The admin port on the database at ``url``, its store started (and migrated)
+    for the block and closed after: what one ``relaygate`` command runs on."""
+    store = open_store(url, migrations)
+    with translated_errors():
+        await store.start()
+    try:
+        yield SqliteAdmin(store)
+    finally:
+        await store.close()
+
+
 __all__ = [
     "CORE_MIGRATIONS",
     "Store",
     "apply_migrations",
     "atomic",
+    "admin_ports",
+    "open_admin",
     "open_store",
     "channel_health",
     "channels",

@@ -13,35 +13,10 @@ from __future__ import annotations
 import sqlite3
 import time
 
-import attrs
-
+from ..records import AuditReport, Problem
 from .wallet import KEY_CHARGE_KINDS
 
-
-@attrs.frozen
-class Problem:
-    """One broken invariant: what it concerns, what was expected and what was found."""
-
-    subject: str  # "user 'alice' (id 3)", "key 7 ('ci')", "ledger row 41"
-    check: str  # balance, chain, key_used, key_held, holds
-    expected: int
-    found: int
-    message: str
-
-
-@attrs.frozen
-class AuditReport:
-    users: int
-    keys: int
-    ledger_rows: int
-    open_holds: int
-    held_micros: int
-    oldest_hold_age: float | None  # seconds
-    problems: tuple[Problem, ...]
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems
+__all__ = ["AuditReport", "Problem", "audit"]
 
 
 _CHARGE_KINDS = ", ".join(f"'{kind}'" for kind in KEY_CHARGE_KINDS)

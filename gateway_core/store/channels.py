@@ -86,14 +86,14 @@ def add_channel(
     return inserted_id(cursor)
 
 
-def update_channel(conn: sqlite3.Connection, channel_name: str, /, **fields: Any) -> bool:
-    """Change the given fields of the channel ``channel_name``; ``False`` when there is none.
+def update_channel(conn: sqlite3.Connection, channel: int | str, /, **fields: Any) -> bool:
+    """Change the given fields of a channel (by id or name); ``False`` when there is none.
 
     Fields are those of :func:`add_channel`; a timeout of ``None`` goes back to
     the gateway's default. New ``api_keys`` keep the disabled marks of the keys
     they keep and drop the others'.
     """
-    row = conn.execute("SELECT id, disabled_keys FROM channels WHERE name = ?", (channel_name,)).fetchone()
+    row = conn.execute(f"SELECT id, disabled_keys FROM channels WHERE {_where(channel)}", (channel,)).fetchone()
     if row is None:
         return False
     sets: list[str] = []
@@ -139,9 +139,10 @@ def disable_channel_key(conn: sqlite3.Connection, channel_id: int, fingerprint: 
     return True
 
 
-def enable_channel_keys(conn: sqlite3.Connection, name: str) -> list[DisabledKey]:
-    """Use every upstream key of the channel again; return the marks removed."""
-    row = conn.execute("SELECT id, disabled_keys FROM channels WHERE name = ?", (name,)).fetchone()
+def enable_channel_keys(conn: sqlite3.Connection, channel: int | str) -> list[DisabledKey]:
+    """Use every upstream key of a channel (by id or name) again, and forget their
+    breaker states; return the marks removed."""
+    row = conn.execute(f"SELECT id, disabled_keys FROM channels WHERE {_where(channel)}", (channel,)).fetchone()
     if row is None:
         return []
     conn.execute("UPDATE channels SET disabled_keys = '[]' WHERE id = ?", (row[0],))
@@ -155,18 +156,20 @@ def list_channels(conn: sqlite3.Connection, *, enabled_only: bool = False) -> li
     return [_channel(row) for row in fetch_all(conn, f"{_SELECT}{where} ORDER BY id")]
 
 
-def get_channel(conn: sqlite3.Connection, name: str) -> ChannelRecord | None:
-    row = fetch_one(conn, f"{_SELECT} WHERE name = ?", (name,))
+def get_channel(conn: sqlite3.Connection, channel: int | str) -> ChannelRecord | None:
+    """The channel with this id or name."""
+    row = fetch_one(conn, f"{_SELECT} WHERE {_where(channel)}", (channel,))
     return _channel(row) if row else None
 
 
-def set_channel_enabled(conn: sqlite3.Connection, name: str, enabled: bool) -> bool:
-    return conn.execute("UPDATE channels SET enabled = ? WHERE name = ?", (int(bool(enabled)), name)).rowcount > 0
+def set_channel_enabled(conn: sqlite3.Connection, channel: int | str, enabled: bool) -> bool:
+    sql = f"UPDATE channels SET enabled = ? WHERE {_where(channel)}"
+    return conn.execute(sql, (int(bool(enabled)), channel)).rowcount > 0
 
 
-def delete_channel(conn: sqlite3.Connection, name: str) -> bool:
-    """Remove a channel and its breaker states (usage rows keep its id and name)."""
-    row = conn.execute("SELECT id FROM channels WHERE name = ?", (name,)).fetchone()
+def delete_channel(conn: sqlite3.Connection, channel: int | str) -> bool:
+    """Remove a channel (by id or name) and its breaker states (usage rows keep its id and name)."""
+    row = conn.execute(f"SELECT id FROM channels WHERE {_where(channel)}", (channel,)).fetchone()
     if row is None:
         return False
     conn.execute("DELETE FROM channel_health WHERE channel_id = ?", (row[0],))
@@ -175,6 +178,11 @@ def delete_channel(conn: sqlite3.Connection, name: str) -> bool:
 
 def count_channels(conn: sqlite3.Connection) -> int:
     return conn.execute("SELECT count(*) FROM channels").fetchone()[0]
+
+
+def _where(channel: int | str) -> str:
+    """The condition naming a channel by id (an int) or by name (a str)."""
+    return "id = ?" if isinstance(channel, int) else "name = ?"
 
 
 def _unique(values: Iterable[str]) -> list[str]:

@@ -6,7 +6,9 @@ import sqlite3
 import time
 from collections.abc import Iterable
 
-from .connection import fetch_all
+from ..records import GroupRecord
+from .connection import atomic, fetch_all
+from .limits import LimitChanges, set_group_limits
 from .migrations import UNIT_RATIO_PPM
 
 
@@ -42,10 +44,26 @@ def group_ratios(conn: sqlite3.Connection) -> dict[str, int]:
     return {name: ratio for name, ratio in conn.execute('SELECT name, ratio_ppm FROM "groups" ORDER BY name')}
 
 
-def list_groups(conn: sqlite3.Connection) -> list[dict]:
-    """Every group as ``{"name", "ratio_ppm", "created_at", "rpm", "tpm", "concurrency"}``, by name."""
-    sql = 'SELECT name, ratio_ppm, created_at, rpm, tpm, concurrency FROM "groups" ORDER BY name'
-    return [dict(row) for row in fetch_all(conn, sql)]
+def list_groups(conn: sqlite3.Connection) -> list[GroupRecord]:
+    """Every group with its members and live keys counted, by name."""
+    sql = (
+        'SELECT g.name, g.ratio_ppm, g.created_at, g.rpm, g.tpm, g.concurrency, '
+        "(SELECT count(*) FROM user_groups AS ug WHERE ug.group_name = g.name) AS members, "
+        "(SELECT count(*) FROM api_keys AS k WHERE k.group_name = g.name AND k.deleted = 0) AS keys "
+        'FROM "groups" AS g ORDER BY g.name'
+    )
+    return [GroupRecord(**dict(row)) for row in fetch_all(conn, sql)]
+
+
+def save_group(conn: sqlite3.Connection, name: str, ratio_ppm: int | None, limits: LimitChanges) -> GroupRecord:
+    """Create a group if it is missing (ratio 1), then change its ratio (when given)
+    and its default rate limits; return it as stored."""
+    with atomic(conn):
+        ensure_groups(conn, [name])
+        if ratio_ppm is not None:
+            set_group_ratio(conn, name, ratio_ppm)
+        set_group_limits(conn, name, limits)
+    return next(group for group in list_groups(conn) if group.name == name)
 
 
 def check_group_name(name: str) -> None:

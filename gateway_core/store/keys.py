@@ -43,13 +43,8 @@ def create_key(
     ``ValueError`` for an unknown user, a group not opened to the user, a
     negative quota or limit, or an invalid IP network.
     """
-    if not name or not name.strip():
-        raise ValueError("a key needs a name")
-    if quota_micros is not None and quota_micros < 0:
-        raise ValueError("a key's quota must not be negative")
-    networks = [normalize_network(text) for text in allow_ips]
+    name, networks, model_names = _checked(name, quota_micros, models, allow_ips)
     limit_values = check_limit_changes(limits or {})
-    model_names = [m for m in dict.fromkeys(models) if m]
     with atomic(conn):
         user = conn.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone()
         if user is None:
@@ -65,7 +60,7 @@ def create_key(
             "VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, 1, 0, ?)",
             (
                 user_id,
-                name.strip(),
+                name,
                 hash_key(secret),
                 key_prefix(secret),
                 group,
@@ -99,6 +94,27 @@ def list_keys(conn: sqlite3.Connection, user_id: int, *, include_deleted: bool =
     return [_key(row) for row in fetch_all(conn, f"{_SELECT} WHERE {where} ORDER BY k.id", (user_id,))]
 
 
+def update_key(
+    conn: sqlite3.Connection,
+    key_id: int,
+    *,
+    name: str,
+    quota_micros: int | None,
+    expires_at: float | None,
+    models: Iterable[str],
+    allow_ips: Iterable[str],
+) -> bool:
+    """Change a live key's name, quota, expiry, models and allowed networks
+    (validated as :func:`create_key` does); ``False`` when there is no such key."""
+    name, networks, model_names = _checked(name, quota_micros, models, allow_ips)
+    cursor = conn.execute(
+        "UPDATE api_keys SET name = ?, quota_micros = ?, expires_at = ?, models = ?, allow_ips = ? "
+        "WHERE id = ? AND deleted = 0",
+        (name, quota_micros, expires_at, to_json(model_names), to_json(networks), key_id),
+    )
+    return cursor.rowcount > 0
+
+
 def set_key_enabled(conn: sqlite3.Connection, key_id: int, enabled: bool) -> bool:
     """Enable or disable a key that is not deleted; ``False`` when there is none."""
     cursor = conn.execute(
@@ -127,6 +143,17 @@ def normalize_network(text: str) -> str:
         return str(ipaddress.ip_network(text.strip(), strict=False))
     except ValueError:
         raise ValueError(f"not an IP address or CIDR network: {text!r}") from None
+
+
+def _checked(
+    name: str, quota_micros: int | None, models: Iterable[str], allow_ips: Iterable[str]
+) -> tuple[str, list[str], list[str]]:
+    """A key's name, networks and models as stored; ``ValueError`` for what cannot be."""
+    if not name or not name.strip():
+        raise ValueError("a key needs a name")
+    if quota_micros is not None and quota_micros < 0:
+        raise ValueError("a key's quota must not be negative")
+    return name.strip(), [normalize_network(text) for text in allow_ips], [m for m in dict.fromkeys(models) if m]
 
 
 def _key(row: sqlite3.Row) -> KeyRecord:

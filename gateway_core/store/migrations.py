@@ -1,10 +1,12 @@
 """The core schema as named migrations, and the runner that applies them.
 
-A migration is ``(name, migrate)`` where ``migrate(db)`` receives a
-``sqlite_utils.Database``. Each runs once, in its own ``BEGIN IMMEDIATE``
-transaction, and is recorded in ``schema_migrations`` in that same
-transaction: two processes starting at once serialise on the write lock and
-the second finds the work done.
+A migration is ``(name, migrate)`` where ``migrate(schema)`` receives a
+:class:`gateway_core.sql.SchemaHandle` (a :class:`~.sqlite_sql.SqliteSchema`
+here). Each runs once, in its own ``BEGIN IMMEDIATE`` transaction, and is
+recorded in ``schema_migrations`` in that same transaction: two processes
+starting at once serialise on the write lock and the second finds the work
+done. The core's own migrations are written with sqlite-utils
+(:func:`~.sqlite_sql.sqlite_only`).
 """
 
 from __future__ import annotations
@@ -15,32 +17,32 @@ from collections.abc import Callable, Sequence
 
 import sqlite_utils
 
-from .billing_schema import migrate_0003_billing
-from .health_schema import migrate_0004_channel_health
 from ..hookspecs import hookimpl
+from ..records import DEFAULT_GROUP, LIMIT_COLUMNS
+from ..types import Migrate, Migration
+from .billing_schema import migrate_0003_billing
 from .connection import atomic
+from .health_schema import migrate_0004_channel_health
+from .sqlite_sql import SqliteSchema, sqlite_only
 
-Migration = Callable[[sqlite_utils.Database], None]
-
-DEFAULT_GROUP = "default"
 UNIT_RATIO_PPM = 1_000_000
 LEDGER_KINDS = ("topup", "hold", "capture", "release", "refund", "adjustment")
 
 
-def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[tuple[str, Migration]]) -> list[str]:
+def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[str]:
     """Apply the pending ``migrations`` (in name order); return the names applied."""
     conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL)")
     done = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
     pending = sorted((item for item in migrations if item[0] not in done), key=lambda item: item[0])
     if not pending:
         return []
-    db = sqlite_utils.Database(conn, execute_plugins=False)
+    schema = SqliteSchema(conn)
     applied: list[str] = []
     for name, migrate in pending:
         with atomic(conn):
             if conn.execute("SELECT 1 FROM schema_migrations WHERE name = ?", (name,)).fetchone():
                 continue  # another process applied it while we waited for the lock
-            migrate(db)
+            migrate(schema)
             conn.execute("INSERT INTO schema_migrations (name, applied_at) VALUES (?, ?)", (name, time.time()))
         applied.append(name)
     return applied
@@ -222,7 +224,6 @@ def _create_usage_logs(db: sqlite_utils.Database) -> None:
         table.create_index(columns)
 
 
-LIMIT_COLUMNS = ("rpm", "tpm", "concurrency")
 
 
 def migrate_0002_limits(db: sqlite_utils.Database) -> None:
@@ -238,16 +239,16 @@ def migrate_0002_limits(db: sqlite_utils.Database) -> None:
             db[table].add_column(column, int)
 
 
-CORE_MIGRATIONS: list[tuple[str, Migration]] = [
-    ("0001_core", migrate_0001_core),
-    ("0002_limits", migrate_0002_limits),
-    ("0003_billing", migrate_0003_billing),
-    ("0004_channel_health", migrate_0004_channel_health),
+CORE_MIGRATIONS: list[Migration] = [
+    ("0001_core", sqlite_only(migrate_0001_core)),
+    ("0002_limits", sqlite_only(migrate_0002_limits)),
+    ("0003_billing", sqlite_only(migrate_0003_billing)),
+    ("0004_channel_health", sqlite_only(migrate_0004_channel_health)),
 ]
 
 
 @hookimpl
-def register_migrations(register: Callable[[str, Migration], None]) -> None:
+def register_migrations(register: Callable[[str, Migrate], None]) -> None:
     """The core's schema, registered through the same hook as a plugin's."""
     for name, migrate in CORE_MIGRATIONS:
         register(name, migrate)

@@ -12,17 +12,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-import sqlite_utils
-
 from ..records import ChannelRecord, KeyRecord, UsageRow
 from ..request_store import BreakerReport, PriceSnapshot
+from ..types import Migration
 from . import channel_health, channels, keys, requests, wallet
 from .connection import BUSY_TIMEOUT_MS, connect
 from .migrations import apply_migrations
 from .writer import GroupCommitWriter, WriteJob
 
 T = TypeVar("T")
-Migration = tuple[str, Callable[[sqlite_utils.Database], None]]
 
 
 class Store:

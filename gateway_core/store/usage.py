@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from ..records import UsageRow
+from ..records import ChannelTraffic, Cursor, DailySpending, UsageRow, UsageTotal
 from .connection import fetch_all, from_json, inserted_id, to_json
 
 _COLUMNS = (
@@ -41,23 +41,29 @@ def query_usage(
     model: str | None = None,
     status: int | None = None,
     user_id: int | None = None,
+    errors: bool = False,
     since: float | None = None,
     until: float | None = None,
-    before: tuple[float, int] | None = None,
+    before: Cursor | None = None,
+    after: Cursor | None = None,
     limit: int = 50,
 ) -> list[dict[str, Any]]:
     """Rows matching every given filter, newest first (by ``created_at``, then ``id``).
 
-    ``since`` keeps rows created at or after that Unix time, ``until`` before it.
-    Page backwards with keyset pagination: pass the last row of a page as
-    ``before=(row["created_at"], row["id"])`` (see :func:`page_cursor`). Each
-    filter has an index ending in ``created_at``, so a page is one bounded index
-    range scan whatever the size of the table.
+    ``errors`` keeps statuses of 400 and above; ``since`` keeps rows created at
+    or after that Unix time, ``until`` before it. Page backwards with keyset
+    pagination: pass the last row of a page as ``before=(row["created_at"],
+    row["id"])`` (:func:`gateway_core.admin.usage.cursor_of`); page forwards (newer rows) with the
+    first row of a page as ``after``. Each filter has an index ending in
+    ``created_at``, so a page is one bounded index range scan whatever the size
+    of the table.
     """
     sql, params = usage_query(
-        key_id=key_id, model=model, status=status, user_id=user_id, since=since, until=until, before=before, limit=limit
-    )
-    return [_usage(row) for row in fetch_all(conn, sql, params)]
+        key_id=key_id, model=model, status=status, user_id=user_id, errors=errors, since=since, until=until,
+        before=before, after=after, limit=limit,
+    )  # fmt: skip
+    rows = [_usage(row) for row in fetch_all(conn, sql, params)]
+    return rows[::-1] if after is not None else rows
 
 
 def usage_query(
@@ -66,9 +72,11 @@ def usage_query(
     model: str | None = None,
     status: int | None = None,
     user_id: int | None = None,
+    errors: bool = False,
     since: float | None = None,
     until: float | None = None,
-    before: tuple[float, int] | None = None,
+    before: Cursor | None = None,
+    after: Cursor | None = None,
     limit: int = 50,
 ) -> tuple[str, list[Any]]:
     """The SQL and parameters :func:`query_usage` runs (``EXPLAIN`` it to see the plan)."""
@@ -84,6 +92,8 @@ def usage_query(
             where.append(f"{column} = ?")
             params.append(value)
             index = index or f"idx_usage_logs_{column}_created_at"
+    if errors:  # a range of statuses: checked on the rows the index yields
+        where.append("status >= 400")
     if since is not None:
         where.append("created_at >= ?")
         params.append(since)
@@ -94,6 +104,10 @@ def usage_query(
         created_at, row_id = before
         where.append("created_at <= ? AND (created_at < ? OR id < ?)")
         params.extend((created_at, created_at, row_id))
+    if after is not None:
+        created_at, row_id = after
+        where.append("created_at >= ? AND (created_at > ? OR id > ?)")
+        params.extend((created_at, created_at, row_id))
     sql = "SELECT * FROM usage_logs"
     if index is None and where:
         index = "idx_usage_logs_created_at"
@@ -101,31 +115,79 @@ def usage_query(
         sql += f" INDEXED BY {index}"
     if where:
         sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
+    direction = "ASC" if after is not None else "DESC"
+    sql += f" ORDER BY created_at {direction}, id {direction} LIMIT ?"
     params.append(max(1, min(int(limit), MAX_PAGE)))
     return sql, params
 
 
-def page_cursor(row: dict[str, Any]) -> str:
-    """The cursor of the page after ``row`` (the last of a page), as text."""
-    return f"{row['created_at']!r}:{row['id']}"
-
-
-def parse_cursor(text: str) -> tuple[float, int]:
-    """``page_cursor``'s text back to ``(created_at, id)``; ``ValueError`` when malformed."""
-    created_at, sep, row_id = text.strip().rpartition(":")
-    try:
-        if not sep:
-            raise ValueError
-        return float(created_at), int(row_id)
-    except ValueError:
-        raise ValueError(f"not a page cursor: {text!r} (use the one printed under a page)") from None
-
-
-def get_usage(conn: sqlite3.Connection, request_id: str) -> dict[str, Any] | None:
-    """The row of one request, by the gateway's request id."""
-    rows = fetch_all(conn, "SELECT * FROM usage_logs WHERE request_id = ?", (request_id,))
+def get_usage(conn: sqlite3.Connection, request: str | int) -> dict[str, Any] | None:
+    """The row of one request, by the gateway's request id (a str) or the row's id (an int)."""
+    column = "id" if isinstance(request, int) else "request_id"
+    rows = fetch_all(conn, f"SELECT * FROM usage_logs WHERE {column} = ?", (request,))
     return _usage(rows[0]) if rows else None
+
+
+# --- totals ---------------------------------------------------------------------------
+
+
+def daily_spending(conn: sqlite3.Connection, since: float, user_id: int | None = None) -> list[DailySpending]:
+    """Cost and requests per UTC day and model since ``since`` (everyone's when ``user_id`` is None)."""
+    sql = (
+        "SELECT date(created_at, 'unixepoch') AS day, coalesce(model, '?') AS model, "
+        "coalesce(sum(cost_micros), 0) AS cost_micros, count(*) AS requests, coalesce(sum(status >= 400), 0) AS errors "
+        "FROM usage_logs WHERE created_at >= ?"
+    )
+    params: list[Any] = [since]
+    if user_id is not None:
+        sql += " AND user_id = ?"
+        params.append(user_id)
+    sql += " GROUP BY day, model ORDER BY day"
+    return [DailySpending(**dict(row)) for row in fetch_all(conn, sql, params)]
+
+
+_TOTALS_BY = {  # what usage_totals groups by, and the label it shows
+    "model": ("u.model", "u.model"),
+    "user": ("u.user_id", "coalesce(us.name, '-')"),
+    "channel": ("u.channel_name", "u.channel_name"),
+}
+
+
+def usage_totals(conn: sqlite3.Connection, by: str, since: float, limit: int = 50) -> list[UsageTotal]:
+    """Site-wide totals since ``since`` by ``"model"``, ``"user"`` or ``"channel"``, costliest first."""
+    group, label = _TOTALS_BY[by]
+    sql = (
+        f"SELECT {label} AS label, count(*) AS requests, coalesce(sum(u.input_tokens), 0) AS input_tokens, "
+        "coalesce(sum(u.output_tokens), 0) AS output_tokens, coalesce(sum(u.cost_micros), 0) AS cost_micros, "
+        "coalesce(sum(u.status >= 400), 0) AS errors FROM usage_logs AS u LEFT JOIN users AS us ON us.id = u.user_id "
+        f"WHERE u.created_at >= ? GROUP BY {group} ORDER BY cost_micros DESC, requests DESC LIMIT ?"
+    )
+    return [UsageTotal(**dict(row)) for row in fetch_all(conn, sql, (since, limit))]
+
+
+def channel_traffic(conn: sqlite3.Connection, since: float) -> list[ChannelTraffic]:
+    """Per channel since ``since``: requests, errors (5xx or an upstream error), mean latency, the last 5xx."""
+    rows = fetch_all(
+        conn,
+        "SELECT channel_id, count(*) AS requests, sum(status >= 500 OR upstream_status IS NOT NULL) AS errors, "
+        "avg(duration_ms) AS mean_ms, max(created_at) AS last_at FROM usage_logs "
+        "WHERE created_at >= ? AND channel_id IS NOT NULL GROUP BY channel_id",
+        (since,),
+    )
+    last_errors = {
+        row["channel_id"]: (row["error_message"], row["at"])
+        for row in fetch_all(
+            conn,
+            "SELECT channel_id, max(created_at) AS at, error_message FROM usage_logs "
+            "WHERE created_at >= ? AND channel_id IS NOT NULL AND status >= 500 GROUP BY channel_id",
+            (since,),
+        )
+    }
+    traffic = []
+    for row in rows:
+        message, at = last_errors.get(row["channel_id"], (None, None))
+        traffic.append(ChannelTraffic(**dict(row), last_error=message, last_error_at=at))
+    return traffic
 
 
 def _usage(row: sqlite3.Row) -> dict[str, Any]:

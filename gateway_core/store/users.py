@@ -6,7 +6,7 @@ import sqlite3
 import time
 from collections.abc import Iterable
 
-from ..records import UserRecord
+from ..records import UserOverview, UserRecord
 from .connection import atomic, fetch_all, fetch_one, inserted_id
 from .groups import ensure_groups
 
@@ -56,6 +56,18 @@ def list_users(conn: sqlite3.Connection) -> list[UserRecord]:
     return [_user(conn, row) for row in fetch_all(conn, f"{_SELECT} ORDER BY id")]
 
 
+def list_user_overviews(conn: sqlite3.Connection) -> list[UserOverview]:
+    """Every user with its number of live keys and whether it has a console password."""
+    rows = fetch_all(
+        conn,
+        "SELECT u.id, u.name, u.is_admin, u.enabled, u.balance_micros, u.created_at, "
+        "u.password_hash IS NOT NULL AS has_password, "
+        "(SELECT count(*) FROM api_keys AS k WHERE k.user_id = u.id AND k.deleted = 0) AS keys "
+        "FROM users AS u ORDER BY u.id",
+    )
+    return [UserOverview(_user(conn, row), row["keys"], bool(row["has_password"]), row["created_at"]) for row in rows]
+
+
 def has_admin(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1 FROM users WHERE is_admin = 1 LIMIT 1").fetchone() is not None
 
@@ -89,6 +101,13 @@ def open_groups(conn: sqlite3.Connection, user_id: int, groups: Iterable[str]) -
             "INSERT OR IGNORE INTO user_groups (user_id, group_name) VALUES (?, ?)",
             [(user_id, name) for name in names],
         )
+
+
+def close_groups(conn: sqlite3.Connection, user_id: int, groups: Iterable[str]) -> None:
+    """Close groups to a user: no new key of theirs may use them."""
+    conn.executemany(
+        "DELETE FROM user_groups WHERE user_id = ? AND group_name = ?", [(user_id, name) for name in dict.fromkeys(groups)]
+    )
 
 
 def user_groups(conn: sqlite3.Connection, user_id: int) -> tuple[str, ...]:

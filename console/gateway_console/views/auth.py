@@ -7,15 +7,13 @@ import functools
 
 from starlette.responses import RedirectResponse, Response
 
+from gateway_core.admin import users
 from gateway_core.secrets import hash_password, verify_password
-from gateway_core.store.users import set_password_hash
 
 from .. import queries
 from ..forms import text
 from ..sessions import CSRF_FIELD, SESSION_COOKIE, SIGNIN_COOKIE, new_token, session_id
 from ..web import Ctx, now, page, safe_next
-
-MIN_PASSWORD = 8
 
 
 @functools.cache
@@ -68,7 +66,7 @@ async def sign_in(ctx: Ctx) -> Response:
         response.headers["Retry-After"] = str(wait)
         return response
     limiter.attempted(address)
-    record = await ctx.read(queries.sign_in_record, name) if name else None
+    record = await queries.sign_in_record(ctx.sql, name) if name else None
     stored = record[1] if record and record[1] else _decoy_hash()
     ok = await asyncio.to_thread(verify_password, password, stored)
     if not (ok and record and record[1]):
@@ -77,7 +75,7 @@ async def sign_in(ctx: Ctx) -> Response:
     limiter.succeeded(name)
     token = new_token()
     seconds = int(ctx.state.session_seconds)
-    await ctx.write(queries.create_session, session_id(token), record[0], now() + seconds, address)
+    await queries.create_session(ctx.sql, session_id(token), record[0], now() + seconds, address)
     response = RedirectResponse(safe_next(ctx.base, form.get("next")), status_code=303)
     _cookie(ctx, response, SESSION_COOKIE, ctx.signer.session_cookie(token), seconds)
     response.delete_cookie(SIGNIN_COOKIE, path=ctx.base or "/")
@@ -86,7 +84,7 @@ async def sign_in(ctx: Ctx) -> Response:
 
 @page()
 async def sign_out(ctx: Ctx) -> Response:
-    await ctx.write(queries.delete_session, session_id(ctx.user.token))
+    await queries.delete_session(ctx.sql, session_id(ctx.user.token))
     response = ctx.redirect("/login", "signed-out")
     response.delete_cookie(SESSION_COOKIE, path=ctx.base or "/")
     return response
@@ -98,11 +96,11 @@ async def account(ctx: Ctx) -> Response:
         return ctx.render("account.html", error=None)
     form = ctx.form
     current, new, again = (str(form.get(n) or "") for n in ("current", "new", "again"))
-    record = await ctx.read(queries.sign_in_record, ctx.user.name)
+    record = await queries.sign_in_record(ctx.sql, ctx.user.name)
     if not record or not await asyncio.to_thread(verify_password, current, record[1]):
         return ctx.render("account.html", status=400, error="The current password is wrong.")
-    if len(new) < MIN_PASSWORD or new != again:
-        error = f"The new password needs {MIN_PASSWORD} characters or more, typed the same twice."
+    if len(new) < users.MIN_PASSWORD or new != again:
+        error = f"The new password needs {users.MIN_PASSWORD} characters or more, typed the same twice."
         return ctx.render("account.html", status=400, error=error)
-    await ctx.write(set_password_hash, ctx.user.id, await asyncio.to_thread(hash_password, new))
+    await users.set_password(ctx.admin, ctx.user.id, new)
     return ctx.redirect("/account", "password")

@@ -1,17 +1,19 @@
 """Request logs: filtered, newest first, keyset-paginated; a request's detail.
 
-A user sees only their own rows (the user id is part of every query); an
-operator sees every user's under ``/admin/logs``.
+A user sees only their own rows (their id is part of every page's filter); an
+operator sees every user's under ``/admin/logs``. Pages come from the admin
+layer's usage-log pager, the one ``relaygate logs`` uses.
 """
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlencode
 
 from starlette.responses import Response
 
-from .. import queries
+from gateway_core.admin import keys, usage
+from gateway_core.records import Cursor, UsageFilter
+
 from ..forms import FormError, when
 from ..web import Ctx, page
 
@@ -19,61 +21,72 @@ PAGE_SIZE = 50
 FILTER_NAMES = ("key", "model", "status", "since", "until", "user")
 
 
-def _filters(ctx: Ctx, user_id: int | None) -> tuple[dict[str, Any], dict[str, str]]:
-    """Query filters from the URL, and the raw values to echo in the form."""
+def _number(value: str, what: str) -> int | None:
+    if not value:
+        return None
+    if not value.isdigit():
+        raise FormError(f"{what} must be a number")
+    return int(value)
+
+
+def _cursor(value: str, what: str) -> Cursor | None:
+    try:
+        return usage.parse_cursor(value) if value else None
+    except ValueError:
+        raise FormError(f"{what} is not a page of this log") from None
+
+
+def _filters(ctx: Ctx, owner: int | None) -> tuple[UsageFilter, dict[str, str]]:
+    """The page's filter from the URL (only ``owner``'s rows when given), and the
+    raw values to echo in the form."""
     query = ctx.request.query_params
     raw = {name: query.get(name, "").strip() for name in FILTER_NAMES}
     raw["key"] = raw["key"] or query.get("token", "").strip()  # "token": the name other gateways use
-    filters: dict[str, Any] = {"user_id": user_id}
-    for name, column in (("key", "key_id"), ("before", "before"), ("after", "after")):
-        value = raw.get(name, query.get(name, "")).strip()
-        if value:
-            if not value.isdigit():
-                raise FormError(f"{name} must be a number")
-            filters[column] = int(value)
-    if user_id is None and raw["user"]:
-        if not raw["user"].isdigit():
-            raise FormError("user must be a user id")
-        filters["user_id"] = int(raw["user"])
-    filters["model"] = raw["model"] or None
+    user_id = owner if owner is not None else _number(raw["user"], "user")
     status = raw["status"]
     if status and status != "errors" and not (status.isdigit() and len(status) == 3):
         raise FormError("status must be a 3-digit code or 'errors'")
-    filters["status"] = status or None
-    filters["since"] = when(raw["since"], "From")
-    filters["until"] = when(raw["until"], "Until")
+    filters = UsageFilter(
+        key_id=_number(raw["key"], "key"), user_id=user_id, model=raw["model"] or None,
+        status=int(status) if status.isdigit() else None, errors=status == "errors",
+        since=when(raw["since"], "From"), until=when(raw["until"], "Until"),
+    )  # fmt: skip
     return filters, raw
 
 
-def _link(ctx: Ctx, path: str, raw: dict[str, str], **paging: int) -> str:
+def _link(ctx: Ctx, path: str, raw: dict[str, str], **paging: str) -> str:
     params = {name: value for name, value in raw.items() if value}
-    params.update({name: str(value) for name, value in paging.items()})
+    params.update(paging)
     return ctx.url(path) + ("?" + urlencode(params) if params else "")
 
 
-async def _logs(ctx: Ctx, user_id: int | None, path: str) -> Response:
+async def _logs(ctx: Ctx, owner: int | None, path: str) -> Response:
+    query = ctx.request.query_params
+    error = None
     try:
-        filters, raw = _filters(ctx, user_id)
+        filters, raw = _filters(ctx, owner)
+        before = _cursor(query.get("before", "").strip(), "before")
+        after = _cursor(query.get("after", "").strip(), "after")
     except FormError as exc:
-        filters, raw, error = {"user_id": user_id, "key_id": -1}, {}, str(exc)
-    else:
-        error = None
-    rows, more = await ctx.read(lambda conn: queries.query_logs(conn, filters, limit=PAGE_SIZE))
-    paging_after = filters.get("after") is not None
+        filters, raw, before, after, error = UsageFilter(key_id=-1, user_id=owner), {}, None, None, str(exc)
+    found = await usage.page_usage(ctx.admin, filters, before=before, after=after, limit=PAGE_SIZE)
+    rows = found.rows
     newer = older = None
     if rows:
-        if more or paging_after:
-            older = _link(ctx, path, raw, before=rows[-1]["id"])
-        if filters.get("before") is not None or (paging_after and more):
-            newer = _link(ctx, path, raw, after=rows[0]["id"])
+        if found.more or after is not None:
+            older = _link(ctx, path, raw, before=usage.page_cursor(rows[-1]))
+        if before is not None or (after is not None and found.more):
+            newer = _link(ctx, path, raw, after=usage.format_cursor(usage.cursor_of(rows[0])))
     detail = path + "/"
-    if ctx.request.query_params.get("fragment") == "rows":
-        return ctx.render("log_rows.html", rows=rows, detail=detail, admin=user_id is None)
-    keys = await ctx.read(queries.key_choices, user_id) if user_id is not None else []
-    first_page = filters.get("before") is None and filters.get("after") is None
+    if query.get("fragment") == "rows":
+        return ctx.render("log_rows.html", rows=rows, detail=detail, admin=owner is None)
+    choices = []
+    if owner is not None:  # deleted keys too: their rows remain
+        choices = sorted(await keys.list_keys(ctx.admin, owner, include_deleted=True), key=lambda key: key.deleted)
     return ctx.render(
-        "logs.html", status=400 if error else 200, rows=rows, keys=keys, raw=raw, error=error, older=older,
-        newer=newer, first=_link(ctx, path, raw), live=first_page, detail=detail, admin=user_id is None,
+        "logs.html", status=400 if error else 200, rows=rows, keys=choices, raw=raw, error=error, older=older,
+        newer=newer, first=_link(ctx, path, raw), live=before is None and after is None, detail=detail,
+        admin=owner is None,
     )  # fmt: skip
 
 
@@ -88,9 +101,7 @@ async def admin_log_list(ctx: Ctx) -> Response:
 
 
 async def _detail(ctx: Ctx, user_id: int | None) -> Response:
-    row = await ctx.read(queries.log_detail, ctx.path_int("log_id"), user_id)
-    if row is None:
-        return ctx.not_found("request")
+    row = await usage.get_usage(ctx.admin, ctx.path_int("log_id"), owner=user_id)
     return ctx.render("log_detail.html", row=row, admin=user_id is None)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from gateway_core.store.users import user_groups
+from gateway_core.admin import users
 
 from ..web import Ctx, page
 
@@ -18,7 +18,7 @@ def gateway_origin(ctx: Ctx) -> str:
 
 @page()
 async def quickstart(ctx: Ctx) -> Response:
-    groups = await ctx.read(user_groups, ctx.user.id)
+    groups = (await users.get_user(ctx.admin, ctx.user.id)).groups
     index = await ctx.services.router.index()
     by_group = getattr(index, "group_models", {})
     models = sorted({m for g in groups for m in by_group.get(g, ())})

@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Any
-
 from starlette.responses import Response
 
-from gateway_core.store.wallet import get_balance, list_ledger
+from gateway_core.admin import usage, wallet as wallets
 
-from .. import queries
 from ..chart import spending_chart, window_start
 from ..web import Ctx, page
 
 PAGE_SIZE = 50
-
-
-def _wallet(conn: sqlite3.Connection, user_id: int, before: int | None, since: float) -> dict[str, Any]:
-    ledger = list_ledger(conn, user_id, before_id=before, limit=PAGE_SIZE + 1)
-    return {
-        "balance": get_balance(conn, user_id),
-        "ledger": ledger[:PAGE_SIZE],
-        "more": len(ledger) > PAGE_SIZE,
-        "spending": queries.daily_spending(conn, since, user_id),
-    }
 
 
 @page()
@@ -31,7 +17,10 @@ async def wallet(ctx: Ctx) -> Response:
     before_text = ctx.request.query_params.get("before", "")
     before = int(before_text) if before_text.isdigit() else None
     first, since = window_start()
-    data = await ctx.read(_wallet, ctx.user.id, before, since)
-    older = ctx.url(f"/wallet?before={data['ledger'][-1]['id']}") if data["more"] else None
-    chart = spending_chart(data["spending"], first)
-    return ctx.render("wallet.html", chart=chart, older=older, paged=before is not None, **data)
+    found = await wallets.wallet(ctx.admin, ctx.user.id, before_id=before, limit=PAGE_SIZE)
+    spending = await usage.daily_spending(ctx.admin, since, ctx.user.id)
+    older = ctx.url(f"/wallet?before={found.ledger[-1].id}") if found.more else None
+    return ctx.render(
+        "wallet.html", chart=spending_chart(spending, first), older=older, paged=before is not None,
+        balance=found.user.balance_micros, ledger=found.ledger,
+    )  # fmt: skip

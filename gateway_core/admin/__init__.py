@@ -1,0 +1,26 @@
+"""The admin layer: every operator and user operation, for every front.
+
+The CLI, the console and the JSON management API are thin fronts over these
+coroutines; none holds SQL or business rules of its own. Each operation takes
+an :class:`Admin` (the store's admin port, the loaded channel types, the caches
+to tell), validates, writes through the port (:mod:`.port`) and invalidates
+the running gateway's caches. Modules by subject: :mod:`.users`, :mod:`.keys`,
+:mod:`.channels`, :mod:`.groups`, :mod:`.prices`, :mod:`.wallet`,
+:mod:`.usage`, :mod:`.setup`. Failures are :mod:`.errors`.
+"""
+
+from .context import NO_CACHES, Admin, Caches
+from .errors import AdminError, Conflict, Invalid, NotFound, StoreFailure
+from .port import AdminStore
+
+__all__ = [
+    "NO_CACHES",
+    "Admin",
+    "AdminError",
+    "AdminStore",
+    "Caches",
+    "Conflict",
+    "Invalid",
+    "NotFound",
+    "StoreFailure",
+]

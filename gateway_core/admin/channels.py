@@ -1,0 +1,171 @@
+"""Channels: the upstreams requests are routed to.
+
+Adding and editing validate the fields against the loaded channel types (the
+base URL is stored as the type normalizes it), create missing groups, and keep
+the disabled marks of the upstream keys an edit keeps. Enabling a channel also
+puts its disabled upstream keys back in use. Every change is seen by the
+running gateway's router at once (``caches``), by other processes within a second.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from .. import endpoints
+from ..health_report import describe_health
+from ..records import ChannelRecord, ChannelTraffic, DisabledKey
+from ..request_store import BreakerReport
+from .context import Admin
+from .errors import Conflict, Invalid, NotFound
+from .port import ChannelFields
+
+EDITABLE = (
+    "name", "type", "base_url", "api_keys", "models", "model_map", "groups", "priority", "weight", "enabled",
+    "endpoints", "headers", "settings", "concurrency", "timeout_connect", "timeout_first_byte", "timeout_idle",
+)  # fmt: skip
+LISTS = ("api_keys", "models", "groups", "endpoints")
+
+
+@attrs.frozen
+class ChannelStatus:
+    """A channel with its health as people read it (see :func:`gateway_core.health_report.describe_health`)."""
+
+    channel: ChannelRecord
+    health: dict[str, Any]
+
+
+async def add_channel(admin: Admin, fields: ChannelFields) -> ChannelRecord:
+    """Add a channel: ``name``, ``type``, ``base_url`` and ``models`` are required;
+    the other fields of :class:`ChannelRecord` have their defaults (groups: ``default``)."""
+    checked = check_fields(admin, {"groups": ["default"], **fields}, None)
+    try:
+        channel = await admin.store.add_channel(checked)
+    except Conflict:
+        raise Conflict(f"channel {checked['name']!r} already exists") from None
+    admin.caches.channels_changed()
+    return channel
+
+
+async def find_channel(admin: Admin, name: str) -> ChannelRecord:
+    channel = await admin.store.find_channel(name)
+    if channel is None:
+        raise NotFound(f"no channel named {name!r}")
+    return channel
+
+
+async def get_channel(admin: Admin, channel_id: int) -> ChannelRecord:
+    channel = await admin.store.get_channel(channel_id)
+    if channel is None:
+        raise NotFound(f"no channel with id {channel_id}")
+    return channel
+
+
+async def list_channels(admin: Admin) -> list[ChannelRecord]:
+    return await admin.store.list_channels()
+
+
+async def update_channel(admin: Admin, channel_id: int, changes: ChannelFields) -> ChannelRecord:
+    """Change the given fields (``api_keys`` replaces the upstream keys)."""
+    if not changes:
+        raise Invalid("nothing to change: give at least one field")
+    existing = await get_channel(admin, channel_id)
+    checked = check_fields(admin, changes, existing)
+    try:
+        channel = await admin.store.update_channel(channel_id, checked)
+    except Conflict:
+        raise Conflict(f"channel {checked.get('name')!r} already exists") from None
+    if channel is None:
+        raise NotFound(f"no channel with id {channel_id}")
+    admin.caches.channels_changed()
+    return channel
+
+
+async def enable_channel(admin: Admin, channel_id: int) -> tuple[ChannelRecord, list[DisabledKey]]:
+    """Route to the channel again and use its disabled upstream keys again; the
+    channel and the marks removed (each key's position and why it was disabled)."""
+    restored = await admin.store.enable_channel(channel_id)
+    if restored is None:
+        raise NotFound(f"no channel with id {channel_id}")
+    admin.caches.channels_changed()
+    return await get_channel(admin, channel_id), restored
+
+
+async def disable_channel(admin: Admin, channel_id: int) -> ChannelRecord:
+    """Stop routing to the channel."""
+    if not await admin.store.disable_channel(channel_id):
+        raise NotFound(f"no channel with id {channel_id}")
+    admin.caches.channels_changed()
+    return await get_channel(admin, channel_id)
+
+
+async def delete_channel(admin: Admin, channel_id: int) -> ChannelRecord:
+    """Remove the channel and its breaker states; the channel as it was."""
+    channel = await get_channel(admin, channel_id)
+    if not await admin.store.delete_channel(channel_id):
+        raise NotFound(f"no channel with id {channel_id}")
+    admin.caches.channels_changed()
+    return channel
+
+
+async def channel_statuses(admin: Admin, *, in_flight: Mapping[int, int] | None = None) -> list[ChannelStatus]:
+    """Every channel with its health: stored state and the breakers the workers reported."""
+    channels = await admin.store.list_channels()
+    reports: dict[int, list[BreakerReport]] = {}
+    for report in await admin.store.list_breakers():
+        reports.setdefault(report.channel_id, []).append(report)
+    now = time.time()
+    counts = in_flight or {}
+    return [
+        ChannelStatus(channel, describe_health(channel, reports.get(channel.id, []), now, counts.get(channel.id)))
+        for channel in channels
+    ]
+
+
+async def channel_traffic(admin: Admin, since: float) -> dict[int, ChannelTraffic]:
+    """Each channel's requests since ``since``, by channel id."""
+    return {traffic.channel_id: traffic for traffic in await admin.store.channel_traffic(since)}
+
+
+def check_fields(admin: Admin, changes: ChannelFields, existing: ChannelRecord | None) -> dict[str, Any]:
+    """The fields to store, validated (all required ones when ``existing`` is ``None``)."""
+    fields = dict(changes)
+    unknown = sorted(set(fields) - set(EDITABLE))
+    if unknown:
+        raise Invalid(f"a channel has no field(s) {', '.join(unknown)}")
+    for name in LISTS:
+        if name in fields:
+            fields[name] = [value for value in dict.fromkeys(fields[name]) if value]
+    adding = existing is None
+    if adding or "name" in fields:
+        fields["name"] = str(fields.get("name") or "").strip()
+        if not fields["name"]:
+            raise Invalid("needs a name", "name")
+    channel_type = None
+    if adding or "type" in fields:
+        kind = fields.get("type") or ""
+        channel_type = admin.channel_types.get(kind)
+        if channel_type is None:
+            known = ", ".join(sorted(admin.channel_types)) or "none loaded"
+            raise Invalid(f"names an unknown channel type {kind!r} (available: {known})", "type")
+    elif existing is not None:
+        channel_type = admin.channel_types.get(existing.type)
+    if adding or "base_url" in fields:
+        url = str(fields.get("base_url") or "").strip()
+        if "://" not in url:
+            raise Invalid(f"must be a URL like https://api.example.com, got {url!r}", "base_url")
+        fields["base_url"] = channel_type.normalize_base_url(url) if channel_type else url.rstrip("/")
+    for name, what in (("models", "model"), ("groups", "group")):
+        if (adding or name in fields) and not fields.get(name):
+            raise Invalid(f"needs at least one {what}", name)
+    unknown_endpoints = [name for name in fields.get("endpoints", ()) if name not in endpoints.ALL]
+    if unknown_endpoints:
+        raise Invalid(f"has unknown endpoint(s) {', '.join(unknown_endpoints)}; known: {', '.join(endpoints.ALL)}", "endpoints")
+    for name in ("weight", "concurrency"):
+        if fields.get(name) is not None and int(fields[name]) < 0:
+            raise Invalid("must not be negative", name)
+    return fields
+

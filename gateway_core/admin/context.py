@@ -1,0 +1,83 @@
+"""What every admin operation runs with: the store's admin port, the loaded
+channel types (to validate channels) and the caches to tell of a change."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
+
+import attrs
+
+from .port import AdminStore
+
+if TYPE_CHECKING:
+    from ..channel_type import ChannelType
+    from ..services import Services
+
+
+class Invalidated(Protocol):
+    """A cache that forgets everything at once (the router's channel index, the price book)."""
+
+    def invalidate(self) -> None: ...
+
+
+class KeysInvalidated(Protocol):
+    """The key cache: forgets one key, one user's keys, or all."""
+
+    def invalidate(self, key_hash: str | None = None) -> None: ...
+
+    def invalidate_key(self, key_id: int) -> None: ...
+
+    def invalidate_user(self, user_id: int) -> None: ...
+
+
+@attrs.frozen
+class Caches:
+    """The caches of the gateway running in this process, told of each change so
+    it is seen at once. Without them (the CLI, another process) running
+    gateways see a change within their caches' lifetime (a second)."""
+
+    keys: KeysInvalidated | None = None
+    channels: Invalidated | None = None
+    prices: Invalidated | None = None
+
+    def key_changed(self, key_id: int) -> None:
+        if self.keys is not None:
+            self.keys.invalidate_key(key_id)
+
+    def user_changed(self, user_id: int) -> None:
+        """A user's state or limits: every key of the user carries them."""
+        if self.keys is not None:
+            self.keys.invalidate_user(user_id)
+
+    def group_changed(self) -> None:
+        """A group's ratio or limits: cached keys carry their group's limits, prices its ratio."""
+        if self.keys is not None:
+            self.keys.invalidate()
+        self.prices_changed()
+
+    def channels_changed(self) -> None:
+        if self.channels is not None:
+            self.channels.invalidate()
+
+    def prices_changed(self) -> None:
+        if self.prices is not None:
+            self.prices.invalidate()
+
+
+NO_CACHES = Caches()
+
+
+@attrs.frozen
+class Admin:
+    """The first argument of every admin operation."""
+
+    store: AdminStore
+    channel_types: Mapping[str, ChannelType] = attrs.field(factory=dict)
+    caches: Caches = NO_CACHES
+
+    @classmethod
+    def of(cls, services: Services) -> Admin:
+        """The admin of a running gateway: its store, channel types and caches."""
+        caches = Caches(keys=services.keys, channels=services.router, prices=services.prices)
+        return cls(services.admin, services.registry.channel_types, caches)

@@ -1,0 +1,105 @@
+"""API keys: created with their secret shown once, changed, switched and deleted.
+
+``owner`` is the signed-in user acting on their own keys (the console): a key
+of someone else's, or a deleted one, is then not found. Without it (an
+operator, the CLI) any key is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..records import DEFAULT_GROUP, KeyRecord
+from .context import Admin
+from .errors import Invalid, NotFound
+from .port import LimitChanges
+from .users import get_user
+
+
+async def create_key(
+    admin: Admin,
+    user_id: int,
+    *,
+    name: str = "default",
+    group: str | None = None,
+    quota_micros: int | None = None,
+    expires_at: float | None = None,
+    models: Sequence[str] = (),
+    allow_ips: Sequence[str] = (),
+    limits: LimitChanges | None = None,
+    owner: int | None = None,
+) -> tuple[KeyRecord, str]:
+    """Create a key in one of the user's groups (by default ``default`` when it
+    is open to them, else their first); the key and its secret, which is stored
+    only hashed and cannot be shown again."""
+    user = await get_user(admin, user_id)
+    if group is None:
+        group = DEFAULT_GROUP if DEFAULT_GROUP in user.groups or not user.groups else user.groups[0]
+    if group not in user.groups:
+        whose = "you" if owner == user.id else f"user {user.name!r} (open groups: {', '.join(sorted(user.groups)) or 'none'})"
+        raise Invalid(f"group {group!r} is not open to {whose}")
+    return await admin.store.create_key(
+        user.id, name=name, group=group, quota_micros=quota_micros, expires_at=expires_at,
+        models=list(models), allow_ips=list(allow_ips), limits=dict(limits or {}),
+    )  # fmt: skip
+
+
+async def list_keys(admin: Admin, user_id: int, *, include_deleted: bool = False) -> list[KeyRecord]:
+    """A user's keys, oldest first (deleted ones only when asked: their logs remain)."""
+    return await admin.store.list_keys(user_id, include_deleted=include_deleted)
+
+
+async def get_key(admin: Admin, key_id: int, *, owner: int | None = None) -> KeyRecord:
+    key = await admin.store.get_key(key_id)
+    if key is None or (owner is not None and (key.user_id != owner or key.deleted)):
+        raise NotFound(f"no API key with id {key_id}")
+    return key
+
+
+async def set_key_enabled(admin: Admin, key_id: int, enabled: bool, *, owner: int | None = None) -> KeyRecord:
+    """Enable or disable a key that is not deleted."""
+    await get_key(admin, key_id, owner=owner)
+    if not await admin.store.set_key_enabled(key_id, enabled):
+        raise NotFound(f"no API key with id {key_id}")
+    admin.caches.key_changed(key_id)
+    return await get_key(admin, key_id)
+
+
+async def delete_key(admin: Admin, key_id: int, *, owner: int | None = None) -> KeyRecord:
+    """Delete a key for good (its usage rows keep it)."""
+    await get_key(admin, key_id, owner=owner)
+    if not await admin.store.delete_key(key_id):
+        raise NotFound(f"no API key with id {key_id}")
+    admin.caches.key_changed(key_id)
+    return await get_key(admin, key_id)
+
+
+async def update_key(
+    admin: Admin,
+    key_id: int,
+    *,
+    name: str,
+    quota_micros: int | None,
+    expires_at: float | None,
+    models: Sequence[str],
+    allow_ips: Sequence[str],
+    owner: int | None = None,
+) -> KeyRecord:
+    """Change a key's name, quota, expiry, models and allowed networks."""
+    await get_key(admin, key_id, owner=owner)
+    changed = await admin.store.update_key(
+        key_id, name=name, quota_micros=quota_micros, expires_at=expires_at, models=list(models), allow_ips=list(allow_ips)
+    )
+    if not changed:
+        raise NotFound(f"no API key with id {key_id}")
+    admin.caches.key_changed(key_id)
+    return await get_key(admin, key_id)
+
+
+async def set_key_limits(admin: Admin, key_id: int, changes: LimitChanges) -> tuple[KeyRecord, dict[str, int | None]]:
+    """Change a key's own rate limits; the key and its stored limits after."""
+    stored = await admin.store.set_key_limits(key_id, changes)
+    if stored is None:
+        raise NotFound(f"no API key with id {key_id}")
+    admin.caches.key_changed(key_id)
+    return await get_key(admin, key_id), stored

@@ -1,0 +1,88 @@
+"""The usage log: one pager for every front, and totals for reports.
+
+A page is one bounded index range scan whatever the size of the log (the plan
+benchmarked at ten million rows, docs/performance.md): newest first, paged
+backwards with the cursor of a page's last row (``before``) or forwards with
+its first row's (``after``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from ..records import Cursor, DailySpending, UsageFilter, UsageTotal
+from .context import Admin
+from .errors import Invalid, NotFound
+
+MAX_PAGE = 1000
+TOTALS_BY = ("model", "user", "channel")
+
+
+@attrs.frozen
+class UsagePage:
+    """Rows newest first; ``more``: rows follow beyond the page in the paging direction."""
+
+    rows: list[dict[str, Any]]
+    more: bool
+
+    def first_cursor(self) -> Cursor | None:
+        return cursor_of(self.rows[0]) if self.rows else None
+
+    def last_cursor(self) -> Cursor | None:
+        return cursor_of(self.rows[-1]) if self.rows else None
+
+
+async def page_usage(
+    admin: Admin, filters: UsageFilter, *, before: Cursor | None = None, after: Cursor | None = None, limit: int = 50
+) -> UsagePage:
+    """``limit`` rows matching ``filters``, older than ``before`` or newer than ``after``."""
+    limit = max(1, min(int(limit), MAX_PAGE))
+    rows = await admin.store.page_usage(filters, before, limit + 1, after=after)
+    more = len(rows) > limit
+    return UsagePage(rows[1:] if after is not None and more else rows[:limit], more)
+
+
+async def get_usage(admin: Admin, log_id: int, *, owner: int | None = None) -> dict[str, Any]:
+    """One usage row by its id; with ``owner``, only that user's."""
+    row = await admin.store.get_usage(log_id)
+    if row is None or (owner is not None and row["user_id"] != owner):
+        raise NotFound(f"no request with id {log_id}")
+    return row
+
+
+async def daily_spending(admin: Admin, since: float, user_id: int | None = None) -> list[DailySpending]:
+    """Cost and requests per UTC day and model since ``since`` (everyone's when ``user_id`` is ``None``)."""
+    return await admin.store.daily_spending(since, user_id)
+
+
+async def usage_totals(admin: Admin, by: str, since: float, limit: int = 50) -> list[UsageTotal]:
+    """Totals since ``since`` by ``"model"``, ``"user"`` or ``"channel"``, costliest first."""
+    if by not in TOTALS_BY:
+        raise Invalid(f"must be one of {', '.join(TOTALS_BY)}, not {by!r}", "by")
+    return await admin.store.usage_totals(by, since, limit)
+
+
+def cursor_of(row: dict[str, Any]) -> Cursor:
+    return (row["created_at"], row["id"])
+
+
+def page_cursor(row: dict[str, Any]) -> str:
+    """The cursor of the page after ``row`` (the last of a page), as text."""
+    return format_cursor(cursor_of(row))
+
+
+def format_cursor(cursor: Cursor) -> str:
+    return f"{cursor[0]!r}:{cursor[1]}"
+
+
+def parse_cursor(text: str) -> Cursor:
+    """:func:`format_cursor`'s text back to ``(created_at, id)``; ``ValueError`` when malformed."""
+    created_at, sep, row_id = text.strip().rpartition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return float(created_at), int(row_id)
+    except ValueError:
+        raise ValueError(f"not a page cursor: {text!r} (use the one printed under a page)") from None

@@ -1,0 +1,92 @@
+"""Users: creating them, their console passwords, state, groups and rate limits."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from ..records import DEFAULT_GROUP, UserOverview, UserRecord
+from ..secrets import hash_password
+from .context import Admin
+from .errors import Conflict, Invalid, NotFound
+from .port import LimitChanges
+
+MIN_PASSWORD = 8  # characters of a password set in the console
+
+
+async def create_user(
+    admin: Admin, name: str, *, is_admin: bool = False, password: str | None = None, groups: Sequence[str] = (DEFAULT_GROUP,)
+) -> UserRecord:
+    """Create a user opened to ``groups`` (missing groups are created), with a
+    console password when one is given (stored only hashed)."""
+    if not groups:
+        raise Invalid("needs at least one group", "groups")
+    if password is not None and not password:
+        raise Invalid("must not be empty", "password")
+    password_hash = await asyncio.to_thread(hash_password, password) if password else None
+    try:
+        return await admin.store.create_user(name, is_admin=is_admin, password_hash=password_hash, groups=list(groups))
+    except Conflict:
+        raise Conflict(f"user {name!r} already exists") from None
+
+
+async def find_user(admin: Admin, name: str) -> UserRecord:
+    """The user named ``name``."""
+    user = await admin.store.find_user(name)
+    if user is None:
+        raise NotFound(f"no user named {name!r}")
+    return user
+
+
+async def get_user(admin: Admin, user_id: int) -> UserRecord:
+    user = await admin.store.get_user(user_id)
+    if user is None:
+        raise NotFound(f"no user with id {user_id}")
+    return user
+
+
+async def list_users(admin: Admin) -> list[UserOverview]:
+    """Every user, by id, with its number of live keys."""
+    return await admin.store.list_users()
+
+
+async def set_user_enabled(admin: Admin, user_id: int, enabled: bool, *, by: int | None = None) -> UserRecord:
+    """Enable or disable a user (a disabled user's keys and console sessions stop
+    working). ``by`` is the operator acting: nobody disables themselves."""
+    if not enabled and by == user_id:
+        raise Invalid("You cannot disable yourself.")
+    if not await admin.store.set_user_enabled(user_id, enabled):
+        raise NotFound(f"no user with id {user_id}")
+    admin.caches.user_changed(user_id)
+    return await get_user(admin, user_id)
+
+
+def check_password(password: str) -> None:
+    """A console password must have :data:`MIN_PASSWORD` characters or more."""
+    if len(password) < MIN_PASSWORD:
+        raise Invalid(f"needs {MIN_PASSWORD} characters or more", "password")
+
+
+async def set_password(admin: Admin, user_id: int, password: str) -> None:
+    """Set a user's console password (checked by :func:`check_password`, stored only hashed)."""
+    check_password(password)
+    password_hash = await asyncio.to_thread(hash_password, password)
+    if not await admin.store.set_password_hash(user_id, password_hash):
+        raise NotFound(f"no user with id {user_id}")
+
+
+async def change_groups(admin: Admin, user_id: int, *, opened: Sequence[str] = (), closed: Sequence[str] = ()) -> UserRecord:
+    """Open groups to a user (missing groups are created) and close others."""
+    if not await admin.store.change_user_groups(user_id, opened=list(opened), closed=list(closed)):
+        raise NotFound(f"no user with id {user_id}")
+    return await get_user(admin, user_id)
+
+
+async def set_user_limits(admin: Admin, user: UserRecord, changes: LimitChanges) -> dict[str, int | None]:
+    """Change a user's rate-limit overrides (``None``: back to its group's
+    defaults); the stored limits after."""
+    stored = await admin.store.set_user_limits(user.id, changes)
+    if stored is None:
+        raise NotFound(f"no user named {user.name!r}")
+    admin.caches.user_changed(user.id)
+    return stored

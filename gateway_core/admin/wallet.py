@@ -1,0 +1,56 @@
+"""Wallets: crediting and correcting balances, reading the ledger, checking the books."""
+
+from __future__ import annotations
+
+import attrs
+
+from ..records import AuditReport, LedgerEntry, UserRecord
+from .context import Admin
+from .errors import Invalid
+from .users import get_user
+
+
+@attrs.frozen
+class Wallet:
+    """A user's balance, what requests in flight hold, and a page of the ledger
+    (newest first; ``more``: older rows follow)."""
+
+    user: UserRecord
+    held_micros: int
+    open_holds: int
+    ledger: list[LedgerEntry]
+    more: bool
+
+
+async def topup(admin: Admin, user_id: int, amount_micros: int, note: str | None = None) -> int:
+    """Credit a user (a ``topup`` ledger row with ``note``); the new balance."""
+    if isinstance(amount_micros, bool) or not isinstance(amount_micros, int) or amount_micros <= 0:
+        raise Invalid(f"must be a positive whole number of micro-USD, got {amount_micros!r}", "amount")
+    await get_user(admin, user_id)
+    return await admin.store.topup(user_id, amount_micros, note)
+
+
+async def adjust(admin: Admin, user_id: int, amount_micros: int, note: str) -> int:
+    """Correct a balance by a signed amount (an ``adjustment`` ledger row saying
+    why); the new balance."""
+    if isinstance(amount_micros, bool) or not isinstance(amount_micros, int) or amount_micros == 0:
+        raise Invalid(f"must be a non-zero whole number of micro-USD, got {amount_micros!r}", "amount")
+    if not note or not note.strip():
+        raise Invalid("must say why", "note")
+    await get_user(admin, user_id)
+    return await admin.store.adjust(user_id, amount_micros, note)
+
+
+async def wallet(admin: Admin, user_id: int, *, before_id: int | None = None, limit: int = 20) -> Wallet:
+    """The user's balance, open reservations and ``limit`` ledger rows older than ``before_id``."""
+    user = await get_user(admin, user_id)
+    holds = await admin.store.list_holds(user_id)
+    ledger = await admin.store.list_ledger(user_id, before_id=before_id, limit=limit + 1)
+    held = sum(hold.amount_micros for hold in holds)
+    return Wallet(user, held, len(holds), ledger[:limit], len(ledger) > limit)
+
+
+async def check_ledger(admin: Admin) -> AuditReport:
+    """Check the money invariants (see :mod:`gateway_core.store.audit`)."""
+    return await admin.store.check_ledger()
+
