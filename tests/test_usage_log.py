@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from gateway_core.admin.usage import page_cursor, parse_cursor
+from gateway_core.admin.usage import cursor_of, page_cursor, parse_cursor
 from gateway_core.store import CORE_MIGRATIONS, Store, usage
 
 ROWS = 100_000
@@ -51,6 +51,8 @@ FILTERS = [
     ({"key_id": 17, "model": "m3", "status": 200}, "idx_usage_logs_key_id_created_at"),
     ({"user_id": 5, "model": "m3"}, "idx_usage_logs_user_id_created_at"),
     ({"model": "m3", "status": 429}, "idx_usage_logs_model_created_at"),
+    ({"user_id": 5, "errors": True}, "idx_usage_logs_user_id_created_at"),
+    ({"errors": True}, "idx_usage_logs_created_at"),
 ]
 
 
@@ -59,6 +61,25 @@ def test_each_filter_is_one_index_range_scan_without_a_sort(conn, filters, index
     sql, params = usage.usage_query(before=(T0 + 600_000, 10**9), **filters)
     plan = " ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params))
     assert index in plan and "TEMP B-TREE" not in plan, plan
+
+
+@pytest.mark.parametrize(("filters", "index"), FILTERS)
+def test_a_page_forward_is_one_index_range_scan_too(conn, filters, index):
+    sql, params = usage.usage_query(after=(T0 + 600_000, 0), **filters)
+    plan = " ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql, params))
+    assert index in plan and "TEMP B-TREE" not in plan, plan
+
+
+def test_paging_forward_retraces_the_pages_backward(conn):
+    pages, before = [], None
+    for _ in range(4):
+        page = usage.query_usage(conn, user_id=5, errors=True, limit=15, before=before)
+        assert len(page) == 15 and all(row["status"] >= 400 and row["user_id"] == 5 for row in page)
+        pages.append(page)
+        before = cursor_of(page[-1])
+    for newer, page in zip(pages, pages[1:]):
+        back = usage.query_usage(conn, user_id=5, errors=True, limit=15, after=cursor_of(page[0]))
+        assert [row["id"] for row in back] == [row["id"] for row in newer]
 
 
 def _matches(row, filters):
