@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 
-from .migrations import LIMIT_COLUMNS
+from ..records import LIMIT_COLUMNS
 
 LimitChanges = Mapping[str, int | None]  # column -> value (None: clear to "not set")
 

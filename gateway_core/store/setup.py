@@ -7,12 +7,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..admin.errors import Conflict
-from ..records import InitResult
+from ..records import DEFAULT_GROUP, InitResult
 from .channels import add_channel, count_channels
 from .connection import atomic
 from .groups import ensure_groups
 from .keys import create_key, list_keys
-from .migrations import DEFAULT_GROUP
 from .prices import set_price
 from .users import add_user, first_admin, get_user, open_groups
 
