@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -80,20 +79,6 @@ def optional_int(value: str, what: str) -> int | None:
     if not value.isdigit():
         raise FormError(f"{what} must be a whole number (0 or more)")
     return int(value)
-
-
-def ratio_ppm(value: str) -> int:
-    """A price ratio such as ``1``, ``0.8`` or ``1.25`` in parts per million."""
-    try:
-        ratio = Decimal(value.strip() or "1")
-    except InvalidOperation:
-        raise FormError(f"the ratio must be a decimal number like 1 or 0.8, got {value!r}") from None
-    if not ratio.is_finite() or ratio < 0 or ratio > 1000:
-        raise FormError("the ratio must be between 0 and 1000")
-    ppm = ratio * 1_000_000
-    if ppm != ppm.to_integral_value():
-        raise FormError("the ratio has more than 6 decimal places")
-    return int(ppm)
 
 
 def when(value: str, what: str) -> float | None:
