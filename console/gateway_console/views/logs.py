@@ -14,19 +14,11 @@ from starlette.responses import Response
 from gateway_core.admin import keys, usage
 from gateway_core.records import Cursor, UsageFilter
 
-from ..forms import FormError, when
+from ..forms import FormError, optional_int, when
 from ..web import Ctx, page
 
 PAGE_SIZE = 50
 FILTER_NAMES = ("key", "model", "status", "since", "until", "user")
-
-
-def _number(value: str, what: str) -> int | None:
-    if not value:
-        return None
-    if not value.isdigit():
-        raise FormError(f"{what} must be a number")
-    return int(value)
 
 
 def _cursor(value: str, what: str) -> Cursor | None:
@@ -42,12 +34,12 @@ def _filters(ctx: Ctx, owner: int | None) -> tuple[UsageFilter, dict[str, str]]:
     query = ctx.request.query_params
     raw = {name: query.get(name, "").strip() for name in FILTER_NAMES}
     raw["key"] = raw["key"] or query.get("token", "").strip()  # "token": the name other gateways use
-    user_id = owner if owner is not None else _number(raw["user"], "user")
+    user_id = owner if owner is not None else optional_int(raw["user"], "user")
     status = raw["status"]
     if status and status != "errors" and not (status.isdigit() and len(status) == 3):
         raise FormError("status must be a 3-digit code or 'errors'")
     filters = UsageFilter(
-        key_id=_number(raw["key"], "key"), user_id=user_id, model=raw["model"] or None,
+        key_id=optional_int(raw["key"], "key"), user_id=user_id, model=raw["model"] or None,
         status=int(status) if status.isdigit() else None, errors=status == "errors",
         since=when(raw["since"], "From"), until=when(raw["until"], "Until"),
     )  # fmt: skip
