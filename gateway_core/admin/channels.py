@@ -13,10 +13,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import aiohttp
 import attrs
 
 from .. import endpoints
+from ..channel_type import Timeouts
 from ..health_report import describe_health
+from ..probe import ProbeResult, probe_channel
 from ..records import ChannelRecord, ChannelTraffic, DisabledKey
 from ..request_store import BreakerReport
 from .context import Admin
@@ -109,6 +112,33 @@ async def delete_channel(admin: Admin, channel_id: int) -> ChannelRecord:
         raise NotFound(f"no channel with id {channel_id}")
     admin.caches.channels_changed()
     return channel
+
+
+async def test_channel(
+    admin: Admin,
+    channel_id: int,
+    *,
+    timeouts: Timeouts,
+    request_id: str,
+    model: str | None = None,
+    key_index: int | None = None,
+    session: aiohttp.ClientSession | None = None,
+) -> tuple[ChannelRecord, ProbeResult]:
+    """Send one small real request through a channel (``relaygate channel test``, the
+    console's Test button): its status and latency. ``session`` is the running
+    gateway's upstream session; without one (the CLI) a session is opened for it."""
+    channel = await get_channel(admin, channel_id)
+    channel_type = admin.channel_types.get(channel.type)
+    if session is not None:
+        result = await probe_channel(
+            channel_type, session, channel, timeouts=timeouts, request_id=request_id, model=model, key_index=key_index
+        )
+        return channel, result
+    async with aiohttp.ClientSession(skip_auto_headers=("User-Agent",)) as own:
+        result = await probe_channel(
+            channel_type, own, channel, timeouts=timeouts, request_id=request_id, model=model, key_index=key_index
+        )
+    return channel, result
 
 
 async def channel_statuses(admin: Admin, *, in_flight: Mapping[int, int] | None = None) -> list[ChannelStatus]:

@@ -20,13 +20,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import aiohttp
-
 from .. import endpoints
 from ..admin import Admin, channels
 from ..health_report import key_summary
 from ..hookspecs import hookimpl
-from ..probe import ProbeResult, probe_channel
+from ..probe import ProbeResult
 from ..records import DEFAULT_GROUP, ChannelRecord, DisabledKey
 from .kit import CommandContext, no_arguments, parse_model_map, split_list, to_jsonable
 
@@ -194,12 +192,9 @@ def _configure_test(parser: argparse.ArgumentParser) -> None:
 def _run_test(args: argparse.Namespace, cli: CommandContext) -> int:
     async def test(admin: Admin) -> tuple[ChannelRecord, ProbeResult]:
         channel = await channels.find_channel(admin, args.name)
-        async with aiohttp.ClientSession(skip_auto_headers=("User-Agent",)) as session:
-            result = await probe_channel(
-                admin.channel_types.get(channel.type), session, channel, timeouts=cli.config.timeouts,
-                request_id="cli-test", model=args.model, key_index=args.key,
-            )  # fmt: skip
-        return channel, result
+        return await channels.test_channel(
+            admin, channel.id, timeouts=cli.config.timeouts, request_id="cli-test", model=args.model, key_index=args.key
+        )
 
     channel, result = cli.run(test)
     record = {"channel": channel.name, **to_jsonable(result)}

@@ -43,7 +43,7 @@ from .messages_response import response_to_wire
 from .stream_writers import ConvertedEvents, PassthroughEvents
 
 if TYPE_CHECKING:
-    from gateway_core.ratelimit.state import RateLimitState
+    from gateway_core import RateLimitState
 
 MESSAGES_WIRE = "anthropic.messages"
 COUNT_TOKENS_WIRE = "anthropic.count_tokens"

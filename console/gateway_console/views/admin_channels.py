@@ -11,17 +11,15 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway_core.admin import AdminError, channels
-from gateway_core.probe import ProbeResult
 from gateway_core.records import ChannelRecord
 
 from ..forms import FormError, model_map, optional_int, split_list, text
-from ..probe import probe_channel
 from ..web import Ctx, page
 
 HEALTH_WINDOW = 24 * 3600
 
 
-async def _list_page(ctx: Ctx, probe: tuple[ChannelRecord, ProbeResult] | None = None) -> Response:
+async def _list_page(ctx: Ctx, probe: tuple[ChannelRecord, channels.ProbeResult] | None = None) -> Response:
     """Channels, their traffic over 24 h, and their breakers and keys."""
     statuses = await channels.channel_statuses(ctx.admin, in_flight=ctx.services.health.in_flight())
     traffic = await channels.channel_traffic(ctx.admin, time.time() - HEALTH_WINDOW)
@@ -106,7 +104,9 @@ async def channel_delete(ctx: Ctx) -> Response:
 
 @page(admin=True)
 async def channel_probe(ctx: Ctx) -> Response:
-    channel = await channels.get_channel(ctx.admin, ctx.path_int("channel_id"))
-    request_id = ctx.request.scope.get("relaygate.request_id", "console-test")
-    result = await probe_channel(ctx.services, channel, request_id, text(ctx.form, "model") or None)
-    return await _list_page(ctx, (channel, result))
+    services = ctx.services
+    probe = await channels.test_channel(
+        ctx.admin, ctx.path_int("channel_id"), timeouts=services.config.timeouts, session=services.session,
+        request_id=ctx.request.scope.get("relaygate.request_id", "console-test"), model=text(ctx.form, "model") or None,
+    )  # fmt: skip
+    return await _list_page(ctx, probe)
