@@ -30,6 +30,7 @@ browser:
 		echo "warning: Debian's chromium is not installed (needs root and apt-get): the console's browser tests will fail" >&2
 
 test: install browser
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 bench: install

@@ -24,6 +24,7 @@ from .app_state import SERVICES_STATE
 from .ratelimit import RateLimiter
 from .request_store import RequestStore
 from .services import Services
+from .types import ASGIApp
 
 log = structlog.get_logger("relaygate.app")
 
@@ -96,9 +97,10 @@ class RequestIdMiddleware:
     """Gives every request an id: in ``X-Request-Id``, the logs' context and the usage log.
     Also the last line of defence: an unexpected exception becomes a 500 with that id."""
 
-    def __init__(self, app, protocols: list[ClientProtocol]) -> None:
+    def __init__(self, app: ASGIApp, protocols: list[ClientProtocol], services: Services) -> None:
         self.app = app
         self.protocols = protocols
+        self.services = services  # the app's services (tests and embedders read them)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -184,9 +186,7 @@ def create_app(
         *registry.routes,
     ]
     router = Router(routes=routes, lifespan=lifespan, default=not_found)
-    app = RequestIdMiddleware(router, registry.protocols)
-    app.services = services  # type: ignore[attr-defined]
-    return app
+    return RequestIdMiddleware(router, registry.protocols, services)
 
 
 def create_app_from_env() -> RequestIdMiddleware:

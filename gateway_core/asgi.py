@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .errors import InvalidRequestError, RequestTooLargeError
+from .types import Scope
 
-Scope = dict[str, Any]
 HeaderList = list[tuple[bytes, bytes]]
 
 SSE_TYPE = "text/event-stream"
@@ -86,7 +86,7 @@ async def send_body(send, status: int, body: bytes, content_type: bytes, headers
     await send({"type": "http.response.body", "body": body})
 
 
-def encode_headers(headers: dict[str, str]) -> HeaderList:
+def encode_headers(headers: Mapping[str, str]) -> HeaderList:
     return [(k.lower().encode("latin-1"), str(v).encode("latin-1")) for k, v in headers.items()]
 
 

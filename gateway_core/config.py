@@ -57,7 +57,7 @@ class Config:
         return self.plugins.get(name, {})
 
 
-def load_config(db_path: str | None = None, plugins_file: str | os.PathLike | None = None) -> Config:
+def load_config(db_path: str | None = None, plugins_file: str | os.PathLike[str] | None = None) -> Config:
     """Read ``plugins_file`` (default: ``RELAYGATE_PLUGINS`` or ``./plugins.toml``
     when it exists) and the database path (``RELAYGATE_DB`` or the default)."""
     db = db_path or os.environ.get("RELAYGATE_DB") or DEFAULT_DB

@@ -7,6 +7,7 @@ as floats. Only :mod:`gateway_core.store` builds these from the database.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import attrs
 
@@ -119,7 +120,7 @@ class ChannelRecord:
     enabled: bool = True
     endpoints: tuple[str, ...] = ()  # empty: every endpoint the type serves
     headers: dict[str, str] = attrs.field(factory=dict, repr=False)
-    settings: dict = attrs.field(factory=dict)
+    settings: dict[str, Any] = attrs.field(factory=dict)
     concurrency: int = 0
     timeout_connect: float | None = None
     timeout_first_byte: float | None = None
@@ -182,7 +183,7 @@ class UsageRow:
     error_message: str | None = None
     upstream_status: int | None = None
     upstream_error: str | None = None
-    attempts: list[dict] = attrs.field(factory=list)
+    attempts: list[dict[str, Any]] = attrs.field(factory=list)
 
 
 @attrs.frozen

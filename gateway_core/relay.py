@@ -26,10 +26,10 @@ from .channel_type import Exchange, JsonReply, StreamReply, Target
 from .client_protocol import Call, ClientProtocol, RouteSpec, StreamWriter
 from .context import RequestContext
 from .disconnect import DisconnectWatch
-from .errors import GatewayError, InternalError, NotFoundError, UpstreamError
+from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, UpstreamUnavailableError
 from .failover import AttemptPlan
 from .health import Lease
-from .model import ChatRequest, ChatResponse
+from .model import ChatResponse, CoreRequest
 from .outcome import CLIENT_GONE, DONE, Outcome, answered, end_reason_of
 from .secrets import redact
 from .services import Services
@@ -94,10 +94,10 @@ class ProtocolEndpoint:
             raise
         except Exception:
             log.exception("request failed", path=scope.get("path"))
-            error = InternalError(f"The gateway failed to handle the request (request id: {ctx.request_id}).")
+            internal = InternalError(f"The gateway failed to handle the request (request id: {ctx.request_id}).")
             if self.route.stream_body:
                 await discard_unread(upload, receive)
-            await self._fail(ctx, send, error)
+            await self._fail(ctx, send, internal)
 
     # --- answering -----------------------------------------------------------
 
@@ -132,7 +132,10 @@ class ProtocolEndpoint:
         early = EarlyHead() if call.stream and config.keepalive_interval > 0 else None
         # an upload's body is read by the channel as it sends it: the upload notices a disconnect itself
         watch = DisconnectWatch(receive, enabled=getattr(call, "upload", None) is None)
-        request: ChatRequest | None = None
+        request: CoreRequest | None = None
+        session = services.session
+        if session is None:
+            raise UpstreamUnavailableError("The gateway is not running its upstream connections (it is starting or stopping).")
         lease: Lease | None = None
         try:
             while True:
@@ -152,7 +155,7 @@ class ProtocolEndpoint:
                     call=call,
                     target=target,
                     request=None if passthrough else request,
-                    session=services.session,
+                    session=session,
                     timeouts=plan.timeouts(lease),
                     request_id=ctx.request_id,
                 )
@@ -226,8 +229,10 @@ class ProtocolEndpoint:
         # a channel may answer in the client's own wire although asked to convert (JsonReply.wire)
         if reply.body is not None and (passthrough or (reply.wire is not None and reply.wire == call.wire)):
             body = self.protocol.passthrough_body(call, reply.body)
-        else:
+        elif reply.response is not None:
             body = self.protocol.render_response(call, reply.response)
+        else:
+            raise InternalError("The channel type answered with neither a body nor a response (a bug in its adapter).")
         usage = reply.usage or getattr(reply.response, "usage", None)
         chat = isinstance(reply.response, (ChatResponse, type(None)))
         chars = _response_chars(reply) if usage is None and chat else 0
@@ -323,8 +328,10 @@ def redact_error(error: GatewayError, api_key: str) -> None:
 
 
 def _response_chars(reply: JsonReply) -> int:
-    if reply.response is not None:
+    if isinstance(reply.response, ChatResponse):
         return sum(len(getattr(p, "text", "") or getattr(p, "arguments", "")) for p in reply.response.parts)
+    if reply.response is not None:
+        return 0  # an embedding has no text to count
     # no usage and no parsed answer: the body's length bounds its content
     return len(reply.body) if reply.body is not None else 0
 

@@ -25,14 +25,13 @@ import attrs
 
 from .asgi import ClientGone, declared_length, too_large
 from .errors import GatewayError, InvalidRequestError
+from .types import Receive, Scope
 
 HEAD_LIMIT = 256 * 1024  # bytes of a form kept in memory to find its fields
 FIELD_LIMIT = 64 * 1024  # bytes of one text field's value
 _HEADERS_LIMIT = 16 * 1024  # bytes of one part's headers
 DISCARD_LIMIT = 256 * 1024 * 1024  # bytes of an unwanted upload read and dropped after an early answer
 DISCARD_SECONDS = 10.0
-
-Scope = dict
 
 
 @attrs.frozen
@@ -142,7 +141,7 @@ def form_boundary(content_type: str | None) -> bytes:
 class Upload:
     """A request body read as it arrives (see the module's docstring)."""
 
-    def __init__(self, receive, *, limit: int, content_type: str | None, content_length: int | None) -> None:
+    def __init__(self, receive: Receive, *, limit: int, content_type: str | None, content_length: int | None) -> None:
         self._receive = receive
         self.limit = limit
         self.content_type = content_type
@@ -157,7 +156,7 @@ class Upload:
         self._live = False  # bytes past the head have been handed out
 
     @classmethod
-    def open(cls, scope: Scope, receive, limit: int) -> Upload:
+    def open(cls, scope: Scope, receive: Receive, limit: int) -> Upload:
         """An upload of ``scope``'s body; 413 at once when its ``Content-Length`` exceeds ``limit``."""
         length = declared_length(scope, limit)
         content_type = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"content-type"), None)
@@ -181,7 +180,7 @@ class Upload:
             message = await self._receive()
             if message["type"] == "http.disconnect":
                 raise ClientGone()
-            chunk = message.get("body", b"")
+            chunk: bytes = message.get("body", b"")
             self._more = bool(message.get("more_body", False))
             self.received += len(chunk)
             if self.received > self.limit:
@@ -274,7 +273,7 @@ class Upload:
             on_end()
 
 
-async def discard_body(receive, *, max_bytes: int = DISCARD_LIMIT, seconds: float = DISCARD_SECONDS) -> None:
+async def discard_body(receive: Receive, *, max_bytes: int = DISCARD_LIMIT, seconds: float = DISCARD_SECONDS) -> None:
     """Read and drop the rest of a request body the gateway answered without reading
     (a 413, a refusal): closing a connection with unread bytes resets it, and the
     client would see a broken connection instead of the answer. Bounded in bytes and
@@ -293,7 +292,7 @@ async def discard_body(receive, *, max_bytes: int = DISCARD_LIMIT, seconds: floa
         return
 
 
-async def discard_unread(upload: Upload | None, receive) -> None:
+async def discard_unread(upload: Upload | None, receive: Receive) -> None:
     """Before answering an upload route early (a 413, a refusal): drop the rest of
     its body — what its :class:`Upload` has not read, or all of it when none was
     opened. The server closes a connection whose request body was not read, and a

@@ -41,7 +41,14 @@ async def post_upload(
         raise
 
 
-async def _post(exchange, url, upload: Upload, headers, replace, error_message) -> aiohttp.ClientResponse:
+async def _post(
+    exchange: Exchange,
+    url: str,
+    upload: Upload,
+    headers: dict[str, str],
+    replace: Mapping[str, str],
+    error_message: ErrorMessage,
+) -> aiohttp.ClientResponse:
     timeouts = exchange.timeouts
     loop = asyncio.get_running_loop()
     deadline = asyncio.timeout(None)
@@ -56,7 +63,7 @@ async def _post(exchange, url, upload: Upload, headers, replace, error_message) 
     client_timeout = aiohttp.ClientTimeout(total=None, connect=timeouts.connect, sock_read=timeouts.idle)
     try:
         async with deadline:
-            response = await exchange.session.post(
+            response: aiohttp.ClientResponse = await exchange.session.post(
                 url,
                 data=upload.body(replace, on_end=sent),
                 headers=headers,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -107,8 +108,13 @@ def test_relaygate_new_adapter_creates_the_package_and_refuses_a_bad_name(tmp_pa
 
 def test_the_template_ships_in_the_wheel(tmp_path):
     root = Path(__file__).resolve().parents[1]
+    source = tmp_path / "source"  # a copy: building leaves a build/ folder where it runs
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(root / name, source / name)
+    shutil.copytree(root / "gateway_core", source / "gateway_core", ignore=shutil.ignore_patterns("__pycache__"))
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(root)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(source)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert build.returncode == 0, build.stdout + build.stderr

@@ -21,16 +21,16 @@ _OLD_USAGE_INDEXES = (
 def migrate_0003_billing(db: sqlite_utils.Database) -> None:
     # prices of calls that are not token-priced (endpoints come later)
     for column in ("per_image_micros", "per_mchar_micros", "per_audio_minute_micros"):
-        db["prices"].add_column(column, int)
+        db.table("prices").add_column(column, int)
 
     # what requests in flight have reserved against each key's quota
     db.execute("ALTER TABLE api_keys ADD COLUMN held_micros INTEGER NOT NULL DEFAULT 0")
 
     # the key a ledger row concerns: a key's used amount is the sum of its charges
-    db["ledger"].add_column("key_id", int)
+    db.table("ledger").add_column("key_id", int)
 
     # open reservations: one row per request holding money, removed when settled
-    db["holds"].create(
+    db.table("holds").create(
         {
             "request_id": str,
             "user_id": int,
@@ -41,10 +41,10 @@ def migrate_0003_billing(db: sqlite_utils.Database) -> None:
         pk="request_id",
         not_null={"user_id", "amount_micros", "created_at"},
     )
-    db["holds"].create_index(["created_at"])
-    db["holds"].create_index(["user_id"])
+    db.table("holds").create_index(["created_at"])
+    db.table("holds").create_index(["user_id"])
 
-    usage = db["usage_logs"]
+    usage = db.table("usage_logs")
     db.execute("ALTER TABLE usage_logs ADD COLUMN cache_write_tokens INTEGER NOT NULL DEFAULT 0")
     db.execute("ALTER TABLE usage_logs ADD COLUMN held_micros INTEGER NOT NULL DEFAULT 0")
     db.execute("ALTER TABLE usage_logs ADD COLUMN overrun_micros INTEGER NOT NULL DEFAULT 0")

@@ -11,7 +11,7 @@ def migrate_0004_channel_health(db: sqlite_utils.Database) -> None:
     # NULL timeouts: the gateway's [gateway.timeouts]; concurrency 0: no cap
     db.execute("ALTER TABLE channels ADD COLUMN concurrency INTEGER NOT NULL DEFAULT 0")
     for column in ("timeout_connect", "timeout_first_byte", "timeout_idle"):
-        db["channels"].add_column(column, float)
+        db.table("channels").add_column(column, float)
     # a JSON list of {"index", "fingerprint", "reason", "at"}: keys never used again
     # until an operator re-enables them (relaygate channel enable)
     db.execute("ALTER TABLE channels ADD COLUMN disabled_keys TEXT NOT NULL DEFAULT '[]'")
@@ -19,7 +19,7 @@ def migrate_0004_channel_health(db: sqlite_utils.Database) -> None:
     # One row per breaker (a channel's: key_slot '', an upstream key's: its
     # fingerprint), written by the worker whose breaker changed state. Breakers
     # live in each worker's memory; this is what the CLI and the console show.
-    db["channel_health"].create(
+    db.table("channel_health").create(
         {
             "channel_id": int,
             "key_slot": str,

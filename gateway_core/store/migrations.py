@@ -50,7 +50,7 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) 
 
 def migrate_0001_core(db: sqlite_utils.Database) -> None:
     """Users, groups, API keys, channels, prices, the ledger and the usage log."""
-    db["users"].create(
+    db.table("users").create(
         {
             "id": int,
             "name": str,
@@ -64,22 +64,22 @@ def migrate_0001_core(db: sqlite_utils.Database) -> None:
         not_null={"name", "balance_micros", "is_admin", "enabled"},
         defaults={"balance_micros": 0, "is_admin": 0, "enabled": 1},
     )
-    db["users"].create_index(["name"], unique=True)
+    db.table("users").create_index(["name"], unique=True)
 
-    db["groups"].create(
+    db.table("groups").create(
         {"name": str, "ratio_ppm": int, "created_at": float},
         pk="name",
         not_null={"ratio_ppm"},
         defaults={"ratio_ppm": UNIT_RATIO_PPM},
     )
-    db["groups"].insert({"name": DEFAULT_GROUP, "ratio_ppm": UNIT_RATIO_PPM, "created_at": time.time()})
-    db["user_groups"].create(
+    db.table("groups").insert({"name": DEFAULT_GROUP, "ratio_ppm": UNIT_RATIO_PPM, "created_at": time.time()})
+    db.table("user_groups").create(
         {"user_id": int, "group_name": str},
         pk=("user_id", "group_name"),
         foreign_keys=[("user_id", "users", "id"), ("group_name", "groups", "name")],
     )
 
-    db["api_keys"].create(
+    db.table("api_keys").create(
         {
             "id": int,
             "user_id": int,
@@ -102,10 +102,10 @@ def migrate_0001_core(db: sqlite_utils.Database) -> None:
         not_null={"key_hash", "used_micros", "enabled", "deleted"},
         defaults={"used_micros": 0, "enabled": 1, "deleted": 0, "models": "[]", "allow_ips": "[]"},
     )
-    db["api_keys"].create_index(["key_hash"], unique=True)
-    db["api_keys"].create_index(["user_id", "id"])
+    db.table("api_keys").create_index(["key_hash"], unique=True)
+    db.table("api_keys").create_index(["user_id", "id"])
 
-    db["channels"].create(
+    db.table("channels").create(
         {
             "id": int,
             "name": str,
@@ -127,9 +127,9 @@ def migrate_0001_core(db: sqlite_utils.Database) -> None:
         not_null={"name", "type", "priority", "weight", "enabled"},
         defaults={"priority": 0, "weight": 1, "enabled": 1},
     )
-    db["channels"].create_index(["name"], unique=True)
+    db.table("channels").create_index(["name"], unique=True)
 
-    db["prices"].create(
+    db.table("prices").create(
         {
             "model": str,
             "input_micros_per_mtok": int,
@@ -149,7 +149,7 @@ def migrate_0001_core(db: sqlite_utils.Database) -> None:
 
 
 def _create_ledger(db: sqlite_utils.Database) -> None:
-    db["ledger"].create(
+    db.table("ledger").create(
         {
             "id": int,
             "user_id": int,
@@ -164,8 +164,8 @@ def _create_ledger(db: sqlite_utils.Database) -> None:
         foreign_keys=[("user_id", "users", "id")],
         not_null={"user_id", "kind", "amount_micros", "balance_after_micros"},
     )
-    db["ledger"].create_index(["user_id", "id"])
-    db["ledger"].create_index(["request_id"])
+    db.table("ledger").create_index(["user_id", "id"])
+    db.table("ledger").create_index(["request_id"])
     kinds = ", ".join(f"'{kind}'" for kind in LEDGER_KINDS)
     db.execute(
         "CREATE TRIGGER ledger_kind_check BEFORE INSERT ON ledger "
@@ -183,7 +183,7 @@ def _create_ledger(db: sqlite_utils.Database) -> None:
 
 
 def _create_usage_logs(db: sqlite_utils.Database) -> None:
-    db["usage_logs"].create(
+    db.table("usage_logs").create(
         {
             "id": int,
             "request_id": str,
@@ -218,7 +218,7 @@ def _create_usage_logs(db: sqlite_utils.Database) -> None:
         pk="id",
         not_null={"request_id", "created_at"},
     )
-    table = db["usage_logs"]
+    table = db.table("usage_logs")
     table.create_index(["request_id"], unique=True)
     for columns in (["key_id", "id"], ["model", "id"], ["status", "id"], ["user_id", "id"], ["created_at"]):
         table.create_index(columns)
@@ -236,7 +236,7 @@ def migrate_0002_limits(db: sqlite_utils.Database) -> None:
     """
     for table in ("groups", "users", "api_keys"):
         for column in LIMIT_COLUMNS:
-            db[table].add_column(column, int)
+            db.table(table).add_column(column, int)
 
 
 CORE_MIGRATIONS: list[Migration] = [

@@ -28,12 +28,14 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..client_protocol import ClientProtocol
+from ..client_protocol import Call, ClientProtocol, Headers, Query, RenderedError, RouteSpec, StreamWriter
 from ..config import Config
 from ..context import RequestContext, new_request_id
+from ..errors import GatewayError
+from ..model import CoreRequest, CoreResponse, ModelInfo
 from ..plugins import collect
 from ..records import KeyRecord, UsageRow
 from ..store import Store
@@ -44,6 +46,11 @@ from ..store.users import add_user
 from ..store.wallet import topup
 from .examples import Examples
 from .fake_upstream import FakeUpstream, Fault, UpstreamServers
+
+if TYPE_CHECKING:
+    from ..services import Services
+
+T = TypeVar("T")
 
 __all__ = [
     "Examples",
@@ -63,10 +70,11 @@ __all__ = [
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
-def wait_until_up(url: str, timeout: float = 15.0, process: subprocess.Popen | None = None) -> None:
+def wait_until_up(url: str, timeout: float = 15.0, process: subprocess.Popen[bytes] | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
@@ -92,7 +100,7 @@ class GatewayThread:
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._socket.bind(("127.0.0.1", 0))
-        self.port = self._socket.getsockname()[1]
+        self.port: int = self._socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -100,7 +108,7 @@ class GatewayThread:
         self._error: BaseException | None = None
 
     @property
-    def services(self):
+    def services(self) -> Services:
         return self.app.services
 
     def start(self) -> GatewayThread:
@@ -140,14 +148,16 @@ class GatewayThread:
     def __enter__(self) -> GatewayThread:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 
 class GatewayProcess:
     """``relaygate serve`` in a child process, on a free loopback port."""
 
-    def __init__(self, db_path: str | os.PathLike, *, plugins_file: str | None = None, workers: int = 1, env: dict | None = None) -> None:
+    def __init__(
+        self, db_path: str | os.PathLike[str], *, plugins_file: str | None = None, workers: int = 1, env: dict[str, str] | None = None
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "gateway_core", "serve", "--db", str(db_path), "--port", str(self.port)]
@@ -157,7 +167,7 @@ class GatewayProcess:
             command += ["--workers", str(workers)]
         self.command = command
         self.env = {**os.environ, **(env or {})}
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> GatewayProcess:
         self.process = subprocess.Popen(self.command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
@@ -181,12 +191,13 @@ class GatewayProcess:
     def output(self) -> str:
         if self.process is None or self.process.stdout is None:
             return ""
-        return self.process.stdout.read().decode("utf-8", "replace")
+        output: bytes = self.process.stdout.read()
+        return output.decode("utf-8", "replace")
 
     def __enter__(self) -> GatewayProcess:
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.process is not None and self.process.poll() is None:
             try:
                 self.terminate()
@@ -203,7 +214,7 @@ class Seed:
         self.store = Store(config.db_path, self.registry.migrations)
         self.store.migrate()
 
-    def _write(self, fn, *args, **kwargs):
+    def _write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         conn = self.store.connect()
         try:
             with conn:
@@ -217,7 +228,7 @@ class Seed:
             self._write(topup, user_id, balance_usd * 1_000_000, "test balance")
         return user_id
 
-    def key(self, user_id: int, *, name: str = "test", group: str = "default", **fields) -> tuple[int, str]:
+    def key(self, user_id: int, *, name: str = "test", group: str = "default", **fields: Any) -> tuple[int, str]:
         return self._write(create_key, user_id, name=name, group=group, **fields)
 
     def channel(
@@ -233,7 +244,7 @@ class Seed:
         priority: int = 0,
         weight: int = 1,
         free_unpriced: bool = True,
-        **fields,
+        **fields: Any,
     ) -> int:
         """Add a channel. Its models that have no price yet are marked free
         (``free_unpriced``), so tests about anything but billing need no prices:
@@ -256,7 +267,7 @@ class Seed:
             **fields,
         )
 
-    def price(self, model: str, input_micros_per_mtok: int, output_micros_per_mtok: int, **fields) -> None:
+    def price(self, model: str, input_micros_per_mtok: int, output_micros_per_mtok: int, **fields: Any) -> None:
         self._write(set_price, model, input_micros_per_mtok, output_micros_per_mtok, **fields)
 
     def rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
@@ -298,18 +309,36 @@ def make_context(protocol: Any = None, *, key: KeyRecord | None = None, client_i
 
 
 class _BareProtocol(ClientProtocol):
+    """A protocol for contexts made by hand: policies may read its name, nothing more."""
+
     name = "bare"
 
-    def routes(self):
+    def routes(self) -> Sequence[RouteSpec]:
         return ()
 
-    def read_key(self, headers, query):
+    def read_key(self, headers: Headers, query: Query) -> str:
         raise NotImplementedError
 
-    parse = to_core = render_response = stream_writer = render_models = render_error = read_key
+    def parse(self, route: RouteSpec, body: bytes, headers: Headers, query: Query, path_params: Mapping[str, str]) -> Call:
+        raise NotImplementedError
+
+    def to_core(self, call: Call) -> CoreRequest:
+        raise NotImplementedError
+
+    def render_response(self, call: Call, response: CoreResponse) -> bytes:
+        raise NotImplementedError
+
+    def stream_writer(self, call: Call, passthrough: bool) -> StreamWriter:
+        raise NotImplementedError
+
+    def render_models(self, call: Call, models: Sequence[ModelInfo], headers: Headers, query: Query) -> bytes:
+        raise NotImplementedError
+
+    def render_error(self, error: GatewayError, request_id: str) -> RenderedError:
+        raise NotImplementedError
 
 
-def _mark_free(conn, models: Sequence[str]) -> None:
+def _mark_free(conn: Any, models: Sequence[str]) -> None:
     for model in models:
         if get_price(conn, model) is None:
             set_price(conn, model, 0, 0, free=True)
