@@ -58,3 +58,18 @@ def test_verify_uses_parameters_stored_with_the_hash():
     cheap = hashlib.scrypt(b"pw", salt=raw_salt, n=1024, r=8, p=1, dklen=32)
     other = "$".join([scheme, "1024", r, p, salt, base64.urlsafe_b64encode(cheap).rstrip(b"=").decode()])
     assert verify_password("pw", other)
+
+
+def test_records_leave_as_json_with_upstream_secrets_masked():
+    from gateway_core.jsonable import to_jsonable
+    from gateway_core.records import ChannelRecord, DisabledKey
+
+    channel = ChannelRecord(
+        id=1, name="c", type="t", base_url="http://127.0.0.1:9", api_keys=("sk-upstream-secret-1", "sk-upstream-secret-2"),
+        models=("m",), model_map={}, groups=("default",), headers={"X-Token": "header-secret-value"},
+        disabled_keys=(DisabledKey(index=1, fingerprint="abcd", reason="refused", at=1.0),),
+    )  # fmt: skip
+    data = to_jsonable([channel])[0]
+    text = repr(data)
+    assert "sk-upstream-secret" not in text and "header-secret-value" not in text and "abcd" not in text
+    assert data["disabled_keys"] == [{"index": 1, "reason": "refused", "at": 1.0}] and data["models"] == ["m"]

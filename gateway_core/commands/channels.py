@@ -26,7 +26,8 @@ from ..health_report import key_summary
 from ..hookspecs import hookimpl
 from ..probe import ProbeResult
 from ..records import DEFAULT_GROUP, ChannelRecord, DisabledKey
-from .kit import CommandContext, no_arguments, parse_model_map, split_list, to_jsonable
+from ..jsonable import to_jsonable
+from .kit import CommandContext, no_arguments, parse_model_map, split_list
 
 DEFAULT = "default"  # a timeout back to the gateway's [gateway.timeouts]
 LIST_COLUMNS = ["id", "name", "type", "priority", "weight", "enabled", "health", "keys", "concurrency", "models", "groups"]

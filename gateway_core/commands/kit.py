@@ -17,12 +17,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import attrs
-
 from ..admin import Admin
 from ..config import Config
+from ..jsonable import to_jsonable
 from ..money import format_usd
-from ..records import ChannelRecord, mask_secret
 
 if TYPE_CHECKING:
     from ..registry import Registry
@@ -120,23 +118,6 @@ class CommandContext:
 
 
 # --- output -------------------------------------------------------------------
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Records as JSON values; upstream secrets masked."""
-    if isinstance(obj, ChannelRecord):
-        data = attrs.asdict(obj, recurse=False)
-        data["api_keys"] = list(obj.masked_keys())
-        data["headers"] = {name: mask_secret(value) for name, value in obj.headers.items()}
-        data["disabled_keys"] = [{"index": d.index, "reason": d.reason, "at": d.at} for d in obj.disabled_keys]
-        return to_jsonable(data)
-    if attrs.has(type(obj)):
-        return to_jsonable(attrs.asdict(obj, recurse=False))
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    return obj
 
 
 def display(name: str, value: Any) -> str:
