@@ -34,7 +34,7 @@ from .outcome import CLIENT_GONE, DONE, Outcome, answered, end_reason_of
 from .secrets import redact
 from .services import Services
 from .settlement import settle
-from .stream_contract import checked
+from .stream_contract import StreamContract
 from .tally import StreamTally
 from .uploads import Upload, discard_unread
 
@@ -183,8 +183,8 @@ class ProtocolEndpoint:
                 health.succeeded(lease)
                 ctx.attempts.append(_attempt(lease, started, None))
                 if isinstance(reply, StreamReply):
-                    reply = checked(reply, channel_type.name)  # the stream-event contract
-                    broken = await self._stream(ctx, call, reply, passthrough, watch, send, early.writer if early else None)
+                    contract = StreamContract(channel_type.name)  # every frame is checked against it
+                    broken = await self._stream(ctx, call, reply, contract, passthrough, watch, send, early.writer if early else None)
                     if broken is not None:
                         health.stream_failed(lease, broken)
                 else:
@@ -240,7 +240,7 @@ class ProtocolEndpoint:
         outcome = answered(usage, ctx.body_size, chars, media=reply.media, first_token_ms=ctx.elapsed_ms())
         await self._respond(ctx, send, outcome, body, reply.content_type.encode())
 
-    async def _stream(self, ctx: RequestContext, call: Call, reply: StreamReply, passthrough: bool, watch: DisconnectWatch, send, writer: StreamWriter | None = None) -> GatewayError | None:
+    async def _stream(self, ctx: RequestContext, call: Call, reply: StreamReply, contract: StreamContract, passthrough: bool, watch: DisconnectWatch, send, writer: StreamWriter | None = None) -> GatewayError | None:
         """Pump the stream to the client; return the error that broke it, if any.
 
         ``writer`` is given when keep-alives already sent the response head."""
@@ -250,7 +250,7 @@ class ProtocolEndpoint:
         tally = StreamTally(ctx.started)
         error: GatewayError | None = None
         try:
-            error = await watch.run(_pump(reply, writer, tally, send))
+            error = await watch.run(_pump(reply, contract, writer, tally, send))
             end_reason = "done" if error is None else end_reason_of(error)
         except ClientGone:
             end_reason = "client_gone"
@@ -276,10 +276,12 @@ def _streamed(ctx: RequestContext, tally: StreamTally, end_reason: str, error: G
     )
 
 
-async def _pump(reply: StreamReply, writer: StreamWriter, tally: StreamTally, send) -> GatewayError | None:
-    """Forward every frame as it comes; return the error that broke the stream, if any."""
+async def _pump(reply: StreamReply, contract: StreamContract, writer: StreamWriter, tally: StreamTally, send) -> GatewayError | None:
+    """Forward every frame as it comes, checked against the stream contract; return the
+    error that broke the stream, if any."""
     try:
         async for frame in reply.frames:
+            contract.check(frame)
             tally.observe(frame.events)
             data = writer.write(frame)
             if data:

@@ -23,11 +23,9 @@ upstream stopped early: the relay's upstream error), and a stream without
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
 
 import structlog
 
-from .channel_type import StreamReply
 from .client_protocol import Frame
 from .errors import InternalError
 from .model import PartDelta, PartStart, PartStop, StreamEvent, StreamFinish, StreamStart, UsageReport
@@ -100,20 +98,3 @@ class StreamContract:
             f"The channel type '{self.channel_type}' broke the stream contract: {problem}. "
             "This is a bug in its adapter, not an upstream failure."
         )
-
-
-def checked(reply: StreamReply, channel_type: str) -> StreamReply:
-    """``reply`` with every frame checked against the contract as it passes."""
-    frames = _checked_frames(reply.frames, StreamContract(channel_type))
-
-    async def close() -> None:
-        await frames.aclose()
-        await reply.close()
-
-    return StreamReply(frames=frames, close=close)
-
-
-async def _checked_frames(frames: AsyncIterator[Frame], contract: StreamContract) -> AsyncGenerator[Frame, None]:
-    async for frame in frames:
-        contract.check(frame)
-        yield frame
