@@ -8,6 +8,7 @@ errors, hook specifications and the protocol, channel and policy interfaces.
 """
 
 from . import endpoints
+from .channel_settings import Setting
 from .channel_type import ChannelType, Exchange, JsonReply, Reply, StreamReply, Target, Timeouts
 from .client_protocol import BillingHints, Call, ClientProtocol, Frame, LocalAnswer, RenderedError, RouteSpec, StreamWriter, capped_output
 from .errors import (
@@ -73,6 +74,7 @@ PUBLIC_MODULES = (
     "gateway_core.admin.usage",
     "gateway_core.admin.users",
     "gateway_core.admin.wallet",
+    "gateway_core.channel_settings",  # Setting: per-channel settings a channel type declares, validate_settings
     "gateway_core.channel_type",  # ChannelType and what a channel type returns
     "gateway_core.client_protocol",  # ClientProtocol, Call and what a protocol renders
     "gateway_core.commands.kit",  # the helper kit for relaygate sub-commands
@@ -140,6 +142,7 @@ __all__ = [
     "RequestTooLargeError",
     "Role",
     "RouteSpec",
+    "Setting",
     "StopReason",
     "StreamEvent",
     "StreamFinish",

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import aiohttp
 import attrs
 
+from .channel_settings import Setting
 from .client_protocol import Call, Frame
 from .model import CoreRequest, CoreResponse, MediaUsage, Usage
 from .records import ChannelRecord
@@ -91,9 +92,16 @@ Reply = JsonReply | StreamReply
 
 
 class ChannelType(abc.ABC):
-    """A kind of upstream the gateway can call."""
+    """A kind of upstream the gateway can call.
+
+    ``settings`` declares the per-channel settings the type reads (see
+    :mod:`gateway_core.channel_settings`): the admin layer validates a channel's
+    settings against it, and the type reads each with :meth:`Setting.read`. A class
+    attribute usually; an instance may set its own (a default from ``plugins.toml``).
+    """
 
     name: str
+    settings: tuple[Setting, ...] = ()
 
     @abc.abstractmethod
     def wire(self, endpoint: str) -> str | None:
