@@ -4,28 +4,30 @@ It sends the channel's key as ``x-api-key`` (never the client's) with an
 ``anthropic-version``: on the fast path the client's own ``anthropic-version`` and
 ``anthropic-beta`` are passed on; otherwise the channel's ``anthropic-version``
 header if it has one, else ``2023-06-01``. A base URL ending in ``/v1`` is stored
-without it. Requests converted from another protocol get ``max_tokens`` from the
-channel setting ``default_max_tokens``, else the plugin's (4096 unless
-``plugins.toml`` says otherwise). Upstream errors follow the core's rules
+without it. Requests converted from another protocol that leave ``max_tokens`` out
+get the channel setting ``default_max_tokens``, whose default is the plugin's (4096
+unless ``plugins.toml`` says otherwise). Upstream errors follow the core's rules
 (:func:`gateway_core.upstream.error_for_status`): 529 and 503 are "unavailable",
 other 5xx "upstream", both retried on another channel before the first byte.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
-from typing import Any, cast
+from typing import Any
 
+import attrs
 import orjson
 
 from gateway_core import (
     ChannelRecord,
     ChannelType,
+    ChatRequest,
     Exchange,
     Frame,
     InvalidRequestError,
     JsonReply,
     Reply,
+    Setting,
     StreamReply,
     Usage,
     endpoints,
@@ -50,11 +52,19 @@ def strip_version(base_url: str) -> str:
     return url[: -len("/v1")] if url.endswith("/v1") else url
 
 
+MAX_TOKENS = Setting(
+    "default_max_tokens", "int", default=DEFAULT_MAX_TOKENS, min=1,
+    help="max_tokens for requests from other protocols that leave it out",
+)  # fmt: skip
+
+
 class AnthropicChannel(ChannelType):
     name = "anthropic"
+    settings = (MAX_TOKENS,)
 
     def __init__(self, default_max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
-        self.default_max_tokens = default_max_tokens
+        self.max_tokens_setting = attrs.evolve(MAX_TOKENS, default=default_max_tokens)
+        self.settings = (self.max_tokens_setting,)
 
     def wire(self, endpoint: str) -> str | None:
         return WIRES.get(endpoint)
@@ -68,7 +78,7 @@ class AnthropicChannel(ChannelType):
         if exchange.passthrough:
             body = {**call.body, "model": target.upstream_model}
             options = call.options
-        elif call.endpoint == endpoints.CHAT and exchange.request is not None:
+        elif call.endpoint == endpoints.CHAT and isinstance(exchange.request, ChatRequest):
             body = request_to_wire(exchange.request, target.upstream_model, default_max_tokens=self.max_tokens(channel))
             options = {}
         else:
@@ -79,7 +89,7 @@ class AnthropicChannel(ChannelType):
         headers = upstream_headers(channel, target.api_key, options, call.stream)
         response = await post(exchange, url, headers=headers, body=orjson.dumps(body), error_message=upstream_error_message)
         if call.stream:
-            frames = cast(AsyncGenerator[Frame, None], sse_frames(response, FrameDecoder().decode))
+            frames = sse_frames(response, FrameDecoder().decode)
             return StreamReply(frames=frames, close=frames.aclose)
         data = await read_all(response)
         answer = parse_answer(data)
@@ -91,8 +101,7 @@ class AnthropicChannel(ChannelType):
         return JsonReply(body=None, response=response_from_wire(answer), usage=usage)
 
     def max_tokens(self, channel: ChannelRecord) -> int:
-        value = channel.settings.get("default_max_tokens")
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else self.default_max_tokens
+        return int(self.max_tokens_setting.read(channel.settings))
 
 
 def upstream_headers(channel: ChannelRecord, api_key: str, options: Any, stream: bool) -> dict[str, str]:

@@ -125,3 +125,23 @@ async def test_anthropic_upstream_errors_reach_openai_clients(client, anthropic_
         async for _ in stream:
             pass
     assert "Overloaded" in str(broken.value)
+
+
+def test_the_channel_setting_default_max_tokens_defaults_to_the_plugins() -> None:
+    from gateway_core import ChannelRecord
+    from gateway_core.channel_settings import SettingError, validate_settings
+    from gateway_anthropic.channel import AnthropicChannel
+
+    channel_type = AnthropicChannel(default_max_tokens=1234)
+    (setting,) = channel_type.settings
+    assert (setting.name, setting.kind, setting.default, setting.min) == ("default_max_tokens", "int", 1234, 1)
+    assert validate_settings(channel_type.settings, {"default_max_tokens": "900"}) == {"default_max_tokens": 900}
+    with pytest.raises(SettingError, match="must be at least 1, got '0'"):
+        validate_settings(channel_type.settings, {"default_max_tokens": "0"})
+
+    def channel(settings: dict) -> ChannelRecord:
+        return ChannelRecord(1, "c", "anthropic", "https://a", ("k",), ("m",), {}, ("default",), settings=settings)
+
+    assert channel_type.max_tokens(channel({"default_max_tokens": 900})) == 900
+    assert channel_type.max_tokens(channel({"default_max_tokens": "700"})) == 700  # stored as text before validation
+    assert channel_type.max_tokens(channel({})) == channel_type.max_tokens(channel({"default_max_tokens": 0})) == 1234

@@ -1,7 +1,8 @@
 """The ``demo`` channel type: answers locally and deterministically, streaming too.
 
 It lets a new user see the gateway work with no provider account and no network.
-Its channel setting ``delay_ms`` (default 30) spaces the streamed words.
+Its channel setting ``delay_ms`` (a whole number of milliseconds, default 30)
+spaces the streamed words.
 """
 
 from __future__ import annotations
@@ -9,22 +10,27 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, Sequence
 
 from gateway_core import (
     ChannelType,
+    ChatRequest,
     ChatResponse,
     Exchange,
     Frame,
+    InvalidRequestError,
     JsonReply,
     PartDelta,
     PartStart,
     PartStop,
     Reply,
+    Setting,
+    StopReason,
     StreamFinish,
     StreamReply,
     StreamStart,
     TextPart,
+    Usage,
     UsageReport,
     endpoints,
 )
@@ -32,10 +38,12 @@ from gateway_core import (
 from .answer import answer, usage_for
 
 DEMO_WIRE = "demo"
+DELAY_MS = Setting("delay_ms", "int", default=30, min=0, max=60_000, help="milliseconds between streamed words")
 
 
 class DemoChannel(ChannelType):
     name = "demo"
+    settings = (DELAY_MS,)
 
     def wire(self, endpoint: str) -> str | None:
         return DEMO_WIRE if endpoint == endpoints.CHAT else None
@@ -45,6 +53,8 @@ class DemoChannel(ChannelType):
 
     async def send(self, exchange: Exchange) -> Reply:
         request = exchange.request
+        if not isinstance(request, ChatRequest):
+            raise InvalidRequestError("A demo channel answers chat requests only.")
         pieces, stop = answer(request)
         text = "".join(pieces)
         usage = usage_for(request, text)
@@ -55,12 +65,14 @@ class DemoChannel(ChannelType):
                 id=answer_id, model=model, parts=(TextPart(text),), stop_reason=stop, usage=usage, created=int(time.time())
             )
             return JsonReply(body=None, response=response, usage=usage)
-        delay = float(exchange.target.channel.settings.get("delay_ms", 30)) / 1000.0
+        delay = DELAY_MS.read(exchange.target.channel.settings) / 1000.0
         frames = _stream(answer_id, model, pieces, stop, usage, delay)
         return StreamReply(frames=frames, close=frames.aclose)
 
 
-async def _stream(answer_id, model, pieces, stop, usage, delay) -> AsyncIterator[Frame]:
+async def _stream(
+    answer_id: str, model: str, pieces: Sequence[str], stop: StopReason, usage: Usage, delay: float
+) -> AsyncGenerator[Frame, None]:
     yield Frame(b"", (StreamStart(id=answer_id, model=model, created=int(time.time())), PartStart(0, TextPart(""))))
     for piece in pieces:
         if delay:

@@ -6,13 +6,13 @@ in the path: ``{base}/{version}/models/{model}:generateContent``,
 ``:streamGenerateContent?alt=sse`` (streams are always read as server-sent events),
 ``:countTokens``, ``:embedContent``, ``:batchEmbedContents`` (also for other
 protocols' embeddings, converted through the core). ``version`` is the
-channel setting ``api_version`` (default ``v1beta``). The base URL is stored
-without a trailing ``/v1beta`` or ``/v1``.
+channel setting ``api_version`` (``v1beta``, the default, ``v1`` or ``v1alpha``).
+The base URL is stored without a trailing ``/v1beta`` or ``/v1``.
 
-Channel settings: ``api_version``; ``thought_signature_placeholder`` (default
-``skip_thought_signature_validator``, the value Google documents for function calls
-that did not come from Gemini with a signature, which Gemini 3 requires; ``""``
-sends none).
+Channel settings (:data:`SETTINGS`): ``api_version``; ``thought_signature_placeholder``
+(default ``skip_thought_signature_validator``, the value Google documents for
+function calls that did not come from Gemini with a signature, which Gemini 3
+requires; ``""`` sends none).
 
 Upstream errors go through :func:`gateway_core.upstream.error_for_status`, except
 that a 4xx about the channel's own key or project (``API_KEY_INVALID``,
@@ -32,13 +32,14 @@ from gateway_core import (
     Frame,
     JsonReply,
     Reply,
+    Setting,
     StreamReply,
     UpstreamError,
     Usage,
     endpoints,
 )
 from gateway_core.errors import GatewayError, excerpt
-from gateway_core.model import EmbeddingsRequest
+from gateway_core.model import ChatRequest, EmbeddingsRequest
 from gateway_core.sse import frame_fields
 from gateway_core.upstream import parse_answer, parse_frame_json, post, read_all, sse_frames
 
@@ -54,6 +55,15 @@ from .wire import JSON, field
 WIRES = {endpoints.CHAT: GENERATE_WIRE, endpoints.COUNT_TOKENS: COUNT_TOKENS_WIRE, endpoints.EMBEDDINGS: EMBED_WIRE}
 DEFAULT_API_VERSION = "v1beta"
 DEFAULT_PLACEHOLDER = "skip_thought_signature_validator"
+API_VERSION = Setting(
+    "api_version", "choice", default=DEFAULT_API_VERSION, choices=(DEFAULT_API_VERSION, "v1", "v1alpha"),
+    help="the API version in the upstream's paths",
+)  # fmt: skip
+SIGNATURE_PLACEHOLDER = Setting(
+    "thought_signature_placeholder", "str", default=DEFAULT_PLACEHOLDER,
+    help="the thought signature sent with function calls that came without one",
+)  # fmt: skip
+SETTINGS = (API_VERSION, SIGNATURE_PLACEHOLDER)
 
 
 def strip_version(base_url: str) -> str:
@@ -72,6 +82,7 @@ def model_path(model: str) -> str:
 
 class GeminiChannel(ChannelType):
     name = "gemini"
+    settings = SETTINGS
 
     def wire(self, endpoint: str) -> str | None:
         return WIRES.get(endpoint)
@@ -84,7 +95,7 @@ class GeminiChannel(ChannelType):
         channel = target.channel
         upstream = target.upstream_model
         method, body = self._method_and_body(exchange)
-        version = str(channel.settings.get("api_version") or DEFAULT_API_VERSION).strip("/")
+        version = API_VERSION.read(channel.settings)
         url = f"{channel.base_url}/{version}/models/{model_path(upstream)}:{method}"
         headers = {"x-goog-api-key": target.api_key, "Content-Type": "application/json"}  # the core adds the channel's
         if call.stream:
@@ -106,8 +117,8 @@ class GeminiChannel(ChannelType):
         if call.endpoint == endpoints.EMBEDDINGS:
             if exchange.passthrough:
                 return JsonReply(body=data, response=None, usage=embed_usage(answer, call.body))
-            usage = embed_usage(answer, body)
-            return JsonReply(body=None, response=embeddings_from_wire(answer, usage), usage=usage)
+            embedded = embed_usage(answer, body)
+            return JsonReply(body=None, response=embeddings_from_wire(answer, embedded), usage=embedded)
         usage = usage_from_wire(field(answer, "usageMetadata"))
         if exchange.passthrough:
             return JsonReply(body=data, response=None, usage=usage, model=field(answer, "modelVersion"))
@@ -121,17 +132,24 @@ class GeminiChannel(ChannelType):
             if not exchange.passthrough:
                 raise UpstreamError("a gemini channel was handed an embeddings request it cannot read")
             return str(call.options.get("method")), passthrough_embed_body(call.body, upstream)
-        if call.endpoint == endpoints.COUNT_TOKENS:
-            if exchange.passthrough:
-                return "countTokens", passthrough_count_body(call.body, upstream)
-            return "countTokens", count_body_to_wire(exchange.request, upstream)
-        method = "streamGenerateContent" if call.stream else "generateContent"
         if exchange.passthrough:
-            if "model" in call.body:  # some clients repeat the URL's model in the body
-                return method, {**call.body, "model": f"models/{upstream}"}
-            return method, call.body
-        placeholder = exchange.target.channel.settings.get("thought_signature_placeholder", DEFAULT_PLACEHOLDER)
-        return method, request_to_wire(exchange.request, signature_placeholder=str(placeholder or ""))
+            return self._passthrough_method_and_body(exchange)
+        if not isinstance(exchange.request, ChatRequest):
+            raise UpstreamError("a gemini channel was handed a request it cannot read")
+        if call.endpoint == endpoints.COUNT_TOKENS:
+            return "countTokens", count_body_to_wire(exchange.request, upstream)
+        placeholder = SIGNATURE_PLACEHOLDER.read(exchange.target.channel.settings)
+        method = "streamGenerateContent" if call.stream else "generateContent"
+        return method, request_to_wire(exchange.request, signature_placeholder=placeholder)
+
+    def _passthrough_method_and_body(self, exchange: Exchange) -> tuple[str, JSON]:
+        call, upstream = exchange.call, exchange.target.upstream_model
+        if call.endpoint == endpoints.COUNT_TOKENS:
+            return "countTokens", passthrough_count_body(call.body, upstream)
+        method = "streamGenerateContent" if call.stream else "generateContent"
+        if "model" in call.body:  # some clients repeat the URL's model in the body
+            return method, {**call.body, "model": f"models/{upstream}"}
+        return method, call.body
 
 
 def _channel_error(error: GatewayError) -> GatewayError:

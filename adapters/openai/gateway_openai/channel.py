@@ -11,7 +11,7 @@ needs conversation state (``previous_response_id`` …) reaches only this
 channel type, and a chat-only channel refuses it with a 400 (give such a channel
 ``endpoints`` without ``responses`` to have the router skip it for those).
 
-Channel settings: ``responses`` (``true``/``false``: whether the upstream serves
+Channel settings: ``responses`` (a bool: whether the upstream serves
 ``/v1/responses``; default: whether the channel's declared ``endpoints`` name
 ``responses``, and with none declared, only ``api.openai.com`` does).
 """
@@ -48,7 +48,7 @@ from .calls import (
     TRANSCRIPTIONS_WIRE,
 )
 from .channel_media import send_media
-from .channel_responses import send_responses, speaks_responses
+from .channel_responses import RESPONSES, send_responses, speaks_responses
 from .chat_request import request_to_wire
 from .chat_response import response_from_wire, usage_from_wire
 from .chat_stream import ChunkDecoder
@@ -75,6 +75,7 @@ def strip_version(base_url: str) -> str:
 
 class OpenAIChannel(ChannelType):
     name = "openai"
+    settings = (RESPONSES,)
 
     def wire(self, endpoint: str) -> str | None:
         return WIRES.get(endpoint)

@@ -1,7 +1,7 @@
 """An ``openai`` channel's Responses API, for channels that speak it natively.
 
-Whether a channel does is its setting ``responses`` (``true``/``false``); without
-it, whether the endpoints the channel declares (``relaygate channel add
+Whether a channel does is its setting ``responses`` (:data:`RESPONSES`,
+``true``/``false``); without it, whether the endpoints the channel declares (``relaygate channel add
 --endpoints``) name ``responses``; a channel that declares none speaks it when it
 is ``api.openai.com`` (OpenAI-compatible servers mostly serve chat only). A Responses request for a native channel is forwarded as it
 came, only the model mapped — every field, item id and tool type (``namespace``,
@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from gateway_core import ChannelRecord, Exchange, Frame, JsonReply, Reply, StreamReply, UpstreamError, endpoints
+from gateway_core import ChannelRecord, Exchange, Frame, JsonReply, Reply, Setting, StreamReply, UpstreamError, endpoints
 from gateway_core.errors import excerpt
 from gateway_core.sse import frame_fields
 from gateway_core.upstream import parse_answer, parse_frame_json, post, read_all, sse_frames
@@ -26,15 +26,19 @@ from .responses_response import usage_from_wire
 from .responses_stream import TERMINAL, ResponsesDecoder
 
 NATIVE_HOSTS = frozenset(("api.openai.com",))
+RESPONSES = Setting(
+    "responses", "bool",
+    help="whether the upstream serves /v1/responses itself (not set: whether --endpoints names responses, else only api.openai.com does)",
+)  # fmt: skip
 
 
 def speaks_responses(channel: ChannelRecord) -> bool:
     """Whether the channel's upstream serves ``/v1/responses`` itself: its setting
     ``responses``, else whether its declared ``endpoints`` name ``responses``, else
     whether it is ``api.openai.com``."""
-    setting = channel.settings.get("responses")
-    if isinstance(setting, bool):
-        return setting
+    setting = RESPONSES.read(channel.settings)
+    if setting is not None:
+        return bool(setting)
     if channel.endpoints:
         return endpoints.RESPONSES in channel.endpoints
     return (urlsplit(channel.base_url).hostname or "") in NATIVE_HOSTS

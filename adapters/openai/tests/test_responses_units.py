@@ -171,6 +171,9 @@ def test_decoder_reads_a_responses_stream():
     ("https://api.openai.com", ("chat", "embeddings"), {}, False),
     ("http://vllm:8000", ("chat",), {"responses": True}, True),
     ("https://api.openai.com", (), {"responses": False}, False),
+    ("http://vllm:8000", (), {"responses": "true"}, True),  # stored as text before settings were validated
+    ("https://api.openai.com", (), {"responses": "off"}, False),
+    ("https://api.openai.com", (), {"responses": "perhaps"}, True),  # unreadable: not set
 ])  # fmt: skip
 def test_which_channels_speak_responses(base_url, endpoints, settings, native):
     channel = ChannelRecord(1, "c", "openai", base_url, ("k",), ("m",), {}, ("default",), endpoints=endpoints, settings=settings)

@@ -18,6 +18,7 @@ from gateway_core import (
     InvalidRequestError,
     JsonReply,
     Reply,
+    Setting,
     StreamReply,
     UpstreamError,
     endpoints,
@@ -27,10 +28,12 @@ from gateway_core.upstream import ndjson_frames, parse_answer, parse_frame_json,
 from .wire import CHAT_PATH, StreamDecoder, answer_from_wire, error_message, request_to_wire
 
 WIRE = "skeleton"
+KEEP_ALIVE = Setting("keep_alive", "str", help="how long the upstream keeps the model loaded (like 10m; not set: its default)")
 
 
 class SkeletonChannel(ChannelType):
     name = "skeleton"
+    settings = (KEEP_ALIVE,)
 
     def wire(self, endpoint: str) -> str | None:
         return WIRE if endpoint == endpoints.CHAT else None
@@ -43,7 +46,8 @@ class SkeletonChannel(ChannelType):
         headers = {"Content-Type": "application/json"}
         if target.api_key:
             headers["Authorization"] = f"Bearer {target.api_key}"
-        body = orjson.dumps(request_to_wire(request, target.upstream_model, stream))
+        keep_alive = KEEP_ALIVE.read(target.channel.settings)
+        body = orjson.dumps(request_to_wire(request, target.upstream_model, stream, keep_alive))
         response = await post(exchange, target.channel.base_url + CHAT_PATH, headers=headers, body=body, error_message=error_message)
         if stream:
             frames = ndjson_frames(response, LineDecoder().decode)

@@ -1,7 +1,7 @@
 """The upstream's wire format ⇄ the core model: pure functions, no HTTP.
 
 The wire: ``POST /api/chat`` with ``{"model", "messages": [{"role", "content"}],
-"stream", "options": {"temperature", "top_p", "num_predict", "stop"}}``. A whole
+"stream", "keep_alive", "options": {"temperature", "top_p", "num_predict", "stop"}}``. A whole
 answer is ``{"model", "message": {"role", "content"}, "done": true, "done_reason",
 "prompt_eval_count", "eval_count"}``; a stream is one such object a line, each
 with a piece of ``message.content``, the last one ``"done": true`` with the
@@ -38,8 +38,9 @@ CHAT_PATH = "/api/chat"
 STOP_REASONS = {"stop": StopReason.END_TURN, "length": StopReason.MAX_TOKENS}
 
 
-def request_to_wire(request: ChatRequest, model: str, stream: bool) -> JSON:
-    """The upstream body for a core request, with the upstream's model name."""
+def request_to_wire(request: ChatRequest, model: str, stream: bool, keep_alive: str | None = None) -> JSON:
+    """The upstream body for a core request, with the upstream's model name (and
+    how long the upstream keeps the model loaded, when the channel says)."""
     messages: list[JSON] = []
     if request.system:
         messages.append({"role": "system", "content": _text(request.system)})
@@ -52,6 +53,8 @@ def request_to_wire(request: ChatRequest, model: str, stream: bool) -> JSON:
         "stop": list(request.stop) or None,
     }
     body: JSON = {"model": model, "messages": messages, "stream": stream}
+    if keep_alive is not None:
+        body["keep_alive"] = keep_alive
     options = {name: value for name, value in options.items() if value is not None}
     if options:
         body["options"] = options

@@ -1,6 +1,6 @@
 """The channel type through a real gateway over loopback HTTP, against the fake
-upstream: answers whole and streamed, usage billed, the channel's headers sent,
-upstream failures rendered in the client's protocol."""
+upstream: answers whole and streamed, usage billed, the channel's headers and its
+setting sent, upstream failures rendered in the client's protocol."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ async def upstream(fake_upstream) -> FakeSkeleton:
 @pytest.fixture
 def gateway(seed, upstream, start_gateway) -> Any:
     seed.channel("tiny", type="skeleton", base_url=upstream.url, models=[MODEL],
-                 model_map={MODEL: "tiny-1b"}, headers={"X-Team": "blue"})  # fmt: skip
+                 model_map={MODEL: "tiny-1b"}, headers={"X-Team": "blue"}, settings={"keep_alive": "10m"})  # fmt: skip
     gateway = start_gateway()
     gateway.key = seed.key(seed.user("alice"))[1]
     return gateway
@@ -48,6 +48,7 @@ async def test_a_whole_answer(gateway, upstream, seed):
     assert status == 200 and orjson.loads(body)["choices"][0]["message"]["content"] == "echo: hello there"
     sent = upstream.requests[-1]
     assert sent["body"]["model"] == "tiny-1b" and sent["headers"]["X-Team"] == "blue"
+    assert sent["body"]["keep_alive"] == "10m"  # the channel's setting
     row = seed.rows("SELECT * FROM usage_logs ORDER BY id DESC LIMIT 1")[0]
     assert (row["input_tokens"], row["output_tokens"], row["estimated"]) == (2, 3, 0)
 
