@@ -202,3 +202,49 @@ def test_channel_test_of_the_demo_channel(cli):
     status, out, _ = cli("channel", "test", "demo")
     assert status == 0 and "OK, HTTP 200" in out and "key #" not in out
 
+
+
+# --- settings: --setting, --unset-setting, channel types --------------------------------------
+
+
+def test_settings_are_set_listed_and_unset(cli):
+    add_main(cli, "--setting", "responses=yes")
+    assert stored(cli.db, "main").settings == {"responses": True}
+    status, out, _ = cli("channel", "list", "--json")
+    assert status == 0 and json.loads(out)[0]["settings"] == {"responses": True}
+    status, out, _ = cli("channel", "edit", "main", "--setting", "responses=off")
+    assert status == 0 and "Changed channel 'main': settings." in out
+    assert stored(cli.db, "main").settings == {"responses": False}
+    status, out, _ = cli("channel", "edit", "main", "--unset-setting", "responses", "--json")
+    assert status == 0 and json.loads(out)["settings"] == {} and stored(cli.db, "main").settings == {}
+    assert cli("channel", "add", "d", "--type", "demo", "--base-url", "local://demo", "--models", "m", "--setting", "delay_ms=5")[0] == 0
+    assert stored(cli.db, "d").settings == {"delay_ms": 5}
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--setting", "responses=maybe"), "relaygate channel edit: setting 'responses' must be true or false"),
+        (("--setting", "delay_ms=5"), "unknown setting 'delay_ms' (known: responses)"),
+        (("--setting", "responses"), "--setting looks like NAME=VALUE, got 'responses'…"),
+        (("--unset-setting", "responses"), "cannot unset 'responses': not set (the channel sets: none)"),
+    ],
+)
+def test_bad_settings_are_refused_in_one_line(cli, args, fragment):
+    add_main(cli)
+    status, out, err = cli("channel", "edit", "main", *args)
+    one_line_error(status, out, err, fragment)
+    assert status == 2 and stored(cli.db, "main").settings == {}
+
+
+def test_channel_types_lists_the_loaded_types_and_their_settings(cli):
+    status, out, _ = cli("channel", "types")
+    assert status == 0
+    assert "demo: chat\n  delay_ms  a whole number from 0 to 60000 (default: 30). milliseconds between streamed words\n" in out
+    assert "openai: chat, responses, embeddings" in out and "  responses  true or false (default: not set). whether" in out
+    status, out, _ = cli("channel", "types", "--json")
+    types = {t["name"]: t for t in json.loads(out)}
+    assert set(types) == {"demo", "openai"} and types["demo"]["endpoints"] == ["chat"]
+    (delay,) = types["demo"]["settings"]
+    assert (delay["name"], delay["kind"], delay["default"], delay["min"], delay["max"]) == ("delay_ms", "int", 30, 0, 60000)
+    assert delay["accepts"] == "a whole number from 0 to 60000" and delay["help"] == "milliseconds between streamed words"

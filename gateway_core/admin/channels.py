@@ -1,25 +1,31 @@
 """Channels: the upstreams requests are routed to.
 
 Adding and editing validate the fields against the loaded channel types (the
-base URL is stored as the type normalizes it), create missing groups, and keep
-the disabled marks of the upstream keys an edit keeps. Enabling a channel also
+base URL is stored as the type normalizes it; the settings against the type's
+schema, stored typed, and checked again when the type changes; a channel whose
+type is not loaded keeps its stored settings untouched), create missing groups,
+and keep the disabled marks of the upstream keys an edit keeps. Enabling a channel also
 puts its disabled upstream keys back in use. Every change is seen by the
 running gateway's router at once (``caches``), by other processes within a second.
 """
 
 from __future__ import annotations
 
+import math
+import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
 import attrs
 
 from .. import endpoints
-from ..channel_type import Timeouts
+from ..channel_settings import SettingError, validate_settings
+from ..channel_type import ChannelType, Timeouts
 from ..health_report import describe_health
-from ..probe import ProbeResult, probe_channel
+from ..probe import ProbeResult as ProbeResult  # what test_channel returns, for the fronts
+from ..probe import probe_channel
 from ..records import ChannelRecord, ChannelTraffic, DisabledKey
 from ..request_store import BreakerReport
 from .context import Admin
@@ -31,6 +37,8 @@ EDITABLE = (
     "endpoints", "headers", "settings", "concurrency", "timeout_connect", "timeout_first_byte", "timeout_idle",
 )  # fmt: skip
 LISTS = ("api_keys", "models", "groups", "endpoints")
+TIMEOUTS = ("timeout_connect", "timeout_first_byte", "timeout_idle")
+HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token
 
 
 @attrs.frozen
@@ -174,6 +182,8 @@ def check_fields(admin: Admin, changes: ChannelFields, existing: ChannelRecord |
         fields["name"] = str(fields.get("name") or "").strip()
         if not fields["name"]:
             raise Invalid("needs a name", "name")
+    if existing is not None and fields.get("type") == existing.type:
+        del fields["type"]  # not a change: a channel of a type not loaded stays editable
     channel_type = None
     if adding or "type" in fields:
         kind = fields.get("type") or ""
@@ -197,5 +207,54 @@ def check_fields(admin: Admin, changes: ChannelFields, existing: ChannelRecord |
     for name in ("weight", "concurrency"):
         if fields.get(name) is not None and int(fields[name]) < 0:
             raise Invalid("must not be negative", name)
+    for name in TIMEOUTS:
+        if fields.get(name) is not None and not 0 < float(fields[name]) < math.inf:
+            raise Invalid("must be more than 0 seconds", name)
+    if "headers" in fields:
+        fields["headers"] = _checked_headers(fields["headers"] or {})
+    if adding or "settings" in fields or "type" in fields:
+        fields["settings"] = _checked_settings(channel_type, fields, existing)
     return fields
+
+
+def changed_settings(stored: Mapping[str, Any], values: Mapping[str, str], unset: Sequence[str]) -> dict[str, Any]:
+    """A channel's settings after an edit that sets ``values`` and removes ``unset``
+    (``relaygate channel edit --setting NAME=VALUE --unset-setting NAME``); the
+    result goes to :func:`update_channel`, which validates it."""
+    missing = [name for name in unset if name not in stored]
+    if missing:
+        held = ", ".join(sorted(stored)) or "none"
+        raise Invalid(f"cannot unset {', '.join(map(repr, missing))}: not set (the channel sets: {held})")
+    return {**{name: value for name, value in stored.items() if name not in unset}, **values}
+
+
+def _checked_settings(channel_type: ChannelType | None, fields: Mapping[str, Any], existing: ChannelRecord | None) -> dict[str, Any]:
+    """The settings to store, validated against the channel type's schema: the
+    given ones, else (a change of type) the stored ones."""
+    given = "settings" in fields
+    settings = dict(fields.get("settings") or {}) if given or existing is None else dict(existing.settings)
+    if channel_type is None:  # an edit of a channel whose type is not loaded
+        kind = existing.type if existing is not None else "?"
+        raise Invalid(f"the channel's settings cannot be checked: its type {kind!r} is not loaded (its plugin is missing)")
+    try:
+        return validate_settings(channel_type.settings, settings)
+    except SettingError as error:
+        if given:
+            raise Invalid(str(error)) from None
+        raise Invalid(f"the stored settings do not suit the channel type {channel_type.name!r}: {error}") from None
+
+
+def _checked_headers(headers: Mapping[str, Any]) -> dict[str, str]:
+    """Headers sent upstream: names are HTTP tokens, values one line of text."""
+    checked: dict[str, str] = {}
+    for name, value in headers.items():
+        name = str(name).strip()
+        if not HEADER_NAME.fullmatch(name):
+            raise Invalid(f"has a name that is not a valid HTTP header name: {name!r}", "header")
+        if not isinstance(value, str) or any(c in value for c in "\r\n\0"):
+            raise Invalid(f"{name!r} must be one line of text", "header")
+        if name.lower() in (seen.lower() for seen in checked):
+            raise Invalid(f"names {name!r} twice", "header")
+        checked[name] = value.strip()
+    return checked
 

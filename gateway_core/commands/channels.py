@@ -1,4 +1,4 @@
-"""``relaygate channel add|list|edit|enable|disable|delete|test``.
+"""``relaygate channel add|list|edit|enable|disable|delete|test|types``.
 
 Upstream keys are read from the command line (or ``--api-key-stdin``) and never
 printed again: records show them masked, health shows them by position. A
@@ -7,10 +7,12 @@ running gateway sees a change within a second (its router's index lifetime).
 - ``add NAME --type T --base-url URL --models M1,M2 [--api-key K …] [options]``
 - ``list``: every channel with its health (breaker per channel and per key,
   disabled keys and why)
-- ``edit NAME [options]``: change what is given; ``--api-key`` replaces the keys
+- ``edit NAME [options]``: change what is given; ``--api-key`` replaces the keys,
+  ``--setting NAME=VALUE`` sets one setting, ``--unset-setting NAME`` removes one
 - ``enable NAME``: route to it again, and use its disabled keys again
 - ``disable NAME`` / ``delete NAME``
 - ``test NAME [--model M] [--key N]``: one small real request; status and latency
+- ``types``: the loaded channel types, the endpoints each serves and its settings
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from .. import endpoints
 from ..admin import Admin, channels
+from ..channel_settings import setting_text
 from ..health_report import key_summary
 from ..hookspecs import hookimpl
 from ..probe import ProbeResult
@@ -42,6 +45,7 @@ def register_commands(register: Callable[..., None]) -> None:
     register("channel disable", "stop routing to a channel", _configure_name, _run_disable)
     register("channel delete", "delete a channel", _configure_name, _run_delete)
     register("channel test", "send one small real request through a channel: status and latency", _configure_test, _run_test)
+    register("channel types", "list the loaded channel types: endpoints served and settings", no_arguments, _run_types)
 
 
 # --- options shared by add and edit ---------------------------------------------------
@@ -59,6 +63,10 @@ def _channel_options(parser: argparse.ArgumentParser, *, adding: bool) -> None:
     parser.add_argument("--model-map", default="" if adding else None, metavar="CLIENT=UPSTREAM,...")
     parser.add_argument("--endpoints", metavar="E1,E2", help=f"endpoints served (default: all the type serves): {', '.join(endpoints.ALL)}")
     parser.add_argument("--header", action="append", default=[], metavar="NAME=VALUE", help="extra header sent upstream (repeat)")
+    parser.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting of the channel's type (repeat; 'relaygate channel types' lists them)")  # fmt: skip
+    if not adding:
+        parser.add_argument("--unset-setting", action="append", default=[], metavar="NAME", help="remove a setting: back to its default (repeat)")
     parser.add_argument("--concurrency", type=_count, metavar="N", help="requests in flight at once, per worker (0: no cap)")
     for name, what in (("connect", "connecting"), ("first-byte", "the response head"), ("idle", "silence between chunks")):
         parser.add_argument(f"--timeout-{name}", type=_timeout, metavar="S", help=f"seconds for {what} ('{DEFAULT}': the gateway's)")
@@ -90,7 +98,11 @@ def _fields(args: argparse.Namespace, existing: ChannelRecord | None) -> dict[st
     if args.model_map is not None:
         fields["model_map"] = parse_model_map(args.model_map)
     if args.header:
-        fields["headers"] = {**(existing.headers if existing else {}), **_headers(args.header)}
+        fields["headers"] = {**(existing.headers if existing else {}), **_pairs("--header", args.header)}
+    if existing is None:
+        fields["settings"] = _pairs("--setting", args.setting)
+    elif args.setting or args.unset_setting:
+        fields["settings"] = channels.changed_settings(existing.settings, _pairs("--setting", args.setting), args.unset_setting)
     for name in TIMEOUT_FIELDS:
         value = getattr(args, name)
         if value is not None:
@@ -207,37 +219,52 @@ def _run_test(args: argparse.Namespace, cli: CommandContext) -> int:
     return 0 if result.ok else 1
 
 
+def _run_types(args: argparse.Namespace, cli: CommandContext) -> int:
+    """The loaded channel types: what each serves and the settings it declares."""
+    loaded = sorted(cli.registry.channel_types.items())
+    served = {name: [e for e in endpoints.ALL if channel_type.wire(e)] for name, channel_type in loaded}
+    if cli.json:
+        cli.print_record([{"name": name, "endpoints": served[name], "settings": [
+            {**to_jsonable(s), "accepts": s.accepts} for s in channel_type.settings]} for name, channel_type in loaded])  # fmt: skip
+        return 0
+    for name, channel_type in loaded:
+        print(f"{name}: {', '.join(served[name]) or 'no endpoint'}")
+        width = max((len(s.name) for s in channel_type.settings), default=0)
+        for s in channel_type.settings:
+            default = "not set" if s.default is None else setting_text(s.default)
+            print(f"  {s.name.ljust(width)}  {s.accepts} (default: {default}). {s.help}".rstrip())
+        if not channel_type.settings:
+            print("  (no settings)")
+    return 0
+
+
 # --- helpers ----------------------------------------------------------------------------------
 
 
 def _count(text: str) -> int:
     try:
-        value = int(text)
+        return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
-    return value
 
 
 def _timeout(text: str) -> float | str:
     if text == DEFAULT:
         return DEFAULT
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected seconds (like 30 or 2.5) or '{DEFAULT}', got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text!r}")
-    return value
 
 
-def _headers(values: list[str]) -> dict[str, str]:
-    headers: dict[str, str] = {}
+def _pairs(option: str, values: list[str]) -> dict[str, str]:
+    """``NAME=VALUE`` options (``--header``, ``--setting``) as a mapping; the value
+    is not shown in an error (a header's may be a secret)."""
+    pairs: dict[str, str] = {}
     for value in values:
         name, sep, text = value.partition("=")
         if not sep or not name.strip():
-            raise ValueError(f"--header looks like NAME=VALUE, got {value.split('=')[0]!r}…")
-        headers[name.strip()] = text.strip()
-    return headers
+            raise ValueError(f"{option} looks like NAME=VALUE, got {value.split('=')[0]!r}…")
+        pairs[name.strip()] = text.strip()
+    return pairs
 
