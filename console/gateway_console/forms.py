@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl
 
-from starlette.datastructures import FormData
+from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 
 from gateway_core.money import format_usd, parse_usd
@@ -45,7 +45,8 @@ async def read_form(request: Request) -> FormData:
         pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=500)
     except (UnicodeDecodeError, ValueError):
         raise FormError("the form could not be read") from None
-    return FormData(pairs)
+    fields: list[tuple[str, str | UploadFile]] = list(pairs)
+    return FormData(fields)
 
 
 def text(form: FormData, name: str, *, required: str | None = None, max_length: int = 500) -> str:
@@ -79,6 +80,16 @@ def optional_int(value: str, what: str) -> int | None:
     if not value.isdigit():
         raise FormError(f"{what} must be a whole number (0 or more)")
     return int(value)
+
+
+def optional_float(value: str, what: str) -> float | None:
+    value = value.strip()
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise FormError(f"{what} must be a number (like 30 or 2.5)") from None
 
 
 def when(value: str, what: str) -> float | None:

@@ -8,6 +8,7 @@ and say how to install it. Screenshots of every page go to
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -201,4 +202,38 @@ def test_operator_pages_render_in_the_browser_and_on_a_phone(chromium, seed, use
     shot(page, "29-keys-on-a-phone")
     page.click("button:has-text('Sign out')")
     page.wait_for_url("**/console/login?done=signed-out")
+    assert errors == [], errors
+
+
+def test_the_channel_form_shows_the_chosen_types_settings_and_keeps_what_was_typed(chromium, seed, users, passwords, start_gateway):
+    gateway = start_gateway()
+    context, errors = chromium
+    page = context.new_page()
+    sign_in(page, gateway.url, "root", passwords["root"])
+    page.goto(gateway.url + "/console/admin/channels/new")
+    page.select_option("select[name=type]", "demo")
+    expect(page.locator("fieldset[data-type=demo]")).to_be_visible()
+    expect(page.locator("fieldset[data-type=gemini]")).to_be_hidden()
+    page.fill("input[name=name]", "slow-demo")
+    page.fill("input[name=base_url]", "local://demo")
+    page.fill("input[name=models]", "demo-slow")
+    page.fill("input[name=timeout_idle]", "45")
+    page.fill("textarea[name=headers]", "X-Team: blue")
+    page.fill("input[name='setting.demo.delay_ms']", "soon")
+    page.click("button:has-text('Add channel')")
+    expect(page.locator("p.error")).to_contain_text("setting 'delay_ms' must be a whole number from 0 to 60000, got 'soon'")
+    expect(page.locator("fieldset[data-type=demo]")).to_be_visible()
+    assert [page.input_value(f) for f in ("input[name=name]", "input[name=timeout_idle]", "textarea[name=headers]")] == ["slow-demo", "45", "X-Team: blue"]
+    shot(page, "29-admin-channel-form-error")
+    page.fill("input[name='setting.demo.delay_ms']", "120")
+    page.click("button:has-text('Add channel')")
+    page.wait_for_selector("text=Created.")
+    (stored,) = seed.rows("SELECT settings, headers, timeout_idle FROM channels WHERE name = 'slow-demo'")
+    assert (json.loads(stored["settings"]), json.loads(stored["headers"]), stored["timeout_idle"]) == ({"delay_ms": 120}, {"X-Team": "blue"}, 45.0)
+    page.locator("tr", has_text="slow-demo").locator("a:has-text('Edit')").click()
+    assert page.input_value("input[name='setting.demo.delay_ms']") == "120"
+    page.select_option("select[name=type]", "gemini")
+    expect(page.locator("fieldset[data-type=gemini]")).to_be_visible()
+    expect(page.locator("fieldset[data-type=demo]")).to_be_hidden()
+    shot(page, "30-admin-channel-form-gemini")
     assert errors == [], errors

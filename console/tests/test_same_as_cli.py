@@ -9,6 +9,7 @@ before they shared the admin layer.
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import re
 import time
@@ -19,6 +20,7 @@ from gateway_core.cli import main
 from gateway_core.records import key_fingerprint
 from gateway_core.request_store import BreakerReport
 from gateway_core.store.channel_health import save_breaker
+from gateway_core.store.channels import add_channel
 from gateway_core.store.channels import disable_channel_key
 
 pytestmark = pytest.mark.usefixtures("users")
@@ -197,3 +199,97 @@ async def test_the_console_pages_the_log_with_the_clis_pager(seed, users, browse
     assert seed_request_ids(page) == errors[:50] and "Older" not in page
     status, page = await root.get("/console/admin/logs?before=nonsense")
     assert status == 400 and "not a page of this log" in page
+
+
+# --- channel settings, timeouts, concurrency and headers -----------------------------------------
+
+
+def channel_options(seed, name: str) -> dict:
+    """What the channel form's settings, timeouts, concurrency and headers fields store."""
+    (row,) = seed.rows(
+        "SELECT type, settings, headers, concurrency, timeout_connect, timeout_first_byte, timeout_idle FROM channels WHERE name = ?", (name,)
+    )
+    return {**row, "settings": json.loads(row["settings"]), "headers": json.loads(row["headers"])}
+
+
+def channel_form(name: str, **changes: str) -> dict[str, str]:
+    form = {"name": name, "type": "demo", "base_url": "local://demo", "models": "demo-chat", "groups": "default", "priority": "0",
+            "weight": "1", "enabled": "on", "api_keys": "", "concurrency": "", "timeout_connect": "", "timeout_first_byte": "",
+            "timeout_idle": "", "headers": ""}  # fmt: skip
+    return {**form, **changes}
+
+
+async def test_settings_timeouts_concurrency_and_headers_are_stored_the_same_way_by_both(seed, browsers, cli):
+    root = await browsers("root")
+    new = "/console/admin/channels/new"
+    _, page = await root.get(new)
+    assert 'name="setting.demo.delay_ms"' in page and 'name="setting.gemini.api_version"' in page  # drawn from each type's schema
+    assert '<option value="v1alpha">v1alpha</option>' in page and 'name="timeout_first_byte"' in page
+    form = channel_form("by-console", concurrency="3", timeout_first_byte="7.5", headers="X-Team: blue\nX-Org: org-secret-value",
+                        **{"setting.demo.delay_ms": "250"})  # fmt: skip
+    status, page = await root.post(new, form, csrf_from=new)
+    assert status == 200 and "Created." in page
+    status, _, err = await cli("channel", "add", "by-cli", "--type", "demo", "--base-url", "local://demo", "--models", "demo-chat",
+                               "--concurrency", "3", "--timeout-first-byte", "7.5", "--header", "X-Team=blue",
+                               "--header", "X-Org=org-secret-value", "--setting", "delay_ms=250")  # fmt: skip
+    assert status == 0, err
+    expected = {"type": "demo", "settings": {"delay_ms": 250}, "headers": {"X-Team": "blue", "X-Org": "org-secret-value"},
+                "concurrency": 3, "timeout_connect": None, "timeout_first_byte": 7.5, "timeout_idle": None}  # fmt: skip
+    assert channel_options(seed, "by-console") == channel_options(seed, "by-cli") == expected
+
+    # the edit form shows header values masked only, and keeps those left masked
+    channel_id = seed.rows("SELECT id FROM channels WHERE name = 'by-console'")[0]["id"]
+    path = f"/console/admin/channels/{channel_id}/edit"
+    _, page = await root.get(path)
+    assert "org-secret-value" not in page and "X-Org: org-…alue" in page and 'value="250"' in page and 'value="7.5"' in page
+    edit = channel_form("by-console", concurrency="3", headers="X-Team: red\nX-Org: org-…alue")
+    status, page = await root.post(path, edit, csrf_from=path)  # delay_ms and the first-byte timeout emptied: back to defaults
+    assert status == 200 and "Saved." in page
+    status, _, err = await cli("channel", "edit", "by-cli", "--header", "X-Team=red", "--unset-setting", "delay_ms", "--timeout-first-byte", "default")
+    assert status == 0, err
+    expected = {**expected, "settings": {}, "headers": {"X-Team": "red", "X-Org": "org-secret-value"}, "timeout_first_byte": None}
+    assert channel_options(seed, "by-console") == channel_options(seed, "by-cli") == expected
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "option", "message", "named"),
+    [
+        ("setting.demo.delay_ms", "soon", ("--setting", "delay_ms=soon"), "setting 'delay_ms' must be a whole number from 0 to 60000, got 'soon'", ""),
+        ("timeout_idle", "0", ("--timeout-idle", "0"), "must be more than 0 seconds", "timeout idle"),
+        ("headers", "X Team: blue", ("--header", "X Team=blue"), "has a name that is not a valid HTTP header name: 'X Team'", "header"),
+    ],
+)  # fmt: skip
+async def test_bad_options_are_refused_alike_and_the_form_keeps_what_was_typed(seed, browsers, cli, field, value, option, message, named):
+    """The same message: the console names the field as people read it, the CLI as its option."""
+    seed.channel("by-console", type="demo", base_url="local://demo", models=["demo-chat"])
+    seed.channel("by-cli", type="demo", base_url="local://demo", models=["demo-chat"])
+    before = channel_options(seed, "by-console")
+    channel_id = seed.rows("SELECT id FROM channels WHERE name = 'by-console'")[0]["id"]
+    path = f"/console/admin/channels/{channel_id}/edit"
+    root = await browsers("root")
+    form = channel_form("by-console", concurrency="4", models="demo-chat, demo-two", api_keys="sk-typed-key-0001", **{field: value})
+    status, page = await root.post(path, form, csrf_from=path)
+    assert status == 400 and f"{named} {message}".strip() in html.unescape(page)
+    for typed in ('value="4"', 'value="demo-chat, demo-two"', "sk-typed-key-0001", html.escape(value, quote=False)):
+        assert typed in page, typed
+    status, _, err = await cli("channel", "edit", "by-cli", *option)
+    shown = f"{option[0]} {message}" if named else message
+    assert status == 2 and err == f"relaygate channel edit: {shown}\n"
+    assert channel_options(seed, "by-console") == channel_options(seed, "by-cli") == before
+
+
+async def test_a_bool_setting_and_a_type_not_loaded_in_the_form(seed, browsers):
+    root = await browsers("root")
+    new = "/console/admin/channels/new"
+    form = channel_form("native", type="openai", base_url="http://127.0.0.1:9/v1", **{"setting.openai.responses": "true", "setting.demo.delay_ms": "5"})
+    status, _ = await root.post(new, form, csrf_from=new)
+    assert status == 200 and channel_options(seed, "native")["settings"] == {"responses": True}  # only the chosen type's fields count
+    seed._write(add_channel, name="ghost", type="ollama", base_url="http://127.0.0.1:9", models=["tiny"], settings={"keep_alive": "10m"})
+    channel_id = seed.rows("SELECT id FROM channels WHERE name = 'ghost'")[0]["id"]
+    path = f"/console/admin/channels/{channel_id}/edit"
+    _, page = await root.get(path)
+    assert '<option value="ollama" selected>ollama (not loaded)</option>' in page and "settings are kept as they are (keep_alive)" in page
+    status, page = await root.post(path, channel_form("ghost", type="ollama", base_url="http://127.0.0.1:9", models="tiny", priority="2"), csrf_from=path)
+    assert status == 200 and "Saved." in page
+    assert channel_options(seed, "ghost")["settings"] == {"keep_alive": "10m"}
+    assert seed.rows("SELECT priority FROM channels WHERE name = 'ghost'") == [{"priority": 2}]

@@ -58,7 +58,19 @@ function startLive(box) {
   apply();
 }
 
+// The channel form: only the chosen channel type's settings are shown (and read).
+function showTypeSettings(select) {
+  for (const fieldset of document.querySelectorAll("fieldset[data-type]")) {
+    fieldset.hidden = fieldset.dataset.type !== select.value;
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   const live = document.querySelector("[data-live-target]");
   if (live) startLive(live);
+  const typeSelect = document.querySelector("select[data-settings-switch]");
+  if (typeSelect) {
+    showTypeSettings(typeSelect);
+    typeSelect.addEventListener("change", () => showTypeSettings(typeSelect));
+  }
 });

@@ -1,7 +1,9 @@
 """Operator pages for channels: list with health (traffic, circuit breakers, disabled
 keys), add, edit, test, enable/disable, delete — the admin layer's channel
 operations, the ones ``relaygate channel`` runs. Upstream keys are shown masked
-only, and kept when an edit leaves them blank."""
+only, and kept when an edit leaves them blank; header values likewise, kept while
+their line shows them masked. The form draws each channel type's settings from its
+schema (:mod:`..channel_form`)."""
 
 from __future__ import annotations
 
@@ -13,10 +15,12 @@ from starlette.responses import Response
 from gateway_core.admin import AdminError, channels
 from gateway_core.records import ChannelRecord
 
-from ..forms import FormError, model_map, optional_int, split_list, text
+from ..channel_form import headers_from_text, headers_text, setting_groups, settings_from_form
+from ..forms import FormError, model_map, optional_float, optional_int, split_list, text
 from ..web import Ctx, page
 
 HEALTH_WINDOW = 24 * 3600
+TIMEOUTS = {"timeout_connect": "Connect timeout", "timeout_first_byte": "First-byte timeout", "timeout_idle": "Idle timeout"}
 
 
 async def _list_page(ctx: Ctx, probe: tuple[ChannelRecord, channels.ProbeResult] | None = None) -> Response:
@@ -52,13 +56,32 @@ def _fields(ctx: Ctx, existing: ChannelRecord | None) -> dict[str, Any]:
         raise FormError("List the models the channel serves.")
     if keys or existing is None:
         fields["api_keys"] = keys
+    fields["concurrency"] = optional_int(text(form, "concurrency"), "Concurrency") or 0
+    for name, what in TIMEOUTS.items():
+        fields[name] = optional_float(text(form, name), what)
+    fields["headers"] = headers_from_text(str(form.get("headers") or ""), existing.headers if existing else {})
+    channel_type = ctx.admin.channel_types.get(str(fields["type"]))
+    if channel_type is not None:  # a type not loaded keeps its stored settings
+        fields["settings"] = settings_from_form(form, channel_type)
     return fields
 
 
 def _form(ctx: Ctx, channel: ChannelRecord | None, status: int = 200, error: str | None = None) -> Response:
-    types = sorted(ctx.admin.channel_types)
-    values = dict(ctx.form) if error else {}
-    return ctx.render("admin_channel_form.html", status=status, channel=channel, types=types, values=values, error=error)
+    """The form: empty, the channel's, or (after an error) as it was posted."""
+    loaded = ctx.admin.channel_types
+    types = sorted({*loaded, *([channel.type] if channel else [])})
+    values = {name: str(value) for name, value in ctx.form.items()} if error else {}
+    return ctx.render(
+        "admin_channel_form.html", status=status, channel=channel, types=types, loaded=loaded, values=values, error=error,
+        settings=setting_groups(loaded, channel, values if error else None), timeouts=_timeouts(ctx),
+        headers=headers_text(channel.headers) if channel else "",
+    )  # fmt: skip
+
+
+def _timeouts(ctx: Ctx) -> list[tuple[str, str, float]]:
+    """Each timeout field: its name, its label, the gateway's default."""
+    defaults = ctx.services.config.timeouts
+    return [(name, what, getattr(defaults, name.removeprefix("timeout_"))) for name, what in TIMEOUTS.items()]
 
 
 @page(admin=True)
