@@ -18,6 +18,7 @@ from typing import Protocol, runtime_checkable
 import attrs
 
 from .billing.cost import UNIT_RATIO_PPM
+from .errors import GatewayError
 from .records import ChannelRecord, KeyRecord, PriceRecord, UsageRow
 
 CHANNEL_SLOT = ""  # the key_slot of a channel's own breaker; a key's is its fingerprint
@@ -38,6 +39,18 @@ class HoldRefused(Exception):
         self.limit = limit
         self.used = used
         self.held = held
+
+
+class StoreUnavailable(GatewayError):
+    """The database could not be reached, or did not answer within the store's
+    timeout. A request that needs it gets a 503 in its protocol's shape; the
+    message names the store (never its password)."""
+
+    status = 503
+    kind = "unavailable"
+
+    def __init__(self, message: str, *, retry_after: float | None = 1.0) -> None:
+        super().__init__(message, code="store_unavailable", retry_after=retry_after)
 
 
 @attrs.frozen

@@ -7,9 +7,11 @@ the admin layer through :class:`~.sqlite_admin.SqliteAdmin`, plugins' own
 tables through :class:`~.sqlite_sql.SqliteSql`.
 """
 
+from __future__ import annotations
+
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..admin.port import AdminStore
 from ..request_store import RequestStore
@@ -22,10 +24,21 @@ from .sqlite_admin import SqliteAdmin, translated_errors
 from .sqlite_sql import SqliteSql
 from .sqlite_store import Store
 
+if TYPE_CHECKING:
+    from .postgres import PostgresStore
 
-def open_store(url: str, migrations: Sequence[Migration]) -> Store:
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def open_store(url: str, migrations: Sequence[Migration]) -> Store | PostgresStore:
     """The store for ``url``: a file path, or ``sqlite:///relative/path`` /
-    ``sqlite:////absolute/path`` for the same."""
+    ``sqlite:////absolute/path`` for the same; ``postgresql://user:pass@host:port/db``
+    (or ``postgres://``) for PostgreSQL, whose schema is its own migrations
+    (:mod:`gateway_core.store.postgres.schema`; ``migrations`` are SQLite's)."""
+    if url.startswith(POSTGRES_SCHEMES):
+        from .postgres import PostgresStore
+
+        return PostgresStore(url)
     return Store(url.removeprefix("sqlite:///"), migrations)
 
 

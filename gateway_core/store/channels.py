@@ -124,19 +124,27 @@ def disable_channel_key(conn: sqlite3.Connection, channel_id: int, fingerprint: 
     """Mark an upstream key of a channel disabled with ``reason`` (kept once: the
     first reason stays); ``False`` when the channel or the key is gone."""
     row = conn.execute("SELECT api_keys, disabled_keys FROM channels WHERE id = ?", (channel_id,)).fetchone()
-    if row is None:
+    marked = None if row is None else with_key_disabled(row[0], row[1], fingerprint, index, reason)
+    if marked is None:
         return False
-    keys = from_json(row[0], [])
-    positions = {key_fingerprint(key): n for n, key in enumerate(keys)}
+    if marked != row[1]:
+        conn.execute("UPDATE channels SET disabled_keys = ? WHERE id = ?", (marked, channel_id))
+    return True
+
+
+def with_key_disabled(api_keys: str | None, disabled_keys: str | None, fingerprint: str, index: int, reason: str) -> str | None:
+    """A channel's ``disabled_keys`` text once its upstream key ``fingerprint`` is
+    marked (unchanged when it is already: the first reason stays), given its
+    ``api_keys`` text; ``None`` when the channel has no such key."""
+    positions = {key_fingerprint(key): n for n, key in enumerate(from_json(api_keys, []))}
     if fingerprint not in positions:
-        return False
-    disabled = _disabled(row[1])
+        return None
+    disabled = _disabled(disabled_keys)
     if any(d.fingerprint == fingerprint for d in disabled):
-        return True
+        return disabled_keys
     marks = [_mark(d, d.index) for d in disabled]
     marks.append({"index": positions.get(fingerprint, index), "fingerprint": fingerprint, "reason": reason[:500], "at": time.time()})
-    conn.execute("UPDATE channels SET disabled_keys = ? WHERE id = ?", (to_json(marks), channel_id))
-    return True
+    return to_json(marks)
 
 
 def enable_channel_keys(conn: sqlite3.Connection, channel: int | str) -> list[DisabledKey]:

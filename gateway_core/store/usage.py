@@ -25,13 +25,19 @@ MAX_PAGE = 1000
 
 def insert_usage(conn: sqlite3.Connection, row: UsageRow) -> int:
     """Store a request's row (``started_at`` becomes ``created_at``); return its id."""
+    cursor = conn.execute(_INSERT, usage_values(row))
+    return inserted_id(cursor)
+
+
+def usage_values(row: UsageRow) -> list[Any]:
+    """A request's row as both stores keep it, in the order of ``_COLUMNS``
+    (``started_at`` becomes ``created_at``, flags 0 or 1, attempts JSON text)."""
     values = attrs.asdict(row, recurse=False)
     values["created_at"] = row.started_at
     values["stream"] = int(row.stream)
     values["estimated"] = int(row.estimated)
     values["attempts"] = to_json(row.attempts or [])
-    cursor = conn.execute(_INSERT, [values[name] for name in _COLUMNS])
-    return inserted_id(cursor)
+    return [values[name] for name in _COLUMNS]
 
 
 def query_usage(

@@ -1,0 +1,11 @@
+"""The PostgreSQL store: the request path's port on a server several replicas share.
+
+Importing this package imports asyncpg; :func:`gateway_core.store.open_store`
+imports it only for a ``postgresql://`` URL, so SQLite installations never do.
+"""
+
+from .migrate import SchemaOutdated, apply_migrations, pending
+from .schema import CORE_MIGRATIONS
+from .store import PostgresStore
+
+__all__ = ["CORE_MIGRATIONS", "PostgresStore", "SchemaOutdated", "apply_migrations", "pending"]
