@@ -167,13 +167,13 @@ class PostgresStore:
             row = await conn.fetchrow(sql.FIND_KEY, key_hash, timeout=attempt.remaining)
             return key_record(row) if row is not None else None
 
-        return await self._run("find_key", find)
+        return await self._run("find_key", find, self._running_pool())
 
     async def list_channels(self) -> list[ChannelRecord]:
         async def channels(conn: asyncpg.Connection, attempt: Attempt) -> list[ChannelRecord]:
             return [channel_record(row) for row in await conn.fetch(sql.LIST_CHANNELS, timeout=attempt.remaining)]
 
-        return await self._run("list_channels", channels)
+        return await self._run("list_channels", channels, self._running_pool())
 
     async def price_snapshot(self) -> PriceSnapshot:
         async def snapshot(conn: asyncpg.Connection, attempt: Attempt) -> PriceSnapshot:
@@ -183,7 +183,7 @@ class PostgresStore:
             records = [price_record(row) for row in prices]
             return PriceSnapshot({p.model: p for p in records}, {r["name"]: r["ratio_ppm"] for r in ratios})
 
-        return await self._run("price_snapshot", snapshot)
+        return await self._run("price_snapshot", snapshot, self._running_pool())
 
     # --- money -----------------------------------------------------------------------
 
@@ -300,14 +300,14 @@ class PostgresStore:
     def _fire(self, what: str, operation: Operation[None]) -> None:
         if not self.running:  # lost only when the store is already closed, as on SQLite
             return
-        task = self._track(self._run(what, operation))
+        task = self._track(self._run(what, operation, self._running_pool()))
         task.add_done_callback(lambda done: _log_failure(what, done))
 
     # --- running operations -------------------------------------------------------------------
 
     async def _write(self, what: str, operation: Operation[T]) -> T:
         """Run a write in its own task: cancelling the caller does not cancel it."""
-        task = self._track(self._run(what, operation))
+        task = self._track(self._run(what, operation, self._running_pool()))
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -320,21 +320,21 @@ class PostgresStore:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    async def _run(self, what: str, operation: Operation[T]) -> T:
-        """``operation`` on a pooled connection, retried on conflicts and lost
-        connections, all within ``timeout`` seconds."""
-        pool = self._running_pool()
+    async def _run(self, what: str, operation: Operation[T], pool: asyncpg.Pool) -> T:
+        """``operation`` on a connection of ``pool`` (taken when the call was made:
+        :meth:`close` waits for what was submitted before it), retried on
+        conflicts and lost connections, all within ``timeout`` seconds."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.timeout
         lost = False
         tries = 0
         while True:
-            remaining = deadline - loop.time()
             try:
-                if remaining <= 0:
-                    raise asyncio.TimeoutError()
-                async with pool.acquire(timeout=remaining) as conn:
+                conn = await self._acquire(pool, deadline - loop.time())
+                try:
                     return await operation(conn, Attempt(max(0.001, deadline - loop.time()), lost))
+                finally:
+                    await pool.release(conn)
             except Exception as exc:
                 fault = classify(exc)
                 if fault is None:
@@ -342,11 +342,23 @@ class PostgresStore:
                 tries += 1
                 if fault is Fault.TIMEOUT:
                     raise StoreUnavailable(f"{self.name} did not answer within {self.timeout:g} s ({what})") from exc
-                if tries >= self.attempts:
+                if tries >= self.attempts or loop.time() >= deadline:
                     raise StoreUnavailable(f"{self.name} is unavailable ({what}): {describe(exc)}") from exc
                 lost = lost or fault is Fault.CONNECTION
                 log.warning("store.retry", store=self.name, operation=what, fault=fault.value, error=describe(exc))
                 await asyncio.sleep(min(backoff(tries), max(0.0, deadline - loop.time())))
+
+    async def _acquire(self, pool: asyncpg.Pool, remaining: float) -> asyncpg.Connection:
+        """A pooled connection; any failure to connect is a lost connection (the
+        server is down, starting, refusing this database)."""
+        if remaining <= 0:
+            raise asyncio.TimeoutError()
+        try:
+            return await pool.acquire(timeout=remaining)
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            if classify(exc) is not None:
+                raise
+            raise ConnectionError(f"cannot connect: {describe(exc)}") from exc
 
     def _running_pool(self) -> asyncpg.Pool:
         if self._closing is not None:

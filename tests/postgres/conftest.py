@@ -1,0 +1,329 @@
+"""Fixtures of the PostgreSQL store's tests.
+
+- ``pg_url``: a fresh database on ``RELAYGATE_TEST_POSTGRES`` (default: the
+  machine's server as ``postgres``), created for one test and dropped after it.
+  Without a reachable server the test is skipped, except in CI (``CI`` set),
+  where it fails.
+- ``books``: a started store of either kind (the test runs once per store) and a
+  :class:`Seeder` on its database.
+- ``proxy``: a loopback TCP proxy in front of the server, to cut it off.
+
+Test data is written with plain SQL by :class:`Seeder`: the two schemas share
+table and column names and keep flags as 0/1, so one statement with ``?``
+placeholders serves both dialects (PostgreSQL gets ``$1, $2, …``). Money enters
+through ledger rows, so the books balance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import re
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import attrs
+import orjson
+import pytest
+
+from gateway_core.request_store import RequestStore
+from gateway_core.store import CORE_MIGRATIONS, Store
+from gateway_core.store.postgres import PostgresStore
+
+T = TypeVar("T")
+TEST_POSTGRES = os.environ.get("RELAYGATE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
+SQLITE, POSTGRESQL = "sqlite", "postgresql"
+CREATED_AT = 1_700_000_000.0  # fixed, so that records read from both stores compare equal
+
+
+def numbered(sql: str) -> str:
+    """``?`` placeholders as PostgreSQL's ``$n``."""
+    counter = iter(range(1, 1000))
+    return re.sub(r"\?", lambda _: f"${next(counter)}", sql)
+
+
+class Seeder:
+    """Writes and reads rows on one database (a SQLite file or a PostgreSQL database)."""
+
+    def __init__(self, dialect: str, conn: sqlite3.Connection | asyncpg.Connection) -> None:
+        self.dialect = dialect
+        self._conn = conn
+
+    @classmethod
+    async def open(cls, target: str) -> Seeder:
+        """A seeder on ``target``: a ``postgresql://`` URL or a SQLite file path."""
+        if target.startswith("postgresql://"):
+            return cls(POSTGRESQL, await asyncpg.connect(target))
+        return cls(SQLITE, sqlite3.connect(target, isolation_level=None))
+
+    async def close(self) -> None:
+        if isinstance(self._conn, sqlite3.Connection):
+            self._conn.close()
+        else:
+            await self._conn.close()
+
+    async def fetch(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        if isinstance(self._conn, sqlite3.Connection):
+            cursor = self._conn.execute(sql, params)
+            names = [d[0] for d in cursor.description or ()]
+            return [dict(zip(names, row)) for row in cursor.fetchall()]
+        return [dict(row) for row in await self._conn.fetch(numbered(sql), *params)]
+
+    async def value(self, sql: str, *params: Any) -> Any:
+        rows = await self.fetch(sql, *params)
+        return next(iter(rows[0].values())) if rows else None
+
+    async def execute(self, sql: str, *params: Any) -> None:
+        if isinstance(self._conn, sqlite3.Connection):
+            self._conn.execute(sql, params)
+        else:
+            await self._conn.execute(numbered(sql), *params)
+
+    # --- the world -------------------------------------------------------------------
+
+    async def group(self, name: str, ratio_ppm: int = 1_000_000, *, rpm: int | None = None) -> None:
+        await self.execute(
+            'INSERT INTO "groups" (name, ratio_ppm, created_at, rpm) VALUES (?, ?, ?, ?)', name, ratio_ppm, CREATED_AT, rpm
+        )
+
+    async def user(self, name: str = "alice", *, balance_micros: int = 0, groups: Sequence[str] = ("default",), tpm: int | None = None) -> int:
+        user_id = await self.value(
+            "INSERT INTO users (name, is_admin, enabled, balance_micros, created_at, tpm) VALUES (?, 0, 1, 0, ?, ?) RETURNING id",
+            name, CREATED_AT, tpm,
+        )  # fmt: skip
+        for group in groups:
+            await self.execute("INSERT INTO user_groups (user_id, group_name) VALUES (?, ?)", user_id, group)
+        if balance_micros:
+            await self.topup(user_id, balance_micros)
+        return user_id
+
+    async def topup(self, user_id: int, amount_micros: int) -> None:
+        balance = await self.value(
+            "UPDATE users SET balance_micros = balance_micros + ? WHERE id = ? RETURNING balance_micros", amount_micros, user_id
+        )
+        await self.execute(
+            "INSERT INTO ledger (user_id, kind, amount_micros, balance_after_micros, note, created_at) VALUES (?, 'topup', ?, ?, 'test', ?)",
+            user_id, amount_micros, balance, CREATED_AT,
+        )  # fmt: skip
+
+    async def key(
+        self, user_id: int, key_hash: str, *, name: str = "test", group: str = "default", quota_micros: int | None = None,
+        models: Sequence[str] = (), allow_ips: Sequence[str] = (), rpm: int | None = None, enabled: int = 1,
+    ) -> int:  # fmt: skip
+        return await self.value(
+            "INSERT INTO api_keys (user_id, name, key_hash, prefix, group_name, quota_micros, used_micros, expires_at, "
+            "models, allow_ips, enabled, deleted, created_at, rpm) VALUES (?, ?, ?, ?, ?, ?, 0, NULL, ?, ?, ?, 0, ?, ?) RETURNING id",
+            user_id, name, key_hash, key_hash[:8], group, quota_micros, _json(list(models)), _json(list(allow_ips)),
+            enabled, CREATED_AT, rpm,
+        )  # fmt: skip
+
+    async def channel(
+        self, name: str, *, type: str, base_url: str, models: Sequence[str], api_keys: Sequence[str] = ("sk-upstream",),
+        groups: Sequence[str] = ("default",), model_map: dict[str, str] | None = None, priority: int = 0,
+        weight: int = 1, concurrency: int = 0, timeout_first_byte: float | None = None,
+    ) -> int:  # fmt: skip
+        return await self.value(
+            'INSERT INTO channels (name, type, base_url, api_keys, models, model_map, "groups", priority, weight, enabled, '
+            "endpoints, headers, settings, created_at, concurrency, timeout_first_byte) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 1, '[]', '{}', '{}', ?, ?, ?) RETURNING id",
+            name, type, base_url, _json(list(api_keys)), _json(list(models)), _json(model_map or {}), _json(list(groups)),
+            priority, weight, CREATED_AT, concurrency, timeout_first_byte,
+        )  # fmt: skip
+
+    async def price(self, model: str, input_micros: int, output_micros: int, *, cached: int | None = None, free: int = 0) -> None:
+        await self.execute(
+            "INSERT INTO prices (model, input_micros_per_mtok, output_micros_per_mtok, cached_input_micros_per_mtok, "
+            "free, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+            model, input_micros, output_micros, cached, free, CREATED_AT,
+        )  # fmt: skip
+
+    # --- the books ---------------------------------------------------------------------
+
+    async def balance(self, user_id: int) -> int:
+        return await self.value("SELECT balance_micros FROM users WHERE id = ?", user_id)
+
+    async def ledger(self, request_id: str) -> list[tuple[str, int]]:
+        rows = await self.fetch("SELECT kind, amount_micros FROM ledger WHERE request_id = ? ORDER BY id", request_id)
+        return [(row["kind"], row["amount_micros"]) for row in rows]
+
+    async def problems(self) -> list[str]:
+        """The money invariants that do not hold (the same checks on both dialects)."""
+        found: list[str] = []
+        for label, sql in _INVARIANTS.items():
+            found += [f"{label}: {row}" for row in await self.fetch(sql)]
+        return found
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+_INVARIANTS = {
+    "balance is not the ledger's sum": (
+        "SELECT u.id, u.balance_micros, coalesce(sum(l.amount_micros), 0) AS total FROM users AS u "
+        "LEFT JOIN ledger AS l ON l.user_id = u.id GROUP BY u.id, u.balance_micros "
+        "HAVING u.balance_micros <> coalesce(sum(l.amount_micros), 0)"
+    ),
+    "ledger chain broken": (
+        "SELECT id FROM (SELECT id, amount_micros, balance_after_micros, "
+        "lag(balance_after_micros, 1, 0) OVER (PARTITION BY user_id ORDER BY id) AS before FROM ledger) AS chained "
+        "WHERE before + amount_micros <> balance_after_micros"
+    ),
+    "key used is not its charges": (
+        "SELECT k.id FROM api_keys AS k LEFT JOIN ledger AS l ON l.key_id = k.id AND l.kind IN ('capture', 'refund') "
+        "GROUP BY k.id, k.used_micros HAVING k.used_micros <> -coalesce(sum(l.amount_micros), 0)"
+    ),
+    "key held is not its open holds": (
+        "SELECT k.id FROM api_keys AS k LEFT JOIN holds AS h ON h.key_id = k.id "
+        "GROUP BY k.id, k.held_micros HAVING k.held_micros <> coalesce(sum(h.amount_micros), 0)"
+    ),
+    "open holds differ from the ledger's holds less releases": (
+        "SELECT u.id FROM users AS u WHERE coalesce((SELECT sum(amount_micros) FROM holds WHERE user_id = u.id), 0) "
+        "<> -coalesce((SELECT sum(amount_micros) FROM ledger WHERE user_id = u.id AND kind IN ('hold', 'release')), 0)"
+    ),
+}
+
+
+# --- the server and its databases ---------------------------------------------------------
+
+
+def in_thread(make: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine to the end on a loop of its own (a fixture may run inside the test's loop)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()  # type: ignore[arg-type]
+
+
+def with_database(url: str, database: str, *, port: int | None = None) -> str:
+    """``url`` naming another database (and, with ``port``, on 127.0.0.1 at that port)."""
+    parts = urlsplit(url)
+    userinfo, _, host = parts.netloc.rpartition("@")
+    host = host if port is None else f"127.0.0.1:{port}"
+    return urlunsplit((parts.scheme, f"{userinfo}@{host}" if userinfo else host, "/" + database, parts.query, ""))
+
+
+async def _admin(sql: str) -> None:
+    conn = await asyncpg.connect(TEST_POSTGRES, timeout=5)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> str:
+    try:
+        in_thread(lambda: _admin("SELECT 1"))
+    except (OSError, asyncio.TimeoutError, asyncpg.PostgresError) as exc:
+        reason = f"PostgreSQL at {TEST_POSTGRES} is unreachable ({type(exc).__name__}: {exc})"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}: CI must run the PostgreSQL tests (.ci/run starts the server)")
+        pytest.skip(f"{reason}; set RELAYGATE_TEST_POSTGRES=postgresql://user@host:port/db to run these tests")
+    return TEST_POSTGRES
+
+
+@pytest.fixture
+def pg_url(postgres_server: str) -> Iterator[str]:
+    """A database of its own for one test: its URL."""
+    name = f"relaygate_test_{uuid.uuid4().hex[:12]}"
+    in_thread(lambda: _admin(f"CREATE DATABASE {name}"))
+    yield with_database(postgres_server, name)
+    in_thread(lambda: _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+
+
+# --- a store of either kind ----------------------------------------------------------------
+
+
+@attrs.define
+class Books:
+    """A started store and a seeder on its database."""
+
+    dialect: str
+    store: RequestStore
+    seed: Seeder
+    target: str  # the SQLite file or the PostgreSQL URL
+
+
+@pytest.fixture(params=[SQLITE, POSTGRESQL])
+def store_target(request: pytest.FixtureRequest, tmp_path: Any) -> tuple[str, str]:
+    if request.param == POSTGRESQL:
+        return POSTGRESQL, request.getfixturevalue("pg_url")
+    return SQLITE, str(tmp_path / "relaygate.db")
+
+
+async def open_books(dialect: str, target: str, **options: Any) -> Books:
+    if dialect == POSTGRESQL:
+        store: Store | PostgresStore = PostgresStore(target, **options)
+        await store.migrate()
+    else:
+        store = Store(target, CORE_MIGRATIONS)
+    await store.start()
+    return Books(dialect, store, await Seeder.open(target), target)
+
+
+@pytest.fixture
+async def books(store_target: tuple[str, str]) -> AsyncIterator[Books]:
+    opened = await open_books(*store_target, max_size=20)
+    yield opened
+    await opened.store.close()
+    await opened.seed.close()
+
+
+# --- cutting the server off ------------------------------------------------------------------
+
+
+class TcpProxy:
+    """Forwards a loopback port to the PostgreSQL server. :meth:`cut` drops every
+    connection and refuses new ones; ``silent`` connections are accepted and
+    never answered (a server that hangs)."""
+
+    def __init__(self, upstream: str) -> None:
+        parts = urlsplit(upstream)
+        self.host, self.upstream_port = parts.hostname or "127.0.0.1", parts.port or 5432
+        self.port = 0
+        self.silent = False
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def start(self) -> TcpProxy:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def cut(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        for writer in list(self._writers):
+            writer.transport.abort()
+        self._writers.clear()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        if self.silent:
+            await reader.read()  # until the client gives up
+            writer.transport.abort()
+            return
+        up_reader, up_writer = await asyncio.open_connection(self.host, self.upstream_port)
+        self._writers.add(up_writer)
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer), return_exceptions=True)
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    finally:
+        writer.transport.abort()
+
+
+@pytest.fixture
+async def proxy(postgres_server: str) -> AsyncIterator[TcpProxy]:
+    started = await TcpProxy(postgres_server).start()
+    yield started
+    await started.cut()
