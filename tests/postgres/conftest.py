@@ -278,16 +278,22 @@ async def books(store_target: tuple[str, str]) -> AsyncIterator[Books]:
 
 class TcpProxy:
     """Forwards a loopback port to the PostgreSQL server. :meth:`cut` drops every
-    connection and refuses new ones; ``silent`` connections are accepted and
-    never answered (a server that hangs)."""
+    connection and refuses new ones, :meth:`drop` only drops; while ``silent``,
+    connections are accepted and never answered (a server that hangs); while
+    ``swallow``, the server's replies are lost on the way back."""
 
     def __init__(self, upstream: str) -> None:
         parts = urlsplit(upstream)
         self.host, self.upstream_port = parts.hostname or "127.0.0.1", parts.port or 5432
         self.port = 0
         self.silent = False
+        self.swallow = False
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+
+    def url(self, database_url: str) -> str:
+        """``database_url``'s database, reached through this proxy."""
+        return with_database(database_url, urlsplit(database_url).path.lstrip("/"), port=self.port)
 
     async def start(self) -> TcpProxy:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
@@ -298,6 +304,9 @@ class TcpProxy:
         if self._server is not None:
             self._server.close()
             self._server = None
+        await self.drop()
+
+    async def drop(self) -> None:
         for writer in list(self._writers):
             writer.transport.abort()
         self._writers.clear()
@@ -310,16 +319,17 @@ class TcpProxy:
             return
         up_reader, up_writer = await asyncio.open_connection(self.host, self.upstream_port)
         self._writers.add(up_writer)
-        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer), return_exceptions=True)
+        await asyncio.gather(self._pipe(reader, up_writer, False), self._pipe(up_reader, writer, True), return_exceptions=True)
 
-
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    finally:
-        writer.transport.abort()
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, replies: bool) -> None:
+        try:
+            while data := await reader.read(65536):
+                if replies and self.swallow:
+                    continue
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.transport.abort()
 
 
 @pytest.fixture
