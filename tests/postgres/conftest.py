@@ -123,7 +123,7 @@ class Seeder:
         )  # fmt: skip
 
     async def channel(
-        self, name: str, *, type: str, base_url: str, models: Sequence[str], api_keys: Sequence[str] = ("sk-upstream",),
+        self, name: str, *, type: str, base_url: str, models: Sequence[str], api_keys: Sequence[str] = ("sk-upstream-test",),
         groups: Sequence[str] = ("default",), model_map: dict[str, str] | None = None, priority: int = 0,
         weight: int = 1, concurrency: int = 0, timeout_first_byte: float | None = None,
     ) -> int:  # fmt: skip
