@@ -20,9 +20,18 @@ from __future__ import annotations
 import asyncio
 import enum
 import random
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 from urllib.parse import unquote, urlsplit
 
 import asyncpg
+import attrs
+import structlog
+
+from ...request_store import StoreUnavailable
+
+T = TypeVar("T")
+log = structlog.get_logger("relaygate.store")
 
 
 class Fault(enum.Enum):
@@ -81,3 +90,57 @@ def describe(exc: BaseException) -> str:
     """One line about ``exc`` for a message: its type and text."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@attrs.frozen
+class Attempt:
+    """One try of an operation: how long it may still take, and whether an
+    earlier try lost its connection (its write may have committed)."""
+
+    remaining: float
+    after_lost_connection: bool
+
+
+Operation = Callable[[asyncpg.Connection, Attempt], Awaitable[T]]
+
+
+async def run_retrying(pool: asyncpg.Pool, operation: Operation[T], *, store: str, what: str, timeout: float, attempts: int) -> T:
+    """``operation`` on a connection of ``pool``, tried again after a conflict or
+    a lost connection (up to ``attempts`` tries), all within ``timeout`` seconds;
+    :class:`StoreUnavailable` (naming ``store``) when that is not enough."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    lost = False
+    tries = 0
+    while True:
+        try:
+            conn = await _acquire(pool, deadline - loop.time())
+            try:
+                return await operation(conn, Attempt(max(0.001, deadline - loop.time()), lost))
+            finally:
+                await pool.release(conn)
+        except Exception as exc:
+            fault = classify(exc)
+            if fault is None:
+                raise
+            tries += 1
+            if fault is Fault.TIMEOUT:
+                raise StoreUnavailable(f"{store} did not answer within {timeout:g} s ({what})") from exc
+            if tries >= attempts or loop.time() >= deadline:
+                raise StoreUnavailable(f"{store} is unavailable ({what}): {describe(exc)}") from exc
+            lost = lost or fault is Fault.CONNECTION
+            log.warning("store.retry", store=store, operation=what, fault=fault.value, error=describe(exc))
+            await asyncio.sleep(min(backoff(tries), max(0.0, deadline - loop.time())))
+
+
+async def _acquire(pool: asyncpg.Pool, remaining: float) -> asyncpg.Connection:
+    """A pooled connection; any failure to connect is a lost connection (the
+    server is down, starting, or refusing this database)."""
+    if remaining <= 0:
+        raise asyncio.TimeoutError()
+    try:
+        return await pool.acquire(timeout=remaining)
+    except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        if classify(exc) is not None:
+            raise
+        raise ConnectionError(f"cannot connect: {describe(exc)}") from exc

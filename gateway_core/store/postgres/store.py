@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, TypeVar
 
 import asyncpg
@@ -47,7 +47,7 @@ from ..keys import _key as key_record
 from ..prices import _price as price_record
 from ..usage import usage_values
 from . import statements as sql
-from .faults import Fault, backoff, classify, describe, is_duplicate, store_name
+from .faults import Attempt, Operation, describe, is_duplicate, run_retrying, store_name
 from .migrate import Migration, SchemaOutdated, apply_migrations, pending
 from .schema import CORE_MIGRATIONS
 
@@ -57,18 +57,6 @@ log = structlog.get_logger("relaygate.store")
 STALE_BATCH = 1000  # reservations one sweep releases at most (as on SQLite)
 HOLD_TRIES = 3  # a refusal whose cause is gone by the time it is read is tried again
 _STARTUP_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, asyncio.TimeoutError)
-
-
-@attrs.frozen
-class Attempt:
-    """One try of an operation: how long it may still take, and whether an
-    earlier try lost its connection (its write may have committed)."""
-
-    remaining: float
-    after_lost_connection: bool
-
-
-Operation = Callable[[asyncpg.Connection, Attempt], Awaitable[T]]
 
 
 class PostgresStore:
@@ -192,6 +180,7 @@ class PostgresStore:
             raise ValueError("a hold must be a non-negative integer")
 
         async def reserve(conn: asyncpg.Connection, attempt: Attempt) -> int:
+            balance_now = 0
             for _ in range(HOLD_TRIES):
                 try:
                     balance = await conn.fetchval(
@@ -208,7 +197,8 @@ class PostgresStore:
                 refusal = await self._hold_refusal(conn, attempt, user_id, amount_micros, key_id)
                 if isinstance(refusal, Exception):
                     raise refusal
-            raise HoldRefused("balance", needed=amount_micros, limit=refusal)
+                balance_now = refusal
+            raise HoldRefused("balance", needed=amount_micros, limit=balance_now)
 
         return await self._write("hold", reserve)
 
@@ -321,44 +311,9 @@ class PostgresStore:
         return task
 
     async def _run(self, what: str, operation: Operation[T], pool: asyncpg.Pool) -> T:
-        """``operation`` on a connection of ``pool`` (taken when the call was made:
-        :meth:`close` waits for what was submitted before it), retried on
-        conflicts and lost connections, all within ``timeout`` seconds."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout
-        lost = False
-        tries = 0
-        while True:
-            try:
-                conn = await self._acquire(pool, deadline - loop.time())
-                try:
-                    return await operation(conn, Attempt(max(0.001, deadline - loop.time()), lost))
-                finally:
-                    await pool.release(conn)
-            except Exception as exc:
-                fault = classify(exc)
-                if fault is None:
-                    raise
-                tries += 1
-                if fault is Fault.TIMEOUT:
-                    raise StoreUnavailable(f"{self.name} did not answer within {self.timeout:g} s ({what})") from exc
-                if tries >= self.attempts or loop.time() >= deadline:
-                    raise StoreUnavailable(f"{self.name} is unavailable ({what}): {describe(exc)}") from exc
-                lost = lost or fault is Fault.CONNECTION
-                log.warning("store.retry", store=self.name, operation=what, fault=fault.value, error=describe(exc))
-                await asyncio.sleep(min(backoff(tries), max(0.0, deadline - loop.time())))
-
-    async def _acquire(self, pool: asyncpg.Pool, remaining: float) -> asyncpg.Connection:
-        """A pooled connection; any failure to connect is a lost connection (the
-        server is down, starting, refusing this database)."""
-        if remaining <= 0:
-            raise asyncio.TimeoutError()
-        try:
-            return await pool.acquire(timeout=remaining)
-        except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            if classify(exc) is not None:
-                raise
-            raise ConnectionError(f"cannot connect: {describe(exc)}") from exc
+        """``operation`` on ``pool`` (taken when the call was made: :meth:`close`
+        waits for what was submitted before it), retried within the timeout."""
+        return await run_retrying(pool, operation, store=self.name, what=what, timeout=self.timeout, attempts=self.attempts)
 
     def _running_pool(self) -> asyncpg.Pool:
         if self._closing is not None:
