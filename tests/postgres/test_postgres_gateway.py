@@ -33,10 +33,8 @@ class World:
 
 
 @pytest.fixture
-async def upstream(aiohttp_server) -> FakeOpenAI:
-    fake = FakeOpenAI()
-    fake.url = str((await aiohttp_server(fake.app())).make_url("")).rstrip("/")
-    return fake
+async def upstream(fake_upstream) -> FakeOpenAI:
+    return await fake_upstream(FakeOpenAI())
 
 
 @pytest.fixture
