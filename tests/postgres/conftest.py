@@ -34,6 +34,7 @@ import pytest
 from gateway_core.request_store import RequestStore
 from gateway_core.store import CORE_MIGRATIONS, Store
 from gateway_core.store.postgres import PostgresStore
+from gateway_core.store.postgres.faults import store_name
 
 T = TypeVar("T")
 TEST_POSTGRES = os.environ.get("RELAYGATE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -219,7 +220,7 @@ def postgres_server() -> str:
     try:
         in_thread(lambda: _admin("SELECT 1"))
     except (OSError, asyncio.TimeoutError, asyncpg.PostgresError) as exc:
-        reason = f"PostgreSQL at {TEST_POSTGRES} is unreachable ({type(exc).__name__}: {exc})"
+        reason = f"{store_name(TEST_POSTGRES)} is unreachable ({type(exc).__name__}: {exc})"
         if os.environ.get("CI"):
             pytest.fail(f"{reason}: CI must run the PostgreSQL tests (.ci/run starts the server)")
         pytest.skip(f"{reason}; set RELAYGATE_TEST_POSTGRES=postgresql://user@host:port/db to run these tests")
