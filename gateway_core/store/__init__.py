@@ -33,12 +33,12 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 def open_store(url: str, migrations: Sequence[Migration]) -> Store | PostgresStore:
     """The store for ``url``: a file path, or ``sqlite:///relative/path`` /
     ``sqlite:////absolute/path`` for the same; ``postgresql://user:pass@host:port/db``
-    (or ``postgres://``) for PostgreSQL, whose schema is its own migrations
-    (:mod:`gateway_core.store.postgres.schema`; ``migrations`` are SQLite's)."""
+    (or ``postgres://``) for PostgreSQL, which runs the core's PostgreSQL
+    migrations in place of SQLite's (:mod:`gateway_core.store.postgres.schema`)."""
     if url.startswith(POSTGRES_SCHEMES):
-        from .postgres import PostgresStore
+        from .postgres import PostgresStore, for_postgresql
 
-        return PostgresStore(url)
+        return PostgresStore(url, migrations=for_postgresql(migrations))
     return Store(url.removeprefix("sqlite:///"), migrations)
 
 

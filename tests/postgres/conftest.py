@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import os
-import re
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -35,17 +34,12 @@ from gateway_core.request_store import RequestStore
 from gateway_core.store import CORE_MIGRATIONS, Store
 from gateway_core.store.postgres import PostgresStore
 from gateway_core.store.postgres.faults import store_name
+from gateway_core.store.postgres.migrate import numbered
 
 T = TypeVar("T")
 TEST_POSTGRES = os.environ.get("RELAYGATE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
 SQLITE, POSTGRESQL = "sqlite", "postgresql"
 CREATED_AT = 1_700_000_000.0  # fixed, so that records read from both stores compare equal
-
-
-def numbered(sql: str) -> str:
-    """``?`` placeholders as PostgreSQL's ``$n``."""
-    counter = iter(range(1, 1000))
-    return re.sub(r"\?", lambda _: f"${next(counter)}", sql)
 
 
 class Seeder:

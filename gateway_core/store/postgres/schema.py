@@ -1,6 +1,6 @@
 """The core schema on PostgreSQL: the same named migrations as on SQLite.
 
-Each migration is ``(name, script)`` with the name of its SQLite counterpart in
+Each migration runs a script under the name of its SQLite counterpart in
 :mod:`gateway_core.store.migrations`, so ``schema_migrations`` reads the same on
 both stores, and it leaves the tables in the shape its counterpart leaves them
 (the same tables, columns, defaults and index names). Differences are those of
@@ -23,7 +23,11 @@ the engine:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from ...types import Migration
 from ..migrations import LEDGER_KINDS, UNIT_RATIO_PPM
+from .migrate import script
 
 _KINDS = ", ".join(f"'{kind}'" for kind in LEDGER_KINDS)
 
@@ -220,10 +224,17 @@ CREATE TABLE channel_health (
 );
 """
 
-# (name, SQL script): applied in name order by gateway_core.store.postgres.migrate
-CORE_MIGRATIONS: list[tuple[str, str]] = [
-    ("0001_core", CORE_0001),
-    ("0002_limits", CORE_0002),
-    ("0003_billing", CORE_0003),
-    ("0004_channel_health", CORE_0004),
+CORE_MIGRATIONS: list[Migration] = [
+    ("0001_core", script(CORE_0001)),
+    ("0002_limits", script(CORE_0002)),
+    ("0003_billing", script(CORE_0003)),
+    ("0004_channel_health", script(CORE_0004)),
 ]
+
+
+def for_postgresql(migrations: Sequence[Migration]) -> list[Migration]:
+    """The migrations a PostgreSQL database runs for a registry's ``migrations``:
+    the core's scripts in place of SQLite's (same names), plugins' as they are
+    (they receive a handle whose ``dialect`` is ``"postgresql"``)."""
+    core = {name for name, _ in CORE_MIGRATIONS}
+    return [*CORE_MIGRATIONS, *((name, migrate) for name, migrate in migrations if name not in core)]

@@ -42,13 +42,14 @@ import structlog
 
 from ...records import ChannelRecord, KeyRecord, UsageRow
 from ...request_store import BreakerReport, HoldRefused, PriceSnapshot, StoreUnavailable
+from ...types import Migration
 from ..channels import _channel as channel_record, with_key_disabled
 from ..keys import _key as key_record
 from ..prices import _price as price_record
 from ..usage import usage_values
 from . import statements as sql
 from .faults import Attempt, Operation, describe, is_duplicate, run_retrying, store_name
-from .migrate import Migration, SchemaOutdated, apply_migrations, pending
+from .migrate import SchemaOutdated, apply_migrations, pending
 from .schema import CORE_MIGRATIONS
 
 T = TypeVar("T")
