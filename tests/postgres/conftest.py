@@ -251,8 +251,9 @@ def store_target(request: pytest.FixtureRequest, tmp_path: Any) -> tuple[str, st
 
 
 async def open_books(dialect: str, target: str, **options: Any) -> Books:
+    store: Store | PostgresStore
     if dialect == POSTGRESQL:
-        store: Store | PostgresStore = PostgresStore(target, **options)
+        store = PostgresStore(target, **options)
         await store.migrate()
     else:
         store = Store(target, CORE_MIGRATIONS)

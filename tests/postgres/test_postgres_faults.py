@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
+from typing import Any
 
 import pytest
 
@@ -64,7 +65,7 @@ async def test_a_server_gone_while_serving_gives_503s_in_time_then_recovers(pg_u
     user_id, key_id = await world(seed)
     store = await started(proxy.url(pg_url))
     try:
-        assert (await store.find_key("hash-1")).id == key_id
+        assert await store.find_key("hash-1") is not None
         await proxy.cut()
         for call in (store.find_key("hash-1"), store.hold(user_id, 100, "r1", key_id), store.list_channels()):
             began = time.monotonic()
@@ -72,7 +73,8 @@ async def test_a_server_gone_while_serving_gives_503s_in_time_then_recovers(pg_u
                 await call
             assert time.monotonic() - began < TIMEOUT + 0.5
         await proxy.start()  # the server is back on the same address: the pool reconnects by itself
-        assert (await store.find_key("hash-1")).id == key_id
+        key = await store.find_key("hash-1")
+        assert key is not None and key.id == key_id
         assert await store.hold(user_id, 100, "r2", key_id) == 9_900
     finally:
         await store.close()
@@ -154,7 +156,7 @@ async def test_a_settlement_killed_for_good_leaves_the_hold_for_the_sweeper(pg_u
     assert await seed.problems() == []
 
 
-async def committed_then_cut(seed: Seeder, proxy: TcpProxy, call: asyncio.Future[object], committed: str) -> None:
+async def committed_then_cut(seed: Seeder, proxy: TcpProxy, call: asyncio.Future[Any], committed: str) -> None:
     """Wait until ``call``'s write has committed (its reply lost on the way back),
     then drop the connection under it."""
     for _ in range(200):

@@ -10,6 +10,7 @@ import asyncio
 import attrs
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageParam
 
 from gateway_core.billing import testing as kit
 from gateway_core.billing.testing import CACHED, INPUT, MODEL, OUTPUT
@@ -20,7 +21,7 @@ from gateway_openai.fake_upstream import Fault, FakeOpenAI, echo_text, usage_for
 
 from .conftest import Seeder
 
-CHAT = [{"role": "user", "content": "one two three four"}]
+CHAT: list[ChatCompletionMessageParam] = [{"role": "user", "content": "one two three four"}]
 BALANCE = 10_000_000
 
 
@@ -81,7 +82,7 @@ async def test_a_priced_request_is_charged_exactly(gateway, world: World):
     async with client(gateway, world.secret) as api:
         raw = await api.chat.completions.with_raw_response.create(model=MODEL, messages=CHAT, max_tokens=50)
     completion = raw.parse()
-    assert completion.choices[0].message.content == "echo: one two three four"
+    assert completion.choices[0].message.content == "echo: one two three four" and completion.usage is not None
     request_id = raw.headers["x-request-id"]
     cost = kit.expected_cost(completion.usage.prompt_tokens, completion.usage.completion_tokens)
     row = await row_of(seed, request_id)
@@ -124,7 +125,7 @@ async def one_request(api: openai.AsyncOpenAI, n: int) -> tuple[int, str | None]
     except openai.APIStatusError as error:
         return error.status_code, error.code
     answer = raw.parse()
-    if stream:
+    if isinstance(answer, openai.AsyncStream):
         assert [chunk async for chunk in answer][-1].choices[0].finish_reason == "stop"
     return raw.status_code, None
 
