@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, cast
 
+from ..admin.errors import StoreFailure
 from ..admin.port import AdminStore
 from ..request_store import RequestStore
 from ..sql import SqlHandle
@@ -54,6 +55,8 @@ async def open_admin(url: str, migrations: Sequence[Migration]) -> AsyncIterator
     """The admin port on the database at ``url``, its store started (and migrated)
     for the block and closed after: what one ``relaygate`` command runs on."""
     store = open_store(url, migrations)
+    if not isinstance(store, Store):  # the admin port on PostgreSQL comes with the rest of issue 13
+        raise StoreFailure(f"{store.name}: the admin commands do not run on PostgreSQL yet")
     with translated_errors():
         await store.start()
     try:
