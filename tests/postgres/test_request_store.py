@@ -93,13 +93,19 @@ async def test_hold_refusals_are_exact_and_change_nothing(books: Books):
     assert await seed.problems() == []
 
 
+async def settled_request(books: Books, *, cost: int) -> tuple[int, int, UsageRow]:
+    """alice with 10,000 micro-USD and a key; request r1 held 500, then recorded at ``cost``."""
+    user_id = await books.seed.user(balance_micros=10_000)
+    key_id = await books.seed.key(user_id, "hash-1")
+    await books.store.hold(user_id, 500, "r1", key_id)
+    row = usage("r1", user_id, key_id, cost=cost, held=500)
+    await books.store.record(row, user_id)
+    return user_id, key_id, row
+
+
 async def test_a_settlement_releases_captures_and_logs_in_one_commit(books: Books):
     seed, store = books.seed, books.store
-    user_id = await seed.user(balance_micros=10_000)
-    key_id = await seed.key(user_id, "hash-1")
-    await store.hold(user_id, 500, "r1", key_id)
-    row = usage("r1", user_id, key_id, cost=700, held=500)
-    await store.record(row, user_id)
+    user_id, key_id, row = await settled_request(books, cost=700)
 
     assert await seed.ledger("r1") == [("hold", -500), ("release", 500), ("capture", -700)]
     logged = (await seed.fetch("SELECT cost_micros, held_micros, overrun_micros, created_at, stream FROM usage_logs WHERE request_id = ?", "r1"))[0]
@@ -117,10 +123,7 @@ async def test_a_settlement_releases_captures_and_logs_in_one_commit(books: Book
 
 async def test_a_request_recorded_twice_is_refused_whole(books: Books):
     seed, store = books.seed, books.store
-    user_id = await seed.user(balance_micros=10_000)
-    key_id = await seed.key(user_id, "hash-1")
-    await store.hold(user_id, 500, "r1", key_id)
-    await store.record(usage("r1", user_id, key_id, cost=300, held=500), user_id)
+    user_id, key_id, _ = await settled_request(books, cost=300)
     before = (await seed.balance(user_id), await seed.ledger("r1"), await seed.value("SELECT used_micros FROM api_keys"))
 
     with pytest.raises(Exception, match="(?i)unique|duplicate"):
