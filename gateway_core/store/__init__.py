@@ -9,11 +9,11 @@ tables through :class:`~.sqlite_sql.SqliteSql`.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, cast
 
-from ..admin.errors import StoreFailure
 from ..admin.port import AdminStore
 from ..request_store import RequestStore
 from ..sql import SqlHandle
@@ -45,9 +45,25 @@ def open_store(url: str, migrations: Sequence[Migration]) -> Store | PostgresSto
 
 def admin_ports(store: RequestStore) -> tuple[AdminStore, SqlHandle]:
     """The admin layer's port and plugins' SQL handle on the database of a store
-    made by :func:`open_store` (or of one standing in for it, as tests' wrappers do)."""
+    made by :func:`open_store` (or of one standing in for it, as tests' wrappers
+    do: anything but a :class:`PostgresStore` is taken for SQLite's)."""
+    postgres = _postgres_ports(store)
+    if postgres is not None:
+        return postgres
     sqlite = cast(Store, store)
     return SqliteAdmin(sqlite), SqliteSql(sqlite)
+
+
+def _postgres_ports(store: RequestStore) -> tuple[AdminStore, SqlHandle] | None:
+    """PostgreSQL's ports when ``store`` is a :class:`PostgresStore` (asyncpg is
+    imported only when the PostgreSQL store already was)."""
+    module = sys.modules.get("gateway_core.store.postgres")
+    if module is None or not isinstance(store, module.PostgresStore):
+        return None
+    from .postgres.admin import PostgresAdmin
+    from .postgres.sql_handle import PostgresSql
+
+    return PostgresAdmin(store), PostgresSql(store)
 
 
 @asynccontextmanager
@@ -55,12 +71,30 @@ async def open_admin(url: str, migrations: Sequence[Migration]) -> AsyncIterator
     """The admin port on the database at ``url``, its store started (and migrated)
     for the block and closed after: what one ``relaygate`` command runs on."""
     store = open_store(url, migrations)
-    if not isinstance(store, Store):  # the admin port on PostgreSQL comes with the rest of issue 13
-        raise StoreFailure(f"{store.name}: the admin commands do not run on PostgreSQL yet")
+    if not isinstance(store, Store):
+        async with _open_postgres_admin(store) as admin:
+            yield admin
+        return
     with translated_errors():
         await store.start()
     try:
         yield SqliteAdmin(store)
+    finally:
+        await store.close()
+
+
+@asynccontextmanager
+async def _open_postgres_admin(store: PostgresStore) -> AsyncIterator[AdminStore]:
+    """The admin port on a PostgreSQL store: migrated (as SQLite's ``open_admin``
+    migrates), started for the block, closed after; failures as ``StoreFailure``."""
+    from .postgres.admin import PostgresAdmin
+    from .postgres.admin_base import translated_errors as postgres_errors
+
+    with postgres_errors():
+        await store.migrate()
+        await store.start()
+    try:
+        yield PostgresAdmin(store)
     finally:
         await store.close()
 

@@ -27,8 +27,31 @@ _EDITABLE: dict[str, str] = {
 }  # fmt: skip
 
 
-def add_channel(
-    conn: sqlite3.Connection,
+def add_channel(conn: sqlite3.Connection, **fields: Any) -> int:
+    """Store a channel (the fields of :class:`ChannelRecord`, see
+    :func:`channel_values`); return its id. A duplicate name raises
+    ``sqlite3.IntegrityError``."""
+    values = channel_values(**fields)
+    cursor = conn.execute(INSERT_CHANNEL, values)
+    return inserted_id(cursor)
+
+
+def _column(field: str) -> str:
+    """A channel's column as SQL names it (``groups`` is a keyword of PostgreSQL's)."""
+    return '"groups"' if field == "groups" else field
+
+
+INSERT_COLUMNS = (
+    "name", "type", "base_url", "api_keys", "models", "model_map", "groups", "priority", "weight", "enabled",
+    "endpoints", "headers", "settings", "created_at", "concurrency", *TIMEOUT_FIELDS,
+)  # fmt: skip
+INSERT_CHANNEL = (
+    f"INSERT INTO channels ({', '.join(_column(c) for c in INSERT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in INSERT_COLUMNS)})"
+)
+
+
+def channel_values(
     *,
     name: str,
     type: str,
@@ -47,11 +70,9 @@ def add_channel(
     timeout_connect: float | None = None,
     timeout_first_byte: float | None = None,
     timeout_idle: float | None = None,
-) -> int:
-    """Store a channel (the fields of :class:`ChannelRecord`); return its id.
-
-    A duplicate name raises ``sqlite3.IntegrityError``.
-    """
+) -> tuple[Any, ...]:
+    """A new channel's values in the order of ``INSERT_COLUMNS``, as both stores
+    keep them; ``ValueError`` for what cannot be."""
     if not name or not name.strip():
         raise ValueError("a channel needs a name")
     if not type:
@@ -59,31 +80,24 @@ def add_channel(
     if weight < 0:
         raise ValueError("a channel's weight must not be negative")
     timeouts = {"timeout_connect": timeout_connect, "timeout_first_byte": timeout_first_byte, "timeout_idle": timeout_idle}
-    cursor = conn.execute(
-        "INSERT INTO channels (name, type, base_url, api_keys, models, model_map, groups, priority, "
-        "weight, enabled, endpoints, headers, settings, created_at, concurrency, timeout_connect, "
-        "timeout_first_byte, timeout_idle) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            name.strip(),
-            type,
-            base_url,
-            to_json(_unique(api_keys)),
-            to_json(_unique(models)),
-            to_json(dict(model_map or {})),
-            to_json(_unique(groups)),
-            int(priority),
-            int(weight),
-            int(bool(enabled)),
-            to_json(_unique(endpoints)),
-            to_json(dict(headers or {})),
-            to_json(dict(settings or {})),
-            time.time(),
-            _concurrency(concurrency),
-            *(_seconds(name, value) for name, value in timeouts.items()),
-        ),
+    return (
+        name.strip(),
+        type,
+        base_url,
+        to_json(_unique(api_keys)),
+        to_json(_unique(models)),
+        to_json(dict(model_map or {})),
+        to_json(_unique(groups)),
+        int(priority),
+        int(weight),
+        int(bool(enabled)),
+        to_json(_unique(endpoints)),
+        to_json(dict(headers or {})),
+        to_json(dict(settings or {})),
+        time.time(),
+        _concurrency(concurrency),
+        *(_seconds(name, value) for name, value in timeouts.items()),
     )
-    return inserted_id(cursor)
 
 
 def update_channel(conn: sqlite3.Connection, channel: int | str, /, **fields: Any) -> bool:
@@ -96,6 +110,16 @@ def update_channel(conn: sqlite3.Connection, channel: int | str, /, **fields: An
     row = conn.execute(f"SELECT id, disabled_keys FROM channels WHERE {_where(channel)}", (channel,)).fetchone()
     if row is None:
         return False
+    sets, params = channel_changes(fields, row[1])
+    if sets:
+        conn.execute(f"UPDATE channels SET {', '.join(sets)} WHERE id = ?", (*params, row[0]))
+    return True
+
+
+def channel_changes(fields: Mapping[str, Any], disabled_keys: str | None) -> tuple[list[str], list[Any]]:
+    """The ``column = ?`` assignments and their values that change a channel's
+    ``fields``, given its stored ``disabled_keys`` (new ``api_keys`` keep the marks
+    of the keys they keep); ``ValueError`` for what cannot be."""
     sets: list[str] = []
     params: list[Any] = []
     for field, value in fields.items():
@@ -106,18 +130,16 @@ def update_channel(conn: sqlite3.Connection, channel: int | str, /, **fields: An
             raise ValueError("a channel needs a name")
         if field == "weight" and value < 0:
             raise ValueError("a channel's weight must not be negative")
-        sets.append(f"{field} = ?")
+        sets.append(f"{_column(field)} = ?")
         params.append(_stored(field, kind, value))
     if "api_keys" in fields:
-        kept = _disabled(row[1])
+        kept = _disabled(disabled_keys)
         keys = _unique(fields["api_keys"])
         positions = {key_fingerprint(key): n for n, key in enumerate(keys)}
         marks = [_mark(d, positions[d.fingerprint]) for d in kept if d.fingerprint in positions]
         sets.append("disabled_keys = ?")
         params.append(to_json(marks))
-    if sets:
-        conn.execute(f"UPDATE channels SET {', '.join(sets)} WHERE id = ?", (*params, row[0]))
-    return True
+    return sets, params
 
 
 def disable_channel_key(conn: sqlite3.Connection, channel_id: int, fingerprint: str, index: int, reason: str) -> bool:

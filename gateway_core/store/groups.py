@@ -30,8 +30,7 @@ def ensure_groups(conn: sqlite3.Connection, names: Iterable[str]) -> list[str]:
 def set_group_ratio(conn: sqlite3.Connection, name: str, ratio_ppm: int) -> None:
     """Create or update a group; ``ratio_ppm`` multiplies prices (1,000,000 = ×1)."""
     check_group_name(name)
-    if ratio_ppm < 0:
-        raise ValueError("a group's ratio must not be negative")
+    check_ratio(ratio_ppm)
     conn.execute(
         'INSERT INTO "groups" (name, ratio_ppm, created_at) VALUES (?, ?, ?) '
         "ON CONFLICT (name) DO UPDATE SET ratio_ppm = excluded.ratio_ppm",
@@ -46,13 +45,15 @@ def group_ratios(conn: sqlite3.Connection) -> dict[str, int]:
 
 def list_groups(conn: sqlite3.Connection) -> list[GroupRecord]:
     """Every group with its members and live keys counted, by name."""
-    sql = (
-        'SELECT g.name, g.ratio_ppm, g.created_at, g.rpm, g.tpm, g.concurrency, '
-        "(SELECT count(*) FROM user_groups AS ug WHERE ug.group_name = g.name) AS members, "
-        "(SELECT count(*) FROM api_keys AS k WHERE k.group_name = g.name AND k.deleted = 0) AS keys "
-        'FROM "groups" AS g ORDER BY g.name'
-    )
-    return [GroupRecord(**dict(row)) for row in fetch_all(conn, sql)]
+    return [GroupRecord(**dict(row)) for row in fetch_all(conn, LIST_GROUPS)]
+
+
+LIST_GROUPS = (
+    "SELECT g.name, g.ratio_ppm, g.created_at, g.rpm, g.tpm, g.concurrency, "
+    "(SELECT count(*) FROM user_groups AS ug WHERE ug.group_name = g.name) AS members, "
+    "(SELECT count(*) FROM api_keys AS k WHERE k.group_name = g.name AND k.deleted = 0) AS keys "
+    'FROM "groups" AS g ORDER BY g.name'
+)
 
 
 def save_group(conn: sqlite3.Connection, name: str, ratio_ppm: int | None, limits: LimitChanges) -> GroupRecord:
@@ -64,6 +65,11 @@ def save_group(conn: sqlite3.Connection, name: str, ratio_ppm: int | None, limit
             set_group_ratio(conn, name, ratio_ppm)
         set_group_limits(conn, name, limits)
     return next(group for group in list_groups(conn) if group.name == name)
+
+
+def check_ratio(ratio_ppm: int) -> None:
+    if ratio_ppm < 0:
+        raise ValueError("a group's ratio must not be negative")
 
 
 def check_group_name(name: str) -> None:

@@ -20,7 +20,15 @@ _INSERT = f"INSERT OR REPLACE INTO prices ({', '.join(_COLUMNS)}) VALUES ({', '.
 
 
 def set_price(
-    conn: sqlite3.Connection,
+    conn: sqlite3.Connection, model: str, input_micros_per_mtok: int, output_micros_per_mtok: int, **options: Any
+) -> PriceRecord:
+    """Create or replace a model's price (the options of :func:`checked_price`); return it as stored."""
+    record = checked_price(model, input_micros_per_mtok, output_micros_per_mtok, **options)
+    conn.execute(_INSERT, price_values(record))
+    return record
+
+
+def checked_price(
     model: str,
     input_micros_per_mtok: int,
     output_micros_per_mtok: int,
@@ -32,7 +40,7 @@ def set_price(
     per_mchar_micros: int | None = None,
     per_audio_minute_micros: int | None = None,
 ) -> PriceRecord:
-    """Create or replace a model's price; return it as stored."""
+    """A price as both stores keep it (stamped now); ``ValueError`` for what cannot be."""
     if not model or not model.strip():
         raise ValueError("a price needs a model name")
     values = (
@@ -42,7 +50,7 @@ def set_price(
     for value in values:
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
             raise ValueError(f"prices are non-negative integers of micro-USD, got {value!r}")
-    record = PriceRecord(
+    return PriceRecord(
         model.strip(),
         input_micros_per_mtok,
         output_micros_per_mtok,
@@ -54,8 +62,11 @@ def set_price(
         per_mchar_micros=per_mchar_micros,
         per_audio_minute_micros=per_audio_minute_micros,
     )
-    conn.execute(_INSERT, tuple(_value(record, name) for name in _COLUMNS))
-    return record
+
+
+def price_values(record: PriceRecord) -> tuple[Any, ...]:
+    """A price's values in the order of ``_COLUMNS`` (flags as 0 or 1)."""
+    return tuple(_value(record, name) for name in _COLUMNS)
 
 
 def get_price(conn: sqlite3.Connection, model: str) -> PriceRecord | None:

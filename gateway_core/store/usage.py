@@ -68,7 +68,7 @@ def query_usage(
         key_id=key_id, model=model, status=status, user_id=user_id, errors=errors, since=since, until=until,
         before=before, after=after, limit=limit,
     )  # fmt: skip
-    rows = [_usage(row) for row in fetch_all(conn, sql, params)]
+    rows = [usage_dict(row) for row in fetch_all(conn, sql, params)]
     return rows[::-1] if after is not None else rows
 
 
@@ -84,8 +84,11 @@ def usage_query(
     before: Cursor | None = None,
     after: Cursor | None = None,
     limit: int = 50,
+    indexed: bool = True,
 ) -> tuple[str, list[Any]]:
-    """The SQL and parameters :func:`query_usage` runs (``EXPLAIN`` it to see the plan)."""
+    """The SQL and parameters :func:`query_usage` runs (``EXPLAIN`` it to see the plan).
+    ``indexed=False`` leaves out SQLite's ``INDEXED BY`` (PostgreSQL's planner picks
+    the same index: each ends in ``created_at, id``, the order of a page)."""
     where: list[str] = []
     params: list[Any] = []
     index = None
@@ -117,7 +120,7 @@ def usage_query(
     sql = "SELECT * FROM usage_logs"
     if index is None and where:
         index = "idx_usage_logs_created_at"
-    if index is not None:
+    if index is not None and indexed:
         sql += f" INDEXED BY {index}"
     if where:
         sql += " WHERE " + " AND ".join(where)
@@ -131,7 +134,7 @@ def get_usage(conn: sqlite3.Connection, request: str | int) -> dict[str, Any] | 
     """The row of one request, by the gateway's request id (a str) or the row's id (an int)."""
     column = "id" if isinstance(request, int) else "request_id"
     rows = fetch_all(conn, f"SELECT * FROM usage_logs WHERE {column} = ?", (request,))
-    return _usage(rows[0]) if rows else None
+    return usage_dict(rows[0]) if rows else None
 
 
 # --- totals ---------------------------------------------------------------------------
@@ -196,7 +199,8 @@ def channel_traffic(conn: sqlite3.Connection, since: float) -> list[ChannelTraff
     return traffic
 
 
-def _usage(row: sqlite3.Row) -> dict[str, Any]:
+def usage_dict(row: Any) -> dict[str, Any]:
+    """A usage row as the admin layer reads it (flags as bools, attempts decoded)."""
     item = dict(row)
     item["stream"] = bool(item["stream"])
     item["estimated"] = bool(item["estimated"])

@@ -297,6 +297,14 @@ class PostgresStore:
 
     # --- running operations -------------------------------------------------------------------
 
+    async def run(self, what: str, operation: Operation[T], *, write: bool = False) -> T:
+        """``operation`` on a pooled connection, retried and timed as the request
+        path's calls are (the admin port's and plugins' way in); a ``write`` runs
+        shielded, as the request path's writes do."""
+        if write:
+            return await self._write(what, operation)
+        return await self._run(what, operation, self._running_pool())
+
     async def _write(self, what: str, operation: Operation[T]) -> T:
         """Run a write in its own task: cancelling the caller does not cancel it."""
         task = self._track(self._run(what, operation, self._running_pool()))

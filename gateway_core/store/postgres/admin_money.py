@@ -1,0 +1,144 @@
+"""The wallet, the money invariants and the usage log on PostgreSQL (the admin port).
+
+- A top-up or an adjustment is **one statement**: the balance's ``UPDATE …
+  RETURNING`` and its ledger row (carrying the balance after) commit together,
+  at READ COMMITTED (the row lock orders concurrent changes of one balance, so
+  the ledger stays a gap-free chain). It is not run again after a lost
+  connection (it may have committed): the operator is told to look.
+- ``check`` reads every invariant of :mod:`gateway_core.store.audit` (the same
+  SQL) in one **REPEATABLE READ, READ ONLY** snapshot.
+- A page of the usage log is :func:`gateway_core.store.usage.usage_query`'s
+  keyset query: each filter has an index ending in ``created_at, id``, which
+  PostgreSQL scans backwards for ``ORDER BY created_at DESC, id DESC LIMIT n``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import asyncpg
+import attrs
+
+from ...admin.port import UsageRowDict
+from ...records import AuditReport, Cursor, DailySpending, HoldRecord, LedgerEntry, UsageFilter, UsageTotal
+from ..audit import AUDIT_CHECKS, AUDIT_TOTALS, audit_report
+from ..usage import _TOTALS_BY as TOTALS_BY
+from ..usage import usage_dict, usage_query
+from .admin_base import AdminBase, plain, plain_dict
+from .migrate import numbered
+
+MAX_PROBLEMS = 100  # as SQLite's audit reports at most
+
+# $1 user, $2 signed amount, $3 kind, $4 note, $5 now: the new balance, or no row (no such user)
+_CHANGE_BALANCE = """
+WITH changed AS (
+    UPDATE users SET balance_micros = balance_micros + $2::bigint WHERE id = $1::bigint RETURNING balance_micros
+)
+INSERT INTO ledger (user_id, kind, amount_micros, balance_after_micros, note, created_at)
+SELECT $1::bigint, $3::text, $2::bigint, balance_micros, $4::text, $5::double precision FROM changed
+RETURNING balance_after_micros
+"""
+_LEDGER = (
+    "SELECT id, user_id, kind, amount_micros, balance_after_micros, request_id, key_id, note, created_at "
+    "FROM ledger WHERE user_id = $1 AND ($2::bigint IS NULL OR id < $2::bigint) ORDER BY id DESC LIMIT $3"
+)
+_HOLDS = (
+    "SELECT request_id, user_id, key_id, amount_micros, created_at FROM holds "
+    "WHERE $1::bigint IS NULL OR user_id = $1::bigint ORDER BY created_at"
+)
+_DAY = "to_char(to_timestamp(created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+_DAILY = (
+    f"SELECT {_DAY} AS day, coalesce(model, '?') AS model, coalesce(sum(cost_micros), 0)::bigint AS cost_micros, "
+    "count(*) AS requests, count(*) FILTER (WHERE status >= 400) AS errors FROM usage_logs "
+    "WHERE created_at >= $1 AND ($2::bigint IS NULL OR user_id = $2::bigint) GROUP BY 1, 2 ORDER BY 1"
+)
+
+
+async def change_balance(conn: asyncpg.Connection, user_id: int, amount: int, kind: str, note: str | None) -> int:
+    balance = await conn.fetchval(_CHANGE_BALANCE, user_id, amount, kind, note, time.time())
+    if balance is None:
+        raise ValueError(f"no user with id {user_id}")
+    return int(balance)
+
+
+class MoneyAdmin(AdminBase):
+    """The wallet's, the audit's and the usage log's part of :class:`~.admin.PostgresAdmin`."""
+
+    async def topup(self, user_id: int, amount_micros: int, note: str | None) -> int:
+        async def credit(conn: asyncpg.Connection) -> int:
+            if not isinstance(amount_micros, int) or amount_micros <= 0:
+                raise ValueError("a top-up must be a positive amount")
+            return await change_balance(conn, user_id, amount_micros, "topup", note)
+
+        return await self._write("topup", credit, once=True)
+
+    async def adjust(self, user_id: int, amount_micros: int, note: str | None) -> int:
+        async def change(conn: asyncpg.Connection) -> int:
+            return await change_balance(conn, user_id, int(amount_micros), "adjustment", note)
+
+        return await self._write("adjust", change, once=True)
+
+    async def list_ledger(self, user_id: int, *, before_id: int | None, limit: int) -> list[LedgerEntry]:
+        async def entries(conn: asyncpg.Connection) -> list[LedgerEntry]:
+            rows = await conn.fetch(_LEDGER, user_id, before_id, max(1, min(int(limit), 1000)))
+            return [LedgerEntry(**dict(row)) for row in rows]
+
+        return await self._read("list_ledger", entries)
+
+    async def list_holds(self, user_id: int | None = None) -> list[HoldRecord]:
+        async def holds(conn: asyncpg.Connection) -> list[HoldRecord]:
+            return [HoldRecord(**dict(row)) for row in await conn.fetch(_HOLDS, user_id)]
+
+        return await self._read("list_holds", holds)
+
+    async def check_ledger(self) -> AuditReport:
+        async def check(conn: asyncpg.Connection) -> AuditReport:
+            async with conn.transaction(isolation="repeatable_read", readonly=True):
+                found = {
+                    name: [tuple(plain(value) for value in row.values()) for row in await conn.fetch(numbered(sql), MAX_PROBLEMS)]
+                    for name, sql in AUDIT_CHECKS.items()
+                }
+                totals = tuple(plain(value) for value in (await conn.fetchrow(AUDIT_TOTALS) or ()))
+            return audit_report(found, totals, MAX_PROBLEMS)
+
+        return await self._read("check", check)
+
+    # --- usage -------------------------------------------------------------------
+
+    async def page_usage(
+        self, filters: UsageFilter, before: Cursor | None, limit: int, *, after: Cursor | None = None
+    ) -> list[UsageRowDict]:
+        sql, params = usage_query(**attrs.asdict(filters), before=before, after=after, limit=limit, indexed=False)
+
+        async def page(conn: asyncpg.Connection) -> list[UsageRowDict]:
+            rows = [usage_dict(row) for row in await conn.fetch(numbered(sql), *params)]
+            return rows[::-1] if after is not None else rows
+
+        return await self._read("page_usage", page)
+
+    async def get_usage(self, log_id: int) -> UsageRowDict | None:
+        async def one(conn: asyncpg.Connection) -> UsageRowDict | None:
+            row = await conn.fetchrow("SELECT * FROM usage_logs WHERE id = $1", int(log_id))
+            return usage_dict(row) if row is not None else None
+
+        return await self._read("get_usage", one)
+
+    async def daily_spending(self, since: float, user_id: int | None = None) -> list[DailySpending]:
+        async def days(conn: asyncpg.Connection) -> list[DailySpending]:
+            return [DailySpending(**plain_dict(row)) for row in await conn.fetch(_DAILY, since, user_id)]
+
+        return await self._read("daily_spending", days)
+
+    async def usage_totals(self, by: str, since: float, limit: int = 50) -> list[UsageTotal]:
+        group, label = TOTALS_BY[by]
+        sql = (
+            f"SELECT {label} AS label, count(*) AS requests, coalesce(sum(u.input_tokens), 0) AS input_tokens, "
+            "coalesce(sum(u.output_tokens), 0) AS output_tokens, coalesce(sum(u.cost_micros), 0) AS cost_micros, "
+            "count(*) FILTER (WHERE u.status >= 400) AS errors FROM usage_logs AS u LEFT JOIN users AS us ON us.id = u.user_id "
+            f"WHERE u.created_at >= $1 GROUP BY {group}, {label} ORDER BY cost_micros DESC, requests DESC LIMIT $2"
+        )
+
+        async def totals(conn: asyncpg.Connection) -> list[UsageTotal]:
+            return [UsageTotal(**plain_dict(row)) for row in await conn.fetch(sql, since, limit)]
+
+        return await self._read("usage_totals", totals)
