@@ -17,22 +17,18 @@ from gateway_core.records import PriceRecord, UsageFilter
 from gateway_core.router import Router
 from gateway_core.snapshot import TtlSnapshot
 from gateway_core.secrets import hash_key
-from gateway_core.store.sqlite_admin import SqliteAdmin
-from gateway_core.store.sqlite_store import Store
+from gateway_core.store import admin_ports
 
 HOUR = 3600.0  # cache lifetimes far longer than a test: only invalidation refreshes them
 
 
 @pytest.fixture
-async def running(tmp_path):
-    """An admin whose caches are a running gateway's (key cache, router, price book)."""
-    config = Config(db_path=str(tmp_path / "admin.db"), load=("demo",))
-    registry = collect(config)
-    store = Store(config.db_path, registry.migrations)
-    await store.start()
+async def running(db_url, start_store):
+    """An admin whose caches are a running gateway's (key cache, router, price book), on either store."""
+    registry = collect(Config(db_path=db_url, load=("demo",)))
+    store = await start_store(registry.migrations)
     caches = Caches(keys=KeyCache(store, ttl=HOUR), channels=Router(store, registry.channel_types, ttl=HOUR), prices=TtlSnapshot(store.price_snapshot, ttl=HOUR))
-    yield Admin(SqliteAdmin(store), registry.channel_types, caches)
-    await store.close()
+    return Admin(admin_ports(store)[0], registry.channel_types, caches)
 
 
 async def test_key_changes_reach_the_key_cache_at_once(running):

@@ -10,20 +10,17 @@ from gateway_core.admin import Admin, Invalid
 from gateway_core.admin import channels
 from gateway_core.config import Config
 from gateway_core.plugins import collect
-from gateway_core.store.sqlite_admin import SqliteAdmin
-from gateway_core.store.sqlite_store import Store
+from gateway_core.store import admin_ports
 
 DEMO = {"name": "demo", "type": "demo", "base_url": "local://demo", "models": ["demo-chat"]}
 
 
 @pytest.fixture
-async def admin(tmp_path):
-    config = Config(db_path=str(tmp_path / "admin.db"), load=("demo", "openai", "gemini"))
-    registry = collect(config)
-    store = Store(config.db_path, registry.migrations)
-    await store.start()
-    yield Admin(SqliteAdmin(store), registry.channel_types)
-    await store.close()
+async def admin(db_url, start_store):
+    """The admin layer on either store."""
+    registry = collect(Config(db_path=db_url, load=("demo", "openai", "gemini")))
+    store = await start_store(registry.migrations)
+    return Admin(admin_ports(store)[0], registry.channel_types)
 
 
 async def test_settings_are_validated_and_stored_typed(admin):

@@ -1,9 +1,7 @@
 """Fixtures of the PostgreSQL store's tests.
 
-- ``pg_url``: a fresh database on ``RELAYGATE_TEST_POSTGRES`` (default: the
-  machine's server as ``postgres``), created for one test and dropped after it.
-  Without a reachable server the test is skipped, except in CI (``CI`` set),
-  where it fails.
+- ``pg_url`` (from ``tests/conftest.py``): a fresh database on
+  ``RELAYGATE_TEST_POSTGRES``, created for one test and dropped after it.
 - ``books``: a started store of either kind (the test runs once per store) and a
   :class:`Seeder` on its database.
 - ``proxy``: a loopback TCP proxy in front of the server, to cut it off.
@@ -17,13 +15,10 @@ through ledger rows, so the books balance.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import os
 import sqlite3
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+from urllib.parse import urlsplit
 
 import asyncpg
 import attrs
@@ -33,11 +28,10 @@ import pytest
 from gateway_core.request_store import RequestStore
 from gateway_core.store import CORE_MIGRATIONS, Store
 from gateway_core.store.postgres import PostgresStore
-from gateway_core.store.postgres.faults import store_name
 from gateway_core.store.postgres.migrate import numbered
 
-T = TypeVar("T")
-TEST_POSTGRES = os.environ.get("RELAYGATE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
+from ..conftest import with_database
+
 SQLITE, POSTGRESQL = "sqlite", "postgresql"
 CREATED_AT = 1_700_000_000.0  # fixed, so that records read from both stores compare equal
 
@@ -182,52 +176,6 @@ _INVARIANTS = {
         "<> -coalesce((SELECT sum(amount_micros) FROM ledger WHERE user_id = u.id AND kind IN ('hold', 'release')), 0)"
     ),
 }
-
-
-# --- the server and its databases ---------------------------------------------------------
-
-
-def in_thread(make: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine to the end on a loop of its own (a fixture may run inside the test's loop)."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(lambda: asyncio.run(make())).result()  # type: ignore[arg-type]
-
-
-def with_database(url: str, database: str, *, port: int | None = None) -> str:
-    """``url`` naming another database (and, with ``port``, on 127.0.0.1 at that port)."""
-    parts = urlsplit(url)
-    userinfo, _, host = parts.netloc.rpartition("@")
-    host = host if port is None else f"127.0.0.1:{port}"
-    return urlunsplit((parts.scheme, f"{userinfo}@{host}" if userinfo else host, "/" + database, parts.query, ""))
-
-
-async def _admin(sql: str) -> None:
-    conn = await asyncpg.connect(TEST_POSTGRES, timeout=5)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> str:
-    try:
-        in_thread(lambda: _admin("SELECT 1"))
-    except (OSError, asyncio.TimeoutError, asyncpg.PostgresError) as exc:
-        reason = f"{store_name(TEST_POSTGRES)} is unreachable ({type(exc).__name__}: {exc})"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason}: CI must run the PostgreSQL tests (.ci/run starts the server)")
-        pytest.skip(f"{reason}; set RELAYGATE_TEST_POSTGRES=postgresql://user@host:port/db to run these tests")
-    return TEST_POSTGRES
-
-
-@pytest.fixture
-def pg_url(postgres_server: str) -> Iterator[str]:
-    """A database of its own for one test: its URL."""
-    name = f"relaygate_test_{uuid.uuid4().hex[:12]}"
-    in_thread(lambda: _admin(f"CREATE DATABASE {name}"))
-    yield with_database(postgres_server, name)
-    in_thread(lambda: _admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
 
 
 # --- a store of either kind ----------------------------------------------------------------
