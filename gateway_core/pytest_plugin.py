@@ -11,10 +11,16 @@
   with its ``url`` set; stopped at the end of the test (async tests only).
 - ``examples``: a :class:`gateway_core.testing.Examples` on the ``examples``
   folder beside the test module (or above it).
+- ``relaygate_postgres_url``: a fresh PostgreSQL database for one test, on
+  ``RELAYGATE_TEST_POSTGRES`` (``relaygate_postgres_server``); the test is
+  skipped when no server is reachable (failed when ``CI`` is set).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,6 +36,7 @@ except ImportError:  # pragma: no cover - without pytest-asyncio, async tests ca
     async_fixture = pytest.fixture  # type: ignore[assignment]
 
 Fake = TypeVar("Fake", bound=FakeUpstream)
+T = TypeVar("T")
 StartGateway = Callable[..., GatewayThread]
 
 
@@ -72,3 +79,44 @@ async def fake_upstream() -> AsyncIterator[Callable[[Fake], Awaitable[Fake]]]:
 @pytest.fixture
 def examples(request: pytest.FixtureRequest) -> Examples:
     return Examples.beside(request.path)
+
+
+# --- PostgreSQL ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def relaygate_postgres_server() -> str:
+    """The PostgreSQL server tests run on: ``RELAYGATE_TEST_POSTGRES`` (default: the
+    machine's, as ``postgres``). Unreachable, the test is skipped (failed under ``CI``)."""
+    from .store.postgres.databases import UNREACHABLE, run_on_server
+    from .store.postgres.faults import store_name
+
+    server = os.environ.get("RELAYGATE_TEST_POSTGRES", DEFAULT_TEST_POSTGRES)
+    try:
+        _in_thread(lambda: run_on_server(server, "SELECT 1"))
+    except UNREACHABLE as exc:
+        reason = f"{store_name(server)} is unreachable ({type(exc).__name__}: {exc})"
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason}: CI must run the PostgreSQL tests (.ci/run starts the server)")
+        pytest.skip(f"{reason}; set RELAYGATE_TEST_POSTGRES=postgresql://user@host:port/db to run these tests")
+    return server
+
+
+@pytest.fixture
+def relaygate_postgres_url(relaygate_postgres_server: str) -> Iterator[str]:
+    """A fresh database of its own for one test (``--db`` for a gateway on
+    PostgreSQL), dropped after it."""
+    from .store.postgres.databases import create_database, drop_database
+
+    url = _in_thread(lambda: create_database(relaygate_postgres_server))
+    yield url
+    _in_thread(lambda: drop_database(relaygate_postgres_server, url))
+
+
+DEFAULT_TEST_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
+
+
+def _in_thread(make: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine to the end on a loop of its own (a fixture may run inside the test's loop)."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()  # type: ignore[arg-type]

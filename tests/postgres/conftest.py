@@ -28,9 +28,8 @@ import pytest
 from gateway_core.request_store import RequestStore
 from gateway_core.store import CORE_MIGRATIONS, Store
 from gateway_core.store.postgres import PostgresStore
+from gateway_core.store.postgres.databases import with_database
 from gateway_core.store.postgres.migrate import numbered
-
-from ..conftest import with_database
 
 SQLITE, POSTGRESQL = "sqlite", "postgresql"
 CREATED_AT = 1_700_000_000.0  # fixed, so that records read from both stores compare equal

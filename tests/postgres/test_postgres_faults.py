@@ -16,8 +16,9 @@ import pytest
 from gateway_core.records import UsageRow
 from gateway_core.request_store import StoreUnavailable
 from gateway_core.store.postgres import PostgresStore
+from gateway_core.store.postgres.databases import with_database
 
-from .conftest import Seeder, TcpProxy, with_database
+from .conftest import Seeder, TcpProxy
 
 TIMEOUT = 1.0
 
