@@ -1,0 +1,56 @@
+"""The console on a gateway whose store is PostgreSQL: signing in (its sessions
+in the console's own table, through ``services.sql``), creating a key (through
+the admin port) and reading the log of a request made with it."""
+
+from __future__ import annotations
+
+import re
+
+from gateway_core.admin import Admin, channels, prices, users, wallet
+from gateway_core.config import Config
+from gateway_core.plugins import collect
+from gateway_core.records import PriceRecord
+from gateway_core.store import open_admin
+
+PASSWORD = "alice-password-1"
+
+
+async def seed_alice(url: str) -> None:
+    """alice (10 USD, a console password) and the priced demo channel, through the admin layer."""
+    registry = collect(Config(db_path=url))
+    async with open_admin(url, registry.migrations) as port:
+        admin = Admin(port, registry.channel_types)
+        alice = await users.create_user(admin, "alice", password=PASSWORD)
+        await wallet.topup(admin, alice.id, 10_000_000)
+        await channels.add_channel(admin, {"name": "demo", "type": "demo", "base_url": "local://demo", "models": ["demo-chat"]})
+        await prices.set_price(admin, PriceRecord("demo-chat", 1_000_000, 2_000_000))
+
+
+async def books_of(url: str) -> tuple[int, bool]:
+    """alice's balance, and whether the money invariants hold."""
+    registry = collect(Config(db_path=url))
+    async with open_admin(url, registry.migrations) as port:
+        admin = Admin(port, registry.channel_types)
+        alice = await users.find_user(admin, "alice")
+        return alice.balance_micros, (await wallet.check_ledger(admin)).ok
+
+
+async def test_sign_in_create_a_key_and_see_its_request_in_the_logs(relaygate_postgres_url, start_gateway, browsers, openai_client):
+    await seed_alice(relaygate_postgres_url)
+    gateway = start_gateway(Config(db_path=relaygate_postgres_url))
+    alice = await browsers("alice", url=gateway.url)
+    status, page = await alice.post("/console/keys/new", {"name": "pg-console-key", "group": "default"}, csrf_from="/console/keys/new")
+    assert status == 200, page[:500]
+    secret = re.search(r'<code id="secret">(sk-[^<]+)</code>', page).group(1)
+    _, listing = await alice.get("/console/keys")
+    assert "pg-console-key" in listing and secret not in listing
+    reply = await openai_client(gateway.url, secret).chat.completions.create(
+        model="demo-chat", messages=[{"role": "user", "content": "hello"}]
+    )
+    assert reply.choices[0].message.content
+    status, logs = await alice.get("/console/logs")
+    assert status == 200 and "demo-chat" in logs and "pg-console-key" in logs
+    balance, books_balance = await books_of(relaygate_postgres_url)
+    assert 0 < balance < 10_000_000 and books_balance  # charged, and the ledger says so
+    _, signed_out = await (await browsers(url=gateway.url)).get("/console/keys")
+    assert "pg-console-key" not in signed_out  # another browser has no session
