@@ -1,11 +1,13 @@
 """The gateway on PostgreSQL, end to end over loopback: the test kit's gateway
 started with ``store=PostgresStore(...)``, the fake OpenAI upstream and the
 official openai SDK. A priced request is charged exactly, streamed or not, and
-200 concurrent requests on a small balance never overdraw it."""
+200 concurrent requests on a small balance never overdraw it, and
+``relaygate check`` finds the books clean after them."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 
 import attrs
 import openai
@@ -14,6 +16,7 @@ from openai.types.chat import ChatCompletionMessageParam
 
 from gateway_core.billing import testing as kit
 from gateway_core.billing.testing import CACHED, INPUT, MODEL, OUTPUT
+from gateway_core.cli import main
 from gateway_core.plugins import collect
 from gateway_core.secrets import hash_key, new_api_key
 from gateway_core.store.postgres import PostgresStore
@@ -130,7 +133,7 @@ async def one_request(api: openai.AsyncOpenAI, n: int) -> tuple[int, str | None]
     return raw.status_code, None
 
 
-async def test_200_concurrent_requests_on_a_small_balance(world: World, upstream: FakeOpenAI, pg_url, start_gateway):
+async def test_200_concurrent_requests_on_a_small_balance(world: World, upstream: FakeOpenAI, pg_url, start_gateway, capsys):
     seed = world.seed
     reservation = kit.expected_cost(60, 20)  # the body's estimated input and max_tokens=20
     await seed.execute("UPDATE api_keys SET quota_micros = NULL")
@@ -153,3 +156,7 @@ async def test_200_concurrent_requests_on_a_small_balance(world: World, upstream
     assert await seed.value("SELECT min(balance_after_micros) FROM ledger WHERE user_id = ?", small) >= 0
     assert await seed.value("SELECT count(*) FROM holds") == 0
     assert await seed.problems() == []
+    status = await asyncio.to_thread(main, ["check", "--json", "--db", pg_url])  # the operator's check agrees
+    report = json.loads(capsys.readouterr().out.splitlines()[-1])  # after the gateway's request log lines
+    assert status == 0 and (report["ok"], report["problems"], report["open_holds"]) == (True, [], 0)
+    assert report["ledger_rows"] == await seed.value("SELECT max(id) FROM ledger")
