@@ -43,18 +43,21 @@ class AdminBase:
             return await self._store.run(what, operation)
 
     async def _write(self, what: str, step: Step[T], *, once: bool = False) -> T:
-        """``step`` in one transaction. A ``once`` write (money) is not run again
-        after a lost connection: it may have committed, and running it twice
-        would move money twice."""
+        """``step`` in one transaction. A ``once`` write (money) is one statement,
+        hence its own transaction and one round trip; it is not run again after a
+        lost connection: it may have committed, and running it twice would move
+        money twice."""
 
         async def operation(conn: asyncpg.Connection, attempt: Attempt) -> T:
-            if once and attempt.after_lost_connection:
+            if not once:
+                async with conn.transaction():
+                    return await step(conn)
+            if attempt.after_lost_connection:
                 raise StoreFailure(
                     f"{self._store.name}: the connection was lost during {what}; "
                     "it may or may not have been applied: look at the ledger before trying again"
                 )
-            async with conn.transaction():
-                return await step(conn)
+            return await step(conn)
 
         with translated_errors():
             return await self._store.run(what, operation, write=True)
