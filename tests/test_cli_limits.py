@@ -11,14 +11,12 @@ from gateway_core.secrets import hash_key
 from gateway_core.store import CORE_MIGRATIONS, Store, keys, limits, users
 
 
-@pytest.fixture
-def cli(tmp_path, monkeypatch, capsys):
-    """``cli(*argv)`` → (status, stdout, stderr), on a fresh database, core plugin only."""
+def command_line(tmp_path, monkeypatch, capsys, db):
+    """``cli(*argv)`` → (status, stdout, stderr), on the database ``db``, core plugin only."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("RELAYGATE_DB", raising=False)
     monkeypatch.delenv("RELAYGATE_PLUGINS", raising=False)
     (tmp_path / "plugins.toml").write_text("load = []\n")
-    db = str(tmp_path / "gw.db")
 
     def run(*argv):
         status = main([*argv, "--db", db])
@@ -27,6 +25,18 @@ def cli(tmp_path, monkeypatch, capsys):
 
     run.db = db
     return run
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch, capsys, db_url):
+    """The command line on a fresh database of either store."""
+    return command_line(tmp_path, monkeypatch, capsys, db_url)
+
+
+@pytest.fixture
+def sqlite_cli(tmp_path, monkeypatch, capsys):
+    """The command line on a fresh SQLite file (for tests that read it with the store's functions)."""
+    return command_line(tmp_path, monkeypatch, capsys, str(tmp_path / "gw.db"))
 
 
 def connect(db):
@@ -87,7 +97,8 @@ def test_key_create_and_key_limits(cli):
     assert json.loads(out)[0]["limits"] == {"requests_per_minute": 0, "tokens_per_minute": 9000, "concurrency": 2}
 
 
-def test_the_key_record_folds_in_user_overrides_and_group_defaults(cli):
+def test_the_key_record_folds_in_user_overrides_and_group_defaults(sqlite_cli):
+    cli = sqlite_cli
     cli("user", "add", "alice", "--groups", "default,vip")
     cli("group", "set", "vip", "--rpm", "30", "--tpm", "1000")
     conn = connect(cli.db)
