@@ -19,6 +19,7 @@ from ...admin.port import ChannelFields, LimitChanges
 from ...records import ChannelRecord, ChannelTraffic, DisabledKey, GroupRecord, PriceRecord
 from ...request_store import BreakerReport
 from ..channel_health import _fields as breaker_fields
+from ..channels import _SELECT as _CHANNEL
 from ..channels import INSERT_CHANNEL, channel_changes, channel_values
 from ..channels import _channel as channel_record
 from ..channels import _disabled as disabled_marks
@@ -31,7 +32,6 @@ from .admin_base import AdminBase, changed, found, plain
 from .admin_users import ensure_groups, set_limits
 from .migrate import numbered
 
-_CHANNEL = statements.LIST_CHANNELS.partition(" ORDER BY ")[0]
 _SET_PRICE = (
     f"INSERT INTO prices ({', '.join(PRICE_COLUMNS)}) VALUES ({', '.join(f'${n}' for n in range(1, len(PRICE_COLUMNS) + 1))}) "
     f"ON CONFLICT (model) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in PRICE_COLUMNS[1:])}"

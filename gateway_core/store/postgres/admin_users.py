@@ -21,12 +21,12 @@ from ...secrets import hash_key, key_prefix, new_api_key
 from ..connection import to_json
 from ..groups import check_group_name
 from ..keys import _checked as checked_key
+from ..keys import _SELECT as _KEY
 from ..keys import _key as key_record
 from ..limits import _TABLES as LIMIT_TABLES
 from ..limits import check_limit_changes
 from ..migrations import UNIT_RATIO_PPM
 from ..users import check_user_name
-from . import statements
 from .admin_base import AdminBase, changed, found
 from .migrate import numbered
 
@@ -35,7 +35,6 @@ _USER = (
     "coalesce((SELECT array_agg(g.group_name ORDER BY g.ctid) FROM user_groups AS g WHERE g.user_id = u.id), '{}') AS groups, "
     "(SELECT count(*) FROM api_keys AS k WHERE k.user_id = u.id AND k.deleted = 0) AS keys FROM users AS u"
 )
-_KEY = statements.FIND_KEY.partition(" WHERE ")[0]
 
 
 def user_record(row: asyncpg.Record) -> UserRecord:
