@@ -6,6 +6,8 @@ tests hold what every front relies on.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from gateway_core.admin import Admin, Caches, Conflict, Invalid, NotFound
@@ -13,7 +15,8 @@ from gateway_core.admin import channels, groups, keys, prices, usage, users, wal
 from gateway_core.config import Config
 from gateway_core.key_cache import KeyCache
 from gateway_core.plugins import collect
-from gateway_core.records import PriceRecord, UsageFilter
+from gateway_core.records import DailySpending, PriceRecord, UsageFilter, UsageRow, UsageTotal
+from gateway_core.request_store import BreakerReport
 from gateway_core.router import Router
 from gateway_core.snapshot import TtlSnapshot
 from gateway_core.secrets import hash_key
@@ -23,10 +26,19 @@ HOUR = 3600.0  # cache lifetimes far longer than a test: only invalidation refre
 
 
 @pytest.fixture
-async def running(db_url, start_store):
+def registry(db_url):
+    return collect(Config(db_path=db_url, load=("demo",)))
+
+
+@pytest.fixture
+async def store(registry, start_store):
+    """The running gateway's store (either kind)."""
+    return await start_store(registry.migrations)
+
+
+@pytest.fixture
+async def running(registry, store):
     """An admin whose caches are a running gateway's (key cache, router, price book), on either store."""
-    registry = collect(Config(db_path=db_url, load=("demo",)))
-    store = await start_store(registry.migrations)
     caches = Caches(keys=KeyCache(store, ttl=HOUR), channels=Router(store, registry.channel_types, ttl=HOUR), prices=TtlSnapshot(store.price_snapshot, ttl=HOUR))
     return Admin(admin_ports(store)[0], registry.channel_types, caches)
 
@@ -119,3 +131,39 @@ async def test_money_moves_in_whole_micro_usd_and_the_books_balance(running):
     assert (await wallet.check_ledger(running)).ok
     page = await usage.page_usage(running, UsageFilter(user_id=alice.id))
     assert (page.rows, page.more) == ([], False)
+
+
+async def test_totals_and_traffic_read_the_same_on_either_store(running, store):
+    """The console's dashboards: spending per day and model, totals by model, user
+    and channel, each channel's traffic and last error, the breakers reported."""
+    alice = await users.create_user(running, "alice")
+    await wallet.topup(running, alice.id, 1_000_000)
+    day = 1_700_006_400.0  # 2023-11-15 00:00 UTC
+    for n, (model, status, cost, channel) in enumerate(
+        [("m-a", 200, 100, 1), ("m-a", 200, 50, 1), ("m-b", 502, 0, 2), ("m-b", 200, 7, 2), ("m-a", 429, 0, None)]
+    ):
+        await store.record(UsageRow(
+            request_id=f"r{n}", started_at=day + n * 3600 + (86_400 if n == 4 else 0), protocol="openai", endpoint="chat",
+            user_id=alice.id, model=model, status=status, cost_micros=cost, input_tokens=10, output_tokens=n,
+            channel_id=channel, channel_name=None if channel is None else f"c{channel}", duration_ms=10.0 * (n + 1),
+            error_message="bad gateway" if status == 502 else None, upstream_status=502 if status == 502 else None,
+        ), alice.id if cost else None)  # fmt: skip
+    assert await usage.daily_spending(running, day) == [
+        DailySpending("2023-11-15", "m-a", 150, 2, 0), DailySpending("2023-11-15", "m-b", 7, 2, 1),
+        DailySpending("2023-11-16", "m-a", 0, 1, 1),
+    ]  # fmt: skip
+    assert await usage.daily_spending(running, day, alice.id + 1) == []
+    by_model = await usage.usage_totals(running, "model", day)
+    assert by_model == [UsageTotal("m-a", 3, 30, 5, 150, 1), UsageTotal("m-b", 2, 20, 5, 7, 1)]
+    assert await usage.usage_totals(running, "user", day) == [UsageTotal("alice", 5, 50, 10, 157, 2)]
+    assert [t.label for t in await usage.usage_totals(running, "channel", day, limit=1)] == ["c1"]
+    traffic = {t.channel_id: t for t in await running.store.channel_traffic(day)}
+    assert (traffic[1].requests, traffic[1].errors, traffic[1].mean_ms, traffic[1].last_error) == (2, 0, 15.0, None)
+    assert (traffic[2].requests, traffic[2].errors, traffic[2].last_error, traffic[2].last_error_at) == (2, 1, "bad gateway", day + 2 * 3600)
+    store.report_breaker(BreakerReport(2, "", None, "open", 3, day, day + 30, "bad gateway", "w1", day))
+    for _ in range(100):
+        if await running.store.list_breakers():
+            break
+        await asyncio.sleep(0.01)
+    assert [(b.channel_id, b.state, b.last_error) for b in await running.store.list_breakers()] == [(2, "open", "bad gateway")]
+    assert (await wallet.check_ledger(running)).ok
