@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from gateway_core.admin import Admin, channels, prices, users, wallet
 from gateway_core.config import Config
 from gateway_core.plugins import collect
@@ -16,10 +18,13 @@ PASSWORD = "alice-password-1"
 
 
 async def seed_alice(url: str) -> None:
-    """alice (10 USD, a console password) and the priced demo channel, through the admin layer."""
+    """An operator root (1 USD) and alice (10 USD), with console passwords, and the
+    priced demo channel, through the admin layer."""
     registry = collect(Config(db_path=url))
     async with open_admin(url, registry.migrations) as port:
         admin = Admin(port, registry.channel_types)
+        root = await users.create_user(admin, "root", is_admin=True, password=PASSWORD)
+        await wallet.topup(admin, root.id, 1_000_000)
         alice = await users.create_user(admin, "alice", password=PASSWORD)
         await wallet.topup(admin, alice.id, 10_000_000)
         await channels.add_channel(admin, {"name": "demo", "type": "demo", "base_url": "local://demo", "models": ["demo-chat"]})
@@ -35,10 +40,16 @@ async def books_of(url: str) -> tuple[int, bool]:
         return alice.balance_micros, (await wallet.check_ledger(admin)).ok
 
 
-async def test_sign_in_create_a_key_and_see_its_request_in_the_logs(relaygate_postgres_url, start_gateway, browsers, openai_client):
+@pytest.fixture
+async def gateway(relaygate_postgres_url, start_gateway):
     await seed_alice(relaygate_postgres_url)
-    gateway = start_gateway(Config(db_path=relaygate_postgres_url))
-    alice = await browsers("alice", url=gateway.url)
+    return start_gateway(Config(db_path=relaygate_postgres_url))
+
+
+async def test_sign_in_create_a_key_and_see_its_request_in_the_logs(relaygate_postgres_url, gateway, browsers, openai_client):
+    alice = await browsers()
+    status, page = await alice.sign_in("alice", PASSWORD)
+    assert status == 200 and "Sign out" in page
     status, page = await alice.post("/console/keys/new", {"name": "pg-console-key", "group": "default"}, csrf_from="/console/keys/new")
     assert status == 200, page[:500]
     secret = re.search(r'<code id="secret">(sk-[^<]+)</code>', page).group(1)
@@ -54,3 +65,22 @@ async def test_sign_in_create_a_key_and_see_its_request_in_the_logs(relaygate_po
     assert 0 < balance < 10_000_000 and books_balance  # charged, and the ledger says so
     _, signed_out = await (await browsers(url=gateway.url)).get("/console/keys")
     assert "pg-console-key" not in signed_out  # another browser has no session
+
+
+async def test_every_page_an_operator_reads_works_on_postgresql(gateway, browsers, openai_client):
+    root = await browsers()
+    status, page = await root.sign_in("root", PASSWORD)
+    assert status == 200 and "Sign out" in page
+    status, page = await root.post("/console/keys/new", {"name": "ops", "group": "default"}, csrf_from="/console/keys/new")
+    secret = re.search(r'<code id="secret">(sk-[^<]+)</code>', page).group(1)
+    await openai_client(gateway.url, secret).chat.completions.create(model="demo-chat", messages=[{"role": "user", "content": "x"}])
+    _, logs = await root.get("/console/admin/logs")
+    log_id = re.search(r'href="/console/admin/logs/(\d+)"', logs).group(1)
+    for path in ("/console/", "/console/account", "/console/keys", "/console/logs", "/console/wallet", "/console/quickstart",
+                 "/console/admin/channels", "/console/admin/channels/1/edit", "/console/admin/users", "/console/admin/users/2",
+                 "/console/admin/groups", "/console/admin/prices", "/console/admin/usage", "/console/admin/logs",
+                 f"/console/admin/logs/{log_id}"):  # fmt: skip
+        status, page = await root.get(path)
+        assert status == 200, (path, page[:300])
+    status, page = await root.post("/console/admin/users/2/topup", {"amount": "2.5", "note": "console top-up"}, csrf_from="/console/admin/users/2")
+    assert status == 200 and "12.50" in page, page[:500]
