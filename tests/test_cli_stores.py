@@ -8,9 +8,11 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from gateway_core.cli import main
@@ -161,3 +163,39 @@ def test_a_store_failure_is_one_line(tmp_path: Path, pg_url: str, monkeypatch, c
     out, err = capsys.readouterr()
     assert status == 1 and out == "" and err.count("\n") == 1 and "Traceback" not in err
     assert "PostgreSQL at 127.0.0.1:1/" in err and "unreachable" in err
+
+
+async def corrupt(db: str) -> None:
+    """Money that does not add up: a balance and a key's used amount changed behind the ledger's back."""
+    statements = ("UPDATE users SET balance_micros = balance_micros + 10 WHERE name = 'alice'",
+                  "UPDATE api_keys SET used_micros = 7 WHERE name = 'other'")  # fmt: skip
+    if db.startswith("postgresql://"):
+        conn = await asyncpg.connect(db)
+        try:
+            for statement in statements:
+                await conn.execute(statement)
+        finally:
+            await conn.close()
+    else:
+        with sqlite3.connect(db) as conn:
+            for statement in statements:
+                conn.execute(statement)
+
+
+def test_check_reports_the_same_problems_on_both_stores(tmp_path: Path, pg_url: str, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plugins.toml").write_text("load = []\n")
+    reports = []
+    for db in (str(tmp_path / "gw.db"), pg_url):
+        for argv in (("user", "add", "alice"), ("wallet", "topup", "alice", "4.5"), ("key", "create", "alice", "--name", "other")):
+            assert main([*argv, "--db", db]) == 0
+        asyncio.run(corrupt(db))
+        capsys.readouterr()
+        text_status, text = main(["check", "--db", db]), capsys.readouterr().out
+        json_status, report = main(["check", "--json", "--db", db]), json.loads(capsys.readouterr().out)
+        reports.append((text_status, text, json_status, _blank(report)))
+    assert reports[0] == reports[1]
+    status, text, _, report = reports[1]
+    assert status == 1 and text.splitlines()[-1] == "2 problem(s) found."
+    assert "PROBLEM [balance] user 'alice' (id 1): balance differs from the sum of its ledger rows: expected 4.50 USD, found 4.50001 USD" in text
+    assert {problem["check"] for problem in report["problems"]} == {"balance", "key_used"}
