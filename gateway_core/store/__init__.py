@@ -4,7 +4,8 @@
 modules below — on reader threads or through the group-commit writer. The
 request path sees it through its port (:class:`gateway_core.request_store.RequestStore`),
 the admin layer through :class:`~.sqlite_admin.SqliteAdmin`, plugins' own
-tables through :class:`~.sqlite_sql.SqliteSql`.
+tables through :class:`~.sqlite_sql.SqliteSql`. On PostgreSQL (``postgres/``)
+the same three ports are ``PostgresStore``, ``PostgresAdmin`` and ``PostgresSql``.
 """
 
 from __future__ import annotations
