@@ -9,6 +9,7 @@ import asyncio
 import pytest
 
 from gateway_core.admin.errors import StoreFailure
+from gateway_core.records import UsageRow
 from gateway_core.store.postgres import PostgresStore
 from gateway_core.store.postgres.admin import PostgresAdmin
 
@@ -50,5 +51,40 @@ async def test_an_unreachable_server_is_a_store_failure_naming_it(pg_url, proxy:
         for call in (admin.list_users(), admin.topup(1, 5, None), admin.check_ledger()):
             with pytest.raises(StoreFailure, match=rf"PostgreSQL at 127\.0\.0\.1:{proxy.port}/relaygate_test_\w+ is unavailable"):
                 await call
+    finally:
+        await store.close()
+
+
+async def test_topups_and_adjustments_among_concurrent_requests_keep_the_books(pg_url):
+    """Operators' money moves racing the request path's holds and settlements on
+    one user: every change lands once, the ledger stays one chain, check is clean."""
+    await PostgresStore(pg_url).migrate()
+    store = PostgresStore(pg_url, max_size=12)
+    await store.start()
+    try:
+        admin = PostgresAdmin(store)
+        alice = await admin.create_user("alice", is_admin=False, password_hash=None, groups=["default"])
+        key, _ = await admin.create_key(
+            alice.id, name="ci", group="default", quota_micros=None, expires_at=None, models=(), allow_ips=(), limits={}
+        )
+        await admin.topup(alice.id, 1_000_000, "start")
+
+        async def request(n: int) -> None:
+            await store.hold(alice.id, 5_000, f"r{n}", key.id)
+            await store.record(UsageRow(
+                request_id=f"r{n}", started_at=1_700_000_000.0 + n, protocol="openai", endpoint="chat",
+                user_id=alice.id, key_id=key.id, model="m", status=200, cost_micros=3_000,
+            ), alice.id)  # fmt: skip
+
+        moves = [admin.topup(alice.id, 10_000, f"t{n}") for n in range(40)]
+        moves += [admin.adjust(alice.id, -1_000, f"a{n}") for n in range(20)]
+        await asyncio.gather(*(request(n) for n in range(100)), *moves)
+        user = await admin.get_user(alice.id)
+        assert user is not None and user.balance_micros == 1_000_000 - 100 * 3_000 + 40 * 10_000 - 20 * 1_000
+        report = await admin.check_ledger()
+        assert report.ok and report.problems == () and report.open_holds == 0
+        assert report.ledger_rows == 1 + 100 * 3 + 40 + 20  # start, hold/release/capture per request, the moves
+        used = (await admin.get_key(key.id)).used_micros
+        assert used == 100 * 3_000
     finally:
         await store.close()
