@@ -50,7 +50,7 @@ _DAY = "to_char(to_timestamp(created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
 _DAILY = (
     f"SELECT {_DAY} AS day, coalesce(model, '?') AS model, coalesce(sum(cost_micros), 0)::bigint AS cost_micros, "
     "count(*) AS requests, count(*) FILTER (WHERE status >= 400) AS errors FROM usage_logs "
-    "WHERE created_at >= $1 AND ($2::bigint IS NULL OR user_id = $2::bigint) GROUP BY 1, 2 ORDER BY 1"
+    "WHERE created_at >= $1 AND ($2::bigint IS NULL OR user_id = $2::bigint) GROUP BY 1, 2 ORDER BY 1, 2"
 )
 
 
