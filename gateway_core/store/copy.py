@@ -108,6 +108,8 @@ async def copy_store(source_url: str, target_url: str, migrations: Sequence[Migr
 
 
 async def _refuse_non_empty(url: str) -> None:
+    if not is_postgresql(url) and not os.path.exists(sqlite_path(url)):
+        return  # a new file: created by its migrations, readable by its owner only
     target = await open_end(url)
     try:
         present = set(await target.tables())

@@ -201,6 +201,7 @@ async def test_a_copy_goes_back_to_a_new_sqlite_file(installation, pg_url, tmp_p
     back = tmp_path / "back.db"
     assert main(["copy-store", "--from", pg_url, "--to", f"sqlite:///{back}", "--plugins", installation.plugins, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["tables"] == sqlite_counts(installation.path) == sqlite_counts(back)
+    assert back.stat().st_mode & 0o777 == 0o600  # it holds the upstream keys
     conn = sqlite3.connect(back)
     try:
         alice = conn.execute("SELECT id FROM users WHERE name = 'alice'").fetchone()[0]
