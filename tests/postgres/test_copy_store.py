@@ -209,3 +209,18 @@ async def test_a_copy_goes_back_to_a_new_sqlite_file(installation, pg_url, tmp_p
         assert [row[0] for row in groups] == ["vip", "default"]
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("source_plugins, copy_plugins, says", [
+    ("load = []\n", 'load = ["console"]\n', "is older than this code (pending: 8000_console): run `relaygate migrate` on it first"),
+    ('load = ["console"]\n', "load = []\n", "has migrations this code does not (load their plugins): 8000_console"),
+])  # fmt: skip
+def test_a_source_whose_schema_differs_from_the_code_is_refused(tmp_path, pg_url, capsys, source_plugins, copy_plugins, says):
+    (tmp_path / "source.toml").write_text(source_plugins, encoding="utf-8")
+    (tmp_path / "copy.toml").write_text(copy_plugins, encoding="utf-8")
+    source = tmp_path / "source.db"
+    assert main(["migrate", "--db", str(source), "--plugins", str(tmp_path / "source.toml")]) == 0
+    capsys.readouterr()
+    assert main(["copy-store", "--from", str(source), "--to", pg_url, "--plugins", str(tmp_path / "copy.toml")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err
