@@ -12,6 +12,7 @@ from typing import Any
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 THREADED = ("gateway", "server")  # processes whose CPU is also reported per thread
+PER_GATEWAY_REQUEST = ("postgres",)  # processes whose CPU is counted per request the gateway served
 
 
 
@@ -160,7 +161,7 @@ def cpu_figures(meter: Meter, served: dict[str, int]) -> dict[str, Any]:
     """CPU ms per request of each process (``served``: requests each one handled)."""
     out: dict[str, Any] = {}
     for name, seconds in meter.cpu.items():
-        count = served.get(name, 0)
+        count = served.get(name, served.get("gateway", 0) if name in PER_GATEWAY_REQUEST else 0)
         out[f"{name}_cpu_s"] = round(seconds, 3)
         out[f"{name}_cpu_ms_per_req"] = round(seconds * 1000 / count, 3) if count else None
         out[f"{name}_busy_pct"] = round(100 * seconds / meter.elapsed, 1) if meter.elapsed else None

@@ -56,6 +56,7 @@ from loadgen import Budget, Recorder, Target, closed_loop, ms, new_session, one_
 from overhead_report import last_exception, log_problems, machine, print_table, targets, usage_log
 from processes import Child, Placement, free_port, wait_http
 from profilers import Both, Perf, PySpy
+import pg_column
 from seeding import BENCH_PLUGINS, UPSTREAM_KEY, relaygate_command, seed
 
 HERE = Path(__file__).resolve().parent
@@ -230,6 +231,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="while profiling, move the gateway's threads other than the event loop to the upstream's CPU, "
                         "so that py-spy does not count the event loop as busy while it waits for its CPU")  # fmt: skip
     p.add_argument("--perf", metavar="FILE", help="perf record the gateway during the --profile-phase into FILE (C and kernel time)")
+    p.add_argument("--postgres", metavar="URL", help="serve on PostgreSQL: a fresh database on this server (postgresql://user@host/db), "
+                   "filled from the seeded SQLite store by relaygate copy-store, dropped after; its CPU is reported too")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
     args = p.parse_args(argv)
     args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
@@ -278,8 +281,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 plugins = tmp / "plugins.toml"
                 plugins.write_text(BENCH_PLUGINS)
             key = seed(db, tmp, plugins, up_url, args.free)
+            served_db = str(db)
+            if args.postgres:
+                served_db = result["postgres"] = await pg_column.fresh_database(args.postgres)
+                say(args, pg_column.copy_store(relaygate_command(), db, served_db, plugins))
             gw_port = free_port()
-            argv = [*relaygate_command(), "serve", "--db", str(db), "--plugins", str(plugins), "--host", "127.0.0.1", "--port", str(gw_port)]
+            argv = [*relaygate_command(), "serve", "--db", served_db, "--plugins", str(plugins), "--host", "127.0.0.1", "--port", str(gw_port)]
             if args.workers > 1:
                 argv += ["--workers", str(args.workers)]
             gateway = Child("gateway", placement.command(placement.server, argv), tmp / "gateway.log", tmp)
@@ -289,6 +296,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             target = Target("gateway", gw_url, key)
             await smoke(target, gateway)
             pids = {"upstream": upstream.pid, "gateway": gateway.pid}
+            if args.postgres:
+                pids["postgres"] = await pg_column.postmaster_pid(served_db)
+                if placement.upstream is not None:  # off the gateway's CPU, with the upstream and the load generator
+                    say(args, f"postgres: {pg_column.pin(pids['postgres'], placement.upstream)} process(es) pinned to CPU {placement.upstream}")
             with Meter(pids) as idle:
                 await asyncio.sleep(args.idle)
             result["gateway_idle_cpu_ms_per_s"] = round(idle.cpu["gateway"] * 1000 / idle.elapsed, 3)
@@ -327,7 +338,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             elif status not in (0, None):
                 result["gateway_log_problems"] = [f"the gateway exited with status {status} on SIGTERM"]
             result.setdefault("gateway_log_problems", []).extend(log_problems(tmp / "gateway.log"))
-            result["usage_log"] = usage_log(db, gateway_sent)
+            result["usage_log"] = await pg_column.usage_log(served_db, gateway_sent) if args.postgres else usage_log(db, gateway_sent)
         if "floor" in args.scenarios:
             say(args, f"floor: hello-world ASGI on hypercorn + uvloop, concurrency {args.concurrency} ...")
             hello = [sys.executable, str(HERE / "hello_app.py")]
@@ -336,6 +347,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         for child in reversed(children):
             child.stop()
+        if "postgres" in result and not args.keep:
+            await pg_column.drop_database(args.postgres, result["postgres"])
         if args.keep:
             say(args, f"kept {tmp}")
         else:

@@ -1,6 +1,8 @@
-"""Settled requests per second through the group-commit writer.
+"""Settled requests per second through the store: SQLite's group-commit writer,
+or PostgreSQL's pool.
 
     .venv/bin/python bench/settle_throughput.py [--requests 20000] [--concurrency 256]
+    .venv/bin/python bench/settle_throughput.py --postgres postgresql://postgres@127.0.0.1/postgres [--pool 10]
 
 Runs the billing path of the gateway — the quota policy's ``admit`` (the
 reservation: one write), the usage row filled and priced from the request's
@@ -11,6 +13,10 @@ requests, ``--concurrency`` at a time, on uvloop, against a fresh SQLite store
 what the store sustains, the ceiling the gateway's billing puts on throughput.
 Prints requests/s, the writer's transactions and average batch, the latency of
 the two writes, and checks the money invariants at the end.
+
+With ``--postgres URL`` the seeded SQLite store is copied (``copy-store``) into a
+fresh database on that server, dropped afterwards, and the store is
+:class:`~gateway_core.store.postgres.PostgresStore` with a pool of ``--pool``.
 """
 
 from __future__ import annotations
@@ -39,6 +45,12 @@ from gateway_core.settlement import usage_row  # noqa: E402
 from gateway_core.secrets import hash_key  # noqa: E402
 from gateway_core.store import CORE_MIGRATIONS, Store, keys, prices, users, wallet  # noqa: E402
 from gateway_core.store.audit import audit  # noqa: E402
+from gateway_core.store.copy import copy_store  # noqa: E402
+from gateway_core.store.postgres import PostgresStore  # noqa: E402
+from gateway_core.store.postgres.audit import audit as pg_audit  # noqa: E402
+
+import asyncpg  # noqa: E402
+import pg_column  # noqa: E402
 
 MODEL = "bench-model"
 OPENAI = SimpleNamespace(name="openai")  # the client protocol, as the usage row names it
@@ -76,9 +88,14 @@ async def one(services, quota: Quota, recorder: Recorder, key, holds: list, sett
 
 async def run(args) -> int:
     with tempfile.TemporaryDirectory() as tmp:
-        store = Store(str(Path(tmp) / "bench.db"), CORE_MIGRATIONS)
-        store.migrate()
-        key_records = seed(store, args.users)
+        sqlite = Store(str(Path(tmp) / "bench.db"), CORE_MIGRATIONS)
+        sqlite.migrate()
+        key_records = seed(sqlite, args.users)
+        store: Store | PostgresStore = sqlite
+        if args.postgres:
+            url = await pg_column.fresh_database(args.postgres)
+            await copy_store(sqlite.path, url, CORE_MIGRATIONS)
+            store = PostgresStore(url, max_size=args.pool)
         await store.start()
         services = SimpleNamespace(store=store, prices=TtlSnapshot(store.price_snapshot, ttl=3600), router=None)
         quota, recorder = Quota(), Recorder(store)
@@ -95,23 +112,32 @@ async def run(args) -> int:
 
         await asyncio.gather(*(bounded(n) for n in range(min(500, args.requests))))  # warm up
         holds.clear(), settles.clear()
-        stats = store.writer_stats
-        before = (stats.transactions, stats.writes)
+        stats = sqlite.writer_stats if store is sqlite else None
+        before = (stats.transactions, stats.writes) if stats else (0, 0)
         started = time.perf_counter()
         await asyncio.gather(*(bounded(n) for n in range(args.requests)))
         elapsed = time.perf_counter() - started
-        transactions, writes = stats.transactions - before[0], stats.writes - before[1]
+        transactions, writes = (stats.transactions - before[0], stats.writes - before[1]) if stats else (0, 0)
         await store.close()
-        conn = store.connect()
-        report = audit(conn)
-        conn.close()
+        if isinstance(store, PostgresStore):
+            conn = await asyncpg.connect(store.dsn)
+            report = await pg_audit(conn)
+            await conn.close()
+            await pg_column.drop_database(args.postgres, store.dsn)
+        else:
+            lite = sqlite.connect()
+            report = audit(lite)
+            lite.close()
 
     def ms(values: list[float], q: float) -> float:
         return statistics.quantiles(values, n=100)[int(q) - 1] * 1000 if q < 100 else max(values) * 1000
 
     print(f"{args.requests:,} priced requests, concurrency {args.concurrency}, {args.users} user(s)/key(s)")
     print(f"settled requests/s : {args.requests / elapsed:,.0f}   ({elapsed:.2f} s)")
-    print(f"writer             : {writes:,} writes in {transactions:,} transactions (avg batch {writes / max(1, transactions):.1f})")
+    if args.postgres:
+        print(f"store              : PostgreSQL, a pool of {args.pool} connections, one round trip per write")
+    else:
+        print(f"writer             : {writes:,} writes in {transactions:,} transactions (avg batch {writes / max(1, transactions):.1f})")
     print(f"hold write   ms    : p50 {ms(holds, 50):.2f}  p99 {ms(holds, 99):.2f}")
     print(f"settle+log   ms    : p50 {ms(settles, 50):.2f}  p99 {ms(settles, 99):.2f}")
     print(f"invariants         : {'OK' if report.ok else report.problems}  ({report.ledger_rows:,} ledger rows)")
@@ -123,6 +149,8 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--users", type=int, default=50, help="distinct users (one key each)")
+    parser.add_argument("--postgres", metavar="URL", help="measure PostgreSQL: a fresh database on this server")
+    parser.add_argument("--pool", type=int, default=10, help="PostgreSQL pool size (default 10, [gateway] db_pool_size)")
     args = parser.parse_args()
     return uvloop.run(run(args))
 

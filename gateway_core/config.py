@@ -52,6 +52,10 @@ class Config:
     # the age after which a reservation left by a dead process is released
     default_max_output_tokens: int = 4096
     stale_hold_seconds: float = 3600.0
+    # PostgreSQL: connections per worker process, and seconds a call waits for a
+    # connection and its answer before the store reports itself unavailable
+    db_pool_size: int = 10
+    db_timeout: float = 5.0
 
     def plugin_settings(self, name: str) -> dict[str, Any]:
         return self.plugins.get(name, {})
@@ -85,7 +89,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
         raise ConfigError(f"{where}: [gateway] and [plugins.NAME] must be tables")
     known = {
         "trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds",
-        "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown",
+        "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "db_pool_size", "db_timeout",
     }  # fmt: skip
     unknown = set(gateway) - known
     if unknown:
@@ -107,6 +111,8 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             breaker_cooldown=_seconds(gateway, "breaker_cooldown", defaults.breaker_cooldown),
             default_max_output_tokens=_positive_int(gateway, "default_max_output_tokens", defaults.default_max_output_tokens),
             stale_hold_seconds=float(gateway.get("stale_hold_seconds", defaults.stale_hold_seconds)),
+            db_pool_size=_positive_int(gateway, "db_pool_size", defaults.db_pool_size),
+            db_timeout=_seconds(gateway, "db_timeout", defaults.db_timeout),
             source=source,
         )
     except (TypeError, ValueError) as exc:

@@ -27,6 +27,7 @@ DEFAULT_PLUGINS = {
     "core.policies": "gateway_core.policies.plugin",
     "core.migrations": "gateway_core.store.migrations",
     "core.serve": "gateway_core.commands.serve",
+    "core.database": "gateway_core.commands.database",
     "core.users": "gateway_core.commands.users",
     "core.prices": "gateway_core.commands.prices",
     "core.keys": "gateway_core.commands.keys",

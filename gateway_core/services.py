@@ -51,7 +51,7 @@ class Services:
         if store is None:
             from .store import open_store
 
-            store = open_store(config.db_path, registry.migrations)
+            store = open_store(config.db_path, registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout)
         from .store import admin_ports
 
         admin, sql = admin_ports(store)

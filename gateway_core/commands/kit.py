@@ -13,7 +13,7 @@ import asyncio
 import datetime as dt
 import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -72,12 +72,7 @@ class CommandContext:
         Running gateways are other processes: they see the change within their
         caches' lifetime (a second). Called where an event loop already runs
         (``main()`` from async code), it runs on a thread of its own."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._run(operation))
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="relaygate-cli") as thread:
-            return thread.submit(asyncio.run, self._run(operation)).result()
+        return run_async(self._run(operation))
 
     async def _run(self, operation: Callable[[Admin], Awaitable[T]]) -> T:
         from ..store import open_admin
@@ -115,6 +110,17 @@ class CommandContext:
         print("  ".join(col.ljust(w) for col, w in zip(columns, widths)).rstrip())
         for row in cells:
             print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+
+
+def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to its end: on a new event loop, or on a thread of its
+    own where a loop already runs (``main()`` called from async code)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="relaygate-cli") as thread:
+        return thread.submit(asyncio.run, coroutine).result()
 
 
 # --- output -------------------------------------------------------------------

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from ..admin import setup
 from ..hookspecs import hookimpl
-from .kit import CommandContext, CommandError
+from .kit import CommandContext, CommandError, run_async
 
 
 @hookimpl
@@ -28,6 +28,12 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
         from ..server import serve
     except ImportError as exc:
         raise CommandError(f"the server is not available: {exc}") from None
+    from ..store.maintenance import startup_problem
+
+    config = cli.config
+    problem = run_async(startup_problem(config.db_path, cli.registry.migrations, timeout=config.db_timeout))
+    if problem is not None:  # PostgreSQL unreachable or not migrated: one line, before binding
+        raise CommandError(problem)
     return int(serve(cli.config, host=args.host, port=args.port, workers=args.workers) or 0)
 
 

@@ -32,16 +32,30 @@ if TYPE_CHECKING:
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
-def open_store(url: str, migrations: Sequence[Migration]) -> Store | PostgresStore:
+def open_store(
+    url: str, migrations: Sequence[Migration], *, pool_size: int = 10, timeout: float = 5.0
+) -> Store | PostgresStore:
     """The store for ``url``: a file path, or ``sqlite:///relative/path`` /
     ``sqlite:////absolute/path`` for the same; ``postgresql://user:pass@host:port/db``
     (or ``postgres://``) for PostgreSQL, which runs the core's PostgreSQL
-    migrations in place of SQLite's (:mod:`gateway_core.store.postgres.schema`)."""
-    if url.startswith(POSTGRES_SCHEMES):
+    migrations in place of SQLite's (:mod:`gateway_core.store.postgres.schema`)
+    with at most ``pool_size`` connections, each call waiting at most ``timeout``
+    seconds (``[gateway] db_pool_size`` and ``db_timeout``; SQLite has no pool)."""
+    if is_postgresql(url):
         from .postgres import PostgresStore, for_postgresql
 
-        return PostgresStore(url, migrations=for_postgresql(migrations))
-    return Store(url.removeprefix("sqlite:///"), migrations)
+        return PostgresStore(url, migrations=for_postgresql(migrations), max_size=pool_size, timeout=timeout)
+    return Store(sqlite_path(url), migrations)
+
+
+def is_postgresql(url: str) -> bool:
+    """Whether ``url`` names a PostgreSQL database (else a SQLite file)."""
+    return url.startswith(POSTGRES_SCHEMES)
+
+
+def sqlite_path(url: str) -> str:
+    """The file of a SQLite ``url`` (a path or ``sqlite:///path``)."""
+    return url.removeprefix("sqlite:///")
 
 
 def admin_ports(store: RequestStore) -> tuple[AdminStore, SqlHandle]:
@@ -108,6 +122,8 @@ __all__ = [
     "admin_ports",
     "open_admin",
     "open_store",
+    "is_postgresql",
+    "sqlite_path",
     "channel_health",
     "channels",
     "groups",

@@ -239,11 +239,24 @@ def migrate_0002_limits(db: sqlite_utils.Database) -> None:
             db.table(table).add_column(column, int)
 
 
+def migrate_0005_user_group_order(db: sqlite_utils.Database) -> None:
+    """The order in which a user's groups were opened to them, as a column
+    (``ordinal``): SQLite keeps it in the rowid, PostgreSQL has no rowid, and
+    ``relaygate copy-store`` moves it between the two. A trigger numbers new rows."""
+    db.execute("ALTER TABLE user_groups ADD COLUMN ordinal INTEGER")
+    db.execute("UPDATE user_groups SET ordinal = rowid")
+    db.execute(
+        "CREATE TRIGGER user_groups_ordinal AFTER INSERT ON user_groups WHEN NEW.ordinal IS NULL "
+        "BEGIN UPDATE user_groups SET ordinal = NEW.rowid WHERE rowid = NEW.rowid; END"
+    )
+
+
 CORE_MIGRATIONS: list[Migration] = [
     ("0001_core", sqlite_only(migrate_0001_core)),
     ("0002_limits", sqlite_only(migrate_0002_limits)),
     ("0003_billing", sqlite_only(migrate_0003_billing)),
     ("0004_channel_health", sqlite_only(migrate_0004_channel_health)),
+    ("0005_user_group_order", sqlite_only(migrate_0005_user_group_order)),
 ]
 
 

@@ -111,7 +111,7 @@ def close_groups(conn: sqlite3.Connection, user_id: int, groups: Iterable[str]) 
 
 
 def user_groups(conn: sqlite3.Connection, user_id: int) -> tuple[str, ...]:
-    rows = conn.execute("SELECT group_name FROM user_groups WHERE user_id = ? ORDER BY rowid", (user_id,))
+    rows = conn.execute("SELECT group_name FROM user_groups WHERE user_id = ? ORDER BY ordinal", (user_id,))
     return tuple(row[0] for row in rows)
 
 

@@ -68,12 +68,12 @@ async def test_replicas_migrating_at_once_apply_each_migration_once(pg_url):
 
 
 async def test_a_failing_migration_leaves_nothing_behind(pg_url):
-    broken = [*CORE_MIGRATIONS, ("0005_broken", script("CREATE TABLE half_done (id INTEGER); SELECT no_such_column FROM users"))]
+    broken = [*CORE_MIGRATIONS, ("9999_broken", script("CREATE TABLE half_done (id INTEGER); SELECT no_such_column FROM users"))]
     conn = await connect(pg_url)
     try:
         with pytest.raises(asyncpg.UndefinedColumnError):
             await apply_migrations(conn, broken)
-        assert await pending(conn, broken) == ["0005_broken"]
+        assert await pending(conn, broken) == ["9999_broken"]
         assert await conn.fetchval("SELECT to_regclass('half_done')") is None
     finally:
         await conn.close()
@@ -86,11 +86,12 @@ async def test_a_store_refuses_to_start_on_an_older_schema(pg_url):
     finally:
         await conn.close()
     store = PostgresStore(pg_url)
-    assert await store.pending_migrations() == ["0003_billing", "0004_channel_health"]
-    with pytest.raises(SchemaOutdated, match=r"pending: 0003_billing, 0004_channel_health\): run `relaygate migrate`") as outdated:
+    later = ["0003_billing", "0004_channel_health", "0005_user_group_order"]
+    assert await store.pending_migrations() == later
+    with pytest.raises(SchemaOutdated, match=r"pending: 0003_billing, 0004_channel_health, 0005_user_group_order\): run `relaygate migrate`") as outdated:
         await store.start()
     assert "PostgreSQL at 127.0.0.1:5432/relaygate_test_" in str(outdated.value) and not store.running
-    assert await store.migrate() == ["0003_billing", "0004_channel_health"]
+    assert await store.migrate() == later
     await store.start()
     assert store.running
     await store.close()
@@ -156,7 +157,7 @@ async def test_plugins_migrations_run_on_postgresql_beside_the_core_s(pg_url, tm
     registry = collect(Config(db_path=str(tmp_path / "unused.db"), load=("console",)))
     store = open_store(pg_url, [*registry.migrations, ("9000_notes", migrate_notes)])
     assert isinstance(store, PostgresStore)
-    assert await store.migrate() == ["0001_core", "0002_limits", "0003_billing", "0004_channel_health", "8000_console", "9000_notes"]
+    assert await store.migrate() == ["0001_core", "0002_limits", "0003_billing", "0004_channel_health", "0005_user_group_order", "8000_console", "9000_notes"]
     conn = await connect(pg_url)
     try:
         assert [r["body"] for r in await conn.fetch("SELECT body FROM notes ORDER BY id")] == ["hello", "why?", "bye"]

@@ -21,10 +21,10 @@ import attrs
 
 from ...admin.port import UsageRowDict
 from ...records import AuditReport, Cursor, DailySpending, HoldRecord, LedgerEntry, UsageFilter, UsageTotal
-from ..audit import AUDIT_CHECKS, AUDIT_TOTALS, audit_report
 from ..usage import _TOTALS_BY as TOTALS_BY
 from ..usage import usage_dict, usage_query
-from .admin_base import AdminBase, plain, plain_dict
+from .admin_base import AdminBase, plain_dict
+from .audit import audit
 from .migrate import numbered
 
 MAX_PROBLEMS = 100  # as SQLite's audit reports at most
@@ -93,13 +93,7 @@ class MoneyAdmin(AdminBase):
 
     async def check_ledger(self) -> AuditReport:
         async def check(conn: asyncpg.Connection) -> AuditReport:
-            async with conn.transaction(isolation="repeatable_read", readonly=True):
-                found = {
-                    name: [tuple(plain(value) for value in row.values()) for row in await conn.fetch(numbered(sql), MAX_PROBLEMS)]
-                    for name, sql in AUDIT_CHECKS.items()
-                }
-                totals = tuple(plain(value) for value in (await conn.fetchrow(AUDIT_TOTALS) or ()))
-            return audit_report(found, totals, MAX_PROBLEMS)
+            return await audit(conn, max_problems=MAX_PROBLEMS)
 
         return await self._read("check", check)
 

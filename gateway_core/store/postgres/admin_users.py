@@ -2,9 +2,8 @@
 
 Validation is the SQLite store's (:mod:`gateway_core.store.users`,
 :mod:`~gateway_core.store.keys`, :mod:`~gateway_core.store.limits`); only the SQL
-is PostgreSQL's. A user's groups read in the order they were opened, as on
-SQLite (its ``rowid``): here the rows' physical order (``ctid``), rows of
-``user_groups`` being only ever inserted and deleted.
+is PostgreSQL's. A user's groups read in the order they were opened
+(``user_groups.ordinal``, as on SQLite).
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from .migrate import numbered
 
 _USER = (
     "SELECT u.id, u.name, u.is_admin, u.enabled, u.balance_micros, u.created_at, u.password_hash IS NOT NULL AS has_password, "
-    "coalesce((SELECT array_agg(g.group_name ORDER BY g.ctid) FROM user_groups AS g WHERE g.user_id = u.id), '{}') AS groups, "
+    "coalesce((SELECT array_agg(g.group_name ORDER BY g.ordinal) FROM user_groups AS g WHERE g.user_id = u.id), '{}') AS groups, "
     "(SELECT count(*) FROM api_keys AS k WHERE k.user_id = u.id AND k.deleted = 0) AS keys FROM users AS u"
 )
 
@@ -120,7 +119,7 @@ async def create_key(
     owner = await conn.fetchval("SELECT name FROM users WHERE id = $1", user_id)
     if owner is None:
         raise ValueError(f"no user with id {user_id}")
-    opened = [row[0] for row in await conn.fetch("SELECT group_name FROM user_groups WHERE user_id = $1", user_id)]
+    opened = [row[0] for row in await conn.fetch("SELECT group_name FROM user_groups WHERE user_id = $1 ORDER BY ordinal", user_id)]
     if group not in opened:
         have = ", ".join(sorted(opened)) or "none"
         raise ValueError(f"group {group!r} is not open to user {owner!r} (open groups: {have})")
