@@ -24,13 +24,11 @@ import time
 from collections.abc import Callable, Sequence
 
 from ..records import RateLimits
-from .state import CONCURRENCY, REQUESTS, TOKENS, Allowance, LimitExceeded, Permit, RateLimitState, Subject
+from .rules import WINDOW, Level, exceeded, refusal, report
+from .state import Permit, Subject
 
 _UNLIMITED = RateLimits()
-WINDOW = 60.0  # seconds: limits are per minute
-CONCURRENCY_RETRY_AFTER = 1.0  # when a slot frees is unknown: ask the client to retry soon
 SWEEP_EVERY = 60.0
-_EPSILON = 1e-9
 
 
 class _Bucket:
@@ -90,34 +88,16 @@ class InProcessRateLimiter:
         tokens = max(0, int(tokens))
         buckets = self._buckets
         pairs: list[tuple[Subject, _Bucket]] = []
-        worst: tuple[float, Subject, str, int] | None = None
         for subject in subjects:
             key = subject.bucket
             bucket = buckets.get(key)
             if bucket is None:
                 bucket = buckets[key] = _Bucket(now)
-            limits = subject.limits
-            bucket.refill(limits, now)
+            bucket.refill(subject.limits, now)
             pairs.append((subject, bucket))
-            rpm, tpm, slots = limits.requests_per_minute, limits.tokens_per_minute, limits.concurrency
-            if rpm and bucket.requests < 1.0 - _EPSILON:
-                wait = (1.0 - bucket.requests) * WINDOW / rpm
-                if worst is None or wait > worst[0]:
-                    worst = (wait, subject, REQUESTS, rpm)
-            if tpm:
-                need = min(tokens, tpm)
-                if bucket.tokens < need - _EPSILON:
-                    wait = (need - bucket.tokens) * WINDOW / tpm
-                    if worst is None or wait > worst[0]:
-                        worst = (wait, subject, TOKENS, tpm)
-            if slots and bucket.in_flight >= slots:
-                if worst is None or CONCURRENCY_RETRY_AFTER > worst[0]:
-                    worst = (CONCURRENCY_RETRY_AFTER, subject, CONCURRENCY, slots)
+        worst = refusal(_levels(pairs), tokens)
         if worst is not None:
-            wait, subject, dimension, limit = worst
-            retry_after = float(max(1, math.ceil(wait - _EPSILON)))
-            state = self._state(pairs, retry_after)
-            raise LimitExceeded(subject, dimension, limit, retry_after, state)
+            raise exceeded(_levels(pairs), worst, self._wall())
         for subject, bucket in pairs:
             limits = subject.limits
             if limits.requests_per_minute:
@@ -125,7 +105,7 @@ class InProcessRateLimiter:
             if limits.tokens_per_minute:
                 bucket.tokens -= tokens
             bucket.in_flight += 1
-        return Permit(subjects=tuple(subjects), tokens=tokens, state=self._state(pairs, None))
+        return Permit(subjects=tuple(subjects), tokens=tokens, state=report(_levels(pairs), self._wall(), None))
 
     def release_now(self, permit: Permit, tokens_used: int) -> None:
         if permit.released:
@@ -146,25 +126,6 @@ class InProcessRateLimiter:
 
     # --- helpers ----------------------------------------------------------------------
 
-    def _state(self, pairs: list[tuple[Subject, _Bucket]], retry_after: float | None) -> RateLimitState:
-        requests: Allowance | None = None
-        tokens: Allowance | None = None
-        concurrency: Allowance | None = None
-        for subject, bucket in pairs:
-            limits = subject.limits
-            rpm = limits.requests_per_minute
-            if rpm:
-                requests = _tighter(requests, _allowance(rpm, bucket.requests))
-            tpm = limits.tokens_per_minute
-            if tpm:
-                tokens = _tighter(tokens, _allowance(tpm, bucket.tokens))
-            slots = limits.concurrency
-            if slots:
-                concurrency = _tighter(concurrency, Allowance(slots, max(0, slots - bucket.in_flight), 0.0))
-        return RateLimitState(
-            checked_at=self._wall(), requests=requests, tokens=tokens, concurrency=concurrency, retry_after=retry_after
-        )
-
     def _sweep(self, now: float) -> None:
         """Forget the buckets that are full and idle (refilled with their last limits)."""
         self._next_sweep = now + SWEEP_EVERY
@@ -178,17 +139,5 @@ class InProcessRateLimiter:
             del self._buckets[key]
 
 
-def _allowance(limit: int, level: float) -> Allowance:
-    remaining = max(0, math.floor(level + _EPSILON))
-    reset_after = max(0.0, (limit - level) * WINDOW / limit)
-    return Allowance(limit, min(limit, remaining), reset_after)
-
-
-def _tighter(current: Allowance | None, candidate: Allowance) -> Allowance:
-    if current is None:
-        return candidate
-    if candidate.remaining < current.remaining or (
-        candidate.remaining == current.remaining and candidate.reset_after > current.reset_after
-    ):
-        return candidate
-    return current
+def _levels(pairs: list[tuple[Subject, _Bucket]]) -> list[Level]:
+    return [Level(subject, bucket.requests, bucket.tokens, bucket.in_flight) for subject, bucket in pairs]
