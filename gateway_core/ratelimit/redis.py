@@ -1,0 +1,266 @@
+"""The Redis rate limiter: the same token buckets, shared by every worker and replica.
+
+Every subject has a hash ``{prefix}:rl:{kind}:{id}`` with the requests and
+tokens left (``r``, ``t``; a missing field is a full bucket) and the time they
+were counted (``at``), and a sorted set ``{prefix}:rs:{kind}:{id}`` of the
+requests in flight: one lease per request, scored by the time it expires.
+
+One Lua script per acquire refills every subject's buckets, drops the expired
+leases, checks every limit and then takes from all subjects or from none; one
+per release frees the lease and corrects the tokens. Redis runs a script
+alone, so two replicas never both take the last unit, and the time is Redis's
+own (``TIME``), so replicas with drifting clocks count alike. The arithmetic of
+refusals and reports is :mod:`gateway_core.ratelimit.rules`, shared with the
+in-process limiter, so both answer the same.
+
+Keys expire: a bucket when it would be full again, a set of leases when its
+last lease does. A lease lasts ``lease_seconds`` (10 minutes): a replica killed
+in the middle of a request holds its slot no longer than that.
+
+Redis unreachable while serving: by default the request is refused with a 503
+(:class:`RateLimitStoreUnavailable`), in the caller's protocol; with
+``fail_open=True`` it is let through without limits and a warning is logged.
+A release that cannot reach Redis is logged; its lease expires on its own.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+
+import attrs
+import redis.asyncio as aioredis
+import structlog
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from ..errors import GatewayError
+from .rules import CONCURRENCY_RETRY_AFTER, WINDOW, Level, exceeded, refusal, report
+from .state import Permit, RateLimitState, Subject
+
+log = structlog.get_logger("relaygate.ratelimit")
+
+LEASE_SECONDS = 600.0
+UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
+
+# Shared by both scripts: the subject's buckets refilled to ``now`` (a missing
+# field is full), and their writing back with an expiry at the time they are
+# full again (plus a second).
+_BUCKETS = f"""
+local WINDOW = {WINDOW!r}
+local EPSILON = 1e-9
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+
+local function refill(key, rpm, tpm)
+  local r, t = rpm, tpm
+  if rpm > 0 or tpm > 0 then
+    local h = redis.call('HMGET', key, 'r', 't', 'at')
+    local elapsed = math.max(0, now - (tonumber(h[3]) or now))
+    if rpm > 0 and h[1] then r = math.min(rpm, tonumber(h[1]) + elapsed * rpm / WINDOW) end
+    if tpm > 0 and h[2] then t = math.min(tpm, tonumber(h[2]) + elapsed * tpm / WINDOW) end
+  end
+  return r, t
+end
+
+-- one dimension's level into ``fields`` (or its field dropped when not limited);
+-- returns the seconds until it is full again
+local function put(key, fields, name, limit, level)
+  if limit > 0 then
+    table.insert(fields, name); table.insert(fields, string.format('%.17g', level))
+    return (limit - level) * WINDOW / limit
+  end
+  redis.call('HDEL', key, name)
+  return 0
+end
+
+local function store(key, rpm, tpm, r, t)
+  local fields = {{'at', string.format('%.17g', now)}}
+  local wait = math.max(put(key, fields, 'r', rpm, r), put(key, fields, 't', tpm, t))
+  redis.call('HSET', key, unpack(fields))
+  redis.call('PEXPIRE', key, math.ceil(wait * 1000) + 1000)
+end
+"""
+
+# KEYS: bucket and lease keys, two per subject. ARGV: tokens, lease id, lease
+# seconds, then rpm, tpm, slots per subject. Returns admitted (1/0), now, then
+# requests left, tokens left, requests in flight per subject (after the take
+# when admitted).
+_ACQUIRE = (
+    _BUCKETS
+    + """
+local tokens = tonumber(ARGV[1])
+local lease, ttl = ARGV[2], tonumber(ARGV[3])
+local n = #KEYS / 2
+local seen = {}
+local admitted = 1
+for i = 1, n do
+  local rpm, tpm, slots = tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2]), tonumber(ARGV[3 * i + 3])
+  local r, t = refill(KEYS[2 * i - 1], rpm, tpm)
+  local busy = 0
+  if slots > 0 then
+    redis.call('ZREMRANGEBYSCORE', KEYS[2 * i], '-inf', now)
+    busy = redis.call('ZCARD', KEYS[2 * i])
+  end
+  if (rpm > 0 and r < 1 - EPSILON) or (tpm > 0 and t < math.min(tokens, tpm) - EPSILON)
+      or (slots > 0 and busy >= slots) then
+    admitted = 0
+  end
+  seen[i] = {rpm, tpm, slots, r, t, busy}
+end
+local out = {admitted, string.format('%.17g', now)}
+for i = 1, n do
+  local rpm, tpm, slots, r, t, busy = unpack(seen[i])
+  if admitted == 1 then
+    if rpm > 0 then r = r - 1 end
+    if tpm > 0 then t = t - tokens end
+    if rpm > 0 or tpm > 0 then store(KEYS[2 * i - 1], rpm, tpm, r, t) end
+    if slots > 0 then
+      redis.call('ZADD', KEYS[2 * i], now + ttl, lease)
+      redis.call('PEXPIRE', KEYS[2 * i], math.ceil(ttl * 1000) + 1000)
+      busy = busy + 1
+    end
+  end
+  table.insert(out, string.format('%.17g', r))
+  table.insert(out, string.format('%.17g', t))
+  table.insert(out, busy)
+end
+return out
+"""
+)
+
+# KEYS as for acquire. ARGV: lease id, tokens to give back (negative: to take),
+# then rpm, tpm, slots per subject.
+_RELEASE = (
+    _BUCKETS
+    + """
+local lease, refund = ARGV[1], tonumber(ARGV[2])
+for i = 1, #KEYS / 2 do
+  local rpm, tpm, slots = tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
+  if slots > 0 then redis.call('ZREM', KEYS[2 * i], lease) end
+  if refund ~= 0 and tpm > 0 then
+    local r, t = refill(KEYS[2 * i - 1], rpm, tpm)
+    store(KEYS[2 * i - 1], rpm, tpm, r, math.min(tpm, t + refund))
+  end
+end
+return 1
+"""
+)
+
+
+class RateLimitStoreUnavailable(GatewayError):
+    """Redis could not be reached to count a request's limits (fail closed)."""
+
+    status = 503
+    kind = "unavailable"
+
+
+@attrs.define
+class RedisPermit(Permit):
+    lease: str = ""  # the request's lease in the sets of requests in flight ("" when nothing was taken)
+
+
+class RedisRateLimiter:
+    """Token buckets per subject in Redis, exact across processes and replicas."""
+
+    def __init__(
+        self,
+        client: aioredis.Redis | str,
+        *,
+        prefix: str = "relaygate",
+        fail_open: bool = False,
+        lease_seconds: float = LEASE_SECONDS,
+        timeout: float = 2.0,
+    ) -> None:
+        if isinstance(client, str):
+            client = connect(client, timeout)
+            self._owned = True
+        else:
+            self._owned = False
+        self._client = client
+        self._prefix = prefix
+        self.fail_open = fail_open
+        self.lease_seconds = lease_seconds
+        self._acquire = client.register_script(_ACQUIRE)
+        self._release = client.register_script(_RELEASE)
+
+    def keys(self, subject: Subject) -> tuple[str, str]:
+        """The subject's bucket hash and its set of leases."""
+        tail = f"{subject.kind}:{subject.id}"
+        return f"{self._prefix}:rl:{tail}", f"{self._prefix}:rs:{tail}"
+
+    async def ping(self) -> None:
+        """Reach Redis once; raise the client's error when it cannot be reached."""
+        await self._client.ping()
+
+    async def close(self) -> None:
+        if self._owned:
+            await self._client.aclose()
+
+    async def acquire(self, subjects: Sequence[Subject], tokens: int) -> Permit:
+        tokens = max(0, int(tokens))
+        keys, args = self._arguments(subjects)
+        lease = uuid.uuid4().hex
+        try:
+            answer = await self._acquire(keys=keys, args=[tokens, lease, repr(float(self.lease_seconds)), *args])
+        except UNREACHABLE as error:
+            return self._unreachable(subjects, tokens, error)
+        admitted, now, counts = int(answer[0]), float(answer[1]), answer[2:]
+        levels = [
+            Level(subject, float(counts[3 * i]), float(counts[3 * i + 1]), int(counts[3 * i + 2]))
+            for i, subject in enumerate(subjects)
+        ]
+        if not admitted:
+            worst = refusal(levels, tokens)
+            if worst is None:  # at the edge of a float's precision: Lua refused, ask again soon
+                worst = (CONCURRENCY_RETRY_AFTER, subjects[0], "requests", subjects[0].limits.requests_per_minute)
+            raise exceeded(levels, worst, now)
+        return RedisPermit(subjects=tuple(subjects), tokens=tokens, state=report(levels, now, None), lease=lease)
+
+    async def release(self, permit: Permit, tokens_used: int) -> None:
+        if permit.released:
+            return
+        permit.released = True
+        lease = permit.lease if isinstance(permit, RedisPermit) else ""
+        if not lease:
+            return
+        keys, args = self._arguments(permit.subjects)
+        refund = permit.tokens - max(0, int(tokens_used))
+        try:
+            await self._release(keys=keys, args=[lease, refund, *args])
+        except UNREACHABLE as error:
+            log.warning("rate-limit store unavailable at release: the lease expires on its own", error=str(error))
+
+    def _arguments(self, subjects: Sequence[Subject]) -> tuple[list[str], list[int]]:
+        keys: list[str] = []
+        args: list[int] = []
+        for subject in subjects:
+            keys.extend(self.keys(subject))
+            limits = subject.limits
+            args.extend((limits.requests_per_minute, limits.tokens_per_minute, limits.concurrency))
+        return keys, args
+
+    def _unreachable(self, subjects: Sequence[Subject], tokens: int, error: Exception) -> Permit:
+        if not self.fail_open:
+            raise RateLimitStoreUnavailable(
+                "The rate-limit store is unavailable; try again shortly.", code="rate_limit_store_unavailable", retry_after=1.0
+            ) from error
+        log.warning("rate-limit store unavailable: request let through without limits (fail open)", error=str(error))
+        return RedisPermit(subjects=tuple(subjects), tokens=tokens, state=RateLimitState(checked_at=time.time()))
+
+
+def connect(url: str, timeout: float = 2.0) -> aioredis.Redis:
+    """A client for ``url`` that answers within ``timeout`` seconds or raises: no retries, no hang."""
+    return aioredis.Redis.from_url(
+        url,
+        socket_timeout=timeout,
+        socket_connect_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+        health_check_interval=30,
+    )
+
+
+__all__ = ["LEASE_SECONDS", "RateLimitStoreUnavailable", "RedisPermit", "RedisRateLimiter", "connect"]
