@@ -9,6 +9,8 @@
     trusted_proxies = ["127.0.0.1"]
     max_body_bytes = 33554432
 
+    redis = "redis://127.0.0.1:6379/0"   # limits shared by workers and replicas
+
     [plugins.acme]            # a plugin's own settings
     default_max_tokens = 4096
 """
@@ -56,6 +58,12 @@ class Config:
     # connection and its answer before the store reports itself unavailable
     db_pool_size: int = 10
     db_timeout: float = 5.0
+    # Redis for the state shared by workers and replicas (rate limits); None:
+    # each process counts in its own memory. When Redis cannot be reached while
+    # serving, a limited request is refused with 503 unless redis_fail_open.
+    redis: str | None = None
+    redis_fail_open: bool = False
+    redis_prefix: str = "relaygate"  # the start of every key, for gateways that share one Redis
 
     def plugin_settings(self, name: str) -> dict[str, Any]:
         return self.plugins.get(name, {})
@@ -63,8 +71,19 @@ class Config:
 
 def load_config(db_path: str | None = None, plugins_file: str | os.PathLike[str] | None = None) -> Config:
     """Read ``plugins_file`` (default: ``RELAYGATE_PLUGINS`` or ``./plugins.toml``
-    when it exists) and the database path (``RELAYGATE_DB`` or the default)."""
-    db = db_path or os.environ.get("RELAYGATE_DB") or DEFAULT_DB
+    when it exists) and the database path (``RELAYGATE_DB`` or the default);
+    ``RELAYGATE_REDIS`` names Redis over the file's ``[gateway] redis``."""
+    config = _load_file(db_path or os.environ.get("RELAYGATE_DB") or DEFAULT_DB, plugins_file)
+    redis = os.environ.get("RELAYGATE_REDIS")
+    if redis:
+        try:
+            return attrs.evolve(config, redis=redis_url(redis, "RELAYGATE_REDIS"))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    return config
+
+
+def _load_file(db: str, plugins_file: str | os.PathLike[str] | None) -> Config:
     explicit = plugins_file or os.environ.get("RELAYGATE_PLUGINS")
     path = Path(explicit) if explicit else Path("plugins.toml")
     if not path.exists():
@@ -90,6 +109,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
     known = {
         "trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds",
         "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "db_pool_size", "db_timeout",
+        "redis", "redis_fail_open", "redis_prefix",
     }  # fmt: skip
     unknown = set(gateway) - known
     if unknown:
@@ -113,10 +133,27 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             stale_hold_seconds=float(gateway.get("stale_hold_seconds", defaults.stale_hold_seconds)),
             db_pool_size=_positive_int(gateway, "db_pool_size", defaults.db_pool_size),
             db_timeout=_seconds(gateway, "db_timeout", defaults.db_timeout),
+            redis=redis_url(gateway["redis"], "[gateway] redis") if "redis" in gateway else None,
+            redis_fail_open=_flag(gateway, "redis_fail_open", defaults.redis_fail_open),
+            redis_prefix=str(gateway.get("redis_prefix", defaults.redis_prefix)),
             source=source,
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
+
+
+def redis_url(value: object, where: str) -> str:
+    """``value`` if it is a Redis URL (``redis://``, ``rediss://`` or ``unix://``)."""
+    if not isinstance(value, str) or not value.startswith(("redis://", "rediss://", "unix://")):
+        raise ValueError(f"{where} must be a Redis URL (redis://HOST:PORT/DB), got {value!r}")
+    return value
+
+
+def _flag(table: dict[str, Any], name: str, default: bool) -> bool:
+    value = table.get(name, default)
+    if not isinstance(value, bool):
+        raise ValueError(f"[gateway] {name} must be true or false, got {value!r}")
+    return value
 
 
 def _positive_int(table: dict[str, Any], name: str, default: int) -> int:

@@ -47,11 +47,13 @@ def serve(config: Config, *, host: str = "127.0.0.1", port: int = 8080, workers:
     os.environ["RELAYGATE_DB"] = config.db_path
     if config.source:
         os.environ["RELAYGATE_PLUGINS"] = os.path.abspath(config.source)
+    if config.redis:
+        os.environ["RELAYGATE_REDIS"] = config.redis
     from .app import create_app
 
     app = create_app(config)  # loads plugins now: a bad configuration fails before binding
     hconfig = hypercorn_config(host, port, workers)
-    log.info("serving", address=f"http://{bind_address(host, port)}", workers=workers, db=config.db_path)
+    log.info("serving", address=f"http://{bind_address(host, port)}", workers=workers, db=config.db_path, redis=config.redis)
     if workers > 1:
         from hypercorn.run import run
 

@@ -47,7 +47,8 @@ class Services:
         cls, config: Config, registry: Registry, *, store: RequestStore | None = None, rate_limiter: RateLimiter | None = None
     ) -> Services:
         """The services for ``config``; ``store`` and ``rate_limiter`` default to the
-        ones the configuration names (the embedded store, in-process limits)."""
+        ones the configuration names (the embedded store; limits in Redis when
+        ``config.redis`` names it, else in this process)."""
         if store is None:
             from .store import open_store
 
@@ -67,7 +68,7 @@ class Services:
             client_address=ClientAddress(config.trusted_proxies),
             admin=admin,
             sql=sql,
-            rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
+            rate_limiter=_rate_limiter(config) if rate_limiter is None else rate_limiter,
             prices=TtlSnapshot(store.price_snapshot),
             hold_sweeper=HoldSweeper(store, config.stale_hold_seconds),
         )
@@ -93,4 +94,15 @@ class Services:
             self.session = None
         if self.hold_sweeper is not None:
             await self.hold_sweeper.stop()
+        close = getattr(self.rate_limiter, "close", None)
+        if close is not None:
+            await close()
         await self.store.close()
+
+
+def _rate_limiter(config: Config) -> RateLimiter:
+    if config.redis:
+        from .ratelimit.redis import RedisRateLimiter  # redis-py is loaded only when Redis is configured
+
+        return RedisRateLimiter(config.redis, prefix=config.redis_prefix, fail_open=config.redis_fail_open)
+    return InProcessRateLimiter()

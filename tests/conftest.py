@@ -6,6 +6,8 @@
 - ``db_url``: what ``--db`` takes, once per store: a SQLite file in ``tmp_path``,
   then a fresh PostgreSQL database.
 - ``start_store``: starts the store at ``db_url``.
+- ``redis_prefix``: a key prefix of the test's own in the machine's Redis
+  (``REDIS_URL``), its keys deleted after the test.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from gateway_core.request_store import RequestStore
 from gateway_core.store import Store, open_store
 from gateway_core.store.postgres import PostgresStore
 from gateway_core.types import Migration
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
 
 StartStore = Callable[[Sequence[Migration]], Awaitable[RequestStore]]
 
@@ -59,3 +63,18 @@ async def start_store(db_url: str) -> AsyncIterator[StartStore]:
     yield start
     for store in started:
         await store.close()
+
+
+@pytest.fixture
+async def redis_prefix() -> AsyncIterator[str]:
+    import uuid
+
+    import redis.asyncio as aioredis
+
+    name = f"test-{uuid.uuid4().hex}"
+    yield name
+    client = aioredis.Redis.from_url(REDIS_URL)
+    stale = [key async for key in client.scan_iter(match=f"{name}:*")]
+    if stale:
+        await client.delete(*stale)
+    await client.aclose()

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 
 import pytest
 import redis.asyncio as aioredis
@@ -32,14 +31,8 @@ def user(rpm=0, tpm=0, concurrency=0, id=1):
 
 
 @pytest.fixture
-async def prefix():
-    name = f"test-rl-{uuid.uuid4().hex}"
-    yield name
-    client = aioredis.Redis.from_url(REDIS_URL)
-    stale = [k async for k in client.scan_iter(match=f"{name}:*")]
-    if stale:
-        await client.delete(*stale)
-    await client.aclose()
+def prefix(redis_prefix):
+    return redis_prefix
 
 
 @pytest.fixture

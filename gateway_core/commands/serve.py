@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+import attrs
+
 from ..admin import setup
+from ..config import redis_url
 from ..hookspecs import hookimpl
 from .kit import CommandContext, CommandError, run_async
 
@@ -19,6 +22,9 @@ def register_commands(register: Callable[..., None]) -> None:
 def _configure_serve(parser: argparse.ArgumentParser) -> None:
     _address_options(parser)
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default 1)")
+    parser.add_argument(
+        "--redis", metavar="URL", help="Redis for limits shared by workers and replicas (default: RELAYGATE_REDIS, [gateway] redis)"
+    )
 
 
 def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
@@ -31,10 +37,30 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..store.maintenance import startup_problem
 
     config = cli.config
+    if args.redis:
+        config = attrs.evolve(config, redis=redis_url(args.redis, "--redis"))
     problem = run_async(startup_problem(config.db_path, cli.registry.migrations, timeout=config.db_timeout))
     if problem is not None:  # PostgreSQL unreachable or not migrated: one line, before binding
         raise CommandError(problem)
-    return int(serve(cli.config, host=args.host, port=args.port, workers=args.workers) or 0)
+    if config.redis:
+        problem = run_async(redis_problem(config.redis))
+        if problem is not None:  # Redis unreachable: one line, before binding
+            raise CommandError(problem)
+    return int(serve(config, host=args.host, port=args.port, workers=args.workers) or 0)
+
+
+async def redis_problem(url: str) -> str | None:
+    """``None`` when Redis at ``url`` answers a PING, else the one line to say."""
+    from ..ratelimit.redis import RedisRateLimiter
+
+    limiter = RedisRateLimiter(url)
+    try:
+        await limiter.ping()
+    except Exception as exc:
+        return f"Redis at {url} is unreachable ({type(exc).__name__}: {exc}); start it or fix --redis / RELAYGATE_REDIS / [gateway] redis"
+    finally:
+        await limiter.close()
+    return None
 
 
 def _configure_init(parser: argparse.ArgumentParser) -> None:
