@@ -232,17 +232,29 @@ async def test_a_concurrency_limit_of_three_holds_under_fifty_acquirers(redis_li
 
 
 async def test_an_expired_lease_frees_its_slot(redis_limiters):
+    killed, live = redis_limiters(lease_seconds=0.3), redis_limiters(lease_seconds=0.3)
+    subjects = [key(concurrency=1)]
+    lost = await killed.acquire(subjects, 0)
+    await killed.close()  # as if its replica was killed: no more refreshes, never released
+    with pytest.raises(LimitExceeded):
+        await live.acquire(subjects, 0)
+    await asyncio.sleep(0.4)
+    current = await live.acquire(subjects, 0)
+    await live.release(lost, 0)  # a late release frees its own lease, not the current one
+    with pytest.raises(LimitExceeded):
+        await live.acquire(subjects, 0)
+    await live.release(current, 0)
+    await live.acquire(subjects, 0)
+
+
+async def test_a_long_request_keeps_its_lease(redis_limiters):
     limiter = redis_limiters(lease_seconds=0.3)
     subjects = [key(concurrency=1)]
-    lost = await limiter.acquire(subjects, 0)  # as if its replica was killed: never released
+    long = await limiter.acquire(subjects, 0)
+    await asyncio.sleep(0.7)  # more than two leases: extended every 0.1 s
     with pytest.raises(LimitExceeded):
         await limiter.acquire(subjects, 0)
-    await asyncio.sleep(0.4)
-    current = await limiter.acquire(subjects, 0)
-    await limiter.release(lost, 0)  # a late release frees its own lease, not the current one
-    with pytest.raises(LimitExceeded):
-        await limiter.acquire(subjects, 0)
-    await limiter.release(current, 0)
+    await limiter.release(long, 0)
     await limiter.acquire(subjects, 0)
 
 

@@ -14,8 +14,9 @@ refusals and reports is :mod:`gateway_core.ratelimit.rules`, shared with the
 in-process limiter, so both answer the same.
 
 Keys expire: a bucket when it would be full again, a set of leases when its
-last lease does. A lease lasts ``lease_seconds`` (10 minutes): a replica killed
-in the middle of a request holds its slot no longer than that.
+last lease does. A lease lasts ``lease_seconds`` (10 minutes) and is extended
+every third of that while its request is in flight: a replica killed in the
+middle of a request holds its slots no longer than one lease.
 
 Redis unreachable while serving: by default the request is refused with a 503
 (:class:`RateLimitStoreUnavailable`), in the caller's protocol; with
@@ -25,6 +26,7 @@ A release that cannot reach Redis is logged; its lease expires on its own.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Sequence
@@ -150,6 +152,20 @@ return 1
 """
 )
 
+# KEYS: sets of leases; ARGV: lease seconds, then the lease to extend in each set.
+_REFRESH = """
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local ttl = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  if redis.call('ZSCORE', KEYS[i], ARGV[i + 1]) then
+    redis.call('ZADD', KEYS[i], 'XX', now + ttl, ARGV[i + 1])
+    redis.call('PEXPIRE', KEYS[i], math.ceil(ttl * 1000) + 1000)
+  end
+end
+return 1
+"""
+
 
 class RateLimitStoreUnavailable(GatewayError):
     """Redis could not be reached to count a request's limits (fail closed)."""
@@ -186,6 +202,9 @@ class RedisRateLimiter:
         self.lease_seconds = lease_seconds
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
+        self._refresh = client.register_script(_REFRESH)
+        self._held: dict[str, RedisPermit] = {}  # the leases this process holds, by id
+        self._refresher: asyncio.Task[None] | None = None
 
     def keys(self, subject: Subject) -> tuple[str, str]:
         """The subject's bucket hash and its set of leases."""
@@ -197,6 +216,10 @@ class RedisRateLimiter:
         await self._client.ping()
 
     async def close(self) -> None:
+        if self._refresher is not None:
+            self._refresher.cancel()
+            await asyncio.gather(self._refresher, return_exceptions=True)
+            self._refresher = None
         if self._owned:
             await self._client.aclose()
 
@@ -218,7 +241,12 @@ class RedisRateLimiter:
             if worst is None:  # at the edge of a float's precision: Lua refused, ask again soon
                 worst = (CONCURRENCY_RETRY_AFTER, subjects[0], "requests", subjects[0].limits.requests_per_minute)
             raise exceeded(levels, worst, now)
-        return RedisPermit(subjects=tuple(subjects), tokens=tokens, state=report(levels, now, None), lease=lease)
+        permit = RedisPermit(subjects=tuple(subjects), tokens=tokens, state=report(levels, now, None), lease=lease)
+        if any(subject.limits.concurrency for subject in subjects):
+            self._held[lease] = permit
+            if self._refresher is None or self._refresher.done():
+                self._refresher = asyncio.create_task(self._refresh_leases(), name="relaygate-lease-refresh")
+        return permit
 
     async def release(self, permit: Permit, tokens_used: int) -> None:
         if permit.released:
@@ -227,12 +255,35 @@ class RedisRateLimiter:
         lease = permit.lease if isinstance(permit, RedisPermit) else ""
         if not lease:
             return
+        self._held.pop(lease, None)
         keys, args = self._arguments(permit.subjects)
         refund = permit.tokens - max(0, int(tokens_used))
         try:
             await self._release(keys=keys, args=[lease, refund, *args])
         except UNREACHABLE as error:
             log.warning("rate-limit store unavailable at release: the lease expires on its own", error=str(error))
+
+    async def refresh(self) -> None:
+        """Extend the leases of the requests this process still has in flight."""
+        keys: list[str] = []
+        leases: list[str] = []
+        for lease, permit in list(self._held.items()):
+            for subject in permit.subjects:
+                if subject.limits.concurrency:
+                    keys.append(self.keys(subject)[1])
+                    leases.append(lease)
+        if keys:
+            await self._refresh(keys=keys, args=[repr(float(self.lease_seconds)), *leases])
+
+    async def _refresh_leases(self) -> None:
+        """Every third of a lease, extend the held ones: a long stream keeps its slot,
+        a killed process's slots expire."""
+        while self._held:
+            await asyncio.sleep(self.lease_seconds / 3)
+            try:
+                await self.refresh()
+            except UNREACHABLE as error:
+                log.warning("rate-limit store unavailable: leases not extended", error=str(error))
 
     def _arguments(self, subjects: Sequence[Subject]) -> tuple[list[str], list[int]]:
         keys: list[str] = []
