@@ -7,7 +7,7 @@ PROJECTS := pyproject.toml adapters/openai/pyproject.toml adapters/anthropic/pyp
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: install browser postgres run test bench clean
+.PHONY: install browser postgres redis run test bench clean
 
 install: $(STAMP)
 
@@ -35,7 +35,13 @@ postgres:
 		pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql | tail -n 1) main start; } || \
 		echo "warning: no PostgreSQL on 127.0.0.1:5432: its tests are skipped (and fail in CI); see RELAYGATE_TEST_POSTGRES in README.md" >&2
 
-test: install browser postgres
+# Redis for the shared rate limits' tests: started when installed but not running (nothing kept on disk)
+redis:
+	@redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 || { command -v redis-server >/dev/null && \
+		redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --dir /tmp >/dev/null && sleep 1; } || \
+		echo "warning: no Redis on 127.0.0.1:6379: the Redis tests will fail" >&2
+
+test: install browser postgres redis
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
