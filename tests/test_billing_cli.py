@@ -59,31 +59,32 @@ def billed(cli):
 
 
 def test_wallet_show_prints_balance_reservations_and_latest_ledger_rows(cli, billed):
-    status, out, err = cli("wallet", "show", "alice", "--limit", "3")
+    status, out, err = cli("wallet", "show", "alice", "--limit", "1")
     assert status == 0, err
     lines = out.splitlines()
-    assert lines[0] == "alice (id 1): balance 4.676544 USD; 0.20 USD held by 1 request(s) in progress"
+    assert lines[0] == "alice (id 1): balance 4.876544 USD; 0.20 USD held by 1 request(s) in progress, 4.676544 USD available"
     assert lines[1].split() == ["id", "created_at", "kind", "amount_micros", "balance_after_micros", "request_id", "key_id", "note"]
-    kinds = [line.split()[3] for line in lines[2:5]]
-    assert kinds == ["hold", "capture", "release"]
-    assert "-0.123456 USD" in lines[3]
-    assert lines[5] == "older rows: --before 3"
-    status, out, _ = cli("wallet", "show", "alice", "--before", "3")
-    assert [line.split()[3] for line in out.splitlines()[2:]] == ["hold", "topup"]
+    assert lines[2].split()[3] == "capture"  # money that moved only: no hold or release rows
+    assert "-0.123456 USD" in lines[2]
+    assert lines[3] == "older rows: --before 2"
+    status, out, _ = cli("wallet", "show", "alice", "--before", "2")
+    assert [line.split()[3] for line in out.splitlines()[2:]] == ["topup"]
 
 
 def test_wallet_show_json(cli, billed):
     status, out, _ = cli("wallet", "show", "alice", "--json", "--limit", "2")
     data = json.loads(out)
-    assert (data["balance_micros"], data["held_micros"], data["open_holds"]) == (4_676_544, 200_000, 1)
-    assert [row["kind"] for row in data["ledger"]] == ["hold", "capture"]
-    assert data["ledger"][1] == {**data["ledger"][1], "amount_micros": -123_456, "request_id": "req_a", "key_id": billed[1]}
+    assert (data["balance_micros"], data["held_micros"], data["available_micros"], data["open_holds"]) == (4_876_544, 200_000, 4_676_544, 1)
+    assert [row["kind"] for row in data["ledger"]] == ["capture", "topup"]  # money that moved only
+    assert data["ledger"][0] == {**data["ledger"][0], "amount_micros": -123_456, "balance_after_micros": 4_876_544, "request_id": "req_a", "key_id": billed[1]}
+    [hold] = data["holds"]  # the open reservation, apart from the ledger
+    assert hold == {**hold, "request_id": "req_b", "amount_micros": 200_000, "key_id": billed[1], "user_id": billed[0]}
 
 
 def test_wallet_adjust_is_a_signed_ledger_row_with_its_note(cli, billed):
     status, out, err = cli("wallet", "adjust", "alice", "-1.5", "--note", "refund of a duplicate top-up")
     assert status == 0, err
-    assert "balance is now 3.176544 USD" in out
+    assert "balance is now 3.376544 USD" in out
     status, out, _ = cli("wallet", "show", "alice", "--json", "--limit", "1")
     row = json.loads(out)["ledger"][0]
     assert (row["kind"], row["amount_micros"], row["note"]) == ("adjustment", -1_500_000, "refund of a duplicate top-up")
@@ -146,7 +147,7 @@ def test_logs_reject_bad_arguments(cli):
 def test_check_passes_on_a_consistent_database(cli, billed):
     status, out, err = cli("check")
     assert status == 0, out + err
-    assert "Checked 1 user(s), 2 key(s), 5 ledger row(s); 1 open reservation(s) hold 0.20 USD" in out
+    assert "Checked 1 user(s), 2 key(s), 2 ledger row(s); 1 open reservation(s) hold 0.20 USD" in out
     assert out.splitlines()[-1].startswith("OK:")
     status, out, _ = cli("check", "--json")
     data = json.loads(out)
@@ -157,14 +158,16 @@ def test_check_exits_non_zero_with_a_report_when_money_does_not_add_up(cli, bill
     conn = cli.conn()
     conn.execute("UPDATE users SET balance_micros = balance_micros + 10 WHERE name = 'alice'")
     conn.execute("UPDATE api_keys SET used_micros = 7 WHERE name = 'other'")
+    conn.execute("UPDATE users SET held_micros = 150000 WHERE name = 'alice'")
     conn.close()
     status, out, _ = cli("check")
     assert status == 1
-    assert "PROBLEM [balance] user 'alice' (id 1): balance differs from the sum of its ledger rows: expected 4.676544 USD, found 4.676554 USD" in out
+    assert "PROBLEM [balance] user 'alice' (id 1): balance differs from the sum of its ledger rows: expected 4.876544 USD, found 4.876554 USD" in out
     assert "PROBLEM [key_used] key 2 ('other'): used amount differs from the sum of its charges: expected 0.00 USD, found 0.000007 USD" in out
-    assert out.splitlines()[-1] == "2 problem(s) found."
+    assert "PROBLEM [holds] user 'alice' (id 1): held amount differs from the sum of its open reservations: expected 0.20 USD, found 0.15 USD" in out
+    assert out.splitlines()[-1] == "3 problem(s) found."
     status, out, _ = cli("check", "--json")
-    assert status == 1 and {p["check"] for p in json.loads(out)["problems"]} == {"balance", "key_used"}
+    assert status == 1 and {p["check"] for p in json.loads(out)["problems"]} == {"balance", "key_used", "holds"}
 
 
 def test_price_set_per_unit_prices(cli):

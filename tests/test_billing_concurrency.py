@@ -91,7 +91,7 @@ def assert_charged_exactly_once(seed, results, upstream, user_id, key_id, topped
         cost = kit.expected_cost(row["input_tokens"], row["output_tokens"])
         assert row["cost_micros"] == cost > 0 and row["estimated"] == 0 and row["overrun_micros"] == 0
         held = row["held_micros"]
-        assert ledger[request_id] == [("hold", -held), ("release", held), ("capture", -cost)]
+        assert held > 0 and ledger[request_id] == [("capture", -cost)]  # money that moved only
         charged += cost
     for request_id, _ in refused:
         assert rows[request_id]["status"] == 429 and rows[request_id]["cost_micros"] == 0

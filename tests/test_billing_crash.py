@@ -84,12 +84,12 @@ async def test_sigkill_during_load_loses_no_charge_of_a_completed_request(tmp_pa
         row = kit.usage_row(seed, request_id)
         cost = kit.expected_cost(row["input_tokens"], row["output_tokens"])
         assert (row["status"], row["end_reason"], row["cost_micros"]) == (200, "done", cost) and cost > 0
-        assert kit.ledger_of(seed, request_id) == [("hold", -row["held_micros"]), ("release", row["held_micros"]), ("capture", -cost)]
+        assert row["held_micros"] > 0 and kit.ledger_of(seed, request_id) == [("capture", -cost)]
     kit.assert_invariants(seed)  # reservations of the killed requests are still open, and consistent
 
     charged = sum(r["cost_micros"] for r in seed.rows("SELECT cost_micros FROM usage_logs"))
     open_holds = seed.rows("SELECT coalesce(sum(amount_micros), 0) AS held FROM holds")[0]["held"]
-    assert kit.balance_of(seed, user_id) == 10_000_000 - charged - open_holds
+    assert kit.available_of(seed, user_id) == 10_000_000 - charged - open_holds
 
     # a restarted gateway serves again and releases what the dead process left reserved
     time.sleep(1.1)  # older than stale_hold_seconds below

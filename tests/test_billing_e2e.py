@@ -63,7 +63,7 @@ async def test_a_request_is_charged_exactly_its_reported_usage(gateway, world, s
     assert (row["cost_micros"], row["estimated"], row["end_reason"], row["overrun_micros"]) == (cost, 0, "done", 0)
     held = row["held_micros"]
     assert held >= cost > 0
-    assert kit.ledger_of(seed, request_id) == [("hold", -held), ("release", held), ("capture", -cost)]
+    assert held > 0 and kit.ledger_of(seed, request_id) == [("capture", -cost)]
     assert kit.balance_of(seed, user_id) == 10_000_000 - cost
     assert kit.key_used(seed, key_id) == cost
     kit.assert_invariants(seed)
@@ -198,7 +198,7 @@ async def test_an_upstream_error_charges_nothing(gateway, world, seed, upstream)
     row = await kit.wait_for_row(seed)
     assert (row["status"], row["cost_micros"]) == (502, 0)
     held = row["held_micros"]
-    assert kit.ledger_of(seed, row["request_id"]) == [("hold", -held), ("release", held)]
+    assert held > 0 and kit.ledger_of(seed, row["request_id"]) == []  # reserved, released: no money moved
     assert kit.balance_of(seed, user_id) == 10_000_000 and kit.key_used(seed, key_id) == 0
     kit.assert_invariants(seed)
 
@@ -274,7 +274,7 @@ async def test_a_stream_the_client_cancels_half_way_is_charged_for_the_tokens_de
     assert row["output_tokens"] < estimate_tokens(len(full_text))
     assert row["cost_micros"] == kit.expected_cost(row["input_tokens"], row["output_tokens"])
     assert 0 < row["cost_micros"] < row["held_micros"]
-    assert kit.ledger_of(seed, request_id) == [("hold", -row["held_micros"]), ("release", row["held_micros"]), ("capture", -row["cost_micros"])]
+    assert row["held_micros"] > 0 and kit.ledger_of(seed, request_id) == [("capture", -row["cost_micros"])]
     assert kit.balance_of(seed, user_id) == 10_000_000 - row["cost_micros"]
     await asyncio.sleep(0.3)
     assert len(upstream.requests) == 1
@@ -352,7 +352,7 @@ async def test_a_request_refused_by_a_later_policy_releases_its_reservation(star
     request_id = caught.value.response.headers["x-request-id"]
     row = kit.usage_row(seed, request_id)
     assert (row["status"], row["cost_micros"]) == (429, 0)
-    assert kit.ledger_of(seed, request_id) == [("hold", -row["held_micros"]), ("release", row["held_micros"])]
+    assert row["held_micros"] > 0 and kit.ledger_of(seed, request_id) == []
     assert len(upstream.requests) == 1
     first = seed.rows("SELECT cost_micros FROM usage_logs WHERE status = 200")[0]["cost_micros"]
     assert kit.balance_of(seed, user_id) == 10_000_000 - first
@@ -370,7 +370,7 @@ async def test_a_client_that_hangs_up_on_a_plain_request_leaves_nothing_reserved
     row = await kit.wait_for_row(seed)
     # the upstream call is cancelled at once (issue 8): gone before the first token, it costs nothing
     assert (row["status"], row["end_reason"], row["estimated"], row["output_tokens"], row["cost_micros"]) == (499, "client_gone", 1, 0, 0)
-    assert kit.ledger_of(seed, row["request_id"]) == [("hold", -row["held_micros"]), ("release", row["held_micros"])]
+    assert row["held_micros"] > 0 and kit.ledger_of(seed, row["request_id"]) == []
     assert seed.rows("SELECT * FROM holds") == []
     kit.assert_invariants(seed)
 

@@ -319,13 +319,20 @@ def test_hold_and_settle(conn):
     assert (refused.value.what, refused.value.limit, refused.value.needed) == ("balance", 1_000_000, 2_000_000)
     assert wallet.get_balance(conn, user_id) == 1_000_000
     assert keys.get_key(conn, key_id).used_micros == 0
-    assert wallet.hold(conn, user_id, 600_000, request_id="r1", key_id=key_id) == 400_000
+    assert wallet.hold(conn, user_id, 600_000, request_id="r1", key_id=key_id) == 400_000  # available
+    # a reservation is no money moved: the balance and the ledger stay, the user's held amount grows
+    assert wallet.get_balance(conn, user_id) == 1_000_000 and wallet.get_available(conn, user_id) == 400_000
+    assert [row["kind"] for row in wallet.list_ledger(conn, user_id)] == ["topup"]
+    with pytest.raises(wallet.HoldRefused) as refused:  # what is reserved cannot be reserved again
+        wallet.hold(conn, user_id, 400_001, request_id="r9", key_id=key_id)
+    assert (refused.value.what, refused.value.limit) == ("balance", 400_000)
     settled = wallet.settle(conn, user_id, request_id="r1", cost_micros=250_000, key_id=key_id)
     assert settled == wallet.Settlement(600_000, 250_000, 0, 750_000)
+    assert wallet.get_available(conn, user_id) == 750_000
     assert keys.get_key(conn, key_id).used_micros == 250_000
     assert wallet.charge(conn, user_id, 1_000_000, request_id="r2") == -250_000
-    kinds = [row["kind"] for row in reversed(wallet.list_ledger(conn, user_id))]
-    assert kinds == ["topup", "hold", "release", "capture", "capture"]
+    ledger = [(row["kind"], row["amount_micros"], row["balance_after_micros"]) for row in reversed(wallet.list_ledger(conn, user_id))]
+    assert ledger == [("topup", 1_000_000, 1_000_000), ("capture", -250_000, 750_000), ("capture", -1_000_000, -250_000)]
     assert wallet.settle(conn, user_id, request_id="r3", cost_micros=0).balance_micros == -250_000
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import attrs
 
-from ..records import AuditReport, LedgerEntry, UserRecord
+from ..records import AuditReport, HoldRecord, LedgerEntry, UserRecord
 from .context import Admin
 from .errors import Invalid
 from .users import get_user
@@ -12,14 +12,27 @@ from .users import get_user
 
 @attrs.frozen
 class Wallet:
-    """A user's balance, what requests in flight hold, and a page of the ledger
-    (newest first; ``more``: older rows follow)."""
+    """A user's balance (the sum of their ledger: money that moved), the open
+    reservations of their requests in flight (``holds``, oldest first: kept
+    apart from the ledger), and a page of the ledger (newest first; ``more``:
+    older rows follow). The user may still spend ``available_micros``."""
 
     user: UserRecord
-    held_micros: int
-    open_holds: int
+    holds: list[HoldRecord]
     ledger: list[LedgerEntry]
     more: bool
+
+    @property
+    def held_micros(self) -> int:
+        return sum(hold.amount_micros for hold in self.holds)
+
+    @property
+    def open_holds(self) -> int:
+        return len(self.holds)
+
+    @property
+    def available_micros(self) -> int:
+        return self.user.balance_micros - self.held_micros
 
 
 async def topup(admin: Admin, user_id: int, amount_micros: int, note: str | None = None) -> int:
@@ -46,8 +59,7 @@ async def wallet(admin: Admin, user_id: int, *, before_id: int | None = None, li
     user = await get_user(admin, user_id)
     holds = await admin.store.list_holds(user_id)
     ledger = await admin.store.list_ledger(user_id, before_id=before_id, limit=limit + 1)
-    held = sum(hold.amount_micros for hold in holds)
-    return Wallet(user, held, len(holds), ledger[:limit], len(ledger) > limit)
+    return Wallet(user, holds, ledger[:limit], len(ledger) > limit)
 
 
 async def check_ledger(admin: Admin) -> AuditReport:

@@ -56,6 +56,11 @@ def balance_of(seed, user_id: int) -> int:
     return seed.rows("SELECT balance_micros FROM users WHERE id = ?", (user_id,))[0]["balance_micros"]
 
 
+def available_of(seed, user_id: int) -> int:
+    """The balance less what the user's requests in flight reserve."""
+    return seed.rows("SELECT balance_micros - held_micros AS available FROM users WHERE id = ?", (user_id,))[0]["available"]
+
+
 def key_used(seed, key_id: int) -> int:
     return seed.rows("SELECT used_micros FROM api_keys WHERE id = ?", (key_id,))[0]["used_micros"]
 

@@ -1,7 +1,8 @@
 """``relaygate wallet show|adjust``, ``relaygate logs`` and ``relaygate check``.
 
 - ``wallet show USER [--limit N] [--before ID]``: the balance, what requests in
-  progress hold, and the latest ledger rows (newest first).
+  progress hold (their open reservations, apart from the ledger), and the latest
+  ledger rows (newest first: money that moved only).
 - ``wallet adjust USER AMOUNT --note TEXT``: a signed correction by the operator.
 - ``logs [--key ID] [--user NAME] [--model M] [--status S] [--since T] [--until T]
   [--limit N] [--before CURSOR]``: the usage log, newest first; a full page ends
@@ -63,12 +64,16 @@ def _run_wallet_show(args: argparse.Namespace, cli: CommandContext) -> int:
     if cli.json:
         cli.print_record({
             "user": user.name, "user_id": user.id, "balance_micros": user.balance_micros,
-            "held_micros": found.held_micros, "open_holds": found.open_holds, "ledger": ledger,
+            "held_micros": found.held_micros, "available_micros": found.available_micros,
+            "open_holds": found.open_holds, "holds": [attrs.asdict(hold) for hold in found.holds], "ledger": ledger,
         })  # fmt: skip
         return 0
     line = f"{user.name} (id {user.id}): balance {format_usd(user.balance_micros)} USD"
     if found.open_holds:
-        line += f"; {format_usd(found.held_micros)} USD held by {found.open_holds} request(s) in progress"
+        line += (
+            f"; {format_usd(found.held_micros)} USD held by {found.open_holds} request(s) in progress, "
+            f"{format_usd(found.available_micros)} USD available"
+        )
     print(line)
     cli.print_table(ledger, LEDGER_COLUMNS)
     if found.more:

@@ -23,9 +23,12 @@ from ..types import Migrate, Migration
 from .billing_schema import migrate_0003_billing
 from .connection import atomic
 from .health_schema import migrate_0004_channel_health
+from .ledger_schema import migrate_0006_ledger_money_only
 from .sqlite_sql import SqliteSchema, sqlite_only
 
 UNIT_RATIO_PPM = 1_000_000
+# the kinds 0001's ledger accepts; since 0006 no hold or release row is written
+# (wallet.MONEY_KINDS are the kinds the code writes)
 LEDGER_KINDS = ("topup", "hold", "capture", "release", "refund", "adjustment")
 
 
@@ -257,6 +260,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0003_billing", sqlite_only(migrate_0003_billing)),
     ("0004_channel_health", sqlite_only(migrate_0004_channel_health)),
     ("0005_user_group_order", sqlite_only(migrate_0005_user_group_order)),
+    ("0006_ledger_money_only", sqlite_only(migrate_0006_ledger_money_only)),
 ]
 
 

@@ -5,14 +5,18 @@ several gateway processes can share the file) plus a ledger row carrying the
 balance after it, both inside one transaction. Amounts are signed integer
 micro-USD: what the change did to the balance.
 
-A request on a priced model moves money in two writes:
+The ledger holds money that moved only (top-ups, captures, refunds,
+adjustments): ``balance_micros`` is the sum of a user's ledger rows. What
+requests in flight reserve is kept apart, in ``holds`` (one row per request)
+and in the user's and the key's ``held_micros``; what a user may still spend
+is ``balance_micros - held_micros``. A request on a priced model takes two writes:
 
-- :func:`hold` reserves its maximum cost against the user's balance *and* the
-  key's quota at once (a ``hold`` ledger row and an open row in ``holds``), or
+- :func:`hold` reserves its maximum cost against the user's available balance
+  *and* the key's quota at once (an open row in ``holds``, no ledger row), or
   changes nothing and raises :class:`HoldRefused`;
-- :func:`settle` releases that reservation (``release``) and captures the real
-  cost (``capture``, counted to the key's ``used_micros``). A reservation is
-  released once only: the ``holds`` row is deleted when released, so a settle
+- :func:`settle` releases that reservation and captures the real cost (one
+  ``capture`` ledger row, counted to the key's ``used_micros``). A reservation
+  is released once only: the ``holds`` row is deleted when released, so a settle
   after :func:`release_stale_holds` captures without releasing twice.
 """
 
@@ -25,8 +29,8 @@ import attrs
 
 from ..request_store import HoldRefused
 from .connection import atomic, fetch_all
-from .migrations import LEDGER_KINDS
 
+MONEY_KINDS = ("topup", "capture", "refund", "adjustment")  # what the ledger records: money that moved
 KEY_CHARGE_KINDS = ("capture", "refund")  # the ledger kinds a key's used amount sums
 
 
@@ -73,9 +77,10 @@ def adjust(
 def hold(
     conn: sqlite3.Connection, user_id: int, amount_micros: int, request_id: str, key_id: int | None = None
 ) -> int:
-    """Reserve ``amount_micros`` for ``request_id``; return the new balance.
+    """Reserve ``amount_micros`` for ``request_id``; return the balance still
+    available (the balance less everything reserved).
 
-    The user's balance must cover it, and so must the key's quota (what is left
+    The user's available balance must cover it, and so must the key's quota (what is left
     of it once what the key used and what its requests in flight hold are
     counted). Otherwise nothing changes and :class:`HoldRefused` says which.
     """
@@ -96,23 +101,20 @@ def hold(
                     raise ValueError(f"no API key with id {key_id}")
                 raise HoldRefused("key_quota", needed=amount_micros, limit=row[0], used=row[1], held=row[2])
         rows = conn.execute(
-            "UPDATE users SET balance_micros = balance_micros - ?1 WHERE id = ?2 AND balance_micros >= ?1 "
-            "RETURNING balance_micros",
+            "UPDATE users SET held_micros = held_micros + ?1 WHERE id = ?2 AND balance_micros - held_micros >= ?1 "
+            "RETURNING balance_micros - held_micros",
             (amount_micros, user_id),
         ).fetchall()
         if not rows:
-            balance = get_balance(conn, user_id)
-            if balance is None:
+            available = get_available(conn, user_id)
+            if available is None:
                 raise ValueError(f"no user with id {user_id}")
-            raise HoldRefused("balance", needed=amount_micros, limit=balance)
-        balance = rows[0][0]
-        now = time.time()
+            raise HoldRefused("balance", needed=amount_micros, limit=available)
         conn.execute(
             "INSERT INTO holds (request_id, user_id, key_id, amount_micros, created_at) VALUES (?, ?, ?, ?, ?)",
-            (request_id, user_id, key_id, amount_micros, now),
+            (request_id, user_id, key_id, amount_micros, time.time()),
         )
-        _ledger(conn, user_id, "hold", -amount_micros, balance, request_id, None, key_id, now)
-    return balance
+    return int(rows[0][0])
 
 
 def settle(
@@ -142,17 +144,15 @@ def settle(
                 raise ValueError(f"the reservation of {request_id} belongs to user {held_user}, not {user_id}")
             key_id = key_id if key_id is not None else held_key
         rows = conn.execute(
-            "UPDATE users SET balance_micros = balance_micros + ? WHERE id = ? RETURNING balance_micros",
-            (held - cost_micros, user_id),
+            "UPDATE users SET balance_micros = balance_micros - ?, held_micros = held_micros - ? WHERE id = ? "
+            "RETURNING balance_micros",
+            (cost_micros, held, user_id),
         ).fetchall()
         if not rows:
             raise ValueError(f"no user with id {user_id}")
         balance = rows[0][0]
-        now = time.time()
-        if held:
-            _ledger(conn, user_id, "release", held, balance + cost_micros, request_id, None, key_id, now)
         if cost_micros:
-            _ledger(conn, user_id, "capture", -cost_micros, balance, request_id, None, key_id, now)
+            _ledger(conn, user_id, "capture", -cost_micros, balance, request_id, None, key_id, time.time())
         if key_id is not None and (held or cost_micros or used_at is not None):
             conn.execute(
                 "UPDATE api_keys SET held_micros = held_micros - ?, used_micros = used_micros + ?, "
@@ -172,7 +172,8 @@ def charge(
 def release_stale_holds(conn: sqlite3.Connection, older_than: float, *, limit: int = 1000) -> int:
     """Release reservations made before the Unix time ``older_than`` (their
     request's process died before settling); return how many were released.
-    A request settled later still captures its cost, with nothing to release."""
+    No money moves, so no ledger row is written. A request settled later still
+    captures its cost, with nothing to release."""
     released = 0
     with atomic(conn):
         stale = conn.execute(
@@ -181,8 +182,8 @@ def release_stale_holds(conn: sqlite3.Connection, older_than: float, *, limit: i
             "RETURNING request_id, user_id, key_id, amount_micros",
             (older_than, max(1, int(limit))),
         ).fetchall()
-        for request_id, user_id, key_id, amount in sorted(stale):
-            _change(conn, user_id, amount, "release", request_id, "stale reservation released", key_id)
+        for _request_id, user_id, key_id, amount in sorted(stale):
+            conn.execute("UPDATE users SET held_micros = held_micros - ? WHERE id = ?", (amount, user_id))
             if key_id is not None:
                 conn.execute("UPDATE api_keys SET held_micros = held_micros - ? WHERE id = ?", (amount, key_id))
             released += 1
@@ -191,6 +192,12 @@ def release_stale_holds(conn: sqlite3.Connection, older_than: float, *, limit: i
 
 def get_balance(conn: sqlite3.Connection, user_id: int) -> int | None:
     row = conn.execute("SELECT balance_micros FROM users WHERE id = ?", (user_id,)).fetchone()
+    return row[0] if row else None
+
+
+def get_available(conn: sqlite3.Connection, user_id: int) -> int | None:
+    """The balance less what the user's requests in flight reserve."""
+    row = conn.execute("SELECT balance_micros - held_micros FROM users WHERE id = ?", (user_id,)).fetchone()
     return row[0] if row else None
 
 
@@ -226,8 +233,8 @@ def _change(
     note: str | None,
     key_id: int | None = None,
 ) -> int:
-    if kind not in LEDGER_KINDS:
-        raise ValueError(f"unknown ledger kind {kind!r} (one of {', '.join(LEDGER_KINDS)})")
+    if kind not in MONEY_KINDS:
+        raise ValueError(f"unknown ledger kind {kind!r} (one of {', '.join(MONEY_KINDS)})")
     with atomic(conn):
         rows = conn.execute(
             "UPDATE users SET balance_micros = balance_micros + ? WHERE id = ? RETURNING balance_micros",

@@ -135,6 +135,10 @@ class Seeder:
     async def balance(self, user_id: int) -> int:
         return await self.value("SELECT balance_micros FROM users WHERE id = ?", user_id)
 
+    async def available(self, user_id: int) -> int:
+        """The balance less what the user's requests in flight reserve."""
+        return await self.value("SELECT balance_micros - held_micros FROM users WHERE id = ?", user_id)
+
     async def ledger(self, request_id: str) -> list[tuple[str, int]]:
         rows = await self.fetch("SELECT kind, amount_micros FROM ledger WHERE request_id = ? ORDER BY id", request_id)
         return [(row["kind"], row["amount_micros"]) for row in rows]
@@ -170,10 +174,11 @@ _INVARIANTS = {
         "SELECT k.id FROM api_keys AS k LEFT JOIN holds AS h ON h.key_id = k.id "
         "GROUP BY k.id, k.held_micros HAVING k.held_micros <> coalesce(sum(h.amount_micros), 0)"
     ),
-    "open holds differ from the ledger's holds less releases": (
+    "user held is not its open holds": (
         "SELECT u.id FROM users AS u WHERE coalesce((SELECT sum(amount_micros) FROM holds WHERE user_id = u.id), 0) "
-        "<> -coalesce((SELECT sum(amount_micros) FROM ledger WHERE user_id = u.id AND kind IN ('hold', 'release')), 0)"
+        "<> u.held_micros"
     ),
+    "reservations in the ledger": "SELECT id FROM ledger WHERE kind IN ('hold', 'release')",
 }
 
 

@@ -92,7 +92,7 @@ async def test_a_priced_request_is_charged_exactly(gateway, world: World):
     assert (row["status"], row["cost_micros"], row["estimated"], row["end_reason"], row["overrun_micros"]) == (200, cost, 0, "done", 0)
     held = row["held_micros"]
     assert held >= cost > 0
-    assert await seed.ledger(request_id) == [("hold", -held), ("release", held), ("capture", -cost)]
+    assert held > 0 and await seed.ledger(request_id) == [("capture", -cost)]
     assert await seed.balance(world.user_id) == BALANCE - cost
     assert await seed.value("SELECT used_micros FROM api_keys WHERE id = ?", world.key_id) == cost
     assert await seed.problems() == []
@@ -112,7 +112,7 @@ async def test_a_priced_stream_is_charged_exactly(gateway, world: World, upstrea
     assert (row["stream"], row["input_tokens"], row["output_tokens"], row["estimated"], row["cost_micros"]) == (
         1, usage["prompt_tokens"], usage["completion_tokens"], 0, cost,
     )  # fmt: skip
-    assert await seed.ledger(request_id) == [("hold", -row["held_micros"]), ("release", row["held_micros"]), ("capture", -cost)]
+    assert row["held_micros"] > 0 and await seed.ledger(request_id) == [("capture", -cost)]
     assert await seed.balance(world.user_id) == BALANCE - cost
     assert await seed.problems() == []
 
@@ -159,4 +159,4 @@ async def test_200_concurrent_requests_on_a_small_balance(world: World, upstream
     status = await asyncio.to_thread(main, ["check", "--json", "--db", pg_url])  # the operator's check agrees
     report = json.loads(capsys.readouterr().out.splitlines()[-1])  # after the gateway's request log lines
     assert status == 0 and (report["ok"], report["problems"], report["open_holds"]) == (True, [], 0)
-    assert report["ledger_rows"] == await seed.value("SELECT max(id) FROM ledger")
+    assert report["ledger_rows"] == await seed.value("SELECT count(*) FROM ledger")

@@ -22,5 +22,6 @@ async def wallet(ctx: Ctx) -> Response:
     older = ctx.url(f"/wallet?before={found.ledger[-1].id}") if found.more else None
     return ctx.render(
         "wallet.html", chart=spending_chart(spending, first), older=older, paged=before is not None,
-        balance=found.user.balance_micros, ledger=found.ledger,
+        balance=found.user.balance_micros, held=found.held_micros, open_holds=found.open_holds,
+        available=found.available_micros, ledger=found.ledger,
     )  # fmt: skip

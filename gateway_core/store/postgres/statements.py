@@ -23,34 +23,32 @@ LIST_PRICES = f"{PRICES_SELECT} ORDER BY model"
 GROUP_RATIOS = 'SELECT name, ratio_ppm FROM "groups" ORDER BY name'
 
 # $1 user, $2 amount, $3 request id, $4 key (or NULL), $5 now. The user's
-# balance and the key's quota are checked in the one statement that takes the
-# money: the key's row is locked (FOR UPDATE: its latest version is checked)
-# before the user's is debited, and nothing is written when either refuses.
+# available balance (balance less held) and the key's quota are checked in the
+# one statement that reserves the money: the key's row is locked (FOR UPDATE:
+# its latest version is checked) before the user's held amount grows, and
+# nothing is written when either refuses. No ledger row: no money moved.
 HOLD = """
 WITH debit AS (
-    UPDATE users SET balance_micros = balance_micros - $2::bigint
-    WHERE id = $1::bigint AND balance_micros >= $2::bigint
+    UPDATE users SET held_micros = held_micros + $2::bigint
+    WHERE id = $1::bigint AND balance_micros - held_micros >= $2::bigint
       AND ($4::bigint IS NULL OR EXISTS (
           SELECT 1 FROM api_keys
           WHERE id = $4::bigint
             AND (quota_micros IS NULL OR used_micros + held_micros + $2::bigint <= quota_micros)
           FOR UPDATE))
-    RETURNING balance_micros
+    RETURNING balance_micros - held_micros AS available
 ), reserve AS (
     UPDATE api_keys SET held_micros = held_micros + $2::bigint FROM debit WHERE api_keys.id = $4::bigint
 ), hold AS (
     INSERT INTO holds (request_id, user_id, key_id, amount_micros, created_at)
     SELECT $3::text, $1::bigint, $4::bigint, $2::bigint, $5::double precision FROM debit
-), entry AS (
-    INSERT INTO ledger (user_id, kind, amount_micros, balance_after_micros, request_id, key_id, created_at)
-    SELECT $1::bigint, 'hold', -$2::bigint, balance_micros, $3::text, $4::bigint, $5::double precision FROM debit
 )
-SELECT balance_micros FROM debit
+SELECT available FROM debit
 """
 
 # why a hold was refused, read after the refusal: $1 user, $2 key (or NULL)
 HOLD_REFUSAL = """
-SELECT (SELECT balance_micros FROM users WHERE id = $1::bigint) AS balance,
+SELECT (SELECT balance_micros - held_micros FROM users WHERE id = $1::bigint) AS balance,
        k.id IS NOT NULL AS key_found, k.quota_micros, k.used_micros, k.held_micros
 FROM (SELECT 1) AS one LEFT JOIN api_keys AS k ON k.id = $2::bigint
 """
@@ -73,16 +71,27 @@ def _usage_values(first: int, overrun: str) -> str:
 
 
 # $1 request id, $2 user, $3 key (or NULL: the reservation's), $4 cost, $5 used
-# at, $6 now, then the usage row's columns. Releases the request's reservation
-# (if the sweeper has not), captures its cost, moves the key's used and held
-# amounts, appends the ledger rows (release before capture) and inserts the
-# usage row, all or nothing: a request id recorded twice fails on the usage
-# row's unique index and changes nothing. Refused (no row back) when the user
-# does not exist or the reservation belongs to another user.
+# at, $6 now, $7 and $8 the keys and users a batch locks first (NULL alone),
+# then the usage row's columns. Releases the request's reservation (if the
+# sweeper has not), captures its cost (the one ledger row: money that moved),
+# moves the user's balance and held amount and the key's used and held
+# amounts, and inserts the usage row, all or nothing: a request id recorded
+# twice fails on the usage row's unique index and changes nothing. Refused (no
+# row back) when the user does not exist or the reservation belongs to another
+# user. In a batch (several of these in one transaction, see .batch), the first
+# statement locks every key of the batch and then every user, each in id order,
+# the order every other statement takes them in (a key before a user), so two
+# batches, or a batch and a hold, never wait on each other in a cycle.
 RECORD_CHARGED = f"""
-WITH checked AS (
+WITH locked_keys AS (
+    SELECT id FROM api_keys WHERE id = ANY($7::bigint[]) ORDER BY id FOR UPDATE
+), locked_users AS (
+    SELECT id FROM users WHERE id = ANY($8::bigint[]) AND (SELECT count(*) FROM locked_keys) >= 0
+    ORDER BY id FOR UPDATE
+), checked AS (
     SELECT EXISTS (SELECT 1 FROM users WHERE id = $2::bigint)
-       AND NOT EXISTS (SELECT 1 FROM holds WHERE request_id = $1::text AND user_id <> $2::bigint) AS ok
+       AND NOT EXISTS (SELECT 1 FROM holds WHERE request_id = $1::text AND user_id <> $2::bigint)
+       AND (SELECT count(*) FROM locked_users) >= 0 AS ok
 ), released AS (
     DELETE FROM holds WHERE request_id = $1::text AND user_id = $2::bigint AND (SELECT ok FROM checked)
     RETURNING amount_micros, key_id
@@ -97,23 +106,19 @@ WITH checked AS (
     WHERE api_keys.id = s.key_id AND (s.held <> 0 OR $4::bigint <> 0 OR $5::double precision IS NOT NULL)
     RETURNING api_keys.id
 ), charged AS (
-    UPDATE users SET balance_micros = balance_micros + s.held - $4::bigint
+    UPDATE users SET balance_micros = balance_micros - $4::bigint, held_micros = held_micros - s.held
     FROM settled AS s
     WHERE users.id = $2::bigint AND (SELECT count(*) FROM charged_key) >= 0
     RETURNING users.balance_micros AS balance, s.held, s.key_id
-), entries AS (
+), entry AS (
     INSERT INTO ledger (user_id, kind, amount_micros, balance_after_micros, request_id, key_id, created_at)
-    SELECT $2::bigint, e.kind, e.amount, e.after, $1::text, c.key_id, $6::double precision
-    FROM charged AS c CROSS JOIN LATERAL (
-        VALUES (1, 'release', c.held, c.balance + $4::bigint), (2, 'capture', -$4::bigint, c.balance)
-    ) AS e (n, kind, amount, after)
-    WHERE e.amount <> 0
-    ORDER BY e.n
+    SELECT $2::bigint, 'capture', -$4::bigint, c.balance, $1::text, c.key_id, $6::double precision
+    FROM charged AS c WHERE $4::bigint <> 0
 ), logged AS (
     INSERT INTO usage_logs ({_USAGE_INSERT_COLUMNS})
-    SELECT {_usage_values(7, "greatest(0, $4::bigint - c.held)")} FROM charged AS c
+    SELECT {_usage_values(9, "greatest(0, $4::bigint - c.held)")} FROM charged AS c
 )
-SELECT held, balance FROM charged
+SELECT $1::text AS request_id, held, balance FROM charged
 """
 
 # the usage row's columns, then $N+1 key (or NULL), $N+2 used at: a request
@@ -132,35 +137,30 @@ INSERT INTO usage_logs ({_USAGE_INSERT_COLUMNS}) VALUES ({", ".join(f"${n}" for 
 # by the attempt whose connection was lost
 RECORDED_OVERRUN = "SELECT overrun_micros FROM usage_logs WHERE request_id = $1"
 
-# $1 older than, $2 at most this many, $3 now. Each stale reservation is
-# deleted by exactly one sweeper (SKIP LOCKED: another sweeper's, or a
-# settlement's, are passed over), its key's and user's amounts move back, and
-# one ledger row per reservation chains each user's balance (ordered by
-# request id, as on SQLite).
+# $1 older than, $2 at most this many. Each stale reservation is deleted by
+# exactly one sweeper (SKIP LOCKED: another sweeper's, or a settlement's, are
+# passed over) and its key's and user's held amounts move back, the keys locked
+# before the users, each in id order. No ledger row: no money moved.
 RELEASE_STALE = """
 WITH stale AS (
     DELETE FROM holds WHERE request_id IN (
         SELECT request_id FROM holds WHERE created_at < $1::double precision
         ORDER BY created_at LIMIT $2::bigint FOR UPDATE SKIP LOCKED)
     RETURNING request_id, user_id, key_id, amount_micros
+), locked_keys AS (
+    SELECT id FROM api_keys WHERE id IN (SELECT key_id FROM stale) ORDER BY id FOR UPDATE
 ), keys_released AS (
     UPDATE api_keys SET held_micros = held_micros - t.total
     FROM (SELECT key_id, sum(amount_micros)::bigint AS total FROM stale WHERE key_id IS NOT NULL GROUP BY key_id) AS t
-    WHERE api_keys.id = t.key_id
+    WHERE api_keys.id = t.key_id AND (SELECT count(*) FROM locked_keys) >= 0
     RETURNING api_keys.id
+), locked_users AS (
+    SELECT id FROM users WHERE id IN (SELECT user_id FROM stale) AND (SELECT count(*) FROM keys_released) >= 0
+    ORDER BY id FOR UPDATE
 ), users_released AS (
-    UPDATE users SET balance_micros = balance_micros + t.total
+    UPDATE users SET held_micros = held_micros - t.total
     FROM (SELECT user_id, sum(amount_micros)::bigint AS total FROM stale GROUP BY user_id) AS t
-    WHERE users.id = t.user_id AND (SELECT count(*) FROM keys_released) >= 0
-    RETURNING users.id, users.balance_micros
-), entries AS (
-    INSERT INTO ledger (user_id, kind, amount_micros, balance_after_micros, request_id, note, key_id, created_at)
-    SELECT s.user_id, 'release', s.amount_micros,
-           u.balance_micros - coalesce(sum(s.amount_micros) OVER (
-               PARTITION BY s.user_id ORDER BY s.request_id ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING), 0)::bigint,
-           s.request_id, 'stale reservation released', s.key_id, $3::double precision
-    FROM stale AS s JOIN users_released AS u ON u.id = s.user_id
-    ORDER BY s.user_id, s.request_id
+    WHERE users.id = t.user_id AND (SELECT count(*) FROM locked_users) >= 0
 )
 SELECT count(*) FROM stale
 """

@@ -192,7 +192,7 @@ class PostgresStore:
                     if attempt.after_lost_connection and is_duplicate(exc, "holds_pkey"):
                         mine = await conn.fetchrow("SELECT user_id, amount_micros FROM holds WHERE request_id = $1", request_id)
                         if mine is not None and (mine["user_id"], mine["amount_micros"]) == (user_id, amount_micros):
-                            return await conn.fetchval("SELECT balance_micros FROM users WHERE id = $1", user_id)
+                            return await conn.fetchval("SELECT balance_micros - held_micros FROM users WHERE id = $1", user_id)
                     raise
                 if balance is not None:
                     return balance
@@ -232,7 +232,7 @@ class PostgresStore:
                 raise ValueError("a cost must be a non-negative integer")
             del values[sql.OVERRUN_COLUMN]
             statement = sql.RECORD_CHARGED
-            params = [row.request_id, user_id, row.key_id, row.cost_micros, row.started_at, time.time(), *values]
+            params = [row.request_id, user_id, row.key_id, row.cost_micros, row.started_at, time.time(), None, None, *values]
 
         async def settle(conn: asyncpg.Connection, attempt: Attempt) -> None:
             try:
@@ -265,7 +265,7 @@ class PostgresStore:
 
     async def release_stale_holds(self, older_than: float) -> int:
         async def sweep(conn: asyncpg.Connection, attempt: Attempt) -> int:
-            return await conn.fetchval(sql.RELEASE_STALE, older_than, STALE_BATCH, time.time(), timeout=attempt.remaining)
+            return await conn.fetchval(sql.RELEASE_STALE, older_than, STALE_BATCH, timeout=attempt.remaining)
 
         return await self._write("release_stale_holds", sweep)
 
