@@ -26,6 +26,7 @@ CI_KEY = 2  # bob's key "ci" (the admin's "demo" is 1)
 T0 = 1_700_000_000.0  # usage rows' times: fixed, so that both stores list the same rows
 SECRET = re.compile(r"sk-[A-Za-z0-9_-]+(…)?|(?<=\(shown only now\): )\S+")
 CLOCK = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?Z?")
+OLDEST = re.compile(r"\(oldest \d+ s\)")  # the age of the oldest reservation, as the clock turns
 
 SCRIPT: list[tuple[str, ...]] = [
     ("init",),
@@ -121,7 +122,7 @@ def normalized(text: str) -> Any:
     try:
         return _blank(json.loads(text))
     except ValueError:
-        return CLOCK.sub("<time>", SECRET.sub("<secret>", text))
+        return OLDEST.sub("(oldest <age> s)", CLOCK.sub("<time>", SECRET.sub("<secret>", text)))
 
 
 def _blank(value: Any) -> Any:

@@ -133,9 +133,9 @@ WITH touched AS (
 INSERT INTO usage_logs ({_USAGE_INSERT_COLUMNS}) VALUES ({", ".join(f"${n}" for n in range(1, _N + 1))})
 """
 
-# the usage row of a request, read back when a retried record finds it written
-# by the attempt whose connection was lost
-RECORDED_OVERRUN = "SELECT overrun_micros FROM usage_logs WHERE request_id = $1"
+# which of a batch's requests have their usage row: a batch whose connection was
+# lost committed when any of them has (a batch is all or nothing)
+RECORDED_AMONG = "SELECT request_id FROM usage_logs WHERE request_id = ANY($1::text[])"
 
 # $1 older than, $2 at most this many. Each stale reservation is deleted by
 # exactly one sweeper (SKIP LOCKED: another sweeper's, or a settlement's, are

@@ -9,7 +9,9 @@ naming the store. Transient faults are retried (see :mod:`.faults`).
 Isolation, transaction by transaction:
 
 - ``hold``, ``record``, ``release_stale_holds`` and ``report_breaker`` are each
-  **one statement**, hence one implicit transaction, at **READ COMMITTED**. Their
+  **one statement**, hence one implicit transaction, at **READ COMMITTED**
+  (settlements waiting together are sent several per transaction, see
+  :mod:`.batch`). Their
   conditions sit in ``UPDATE … WHERE``: PostgreSQL re-evaluates such a
   condition on the row's latest committed version once it holds the row's lock,
   so "the balance covers the hold" is checked and applied atomically, without
@@ -48,6 +50,7 @@ from ..keys import _key as key_record
 from ..prices import _price as price_record
 from ..usage import usage_values
 from . import statements as sql
+from .batch import Pending, SettlementBatcher
 from .faults import Attempt, Operation, describe, is_duplicate, run_retrying, store_name
 from .migrate import SchemaOutdated, apply_migrations, pending
 from .schema import CORE_MIGRATIONS
@@ -87,6 +90,10 @@ class PostgresStore:
         self._pool: asyncpg.Pool | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing: asyncio.Future[None] | None = None
+        self.batcher = SettlementBatcher(
+            pool=self._running_pool, single=self._settle_one, refusal=self._refusal_of, track=self._track,
+            store=self.name, timeout=self.timeout, attempts=self.attempts,
+        )  # fmt: skip
 
     # --- schema and lifecycle -------------------------------------------------
 
@@ -226,13 +233,23 @@ class PostgresStore:
     async def record(self, row: UsageRow, user_id: int | None) -> None:
         values = usage_values(row)
         if user_id is None:
-            statement, params = sql.RECORD_UNCHARGED, [*values, row.key_id, row.started_at]
-        else:
-            if not isinstance(row.cost_micros, int) or row.cost_micros < 0:
-                raise ValueError("a cost must be a non-negative integer")
-            del values[sql.OVERRUN_COLUMN]
-            statement = sql.RECORD_CHARGED
-            params = [row.request_id, user_id, row.key_id, row.cost_micros, row.started_at, time.time(), None, None, *values]
+            params = [*values, row.key_id, row.started_at]
+            await self._write("record", self._settle(row, None, sql.RECORD_UNCHARGED, params))
+            return
+        if not isinstance(row.cost_micros, int) or row.cost_micros < 0:
+            raise ValueError("a cost must be a non-negative integer")
+        del values[sql.OVERRUN_COLUMN]
+        params = [row.request_id, user_id, row.key_id, row.cost_micros, row.started_at, time.time(), None, None, *values]
+        self._running_pool()
+        settled = self.batcher.settle(row, user_id, params)
+        try:
+            await asyncio.shield(settled)
+        except asyncio.CancelledError:
+            settled.add_done_callback(_log_settle_failure)  # nobody waits for it any more
+            raise
+
+    def _settle(self, row: UsageRow, user_id: int | None, statement: str, params: list[Any]) -> Operation[None]:
+        """One request's settlement (or unbilled usage row) alone: one statement."""
 
         async def settle(conn: asyncpg.Connection, attempt: Attempt) -> None:
             try:
@@ -245,7 +262,18 @@ class PostgresStore:
             if user_id is not None and not settled:
                 raise await self._settle_refusal(conn, row.request_id, user_id)
 
-        await self._write("record", settle)
+        return settle
+
+    async def _settle_one(self, pending: Pending) -> None:
+        """A batched settlement sent alone (the batcher's way back to one statement)."""
+        settle = self._settle(pending.row, pending.user_id, sql.RECORD_CHARGED, pending.params)
+        await self._run("record", settle, self._running_pool())
+
+    async def _refusal_of(self, pending: Pending) -> Exception:
+        async def why(conn: asyncpg.Connection, attempt: Attempt) -> Exception:
+            return await self._settle_refusal(conn, pending.row.request_id, pending.user_id)
+
+        return await self._run("record", why, self._running_pool())
 
     async def _recorded_by_me(self, conn: asyncpg.Connection, row: UsageRow) -> bool:
         """Whether the usage row of ``row.request_id`` is this row (written by an
@@ -350,6 +378,12 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     session state (no SET, LISTEN, cursor or session lock; an open transaction is
     still rolled back by the pool), and asyncpg's default reset would cost one
     more round trip per call."""
+
+
+def _log_settle_failure(settled: asyncio.Future[None]) -> None:
+    error = None if settled.cancelled() else settled.exception()
+    if error is not None:
+        log.error("store.write_failed", operation="record", error=describe(error))
 
 
 def _log_failure(what: str, task: asyncio.Task[Any]) -> None:
