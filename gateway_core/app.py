@@ -18,7 +18,9 @@ from .client_protocol import ClientProtocol, RouteSpec
 from .config import Config, load_config
 from .context import new_request_id
 from .errors import GatewayError, InternalError, NotFoundError
+from .metrics.endpoint import MetricsEndpoint
 from .plugins import collect
+from .readiness import ReadyEndpoint
 from .relay import REQUEST_ID, ProtocolEndpoint
 from .app_state import SERVICES_STATE
 from .ratelimit import RateLimiter
@@ -128,7 +130,8 @@ class RequestIdMiddleware:
 
 
 class StatusEndpoint:
-    """``GET /`` and ``HEAD /``: a quick answer for probes and health checks."""
+    """``GET /`` and ``GET /healthz`` (and ``HEAD``): the process is alive; readiness
+    to serve is ``GET /readyz`` (readiness.py)."""
 
     body = b'{"name":"relaygate","status":"ok"}'
 
@@ -182,6 +185,8 @@ def create_app(
     routes = [
         Route("/", StatusEndpoint(), methods=["GET", "HEAD"]),
         Route("/healthz", StatusEndpoint(), methods=["GET", "HEAD"]),
+        Route("/readyz", ReadyEndpoint(services), methods=["GET", "HEAD"]),
+        Route("/metrics", MetricsEndpoint(services), methods=["GET"]),
         *protocol_routes(services, not_found),
         *registry.routes,
     ]

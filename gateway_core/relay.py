@@ -59,6 +59,7 @@ class ProtocolEndpoint:
             request_id=scope[REQUEST_ID], protocol=self.protocol, client_ip=services.client_address(scope),
             headers=headers, endpoint=self.route.endpoint,
         )
+        services.metrics.started()
         upload: Upload | None = None
         try:
             query = QueryParams(scope["query_string"])
@@ -249,6 +250,7 @@ class ProtocolEndpoint:
             await send({"type": "http.response.start", "status": 200, "headers": stream_headers(writer.content_type) + ctx.response_headers})
         tally = StreamTally(ctx.started)
         error: GatewayError | None = None
+        self.services.metrics.stream_started()
         try:
             error = await watch.run(_pump(reply, contract, writer, tally, send))
             end_reason = "done" if error is None else end_reason_of(error)
@@ -258,6 +260,7 @@ class ProtocolEndpoint:
             await asyncio.shield(settle(ctx, _streamed(ctx, tally, "client_gone", None), self.services))
             raise
         finally:
+            self.services.metrics.stream_ended()
             await reply.close()
         await settle(ctx, _streamed(ctx, tally, end_reason, error), self.services)
         if end_reason == "client_gone":

@@ -12,6 +12,8 @@ from .billing.sweeper import HoldSweeper
 from .config import Config
 from .health import HealthBoard
 from .key_cache import KeyCache
+from .metrics import Metrics
+from .readiness import Readiness
 from .registry import Registry
 from .policy import Pipeline
 from .ratelimit import RateLimiter
@@ -41,6 +43,8 @@ class Services:
     prices: TtlSnapshot[PriceSnapshot] | None = None  # prices and group ratios
     hold_sweeper: HoldSweeper | None = None
     health: HealthBoard = attrs.field(factory=HealthBoard)
+    metrics: Metrics = attrs.field(factory=Metrics)
+    readiness: Readiness = attrs.field(factory=Readiness)
 
     @classmethod
     def build(
@@ -56,13 +60,17 @@ class Services:
         from .store import admin_ports
 
         admin, sql = admin_ports(store)
+        router = Router(store, registry.channel_types, timeouts=config.timeouts)
+        metrics = Metrics(known_model=router.known_model)
+        metrics.watch_store(store, sql.dialect)
         return cls(
             config=config,
             registry=registry,
             store=store,
             keys=KeyCache(store),
-            router=Router(store, registry.channel_types, timeouts=config.timeouts),
-            health=HealthBoard(failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store),
+            router=router,
+            health=HealthBoard(failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, metrics=metrics),
+            metrics=metrics,
             pipeline=Pipeline(registry.policies),
             recorder=Recorder(store),
             client_address=ClientAddress(config.trusted_proxies),
@@ -76,6 +84,7 @@ class Services:
     async def start(self) -> None:
         """Open the store and the shared upstream HTTP session (one per worker)."""
         await self.store.start()
+        self.metrics.start()
         await self.router.index()  # warns about channels whose type is not loaded
         if self.hold_sweeper is not None:
             self.hold_sweeper.start()
@@ -98,6 +107,7 @@ class Services:
         if close is not None:
             await close()
         await self.store.close()
+        await self.metrics.close()
 
 
 def _rate_limiter(config: Config) -> RateLimiter:

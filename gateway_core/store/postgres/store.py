@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import asyncpg
@@ -87,6 +87,7 @@ class PostgresStore:
         self._pool: asyncpg.Pool | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing: asyncio.Future[None] | None = None
+        self.on_commit: Callable[[float], None] | None = None  # seconds of each write (metrics)
 
     # --- schema and lifecycle -------------------------------------------------
 
@@ -305,9 +306,15 @@ class PostgresStore:
             return await self._write(what, operation)
         return await self._run(what, operation, self._running_pool())
 
+    def write_backlog(self) -> int:
+        """Writes running (each waits for a connection or for its commit)."""
+        return len(self._tasks)
+
     async def _write(self, what: str, operation: Operation[T]) -> T:
         """Run a write in its own task: cancelling the caller does not cancel it."""
         task = self._track(self._run(what, operation, self._running_pool()))
+        if self.on_commit is not None:
+            task.add_done_callback(_timer(self.on_commit, time.perf_counter()))
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -350,6 +357,14 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     session state (no SET, LISTEN, cursor or session lock; an open transaction is
     still rolled back by the pool), and asyncpg's default reset would cost one
     more round trip per call."""
+
+
+def _timer(observe: Callable[[float], None], started: float) -> Callable[[asyncio.Task[Any]], None]:
+    def done(task: asyncio.Task[Any]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            observe(time.perf_counter() - started)
+
+    return done
 
 
 def _log_failure(what: str, task: asyncio.Task[Any]) -> None:
