@@ -164,14 +164,17 @@ def create_app(
     extra_plugins: Iterable[Any] = (),
     store: RequestStore | None = None,
     rate_limiter: RateLimiter | None = None,
+    tracer_provider: Any = None,
 ) -> RequestIdMiddleware:
     """The gateway's ASGI app for ``config`` (default: read from the environment).
 
     ``store`` and ``rate_limiter`` replace the ones the configuration names (any
-    implementation of :class:`RequestStore` and :class:`RateLimiter`)."""
+    implementation of :class:`RequestStore` and :class:`RateLimiter`);
+    ``tracer_provider`` (an OpenTelemetry ``TracerProvider``) turns tracing on
+    whatever the ``OTEL_*`` environment says."""
     config = config or load_config()
     registry = collect(config, extra_plugins)
-    services = Services.build(config, registry, store=store, rate_limiter=rate_limiter)
+    services = Services.build(config, registry, store=store, rate_limiter=rate_limiter, tracer_provider=tracer_provider)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

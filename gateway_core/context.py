@@ -61,6 +61,7 @@ class RequestContext:
     row: UsageRow | None = None
     settled: bool = False
     refused_by: str | None = None
+    trace: Any = None  # the request's spans, when tracing is on (tracing.RequestTrace)
 
     def authenticated_key(self) -> KeyRecord:
         """The request's API key, for the policies and steps after authentication."""

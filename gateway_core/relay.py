@@ -36,6 +36,7 @@ from .services import Services
 from .settlement import settle
 from .stream_contract import StreamContract
 from .tally import StreamTally
+from .tracing import upstream_trace_headers
 from .uploads import Upload, discard_unread
 
 log = structlog.get_logger("relaygate.request")
@@ -159,6 +160,7 @@ class ProtocolEndpoint:
                     session=session,
                     timeouts=plan.timeouts(lease),
                     request_id=ctx.request_id,
+                    trace_headers=upstream_trace_headers(services.tracing, ctx, target),
                 )
                 ctx.target = target
                 started = time.perf_counter()

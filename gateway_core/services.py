@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
 
 import aiohttp
 import attrs
@@ -14,6 +16,7 @@ from .health import HealthBoard
 from .key_cache import KeyCache
 from .metrics import Metrics
 from .readiness import Readiness
+from .tracing import Tracing, tracing_from_env
 from .registry import Registry
 from .policy import Pipeline
 from .ratelimit import RateLimiter
@@ -45,14 +48,17 @@ class Services:
     health: HealthBoard = attrs.field(factory=HealthBoard)
     metrics: Metrics = attrs.field(factory=Metrics)
     readiness: Readiness = attrs.field(factory=Readiness)
+    tracing: Tracing | None = None  # OpenTelemetry spans (tracing.py), off by default
 
     @classmethod
     def build(
-        cls, config: Config, registry: Registry, *, store: RequestStore | None = None, rate_limiter: RateLimiter | None = None
+        cls, config: Config, registry: Registry, *, store: RequestStore | None = None, rate_limiter: RateLimiter | None = None,
+        tracer_provider: Any = None,
     ) -> Services:
         """The services for ``config``; ``store`` and ``rate_limiter`` default to the
         ones the configuration names (the embedded store; limits in Redis when
-        ``config.redis`` names it, else in this process)."""
+        ``config.redis`` names it, else in this process), ``tracer_provider`` (an
+        OpenTelemetry one) to the ``OTEL_*`` environment's (none: no tracing)."""
         if store is None:
             from .store import open_store
 
@@ -71,6 +77,7 @@ class Services:
             router=router,
             health=HealthBoard(failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, metrics=metrics),
             metrics=metrics,
+            tracing=Tracing(tracer_provider) if tracer_provider is not None else tracing_from_env(),
             pipeline=Pipeline(registry.policies),
             recorder=Recorder(store),
             client_address=ClientAddress(config.trusted_proxies),
@@ -108,6 +115,8 @@ class Services:
             await close()
         await self.store.close()
         await self.metrics.close()
+        if self.tracing is not None:
+            await asyncio.to_thread(self.tracing.shutdown)
 
 
 def _rate_limiter(config: Config) -> RateLimiter:

@@ -33,6 +33,8 @@ async def settle(ctx: RequestContext, outcome: Outcome, services: Services) -> N
             await services.recorder.record(row, ctx.charge)
         finally:
             services.metrics.finished(ctx, outcome, row)
+            if services.tracing is not None:
+                services.tracing.finished(ctx, outcome, row)
 
 
 def usage_row(ctx: RequestContext, outcome: Outcome) -> UsageRow:

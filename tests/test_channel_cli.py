@@ -225,7 +225,7 @@ def test_settings_are_set_listed_and_unset(cli):
     ("args", "fragment"),
     [
         (("--setting", "responses=maybe"), "relaygate channel edit: setting 'responses' must be true or false"),
-        (("--setting", "delay_ms=5"), "unknown setting 'delay_ms' (known: responses)"),
+        (("--setting", "delay_ms=5"), "unknown setting 'delay_ms' (known: responses, forward_traceparent)"),
         (("--setting", "responses"), "--setting looks like NAME=VALUE, got 'responses'…"),
         (("--unset-setting", "responses"), "cannot unset 'responses': not set (the channel sets: none)"),
     ],

@@ -84,7 +84,7 @@ async def test_settle_finishes_the_admitted_policies_with_the_row_then_records_o
     async def record(row, charge):
         recorded.append((row.status, list(policy.seen)))
 
-    services = SimpleNamespace(pipeline=Pipeline([policy]), recorder=SimpleNamespace(record=record), metrics=Metrics())
+    services = SimpleNamespace(pipeline=Pipeline([policy]), recorder=SimpleNamespace(record=record), metrics=Metrics(), tracing=None)
     ctx = context()
     await services.pipeline.admit(ctx, services)
     assert ctx.admitted == [policy]
@@ -103,7 +103,7 @@ async def test_a_policy_that_fails_to_finish_still_leaves_the_request_recorded()
     async def record(row, charge):
         recorded.append(row.status)
 
-    services = SimpleNamespace(pipeline=Pipeline([Broken()]), recorder=SimpleNamespace(record=record), metrics=Metrics())
+    services = SimpleNamespace(pipeline=Pipeline([Broken()]), recorder=SimpleNamespace(record=record), metrics=Metrics(), tracing=None)
     ctx = context()
     await services.pipeline.admit(ctx, services)
     with pytest.raises(RuntimeError):
