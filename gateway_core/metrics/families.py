@@ -38,8 +38,6 @@ class Family:
         """The sample names it exposes (what a query may name)."""
         if self.kind == HISTOGRAM:
             return (f"{self.name}_bucket", f"{self.name}_sum", f"{self.name}_count")
-        if self.kind == COUNTER:
-            return (self.name, self.name.removesuffix("_total") + "_created")
         return (self.name,)
 
 

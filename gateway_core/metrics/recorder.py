@@ -43,8 +43,9 @@ class Metrics:
     store's writes not yet durable."""
 
     def __init__(self, *, known_model: Callable[[str], bool] = lambda model: True) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
+        disable_created_metrics()  # no *_created series: one process or several workers export the same names
         self.folder = shared_folder()
         self.registry = CollectorRegistry(auto_describe=True)
         self.instruments: dict[str, Any] = {}
