@@ -254,3 +254,29 @@ def test_who_may_read_the_metrics(settings, headers, status, relaygate_config, s
         assert "relaygate_requests_total" in text or "# HELP relaygate_requests_total" in text
     else:
         assert "relaygate_requests" not in text and "/metrics" in text
+
+
+async def test_breakers_and_retries_are_counted(seed, fake_upstream, start_gateway, relaygate_config):
+    primary, backup = await fake_upstream(FakeOpenAI(api_key=None)), await fake_upstream(FakeOpenAI())
+    seed.channel("primary", type="openai", base_url=primary.url, models=[MODEL], priority=10, api_keys=["sk-a", "sk-b"])
+    seed.channel("backup", type="openai", base_url=backup.url, models=[MODEL])
+    _, secret = seed.key(seed.user("bob"))
+    gateway = start_gateway(attrs.evolve(relaygate_config, breaker_failures=1, breaker_cooldown=0.3))
+    chat = client(gateway.url, secret).chat.completions
+    primary.fail_next(Fault(status=429, headers={"retry-after": "60"}))  # the first key rests: the other is tried
+    await chat.create(model=MODEL, messages=CHAT)
+    text = await asyncio.to_thread(scrape, gateway.url)
+    first_key = primary.requests[0]["headers"]["Authorization"].removeprefix("Bearer ")
+    position = str(["sk-a", "sk-b"].index(first_key))
+    assert total(text, "relaygate_retries_total", channel="primary") == 1
+    assert total(text, "relaygate_breaker_open", channel="primary", key=position) == 1
+    assert total(text, "relaygate_breaker_open", channel="primary", key="channel") == 0
+    primary.fail_next(Fault(status=500))  # the channel's own breaker opens: the backup answers
+    await chat.create(model=MODEL, messages=CHAT)
+    text = await asyncio.to_thread(scrape, gateway.url)
+    assert total(text, "relaygate_breaker_open", channel="primary", key="channel") == 1
+    assert total(text, "relaygate_failovers_total", channel="primary") == 1
+    await asyncio.sleep(0.4)  # cooled down: the next request probes the primary, which answers
+    await chat.create(model=MODEL, messages=CHAT)
+    text = await asyncio.to_thread(scrape, gateway.url)
+    assert total(text, "relaygate_breaker_open", channel="primary", key="channel") == 0
