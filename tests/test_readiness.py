@@ -66,6 +66,8 @@ def test_redis_is_checked_when_configured(seed, start_gateway, relaygate_config)
     gateway = start_gateway(attrs.evolve(relaygate_config, redis="redis://127.0.0.1:6379/0"))
     status, body = get(gateway.url + "/readyz")
     assert (status, body["checks"]["redis"]) == (200, "ok")
+    with urllib.request.urlopen(gateway.url + "/metrics", timeout=10) as response:  # a scrape times a PING
+        assert "relaygate_redis_round_trip_seconds_count 1.0" in response.read().decode()
     gone = start_gateway(attrs.evolve(relaygate_config, redis=f"redis://127.0.0.1:{free_port()}/0"))
     status, body = get(gone.url + "/readyz")
     assert status == 503
