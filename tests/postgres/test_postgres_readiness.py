@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import urllib.error
 import urllib.request
 
@@ -59,6 +60,9 @@ async def test_readyz_is_503_once_the_database_is_gone(database, postgres_server
     metrics = await asyncio.to_thread(scrape, gateway.url)
     assert 'relaygate_store_round_trip_seconds_count{store="postgresql"} 1.0' in metrics
     assert "relaygate_holds_open 0.0" in metrics
+    # the hold sweeper's first sweep, at start, is a write: timed until durable
+    assert re.search(r'^relaygate_store_commit_seconds_count\{store="postgresql"\} [1-9]', metrics, re.M)
+    assert 'relaygate_store_write_backlog{store="postgresql"} 0.0' in metrics
     await drop_database(postgres_server, database)  # WITH (FORCE): the gateway's sessions are terminated
     status, body = await asyncio.to_thread(readyz, gateway.url)
     assert status == 503
