@@ -18,7 +18,9 @@ from .client_protocol import ClientProtocol, RouteSpec
 from .config import Config, load_config
 from .context import new_request_id
 from .errors import GatewayError, InternalError, NotFoundError
+from .metrics.endpoint import MetricsEndpoint
 from .plugins import collect
+from .readiness import ReadyEndpoint
 from .relay import REQUEST_ID, ProtocolEndpoint
 from .app_state import SERVICES_STATE
 from .ratelimit import RateLimiter
@@ -128,7 +130,8 @@ class RequestIdMiddleware:
 
 
 class StatusEndpoint:
-    """``GET /`` and ``HEAD /``: a quick answer for probes and health checks."""
+    """``GET /`` and ``GET /healthz`` (and ``HEAD``): the process is alive; readiness
+    to serve is ``GET /readyz`` (readiness.py)."""
 
     body = b'{"name":"relaygate","status":"ok"}'
 
@@ -161,14 +164,17 @@ def create_app(
     extra_plugins: Iterable[Any] = (),
     store: RequestStore | None = None,
     rate_limiter: RateLimiter | None = None,
+    tracer_provider: Any = None,
 ) -> RequestIdMiddleware:
     """The gateway's ASGI app for ``config`` (default: read from the environment).
 
     ``store`` and ``rate_limiter`` replace the ones the configuration names (any
-    implementation of :class:`RequestStore` and :class:`RateLimiter`)."""
+    implementation of :class:`RequestStore` and :class:`RateLimiter`);
+    ``tracer_provider`` (an OpenTelemetry ``TracerProvider``) turns tracing on
+    whatever the ``OTEL_*`` environment says."""
     config = config or load_config()
     registry = collect(config, extra_plugins)
-    services = Services.build(config, registry, store=store, rate_limiter=rate_limiter)
+    services = Services.build(config, registry, store=store, rate_limiter=rate_limiter, tracer_provider=tracer_provider)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
@@ -182,6 +188,8 @@ def create_app(
     routes = [
         Route("/", StatusEndpoint(), methods=["GET", "HEAD"]),
         Route("/healthz", StatusEndpoint(), methods=["GET", "HEAD"]),
+        Route("/readyz", ReadyEndpoint(services), methods=["GET", "HEAD"]),
+        Route("/metrics", MetricsEndpoint(services), methods=["GET"]),
         *protocol_routes(services, not_found),
         *registry.routes,
     ]

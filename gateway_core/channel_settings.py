@@ -165,6 +165,14 @@ class Setting:
         return SettingError(self.name, f"setting {self.name!r} must be {self.accepts}{also}, got {value!r}")
 
 
+FORWARD_TRACEPARENT = Setting(
+    "forward_traceparent", "bool", default=False,
+    help="send each request's W3C traceparent and tracestate to this channel's upstream (off: they never leave the gateway)",
+)  # fmt: skip
+# settings every channel accepts, whatever its type (the core reads them)
+CORE_SETTINGS: tuple[Setting, ...] = (FORWARD_TRACEPARENT,)
+
+
 def validate_settings(schema: Sequence[Setting], raw: Mapping[str, object]) -> dict[str, SettingValue]:
     """The settings to store: each value of ``raw`` converted by its setting in
     ``schema`` (see :meth:`Setting.convert`); a ``None`` value is left out (not set).

@@ -10,7 +10,8 @@ framing); a local channel type (the demo) answers by itself.
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from types import MappingProxyType
 
 import aiohttp
 import attrs
@@ -19,6 +20,8 @@ from .channel_settings import Setting
 from .client_protocol import Call, Frame
 from .model import CoreRequest, CoreResponse, MediaUsage, Usage
 from .records import ChannelRecord
+
+NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
 
 @attrs.frozen
@@ -54,6 +57,8 @@ class Exchange:
     session: aiohttp.ClientSession
     timeouts: Timeouts
     request_id: str
+    # W3C trace context to send upstream (only when the channel forwards it), added by upstream.post
+    trace_headers: Mapping[str, str] = attrs.field(default=NO_HEADERS)
 
     @property
     def passthrough(self) -> bool:

@@ -10,6 +10,7 @@
     max_body_bytes = 33554432
 
     redis = "redis://127.0.0.1:6379/0"   # limits shared by workers and replicas
+    metrics_allow = ["10.0.0.0/8"]        # who may read GET /metrics (default: loopback)
 
     [plugins.acme]            # a plugin's own settings
     default_max_tokens = 4096
@@ -17,6 +18,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import tomllib
 from pathlib import Path
@@ -64,6 +66,13 @@ class Config:
     redis: str | None = None
     redis_fail_open: bool = False
     redis_prefix: str = "relaygate"  # the start of every key, for gateways that share one Redis
+    # GET /metrics: a bearer token it requires and/or the addresses it answers
+    # (networks); with neither, only loopback clients may read it
+    metrics_token: str | None = attrs.field(default=None, repr=False)
+    metrics_allow: tuple[str, ...] = ()
+    # seconds between a shutdown signal and the end of accepting requests, while
+    # GET /readyz answers 503 so that a load balancer drains the replica
+    shutdown_drain_seconds: float = 0.0
 
     def plugin_settings(self, name: str) -> dict[str, Any]:
         return self.plugins.get(name, {})
@@ -72,8 +81,12 @@ class Config:
 def load_config(db_path: str | None = None, plugins_file: str | os.PathLike[str] | None = None) -> Config:
     """Read ``plugins_file`` (default: ``RELAYGATE_PLUGINS`` or ``./plugins.toml``
     when it exists) and the database path (``RELAYGATE_DB`` or the default);
-    ``RELAYGATE_REDIS`` names Redis over the file's ``[gateway] redis``."""
+    ``RELAYGATE_REDIS`` names Redis over the file's ``[gateway] redis``, and
+    ``RELAYGATE_METRICS_TOKEN`` the token of ``GET /metrics`` over ``metrics_token``."""
     config = _load_file(db_path or os.environ.get("RELAYGATE_DB") or DEFAULT_DB, plugins_file)
+    token = os.environ.get("RELAYGATE_METRICS_TOKEN")
+    if token:
+        config = attrs.evolve(config, metrics_token=token)
     redis = os.environ.get("RELAYGATE_REDIS")
     if redis:
         try:
@@ -109,7 +122,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
     known = {
         "trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds",
         "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "db_pool_size", "db_timeout",
-        "redis", "redis_fail_open", "redis_prefix",
+        "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds",
     }  # fmt: skip
     unknown = set(gateway) - known
     if unknown:
@@ -136,6 +149,9 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             redis=redis_url(gateway["redis"], "[gateway] redis") if "redis" in gateway else None,
             redis_fail_open=_flag(gateway, "redis_fail_open", defaults.redis_fail_open),
             redis_prefix=str(gateway.get("redis_prefix", defaults.redis_prefix)),
+            metrics_token=_optional_text(gateway, "metrics_token"),
+            metrics_allow=_networks(gateway, "metrics_allow"),
+            shutdown_drain_seconds=_seconds(gateway, "shutdown_drain_seconds", defaults.shutdown_drain_seconds, zero=True),
             source=source,
         )
     except (TypeError, ValueError) as exc:
@@ -147,6 +163,28 @@ def redis_url(value: object, where: str) -> str:
     if not isinstance(value, str) or not value.startswith(("redis://", "rediss://", "unix://")):
         raise ValueError(f"{where} must be a Redis URL (redis://HOST:PORT/DB), got {value!r}")
     return value
+
+
+def _optional_text(table: dict[str, Any], name: str) -> str | None:
+    value = table.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"[gateway] {name} must be a non-empty string")
+    return value.strip()
+
+
+def _networks(table: dict[str, Any], name: str) -> tuple[str, ...]:
+    """A list of addresses or networks (``127.0.0.1``, ``10.0.0.0/8``, ``::1``)."""
+    value = table.get(name, [])
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ValueError(f"[gateway] {name} must be a list of addresses or networks")
+    for item in value:
+        try:
+            ipaddress.ip_network(item.strip(), strict=False)
+        except ValueError:
+            raise ValueError(f"[gateway] {name}: {item!r} is not an address or a network") from None
+    return tuple(item.strip() for item in value)
 
 
 def _flag(table: dict[str, Any], name: str, default: bool) -> bool:

@@ -37,7 +37,8 @@ class RequestContext:
     reservation the quota policy made. ``target`` is where the last upstream
     attempt went, ``attempts`` every attempt as the usage log keeps it. ``row``
     is the usage-log row, set once by the settlement (before the policies
-    finish), and ``settled`` says it was.
+    finish), and ``settled`` says it was. ``refused_by`` names the policy that
+    refused the request, if one did.
     """
 
     request_id: str
@@ -59,6 +60,8 @@ class RequestContext:
     attempts: list[dict[str, Any]] = attrs.field(factory=list)
     row: UsageRow | None = None
     settled: bool = False
+    refused_by: str | None = None
+    trace: Any = None  # the request's spans, when tracing is on (tracing.RequestTrace)
 
     def authenticated_key(self) -> KeyRecord:
         """The request's API key, for the policies and steps after authentication."""

@@ -27,6 +27,7 @@ import os
 import socket
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -35,6 +36,9 @@ from .records import key_fingerprint
 from .router import Route
 from .request_store import CHANNEL_SLOT, BreakerReport, RequestStore
 from .secrets import redact
+
+if TYPE_CHECKING:
+    from .metrics import Metrics
 
 log = structlog.get_logger("relaygate.health")
 
@@ -161,8 +165,12 @@ class Lease:
 class HealthBoard:
     """The breakers and in-flight counts of every channel, for one worker."""
 
-    def __init__(self, *, failures: int = 3, cooldown: float = 30.0, store: RequestStore | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, *, failures: int = 3, cooldown: float = 30.0, store: RequestStore | None = None,
+        clock: Callable[[], float] = time.monotonic, metrics: Metrics | None = None,
+    ) -> None:  # fmt: skip
         self.failures = failures
+        self.metrics = metrics  # breaker changes are counted there
         self.cooldown = cooldown
         self.channels: dict[int, ChannelHealth] = {}
         self._store = store  # breaker changes and disabled keys are saved there, not awaited
@@ -302,6 +310,9 @@ class HealthBoard:
             self._store.disable_channel_key(channel.id, key_fingerprint(lease.api_key), lease.key_index, reason)
 
     def _report(self, lease: Lease, slot: str, breaker: Breaker) -> None:
+        if self.metrics is not None:
+            key = "channel" if slot == CHANNEL_SLOT else str(lease.key_index)
+            self.metrics.breaker(lease.route.channel.name, key, breaker.state is OPEN)
         if self._store is None:
             return
         wall = time.time()

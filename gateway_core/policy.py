@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .errors import GatewayError
+
 if TYPE_CHECKING:
     from .context import RequestContext
     from .services import Services
@@ -48,11 +50,16 @@ class Pipeline:
 
     async def admit(self, ctx: RequestContext, services: Services) -> None:
         """Run every policy's ``admit`` in order, keeping in ``ctx.admitted`` those
-        that need ``finish``; a refusal (a ``GatewayError``) ends the run. Whatever
+        that need ``finish``; a refusal (a ``GatewayError``) ends the run, the
+        refusing policy named in ``ctx.refused_by``. Whatever
         happens, the request's settlement calls :meth:`finish`."""
         admitted, finishers = ctx.admitted, self._finishers
         for policy in self.policies:
-            await policy.admit(ctx, services)
+            try:
+                await policy.admit(ctx, services)
+            except GatewayError:
+                ctx.refused_by = policy.name
+                raise
             if policy.name in finishers:
                 admitted.append(policy)
 

@@ -36,6 +36,7 @@ from .services import Services
 from .settlement import settle
 from .stream_contract import StreamContract
 from .tally import StreamTally
+from .tracing import upstream_trace_headers
 from .uploads import Upload, discard_unread
 
 log = structlog.get_logger("relaygate.request")
@@ -59,6 +60,7 @@ class ProtocolEndpoint:
             request_id=scope[REQUEST_ID], protocol=self.protocol, client_ip=services.client_address(scope),
             headers=headers, endpoint=self.route.endpoint,
         )
+        services.metrics.started()
         upload: Upload | None = None
         try:
             query = QueryParams(scope["query_string"])
@@ -158,6 +160,7 @@ class ProtocolEndpoint:
                     session=session,
                     timeouts=plan.timeouts(lease),
                     request_id=ctx.request_id,
+                    trace_headers=upstream_trace_headers(services.tracing, ctx, target),
                 )
                 ctx.target = target
                 started = time.perf_counter()
@@ -249,6 +252,7 @@ class ProtocolEndpoint:
             await send({"type": "http.response.start", "status": 200, "headers": stream_headers(writer.content_type) + ctx.response_headers})
         tally = StreamTally(ctx.started)
         error: GatewayError | None = None
+        self.services.metrics.stream_started()
         try:
             error = await watch.run(_pump(reply, contract, writer, tally, send))
             end_reason = "done" if error is None else end_reason_of(error)
@@ -258,6 +262,7 @@ class ProtocolEndpoint:
             await asyncio.shield(settle(ctx, _streamed(ctx, tally, "client_gone", None), self.services))
             raise
         finally:
+            self.services.metrics.stream_ended()
             await reply.close()
         await settle(ctx, _streamed(ctx, tally, end_reason, error), self.services)
         if end_reason == "client_gone":

@@ -162,6 +162,11 @@ class Router:
     async def index(self) -> ChannelIndex:
         return await self._snapshot.current()
 
+    def known_model(self, model: str) -> bool:
+        """Whether a channel serves ``model``, as the last index read says (no await)."""
+        index = self._snapshot.latest()
+        return index is not None and model in index.models
+
     async def _read_index(self) -> ChannelIndex:
         index = ChannelIndex(list(await self._store.list_channels()), self._serves, self._timeouts, loaded=self._channel_types)
         self._warn_unloaded(index)

@@ -1,6 +1,7 @@
 """Serving the app with hypercorn on uvloop, with a graceful shutdown.
 
-On SIGTERM or SIGINT the server stops accepting connections, lets in-flight
+On SIGTERM or SIGINT ``GET /readyz`` turns 503 at once; after
+``shutdown_drain_seconds`` (default 0) the server stops accepting connections, lets in-flight
 requests and streams finish (up to ``graceful_timeout`` seconds), then the
 app's lifespan closes upstream connections and flushes pending writes.
 """
@@ -17,6 +18,8 @@ from hypercorn.config import Config as HypercornConfig
 
 from .config import Config
 from .logs import configure_logging
+from .metrics import prepare_workers
+from .readiness import drain_then
 
 log = structlog.get_logger("relaygate.server")
 
@@ -43,6 +46,7 @@ def hypercorn_config(host: str, port: int, workers: int) -> HypercornConfig:
 def serve(config: Config, *, host: str = "127.0.0.1", port: int = 8080, workers: int = 1) -> int:
     """Run the gateway until a shutdown signal; returns the exit status."""
     configure_logging()
+    prepare_workers(workers)  # metrics of several workers added up: before any worker starts
     # worker processes (and the app factory) read their configuration from here
     os.environ["RELAYGATE_DB"] = config.db_path
     if config.source:
@@ -60,16 +64,16 @@ def serve(config: Config, *, host: str = "127.0.0.1", port: int = 8080, workers:
         return run(hconfig)
     import uvloop
 
-    uvloop.run(_serve_one(app, hconfig))
+    uvloop.run(_serve_one(app, hconfig, config.shutdown_drain_seconds))
     return 0
 
 
-async def _serve_one(app, hconfig: HypercornConfig) -> None:
+async def _serve_one(app, hconfig: HypercornConfig, drain_seconds: float = 0.0) -> None:
     from hypercorn.asyncio import serve as hypercorn_serve
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, drain_then, app.services, drain_seconds, stop.set)
     await hypercorn_serve(app, hconfig, shutdown_trigger=stop.wait)
     log.info("stopped")

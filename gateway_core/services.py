@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
 
 import aiohttp
 import attrs
@@ -12,6 +14,9 @@ from .billing.sweeper import HoldSweeper
 from .config import Config
 from .health import HealthBoard
 from .key_cache import KeyCache
+from .metrics import Metrics
+from .readiness import Readiness
+from .tracing import Tracing, tracing_from_env
 from .registry import Registry
 from .policy import Pipeline
 from .ratelimit import RateLimiter
@@ -41,14 +46,19 @@ class Services:
     prices: TtlSnapshot[PriceSnapshot] | None = None  # prices and group ratios
     hold_sweeper: HoldSweeper | None = None
     health: HealthBoard = attrs.field(factory=HealthBoard)
+    metrics: Metrics = attrs.field(factory=Metrics)
+    readiness: Readiness = attrs.field(factory=Readiness)
+    tracing: Tracing | None = None  # OpenTelemetry spans (tracing.py), off by default
 
     @classmethod
     def build(
-        cls, config: Config, registry: Registry, *, store: RequestStore | None = None, rate_limiter: RateLimiter | None = None
+        cls, config: Config, registry: Registry, *, store: RequestStore | None = None, rate_limiter: RateLimiter | None = None,
+        tracer_provider: Any = None,
     ) -> Services:
         """The services for ``config``; ``store`` and ``rate_limiter`` default to the
         ones the configuration names (the embedded store; limits in Redis when
-        ``config.redis`` names it, else in this process)."""
+        ``config.redis`` names it, else in this process), ``tracer_provider`` (an
+        OpenTelemetry one) to the ``OTEL_*`` environment's (none: no tracing)."""
         if store is None:
             from .store import open_store
 
@@ -56,13 +66,18 @@ class Services:
         from .store import admin_ports
 
         admin, sql = admin_ports(store)
+        router = Router(store, registry.channel_types, timeouts=config.timeouts)
+        metrics = Metrics(known_model=router.known_model)
+        metrics.watch_store(store, sql.dialect)
         return cls(
             config=config,
             registry=registry,
             store=store,
             keys=KeyCache(store),
-            router=Router(store, registry.channel_types, timeouts=config.timeouts),
-            health=HealthBoard(failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store),
+            router=router,
+            health=HealthBoard(failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, metrics=metrics),
+            metrics=metrics,
+            tracing=Tracing(tracer_provider) if tracer_provider is not None else tracing_from_env(),
             pipeline=Pipeline(registry.policies),
             recorder=Recorder(store),
             client_address=ClientAddress(config.trusted_proxies),
@@ -76,6 +91,7 @@ class Services:
     async def start(self) -> None:
         """Open the store and the shared upstream HTTP session (one per worker)."""
         await self.store.start()
+        self.metrics.start()
         await self.router.index()  # warns about channels whose type is not loaded
         if self.hold_sweeper is not None:
             self.hold_sweeper.start()
@@ -98,6 +114,9 @@ class Services:
         if close is not None:
             await close()
         await self.store.close()
+        await self.metrics.close()
+        if self.tracing is not None:
+            await asyncio.to_thread(self.tracing.shutdown)
 
 
 def _rate_limiter(config: Config) -> RateLimiter:

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 async def settle(ctx: RequestContext, outcome: Outcome, services: Services) -> None:
     """Fill the request's row from ``outcome`` and price it, let the policies
     that admitted it finish (they read the row), then record the row and the
-    charge's settlement in one durable write. Once per request: later calls do
-    nothing."""
+    charge's settlement in one durable write; then count it in the metrics.
+    Once per request: later calls do nothing."""
     if ctx.settled:
         return
     ctx.settled = True
@@ -29,7 +29,12 @@ async def settle(ctx: RequestContext, outcome: Outcome, services: Services) -> N
     try:
         await services.pipeline.finish(ctx, services)
     finally:
-        await services.recorder.record(row, ctx.charge)
+        try:
+            await services.recorder.record(row, ctx.charge)
+        finally:
+            services.metrics.finished(ctx, outcome, row)
+            if services.tracing is not None:
+                services.tracing.finished(ctx, outcome, row)
 
 
 def usage_row(ctx: RequestContext, outcome: Outcome) -> UsageRow:

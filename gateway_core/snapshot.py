@@ -32,6 +32,10 @@ class TtlSnapshot(Generic[T]):
             return self._value
         return None
 
+    def latest(self) -> T | None:
+        """The last value read, however old (``None``: none yet)."""
+        return self._value
+
     async def current(self) -> T:
         """The fresh value, or a new read."""
         value = self.fresh()

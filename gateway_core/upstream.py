@@ -95,13 +95,15 @@ async def post(
 
 def channel_headers(exchange: Exchange, headers: Mapping[str, str]) -> dict[str, str]:
     """The headers of one upstream request: the channel's own (set by its operator
-    with ``relaygate channel add --header``), then the channel type's ``headers``,
-    which win when both name one (names compared without case)."""
-    operator = exchange.target.channel.headers
-    if not operator:
+    with ``relaygate channel add --header``), the trace context when the channel
+    forwards it (``exchange.trace_headers``), then the channel type's ``headers``,
+    which win when several name one (names compared without case)."""
+    operator, trace = exchange.target.channel.headers, exchange.trace_headers
+    if not operator and not trace:
         return dict(headers)
     own = {name.lower() for name in headers}
     merged = {name: value for name, value in operator.items() if name.lower() not in own}
+    merged.update((name, value) for name, value in trace.items() if name not in own)
     merged.update(headers)
     return merged
 

@@ -29,10 +29,17 @@ async def test_settings_are_validated_and_stored_typed(admin):
     assert (await channels.get_channel(admin, channel.id)).settings == {"delay_ms": 250}
     with pytest.raises(Invalid, match=r"^setting 'delay_ms' must be a whole number from 0 to 60000, got 'soon'$"):
         await channels.add_channel(admin, {**DEMO, "name": "other", "settings": {"delay_ms": "soon"}})
-    with pytest.raises(Invalid, match=r"^unknown setting 'delay' \(known: delay_ms\)$"):
+    with pytest.raises(Invalid, match=r"^unknown setting 'delay' \(known: delay_ms, forward_traceparent\)$"):
         await channels.update_channel(admin, channel.id, {"settings": {"delay": "5"}})
     assert [c.name for c in await channels.list_channels(admin)] == ["demo"]
     assert (await channels.get_channel(admin, channel.id)).settings == {"delay_ms": 250}
+
+
+async def test_every_channel_accepts_the_core_settings(admin):
+    channel = await channels.add_channel(admin, {**DEMO, "settings": {"forward_traceparent": "yes"}})
+    assert channel.settings == {"forward_traceparent": True}
+    with pytest.raises(Invalid, match=r"^setting 'forward_traceparent' must be true or false"):
+        await channels.update_channel(admin, channel.id, {"settings": {"forward_traceparent": "maybe"}})
 
 
 async def test_an_edit_sets_and_unsets_settings(admin):
@@ -49,7 +56,7 @@ async def test_an_edit_sets_and_unsets_settings(admin):
 
 async def test_a_change_of_type_checks_the_stored_settings_again(admin):
     channel = await channels.add_channel(admin, {**DEMO, "settings": {"delay_ms": 5}})
-    with pytest.raises(Invalid, match=r"stored settings do not suit the channel type 'openai': unknown setting 'delay_ms' \(known: responses\)"):
+    with pytest.raises(Invalid, match=r"stored settings do not suit the channel type 'openai': unknown setting 'delay_ms' \(known: responses, forward_traceparent\)"):
         await channels.update_channel(admin, channel.id, {"type": "openai", "base_url": "https://api.example.com"})
     assert (await channels.get_channel(admin, channel.id)).type == "demo"
     changed = await channels.update_channel(

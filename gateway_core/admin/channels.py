@@ -21,7 +21,7 @@ import aiohttp
 import attrs
 
 from .. import endpoints
-from ..channel_settings import SettingError, validate_settings
+from ..channel_settings import CORE_SETTINGS, SettingError, validate_settings
 from ..channel_type import ChannelType, Timeouts
 from ..health_report import describe_health
 from ..probe import ProbeResult as ProbeResult  # what test_channel returns, for the fronts
@@ -237,7 +237,7 @@ def _checked_settings(channel_type: ChannelType | None, fields: Mapping[str, Any
         kind = existing.type if existing is not None else "?"
         raise Invalid(f"the channel's settings cannot be checked: its type {kind!r} is not loaded (its plugin is missing)")
     try:
-        return validate_settings(channel_type.settings, settings)
+        return validate_settings((*channel_type.settings, *CORE_SETTINGS), settings)
     except SettingError as error:
         if given:
             raise Invalid(str(error)) from None

@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import endpoints
 from ..admin import Admin, channels
-from ..channel_settings import setting_text
+from ..channel_settings import CORE_SETTINGS, setting_text
 from ..health_report import key_summary
 from ..hookspecs import hookimpl
 from ..probe import ProbeResult
@@ -235,6 +235,9 @@ def _run_types(args: argparse.Namespace, cli: CommandContext) -> int:
             print(f"  {s.name.ljust(width)}  {s.accepts} (default: {default}). {s.help}".rstrip())
         if not channel_type.settings:
             print("  (no settings)")
+    print("every type:")
+    for s in CORE_SETTINGS:
+        print(f"  {s.name}  {s.accepts} (default: {setting_text(s.default)}). {s.help}")
     return 0
 
 

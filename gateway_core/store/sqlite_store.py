@@ -51,6 +51,7 @@ class Store:
         self._reader_lock = threading.Lock()
         self._closing: asyncio.Future | None = None
         self._closed = False
+        self.on_commit: Callable[[float], None] | None = None  # seconds of each group commit (metrics)
 
     # --- connections and schema --------------------------------------------
 
@@ -89,6 +90,7 @@ class Store:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self.migrate)
         writer = GroupCommitWriter(self.connect)
+        writer.on_commit = self.on_commit
         await asyncio.get_running_loop().run_in_executor(None, writer.start)
         self._pool = ThreadPoolExecutor(max_workers=self.readers, thread_name_prefix="relaygate-reader")
         self._writer = writer
@@ -110,6 +112,10 @@ class Store:
             conns, self._reader_conns = self._reader_conns, []
         for conn in conns:
             conn.close()
+
+    def write_backlog(self) -> int:
+        """Writes queued for the writer thread or being committed."""
+        return self._writer.backlog() if self._writer is not None else 0
 
     @property
     def writer_stats(self):

@@ -13,6 +13,7 @@ import asyncio
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -56,7 +57,13 @@ class GroupCommitWriter:
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
         self._start_error: BaseException | None = None
+        self._in_batch = 0
         self.stats = WriterStats()
+        self.on_commit: Callable[[float], None] | None = None  # seconds of each committed batch (metrics)
+
+    def backlog(self) -> int:
+        """Writes queued or in the batch being written."""
+        return self._queue.qsize() + self._in_batch
 
     def start(self) -> None:
         """Start the thread and open its connection (raises if that fails)."""
@@ -104,7 +111,9 @@ class GroupCommitWriter:
                     except queue.Empty:
                         break
                 if batch:
+                    self._in_batch = len(batch)
                     self._run_batch_safely(conn, batch)
+                    self._in_batch = 0
         finally:
             conn.close()
 
@@ -123,6 +132,7 @@ class GroupCommitWriter:
     def _run_batch(self, conn: sqlite3.Connection, batch: list[WriteJob]) -> None:
         outcomes: list[tuple[WriteJob, bool, Any]] = []
         while batch:
+            started = time.perf_counter()
             try:
                 begin_immediate(conn)
             except Exception as exc:
@@ -143,6 +153,8 @@ class GroupCommitWriter:
                 outcomes.extend((job, False, exc) for job, _, _ in done)
             else:
                 self.stats.transactions += 1
+                if self.on_commit is not None:
+                    self.on_commit(time.perf_counter() - started)
                 outcomes.extend(done)
             break
         self._wake(outcomes)

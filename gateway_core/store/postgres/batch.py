@@ -25,6 +25,7 @@ settlements are then run one by one, so that only the faulty one fails.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -70,6 +71,7 @@ class SettlementBatcher:
         store: str,
         timeout: float,
         attempts: int,
+        observe: Callable[[float], None] = lambda seconds: None,
         max_batch: int = MAX_BATCH,
     ) -> None:
         self._pool = pool
@@ -79,10 +81,15 @@ class SettlementBatcher:
         self._store = store
         self._timeout = timeout
         self._attempts = attempts
+        self._observe = observe  # seconds of each batch's commit (metrics)
         self._max_batch = max(1, max_batch)
         self._queue: list[Pending] = []
         self._flusher: asyncio.Task[None] | None = None
         self.stats = BatchStats()
+
+    def queued(self) -> int:
+        """Settlements waiting for the next batch."""
+        return len(self._queue)
 
     def settle(self, row: UsageRow, user_id: int, params: list[Any]) -> asyncio.Future[None]:
         """Queue one settlement; the future resolves once it has committed (or
@@ -106,6 +113,7 @@ class SettlementBatcher:
         if len(batch) == 1:
             await self._one_by_one(batch)
             return
+        started = time.perf_counter()
         try:
             settled = await self._send(batch)
         except asyncpg.PostgresError:  # refused whole (no transient fault): find the faulty one
@@ -117,6 +125,7 @@ class SettlementBatcher:
             if not isinstance(exc, Exception):
                 raise
             return
+        self._observe(time.perf_counter() - started)
         self.stats.batches += 1
         self.stats.settlements += len(batch)
         for pending in batch:

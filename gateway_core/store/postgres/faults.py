@@ -20,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import enum
 import random
+import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import asyncpg
@@ -144,3 +145,28 @@ async def _acquire(pool: asyncpg.Pool, remaining: float) -> asyncpg.Connection:
         if classify(exc) is not None:
             raise
         raise ConnectionError(f"cannot connect: {describe(exc)}") from exc
+
+
+def log_settle_failure(settled: asyncio.Future[None]) -> None:
+    """Log a settlement that failed after its caller stopped waiting."""
+    error = None if settled.cancelled() else settled.exception()
+    if error is not None:
+        log.error("store.write_failed", operation="record", error=describe(error))
+
+
+def commit_timer(observe: Callable[[float], None], started: float) -> Callable[[asyncio.Task[Any]], None]:
+    """A done-callback reporting the seconds a write took, when it succeeded."""
+    def done(task: asyncio.Task[Any]) -> None:
+        if not task.cancelled() and task.exception() is None:
+            observe(time.perf_counter() - started)
+
+    return done
+
+
+def log_write_failure(what: str, task: asyncio.Task[Any]) -> None:
+    """A done-callback logging a write task's error."""
+    if task.cancelled():
+        return
+    error = task.exception()
+    if error is not None:
+        log.error("store.write_failed", operation=what, error=describe(error))

@@ -35,7 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import asyncpg
@@ -51,7 +51,7 @@ from ..prices import _price as price_record
 from ..usage import usage_values
 from . import statements as sql
 from .batch import Pending, SettlementBatcher
-from .faults import Attempt, Operation, describe, is_duplicate, run_retrying, store_name
+from .faults import Attempt, Operation, commit_timer, describe, is_duplicate, log_settle_failure, log_write_failure, run_retrying, store_name
 from .migrate import SchemaOutdated, apply_migrations, pending
 from .schema import CORE_MIGRATIONS
 
@@ -92,8 +92,9 @@ class PostgresStore:
         self._closing: asyncio.Future[None] | None = None
         self.batcher = SettlementBatcher(
             pool=self._running_pool, single=self._settle_one, refusal=self._refusal_of, track=self._track,
-            store=self.name, timeout=self.timeout, attempts=self.attempts,
+            store=self.name, timeout=self.timeout, attempts=self.attempts, observe=self._observe_commit,
         )  # fmt: skip
+        self.on_commit: Callable[[float], None] | None = None  # seconds of each write (metrics)
 
     # --- schema and lifecycle -------------------------------------------------
 
@@ -245,7 +246,7 @@ class PostgresStore:
         try:
             await asyncio.shield(settled)
         except asyncio.CancelledError:
-            settled.add_done_callback(_log_settle_failure)  # nobody waits for it any more
+            settled.add_done_callback(log_settle_failure)  # nobody waits for it any more
             raise
 
     def _settle(self, row: UsageRow, user_id: int | None, statement: str, params: list[Any]) -> Operation[None]:
@@ -321,7 +322,7 @@ class PostgresStore:
         if not self.running:  # lost only when the store is already closed, as on SQLite
             return
         task = self._track(self._run(what, operation, self._running_pool()))
-        task.add_done_callback(lambda done: _log_failure(what, done))
+        task.add_done_callback(lambda done: log_write_failure(what, done))
 
     # --- running operations -------------------------------------------------------------------
 
@@ -333,13 +334,24 @@ class PostgresStore:
             return await self._write(what, operation)
         return await self._run(what, operation, self._running_pool())
 
+    def _observe_commit(self, seconds: float) -> None:
+        if self.on_commit is not None:
+            self.on_commit(seconds)
+
+    def write_backlog(self) -> int:
+        """Writes running (each waits for a connection or for its commit) and
+        settlements queued for the next batch."""
+        return len(self._tasks) + self.batcher.queued()
+
     async def _write(self, what: str, operation: Operation[T]) -> T:
         """Run a write in its own task: cancelling the caller does not cancel it."""
         task = self._track(self._run(what, operation, self._running_pool()))
+        if self.on_commit is not None:
+            task.add_done_callback(commit_timer(self.on_commit, time.perf_counter()))
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
-            task.add_done_callback(lambda done: _log_failure(what, done))  # nobody waits for it any more
+            task.add_done_callback(lambda done: log_write_failure(what, done))  # nobody waits for it any more
             raise
 
     def _track(self, coro: Awaitable[T]) -> asyncio.Task[T]:
@@ -378,17 +390,3 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     session state (no SET, LISTEN, cursor or session lock; an open transaction is
     still rolled back by the pool), and asyncpg's default reset would cost one
     more round trip per call."""
-
-
-def _log_settle_failure(settled: asyncio.Future[None]) -> None:
-    error = None if settled.cancelled() else settled.exception()
-    if error is not None:
-        log.error("store.write_failed", operation="record", error=describe(error))
-
-
-def _log_failure(what: str, task: asyncio.Task[Any]) -> None:
-    if task.cancelled():
-        return
-    error = task.exception()
-    if error is not None:
-        log.error("store.write_failed", operation=what, error=describe(error))
