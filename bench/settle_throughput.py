@@ -2,7 +2,7 @@
 or PostgreSQL's pool.
 
     .venv/bin/python bench/settle_throughput.py [--requests 20000] [--concurrency 256]
-    .venv/bin/python bench/settle_throughput.py --postgres postgresql://postgres@127.0.0.1/postgres [--pool 10]
+    .venv/bin/python bench/settle_throughput.py --postgres postgresql://postgres@127.0.0.1/postgres [--pool 10] [--max-batch N] [--flushers N]
 
 Runs the billing path of the gateway — the quota policy's ``admit`` (the
 reservation: one write), the usage row filled and priced from the request's
@@ -16,13 +16,17 @@ the two writes, and checks the money invariants at the end.
 
 With ``--postgres URL`` the seeded SQLite store is copied (``copy-store``) into a
 fresh database on that server, dropped afterwards, and the store is
-:class:`~gateway_core.store.postgres.PostgresStore` with a pool of ``--pool``.
+:class:`~gateway_core.store.postgres.PostgresStore` with a pool of ``--pool``;
+its settlements go several per round trip (at most ``--max-batch``; 1 sends each
+alone, as before batching), and the server's CPU per settled request is read
+from ``/proc`` (the postmaster's process tree, when the server runs here).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -50,7 +54,9 @@ from gateway_core.store.postgres import PostgresStore  # noqa: E402
 from gateway_core.store.postgres.audit import audit as pg_audit  # noqa: E402
 
 import asyncpg  # noqa: E402
+import attrs  # noqa: E402
 import pg_column  # noqa: E402
+from cpu import process_tree  # noqa: E402
 
 MODEL = "bench-model"
 OPENAI = SimpleNamespace(name="openai")  # the client protocol, as the usage row names it
@@ -92,10 +98,14 @@ async def run(args) -> int:
         sqlite.migrate()
         key_records = seed(sqlite, args.users)
         store: Store | PostgresStore = sqlite
+        postmaster, batches, in_batches, alone = 0, 0, 0, 0
         if args.postgres:
             url = await pg_column.fresh_database(args.postgres)
             await copy_store(sqlite.path, url, CORE_MIGRATIONS)
             store = PostgresStore(url, max_size=args.pool)
+            store.batcher.max_batch = args.max_batch
+            store.batcher.flushers = args.flushers or store.batcher.flushers
+            postmaster = await pg_column.postmaster_pid(url)
         await store.start()
         services = SimpleNamespace(store=store, prices=TtlSnapshot(store.price_snapshot, ttl=3600), router=None)
         quota, recorder = Quota(), Recorder(store)
@@ -114,9 +124,15 @@ async def run(args) -> int:
         holds.clear(), settles.clear()
         stats = sqlite.writer_stats if store is sqlite else None
         before = (stats.transactions, stats.writes) if stats else (0, 0)
+        batched = attrs.evolve(store.batcher.stats) if isinstance(store, PostgresStore) else None
+        server_cpu = tree_cpu_seconds(postmaster) if args.postgres else 0.0
         started = time.perf_counter()
         await asyncio.gather(*(bounded(n) for n in range(args.requests)))
         elapsed = time.perf_counter() - started
+        server_cpu = tree_cpu_seconds(postmaster) - server_cpu if args.postgres else 0.0
+        if isinstance(store, PostgresStore) and batched is not None:
+            now = store.batcher.stats
+            batches, in_batches, alone = now.batches - batched.batches, now.settlements - batched.settlements, now.singles - batched.singles
         transactions, writes = (stats.transactions - before[0], stats.writes - before[1]) if stats else (0, 0)
         await store.close()
         if isinstance(store, PostgresStore):
@@ -135,13 +151,29 @@ async def run(args) -> int:
     print(f"{args.requests:,} priced requests, concurrency {args.concurrency}, {args.users} user(s)/key(s)")
     print(f"settled requests/s : {args.requests / elapsed:,.0f}   ({elapsed:.2f} s)")
     if args.postgres:
-        print(f"store              : PostgreSQL, a pool of {args.pool} connections, one round trip per write")
+        flushers = store.batcher.flushers if isinstance(store, PostgresStore) else 0
+        print(f"store              : PostgreSQL, a pool of {args.pool} connections, {flushers} flusher(s), batches of at most {args.max_batch}")
+        print(f"settlements        : {in_batches:,} in {batches:,} batches (avg {in_batches / max(1, batches):.1f}), {alone:,} alone")
+        print(f"PostgreSQL CPU     : {server_cpu * 1000 / args.requests:.3f} ms per settled request")
     else:
         print(f"writer             : {writes:,} writes in {transactions:,} transactions (avg batch {writes / max(1, transactions):.1f})")
     print(f"hold write   ms    : p50 {ms(holds, 50):.2f}  p99 {ms(holds, 99):.2f}")
     print(f"settle+log   ms    : p50 {ms(settles, 50):.2f}  p99 {ms(settles, 99):.2f}")
     print(f"invariants         : {'OK' if report.ok else report.problems}  ({report.ledger_rows:,} ledger rows)")
     return 0 if report.ok else 1
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User and system CPU of ``pid`` and its descendants (the server's backends)."""
+    total = 0
+    for member in process_tree(pid):
+        try:
+            with open(f"/proc/{member}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (clock ticks)
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> int:
@@ -151,6 +183,8 @@ def main() -> int:
     parser.add_argument("--users", type=int, default=50, help="distinct users (one key each)")
     parser.add_argument("--postgres", metavar="URL", help="measure PostgreSQL: a fresh database on this server")
     parser.add_argument("--pool", type=int, default=10, help="PostgreSQL pool size (default 10, [gateway] db_pool_size)")
+    parser.add_argument("--max-batch", type=int, default=256, help="PostgreSQL: settlements per round trip at most (1: each alone)")
+    parser.add_argument("--flushers", type=int, default=0, help="PostgreSQL: batches in flight at once (default: half the pool)")
     args = parser.parse_args()
     return uvloop.run(run(args))
 

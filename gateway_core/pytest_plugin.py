@@ -51,8 +51,10 @@ def relaygate_plugins() -> Sequence[Any]:
 
 
 @pytest.fixture
-def seed(relaygate_config: Config, relaygate_plugins: Sequence[Any]) -> Seed:
-    return Seed(relaygate_config, extra_plugins=relaygate_plugins)
+def seed(relaygate_config: Config, relaygate_plugins: Sequence[Any]) -> Iterator[Seed]:
+    seeded = Seed(relaygate_config, extra_plugins=relaygate_plugins)
+    yield seeded
+    seeded.close()
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from .failover import AttemptPlan
 from .health import Lease
 from .model import ChatResponse, CoreRequest
 from .outcome import CLIENT_GONE, DONE, Outcome, answered, end_reason_of
+from .request_store import StoreUnavailable
 from .secrets import redact
 from .services import Services
 from .settlement import settle
@@ -109,7 +110,10 @@ class ProtocolEndpoint:
 
     async def _fail(self, ctx: RequestContext, send, error: GatewayError) -> None:
         rendered = self.protocol.render_error(error, ctx.request_id)
-        await settle(ctx, Outcome(rendered.status, error=error), self.services)
+        try:
+            await settle(ctx, Outcome(rendered.status, error=error), self.services)
+        except StoreUnavailable as lost:  # the database is gone: the client still hears why, not a 500
+            log.warning("request.not_recorded", status=rendered.status, error=str(lost))
         headers = ctx.response_headers + encode_headers(rendered.headers)
         if error.retry_after is not None:
             headers.append((b"retry-after", str(max(1, round(error.retry_after))).encode()))

@@ -1,5 +1,6 @@
 """200 concurrent requests against a balance that covers only some of them, in one
-gateway process and with ``relaygate serve --workers 2`` sharing the SQLite file:
+gateway process and with ``relaygate serve --workers 2`` sharing the store, on
+SQLite and on PostgreSQL:
 the balance never goes below zero, every admitted request is charged exactly once,
 refused ones cost nothing and got 429 ``insufficient_quota``, the ledger holds."""
 
@@ -13,7 +14,6 @@ import pytest
 from gateway_core.billing import testing as kit
 from gateway_core.billing.testing import MODEL
 from gateway_core.cli import main
-from gateway_core.store.wallet import topup
 from gateway_core.testing import GatewayProcess
 from gateway_openai.fake_upstream import Fault, FakeOpenAI
 
@@ -24,8 +24,9 @@ COVERED = 40  # the balance covers about this many reservations at once
 
 
 @pytest.fixture
-def relaygate_config(tmp_path):
-    return kit.config(tmp_path, LOAD)
+def relaygate_config(tmp_path, db_url):
+    """Each test runs on SQLite and on PostgreSQL (a database of its own)."""
+    return kit.config(tmp_path, LOAD, db=db_url)
 
 
 @pytest.fixture
@@ -41,9 +42,7 @@ def world(seed, upstream):
     user_id, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url, balance_usd=0)
     # what one request reserves: its body's estimated tokens and max_tokens=20 of output
     reservation = kit.expected_cost(60, 20)
-    conn = seed.store.connect()
-    topup(conn, user_id, reservation * COVERED)
-    conn.close()
+    seed.topup(user_id, reservation * COVERED)
     return user_id, key_id, secret, reservation * COVERED
 
 

@@ -22,8 +22,9 @@ CLIENTS = 24
 
 
 @pytest.fixture
-def relaygate_config(tmp_path):
-    return kit.config(tmp_path, LOAD)
+def relaygate_config(tmp_path, db_url):
+    """The test runs on SQLite and on PostgreSQL (a database of its own)."""
+    return kit.config(tmp_path, LOAD, db=db_url)
 
 
 @pytest.fixture

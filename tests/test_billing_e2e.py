@@ -18,9 +18,6 @@ from gateway_core.billing.cost import max_cost_micros
 from gateway_core.billing.testing import FREE_MODEL, MODEL, UNPRICED_MODEL
 from gateway_core.channel_type import Timeouts
 from gateway_core.config import ConfigError, config_from_mapping
-from gateway_core.store.groups import set_group_ratio
-from gateway_core.store.limits import set_key_limits
-from gateway_core.store.wallet import topup
 from gateway_core.tally import estimate_tokens
 from gateway_core.testing import FakeUpstream
 from gateway_openai.fake_upstream import Fault, FakeOpenAI, echo_text, usage_for
@@ -30,8 +27,9 @@ CHAT = [{"role": "user", "content": "one two three four"}]
 
 
 @pytest.fixture
-def relaygate_config(tmp_path):
-    return kit.config(tmp_path, LOAD, timeouts=Timeouts(connect=2, first_byte=0.5, idle=0.5))
+def relaygate_config(tmp_path, db_url):
+    """Each test runs on SQLite and on PostgreSQL (a database of its own)."""
+    return kit.config(tmp_path, LOAD, db=db_url, timeouts=Timeouts(connect=2, first_byte=0.5, idle=0.5))
 
 
 @pytest.fixture
@@ -89,9 +87,7 @@ def upstream_usage(upstream: FakeOpenAI) -> dict:
 
 async def test_the_group_ratio_multiplies_the_price(start_gateway, seed, upstream):
     user_id, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url, group="vip")
-    conn = seed.store.connect()
-    set_group_ratio(conn, "vip", 1_500_000)
-    conn.close()
+    seed.group("vip", ratio_ppm=1_500_000)
     gateway = start_gateway()
     completion = await client(gateway, secret).chat.completions.create(model=MODEL, messages=CHAT, max_tokens=20)
     row = await kit.wait_for_row(seed)
@@ -156,9 +152,7 @@ async def test_an_unpriced_model_is_refused_before_any_upstream_call(gateway, wo
 
 async def test_a_balance_too_low_is_refused_with_insufficient_quota(start_gateway, seed, upstream):
     user_id, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url, balance_usd=0)
-    conn = seed.store.connect()
-    topup(conn, user_id, 100)  # 0.0001 USD
-    conn.close()
+    seed.topup(user_id, 100)  # 0.0001 USD
     gateway = start_gateway()
     with pytest.raises(openai.RateLimitError) as caught:
         await client(gateway, secret).chat.completions.create(model=MODEL, messages=CHAT, max_tokens=1000)
@@ -318,9 +312,7 @@ async def test_a_balance_goes_below_zero_only_by_a_recorded_overrun(start_gatewa
     user_id, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url, balance_usd=0)
     body = orjson.dumps({"model": MODEL, "messages": MANY_WORDS, "max_tokens": 1})
     reservation = max_cost_micros(kit.PRICE, 1_000_000, input_tokens=estimate_tokens(len(body)), max_output_tokens=1)
-    conn = seed.store.connect()
-    topup(conn, user_id, reservation)  # exactly what the request reserves
-    conn.close()
+    seed.topup(user_id, reservation)  # exactly what the request reserves
     gateway = start_gateway()
     status, answer = await post_exact(gateway, secret, body)
     assert status == 200
@@ -340,9 +332,7 @@ async def test_a_balance_goes_below_zero_only_by_a_recorded_overrun(start_gatewa
 
 async def test_a_request_refused_by_a_later_policy_releases_its_reservation(start_gateway, seed, upstream):
     user_id, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url)
-    conn = seed.store.connect()
-    set_key_limits(conn, key_id, {"rpm": 1})  # the rate limit (600) runs after the reservation (500)
-    conn.close()
+    seed.key_limits(key_id, rpm=1)  # the rate limit (600) runs after the reservation (500)
     gateway = start_gateway()
     openai_client = client(gateway, secret)
     await openai_client.chat.completions.create(model=MODEL, messages=CHAT)
@@ -375,9 +365,9 @@ async def test_a_client_that_hangs_up_on_a_plain_request_leaves_nothing_reserved
     kit.assert_invariants(seed)
 
 
-async def test_the_reservation_is_the_maximum_cost_of_the_request(tmp_path, start_gateway, seed, upstream):
+async def test_the_reservation_is_the_maximum_cost_of_the_request(tmp_path, start_gateway, seed, upstream, relaygate_config):
     user_id, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url)
-    gateway = start_gateway(kit.config(tmp_path, LOAD, default_max_output_tokens=100))
+    gateway = start_gateway(kit.config(tmp_path, LOAD, db=relaygate_config.db_path, default_max_output_tokens=100))
     for fields, max_output in (({}, 100), ({"max_tokens": 7}, 7), ({"max_completion_tokens": 9, "max_tokens": 7}, 9)):
         body = orjson.dumps({"model": MODEL, "messages": CHAT, **fields})
         status, _ = await post_exact(gateway, secret, body)
@@ -432,12 +422,10 @@ async def post_form(gateway, secret: str, protocol: str, body: bytes) -> tuple[i
 
 
 @pytest.fixture
-def small_balance(tmp_path, seed, upstream, start_gateway):
+def small_balance(tmp_path, seed, upstream, start_gateway, relaygate_config):
     user_id, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url, balance_usd=0)
-    conn = seed.store.connect()
-    topup(conn, user_id, SMALL_BALANCE)
-    conn.close()
-    return start_gateway(kit.config(tmp_path, ALL_PROTOCOLS)), user_id, secret
+    seed.topup(user_id, SMALL_BALANCE)
+    return start_gateway(kit.config(tmp_path, ALL_PROTOCOLS, db=relaygate_config.db_path)), user_id, secret
 
 
 @pytest.mark.parametrize("protocol", ALL_PROTOCOLS)

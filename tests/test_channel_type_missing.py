@@ -38,12 +38,12 @@ class LocalLLMPlugin:
 
 @pytest.fixture
 async def gateway(relaygate_config, fake_upstream, start_gateway):
-    seed = Seed(relaygate_config, extra_plugins=[LocalLLMPlugin()])  # the adapter was there then
     upstream = await fake_upstream(FakeOpenAI())
-    seed.channel("openai-main", type="openai", base_url=upstream.url, models=["gpt-ok", "shared"])
-    seed.channel("local-box", type="localllm", base_url="http://127.0.0.1:9", models=["llama-local", "shared"])
-    seed.channel("local-off", type="localllm", base_url="http://127.0.0.1:9", models=["llama-off"], enabled=False)
-    secret = seed.key(seed.user("alice"))[1]
+    with Seed(relaygate_config, extra_plugins=[LocalLLMPlugin()]) as seed:  # the adapter was there then
+        seed.channel("openai-main", type="openai", base_url=upstream.url, models=["gpt-ok", "shared"])
+        seed.channel("local-box", type="localllm", base_url="http://127.0.0.1:9", models=["llama-local", "shared"])
+        seed.channel("local-off", type="localllm", base_url="http://127.0.0.1:9", models=["llama-off"], enabled=False)
+        secret = seed.key(seed.user("alice"))[1]
     with capture_logs() as logs:
         gateway = start_gateway()  # the adapter is gone now
     gateway.key, gateway.logs, gateway.seed = secret, logs, seed

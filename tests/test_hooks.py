@@ -138,10 +138,10 @@ class EchoPlugin:
 
 async def _echo_gateway(seed: Seed, start_gateway):
     config = seed.config
-    seed_with_plugin = Seed(config, extra_plugins=[EchoPlugin()])
-    user = seed_with_plugin.user("eve")
-    _, secret = seed_with_plugin.key(user)
-    seed_with_plugin.channel("echo", type="echo-channel", base_url="local://echo", models=["echo-1"], model_map={"echo-1": "echo-upstream"})
+    with Seed(config, extra_plugins=[EchoPlugin()]) as seed_with_plugin:
+        user = seed_with_plugin.user("eve")
+        _, secret = seed_with_plugin.key(user)
+        seed_with_plugin.channel("echo", type="echo-channel", base_url="local://echo", models=["echo-1"], model_map={"echo-1": "echo-upstream"})
     return start_gateway(config, extra_plugins=[EchoPlugin()]), secret
 
 
@@ -194,9 +194,9 @@ async def test_hook_register_routes(seed, start_gateway):
 
 def test_hook_register_migrations(tmp_path):
     config = Config(db_path=str(tmp_path / "m.db"))
-    seed = Seed(config, extra_plugins=[EchoPlugin()])
-    assert seed.rows("SELECT name FROM schema_migrations WHERE name = '9000_echo_notes'") == [{"name": "9000_echo_notes"}]
-    assert seed.rows("SELECT count(*) AS n FROM echo_notes") == [{"n": 0}]
+    with Seed(config, extra_plugins=[EchoPlugin()]) as seed:
+        assert seed.rows("SELECT name FROM schema_migrations WHERE name = '9000_echo_notes'") == [{"name": "9000_echo_notes"}]
+        assert seed.rows("SELECT count(*) AS n FROM echo_notes") == [{"n": 0}]
     names = [name for name, _ in collect(config, [EchoPlugin()]).migrations]
     assert names == sorted(names) and names[0].startswith("0001")
 

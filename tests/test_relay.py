@@ -63,7 +63,8 @@ def scripted(relaygate_config):
     seed = Seed(relaygate_config, extra_plugins=[ScriptedPlugin()])
     user = seed.user("alice")
     _, key = seed.key(user)
-    return seed, key
+    yield seed, key
+    seed.close()
 
 
 def client_for(gateway, key):

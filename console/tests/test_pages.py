@@ -8,6 +8,7 @@ import time
 import openai
 import pytest
 
+from gateway_core.store.wallet import hold
 from gateway_openai.fake_upstream import Fault, FakeOpenAI
 
 pytestmark = pytest.mark.usefixtures("users")
@@ -132,6 +133,11 @@ async def test_wallet_shows_balance_ledger_and_a_chart(browsers, seed, users):
     assert '<strong id="balance">10.00</strong>' in page and "topup" in page and "test balance" in page
     assert page.count("<rect ") == 2 and "gpt-a: 0.36 USD" in page and "gpt-b: 0.10 USD" in page and "too-old" not in page
     assert "Total: 0.46 USD" in page
+    assert "reserved by" not in page
+    seed._write(hold, users["alice"], 250_000, "req_in_flight")  # a request in progress reserves, moves no money
+    _, page = await alice.get("/console/wallet")
+    assert '<strong id="balance">10.00</strong>' in page and 'reserved by 1 request(s) in progress' in page
+    assert '<span id="available">9.75</span> USD available' in page and "req_in_flight" not in page
 
 
 async def test_quickstart_uses_the_real_address(browsers, gateway):

@@ -8,7 +8,6 @@ import asyncio
 
 from ..config import Config
 from ..records import PriceRecord
-from ..store.audit import audit
 
 MODEL = "priced-model"
 FREE_MODEL = "free-model"
@@ -17,8 +16,10 @@ INPUT, OUTPUT, CACHED = 2_500_000, 10_000_000, 1_250_000  # 2.50 / 10.00 / 1.25 
 PRICE = PriceRecord(MODEL, INPUT, OUTPUT, cached_input_micros_per_mtok=CACHED)
 
 
-def config(tmp_path, load: tuple[str, ...], **fields) -> Config:
-    return Config(db_path=str(tmp_path / "relaygate.db"), load=load, **fields)
+def config(tmp_path, load: tuple[str, ...], *, db: str | None = None, **fields) -> Config:
+    """A configuration loading ``load`` on the store ``db`` (a SQLite file or a
+    ``postgresql://`` URL; default: a SQLite file in ``tmp_path``)."""
+    return Config(db_path=db or str(tmp_path / "relaygate.db"), load=load, **fields)
 
 
 def seed_world(
@@ -72,11 +73,8 @@ def usage_row(seed, request_id: str) -> dict:
 
 
 def assert_invariants(seed) -> None:
-    conn = seed.store.connect()
-    try:
-        report = audit(conn)
-    finally:
-        conn.close()
+    """``relaygate check`` is clean on the seed's store (either kind)."""
+    report = seed.check()
     assert report.ok, report.problems
 
 

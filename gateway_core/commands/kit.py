@@ -77,7 +77,8 @@ class CommandContext:
     async def _run(self, operation: Callable[[Admin], Awaitable[T]]) -> T:
         from ..store import open_admin
 
-        async with open_admin(self.config.db_path, self.registry.migrations) as port:
+        config = self.config
+        async with open_admin(config.db_path, self.registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout) as port:
             return await operation(Admin(port, self.registry.channel_types))
 
     def print_record(self, obj: Any, *, text: str | None = None) -> None:

@@ -82,10 +82,13 @@ def _postgres_ports(store: RequestStore) -> tuple[AdminStore, SqlHandle] | None:
 
 
 @asynccontextmanager
-async def open_admin(url: str, migrations: Sequence[Migration]) -> AsyncIterator[AdminStore]:
+async def open_admin(
+    url: str, migrations: Sequence[Migration], *, pool_size: int = 10, timeout: float = 5.0
+) -> AsyncIterator[AdminStore]:
     """The admin port on the database at ``url``, its store started (and migrated)
-    for the block and closed after: what one ``relaygate`` command runs on."""
-    store = open_store(url, migrations)
+    for the block and closed after: what one ``relaygate`` command runs on (with
+    ``[gateway] db_pool_size`` and ``db_timeout`` on PostgreSQL)."""
+    store = open_store(url, migrations, pool_size=pool_size, timeout=timeout)
     if not isinstance(store, Store):
         async with _open_postgres_admin(store) as admin:
             yield admin

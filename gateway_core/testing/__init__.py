@@ -5,7 +5,8 @@
   clients, sync or async.
 - :class:`GatewayProcess` runs ``relaygate serve`` as a child process (for tests
   that kill it or run several workers).
-- :class:`Seed` puts users, keys and channels into a store file.
+- :class:`Seed` puts users, keys, channels, prices and money into a store
+  (SQLite or PostgreSQL) through the admin port.
 - :class:`FakeUpstream` is the base of fake upstreams that speak a provider's real
   wire format over loopback HTTP, with fault injection (:class:`Fault`);
   :class:`UpstreamServers` serves them (the ``fake_upstream`` fixture).
@@ -28,29 +29,21 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..client_protocol import Call, ClientProtocol, Headers, Query, RenderedError, RouteSpec, StreamWriter
 from ..config import Config
 from ..context import RequestContext, new_request_id
 from ..errors import GatewayError
 from ..model import CoreRequest, CoreResponse, ModelInfo
-from ..plugins import collect
 from ..records import KeyRecord, UsageRow
-from ..store import Store
-from ..store.channels import add_channel
-from ..store.keys import create_key
-from ..store.prices import get_price, set_price
-from ..store.users import add_user
-from ..store.wallet import topup
 from .examples import Examples
 from .fake_upstream import FakeUpstream, Fault, UpstreamServers
+from .seed import Seed
 
 if TYPE_CHECKING:
     from ..services import Services
-
-T = TypeVar("T")
 
 __all__ = [
     "Examples",
@@ -205,81 +198,6 @@ class GatewayProcess:
                 self.kill()
 
 
-class Seed:
-    """Puts test data into a store file (synchronously, before a gateway starts)."""
-
-    def __init__(self, config: Config, *, extra_plugins: Iterable[Any] = ()) -> None:
-        self.config = config
-        self.registry = collect(config, extra_plugins)
-        self.store = Store(config.db_path, self.registry.migrations)
-        self.store.migrate()
-
-    def _write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        conn = self.store.connect()
-        try:
-            with conn:
-                return fn(conn, *args, **kwargs)
-        finally:
-            conn.close()
-
-    def user(self, name: str = "alice", *, groups: Sequence[str] = ("default",), balance_usd: int | None = None, admin: bool = False) -> int:
-        user_id = self._write(add_user, name, is_admin=admin, groups=tuple(groups))
-        if balance_usd:
-            self._write(topup, user_id, balance_usd * 1_000_000, "test balance")
-        return user_id
-
-    def key(self, user_id: int, *, name: str = "test", group: str = "default", **fields: Any) -> tuple[int, str]:
-        return self._write(create_key, user_id, name=name, group=group, **fields)
-
-    def channel(
-        self,
-        name: str,
-        *,
-        type: str,
-        base_url: str,
-        models: Sequence[str],
-        api_keys: Sequence[str] = ("sk-upstream-test",),
-        groups: Sequence[str] = ("default",),
-        model_map: dict[str, str] | None = None,
-        priority: int = 0,
-        weight: int = 1,
-        free_unpriced: bool = True,
-        **fields: Any,
-    ) -> int:
-        """Add a channel. Its models that have no price yet are marked free
-        (``free_unpriced``), so tests about anything but billing need no prices:
-        the gateway refuses unpriced models. Pass ``False`` to keep them unpriced;
-        :meth:`price` afterwards replaces the free mark."""
-        channel_type = self.registry.channel_type(type)
-        if free_unpriced:
-            self._write(_mark_free, models)
-        return self._write(
-            add_channel,
-            name=name,
-            type=type,
-            base_url=channel_type.normalize_base_url(base_url),
-            api_keys=api_keys,
-            models=models,
-            model_map=model_map,
-            groups=groups,
-            priority=priority,
-            weight=weight,
-            **fields,
-        )
-
-    def price(self, model: str, input_micros_per_mtok: int, output_micros_per_mtok: int, **fields: Any) -> None:
-        self._write(set_price, model, input_micros_per_mtok, output_micros_per_mtok, **fields)
-
-    def rows(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        """Read rows for assertions (tests only)."""
-        conn = self.store.connect()
-        try:
-            conn.row_factory = lambda cursor, row: {d[0]: v for d, v in zip(cursor.description, row)}
-            return list(conn.execute(sql, params))
-        finally:
-            conn.close()
-
-
 def make_key_record(**fields: Any) -> KeyRecord:
     """A :class:`KeyRecord` for unit tests of policies: an enabled key of an
     enabled user in the group ``default``, with ``fields`` overriding."""
@@ -336,10 +254,3 @@ class _BareProtocol(ClientProtocol):
 
     def render_error(self, error: GatewayError, request_id: str) -> RenderedError:
         raise NotImplementedError
-
-
-def _mark_free(conn: Any, models: Sequence[str]) -> None:
-    for model in models:
-        if get_price(conn, model) is None:
-            set_price(conn, model, 0, 0, free=True)
-

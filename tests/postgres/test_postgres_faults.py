@@ -102,7 +102,8 @@ async def test_a_server_that_hangs_is_a_timeout_not_a_hang(pg_url, seed, proxy: 
 async def backend_waiting_on_a_lock(seed: Seeder) -> int:
     for _ in range(200):
         pid = await seed.value(
-            "SELECT pid FROM pg_stat_activity WHERE application_name = 'relaygate' AND wait_event_type = 'Lock'"
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'relaygate' AND wait_event_type = 'Lock' "
+            "AND datname = current_database()"  # the server is shared: only this test's database
         )
         if pid is not None:
             return pid
@@ -199,3 +200,22 @@ async def test_a_write_whose_reply_was_lost_is_recognised_on_retry(pg_url, seed,
     assert await seed.ledger("r1") == [("capture", -300)]
     assert await seed.available(user_id) == await seed.balance(user_id) == 7_700
     assert await seed.problems() == []
+
+
+async def test_a_command_waits_the_configured_db_timeout_not_the_default(pg_url, seed, proxy: TcpProxy, tmp_path, capsys):
+    """``relaygate`` commands open the store with ``[gateway] db_timeout`` (and
+    ``db_pool_size``): a server that hangs fails the command within 0.5 s, not 5."""
+    from gateway_core.cli import main
+
+    plugins = tmp_path / "plugins.toml"
+    plugins.write_text('load = []\n[gateway]\ndb_timeout = 0.5\ndb_pool_size = 2\n', encoding="utf-8")
+    proxy.silent = True
+    try:
+        began = time.monotonic()
+        status = await asyncio.to_thread(main, ["user", "list", "--db", proxy.url(pg_url), "--plugins", str(plugins)])
+        took = time.monotonic() - began
+    finally:
+        proxy.silent = False
+    err = capsys.readouterr().err
+    assert status == 1 and took < 2.5, (status, took, err)
+    assert f"PostgreSQL at 127.0.0.1:{proxy.port}/relaygate_test_" in err and "Traceback" not in err

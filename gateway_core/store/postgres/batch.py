@@ -1,13 +1,15 @@
 """Settlements sent to PostgreSQL several per round trip.
 
 A settlement (release, capture, the key's amounts and the usage row: one
-statement, :data:`~.statements.RECORD_CHARGED`) waits in a queue; one flusher
-task per store takes everything queued (at most :data:`MAX_BATCH`) and sends it
-with asyncpg's ``fetchmany``: every statement of the batch in one pipeline
-ending in one ``Sync``, hence **one round trip and one implicit transaction**
-(one commit, one WAL flush) for the lot. While a batch is in flight the next
-one gathers, so the batches grow with the load, as SQLite's group commit does;
-a lone settlement goes alone, with no wait added.
+statement, :data:`~.statements.RECORD_CHARGED`) waits in a queue; a flusher
+task takes everything queued (at most :attr:`SettlementBatcher.max_batch`) and
+sends it with asyncpg's ``fetchmany``: every statement of the batch in one
+pipeline ending in one ``Sync``, hence **one round trip and one implicit
+transaction** (one commit, one WAL flush) for the lot. A settlement that finds
+the queue empty starts a flusher of its own unless ``flushers`` are already
+sending; otherwise it waits for the next batch. So a lone settlement goes
+alone with no wait added, a few run side by side on several connections as
+before, and under load the batches grow, as SQLite's group commit does.
 
 Each waiter is woken once the batch has committed: a settlement is durable
 before its response's last byte, as before. Isolation is READ COMMITTED: the
@@ -73,6 +75,7 @@ class SettlementBatcher:
         attempts: int,
         observe: Callable[[float], None] = lambda seconds: None,
         max_batch: int = MAX_BATCH,
+        flushers: int = 1,
     ) -> None:
         self._pool = pool
         self._single = single
@@ -82,9 +85,10 @@ class SettlementBatcher:
         self._timeout = timeout
         self._attempts = attempts
         self._observe = observe  # seconds of each batch's commit (metrics)
-        self._max_batch = max(1, max_batch)
+        self.max_batch = max(1, max_batch)
+        self.flushers = max(1, flushers)
         self._queue: list[Pending] = []
-        self._flusher: asyncio.Task[None] | None = None
+        self._sending = 0  # flushers at work
         self.stats = BatchStats()
 
     def queued(self) -> int:
@@ -97,17 +101,18 @@ class SettlementBatcher:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         self._queue.append(Pending(row, user_id, params, future, loop.time() + self._timeout))
-        if self._flusher is None:
-            self._flusher = self._track(self._flush_all())
+        if len(self._queue) == 1 and self._sending < self.flushers:
+            self._sending += 1
+            self._track(self._flush_all())
         return future
 
     async def _flush_all(self) -> None:
         try:
             while self._queue:
-                batch, self._queue = self._queue[: self._max_batch], self._queue[self._max_batch :]
+                batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
                 await self._flush(batch)
         finally:
-            self._flusher = None
+            self._sending -= 1
 
     async def _flush(self, batch: list[Pending]) -> None:
         if len(batch) == 1:

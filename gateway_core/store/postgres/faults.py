@@ -62,6 +62,10 @@ def classify(exc: BaseException) -> Fault | None:
         return Fault.CONNECTION
     if isinstance(exc, asyncpg.InterfaceError) and "connection" in str(exc).lower() and "closed" in str(exc).lower():
         return Fault.CONNECTION
+    if isinstance(exc, asyncpg.InternalClientError) and "cannot switch to state" in str(exc):
+        # a pooled connection whose server process was terminated while it was
+        # idle: its last message was the server's FATAL, and nothing was sent
+        return Fault.CONNECTION
     return None
 
 
@@ -118,6 +122,10 @@ async def run_retrying(pool: asyncpg.Pool, operation: Operation[T], *, store: st
             conn = await _acquire(pool, deadline - loop.time())
             try:
                 return await operation(conn, Attempt(max(0.001, deadline - loop.time()), lost))
+            except Exception as exc:
+                if classify(exc) is Fault.CONNECTION and not conn.is_closed():
+                    conn.terminate()  # never handed out again: the pool opens a new one
+                raise
             finally:
                 await pool.release(conn)
         except Exception as exc:

@@ -93,6 +93,7 @@ class PostgresStore:
         self.batcher = SettlementBatcher(
             pool=self._running_pool, single=self._settle_one, refusal=self._refusal_of, track=self._track,
             store=self.name, timeout=self.timeout, attempts=self.attempts, observe=self._observe_commit,
+            flushers=max(1, max_size // 2),
         )  # fmt: skip
         self.on_commit: Callable[[float], None] | None = None  # seconds of each write (metrics)
 
