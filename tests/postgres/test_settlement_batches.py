@@ -128,3 +128,18 @@ async def test_batches_beside_holds_on_several_keys_of_one_user_keep_the_books(p
     assert total == 600_000 - sum(charged)
     assert await seed.value("SELECT count(*) FROM holds") == 0
     assert await seed.problems() == []
+
+
+async def test_settlements_queued_when_the_store_closes_are_written(pg_url, seed):
+    user_id = await seed.user(balance_micros=100_000)
+    key_id = await seed.key(user_id, "hash-1")
+    store = await started(pg_url)
+    for n in range(30):
+        await store.hold(user_id, 1_000, f"r{n}", key_id)
+    recording = asyncio.gather(*(store.record(usage(f"r{n}", user_id, key_id, 100), user_id) for n in range(30)))
+    await asyncio.sleep(0)  # queued, and the first batch on its way
+    await store.close()  # as a gateway shutting down: what was submitted is written first
+    await recording
+    assert await seed.value("SELECT count(*) FROM usage_logs") == 30
+    assert await seed.value("SELECT count(*) FROM holds") == 0
+    assert await seed.problems() == []

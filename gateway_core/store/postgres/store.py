@@ -91,7 +91,7 @@ class PostgresStore:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing: asyncio.Future[None] | None = None
         self.batcher = SettlementBatcher(
-            pool=self._running_pool, single=self._settle_one, refusal=self._refusal_of, track=self._track,
+            pool=self._open_pool, single=self._settle_one, refusal=self._refusal_of, track=self._track,
             store=self.name, timeout=self.timeout, attempts=self.attempts, observe=self._observe_commit,
             flushers=max(1, max_size // 2),
         )  # fmt: skip
@@ -269,13 +269,13 @@ class PostgresStore:
     async def _settle_one(self, pending: Pending) -> None:
         """A batched settlement sent alone (the batcher's way back to one statement)."""
         settle = self._settle(pending.row, pending.user_id, sql.RECORD_CHARGED, pending.params)
-        await self._run("record", settle, self._running_pool())
+        await self._run("record", settle, self._open_pool())
 
     async def _refusal_of(self, pending: Pending) -> Exception:
         async def why(conn: asyncpg.Connection, attempt: Attempt) -> Exception:
             return await self._settle_refusal(conn, pending.row.request_id, pending.user_id)
 
-        return await self._run("record", why, self._running_pool())
+        return await self._run("record", why, self._open_pool())
 
     async def _recorded_by_me(self, conn: asyncpg.Connection, row: UsageRow) -> bool:
         """Whether the usage row of ``row.request_id`` is this row (written by an
@@ -366,6 +366,12 @@ class PostgresStore:
         waits for what was submitted before it), retried within the timeout."""
         return await run_retrying(pool, operation, store=self.name, what=what, timeout=self.timeout, attempts=self.attempts)
 
+    def _open_pool(self) -> asyncpg.Pool:
+        """The pool, also while closing: settlements queued before :meth:`close` finish on it."""
+        if self._pool is None:
+            raise RuntimeError("store is not running")
+        return self._pool
+
     def _running_pool(self) -> asyncpg.Pool:
         if self._closing is not None:
             raise RuntimeError("store is closed")
@@ -387,7 +393,6 @@ class PostgresStore:
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
-    """The pool's reset of a connection it takes back: none. The store changes no
-    session state (no SET, LISTEN, cursor or session lock; an open transaction is
-    still rolled back by the pool), and asyncpg's default reset would cost one
-    more round trip per call."""
+    """The pool's reset of a connection it takes back: none. The store changes no session
+    state (no SET, LISTEN, cursor or session lock; an open transaction is still rolled
+    back by the pool): asyncpg's default reset would cost a round trip per call."""
