@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 
 from .channel_type import Timeouts
+from .ratelimit.faults import FaultPolicy
 
 DEFAULT_DB = "./data/relaygate.db"
 
@@ -73,6 +74,8 @@ class Config:
     # seconds between a shutdown signal and the end of accepting requests, while
     # GET /readyz answers 503 so that a load balancer drains the replica
     shutdown_drain_seconds: float = 0.0
+    # Redis unreachable while serving: open or closed per kind ([gateway.redis_faults], ratelimit/faults.py)
+    redis_faults: FaultPolicy = FaultPolicy()
 
     def plugin_settings(self, name: str) -> dict[str, Any]:
         return self.plugins.get(name, {})
@@ -122,7 +125,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
     known = {
         "trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds",
         "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "db_pool_size", "db_timeout",
-        "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds",
+        "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds", "redis_faults",
     }  # fmt: skip
     unknown = set(gateway) - known
     if unknown:
@@ -152,6 +155,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             metrics_token=_optional_text(gateway, "metrics_token"),
             metrics_allow=_networks(gateway, "metrics_allow"),
             shutdown_drain_seconds=_seconds(gateway, "shutdown_drain_seconds", defaults.shutdown_drain_seconds, zero=True),
+            redis_faults=_redis_faults(gateway),
             source=source,
         )
     except (TypeError, ValueError) as exc:
@@ -185,6 +189,13 @@ def _networks(table: dict[str, Any], name: str) -> tuple[str, ...]:
         except ValueError:
             raise ValueError(f"[gateway] {name}: {item!r} is not an address or a network") from None
     return tuple(item.strip() for item in value)
+
+
+def _redis_faults(gateway: dict[str, Any]) -> FaultPolicy:
+    table = gateway.get("redis_faults", {})
+    if not isinstance(table, dict):
+        raise ValueError("[gateway.redis_faults] must be a table of kind = \"open\" | \"closed\"")
+    return FaultPolicy.parse(table, fail_open=_flag(gateway, "redis_fail_open", False))
 
 
 def _flag(table: dict[str, Any], name: str, default: bool) -> bool:

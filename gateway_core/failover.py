@@ -57,6 +57,23 @@ class AttemptPlan:
             self.position += 1
         return None
 
+    async def take(self) -> Lease | None:
+        """:meth:`next`, made to hold across replicas when health is shared
+        (a channel skipped there, at its cap or probed elsewhere, is skipped here)."""
+        while True:
+            lease = self.next()
+            shared = self.board.shared
+            if lease is None or shared is None or not (lease.route.concurrency or lease.channel_probe or lease.key_probe):
+                return lease
+            why = await shared.claim(lease)
+            if why is None:
+                return lease
+            self.attempts -= 1
+            if self.skipped is None:
+                self.skipped = []
+            self.skipped.append((lease.route.channel.name, why))
+            self.position += 1
+
     def timeouts(self, lease: Lease) -> Timeouts:
         """The attempt's timeouts: the channel's, the first byte within the deadline."""
         timeouts = lease.route.timeouts

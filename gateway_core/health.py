@@ -17,7 +17,11 @@ refused for its content (400 …) shows the upstream is alive.
 :class:`HealthBoard` also counts each channel's requests in flight, for its
 concurrency cap, and hands out :class:`Lease`\\ s: one attempt's right to use a
 channel and one of its keys (round-robin among the usable keys). Breakers are
-per worker; changes of state are written to the store (``channel_health``) so
+per worker unless Redis is configured: then ``board.shared``
+(:mod:`gateway_core.shared.health`) opens and closes them on every replica,
+lets one replica probe, and counts concurrency caps across replicas (an
+attempt's lease is made to hold there by :meth:`AttemptPlan.take`). Changes
+of state are written to the store (``channel_health``) so
 that ``relaygate channel list`` and the console can show them.
 """
 
@@ -39,6 +43,8 @@ from .secrets import redact
 
 if TYPE_CHECKING:
     from .metrics import Metrics
+    from .ratelimit.state import Permit
+    from .shared.health import SharedHealth
 
 log = structlog.get_logger("relaygate.health")
 
@@ -137,7 +143,7 @@ class Lease:
     with the channel.
     """
 
-    __slots__ = ("board", "health", "route", "key_index", "api_key", "channel_probe", "key_probe", "held")
+    __slots__ = ("board", "health", "route", "key_index", "api_key", "channel_probe", "key_probe", "held", "permit")
 
     def __init__(self, board: HealthBoard, health: ChannelHealth, route: Route, key_index: int, api_key: str, channel_probe: bool, key_probe: bool) -> None:
         self.board = board
@@ -148,12 +154,16 @@ class Lease:
         self.channel_probe = channel_probe
         self.key_probe = key_probe
         self.held = True
+        self.permit: Permit | None = None  # the channel's slot across replicas (shared health)
 
     def release(self) -> None:
         if not self.held:
             return
         self.held = False
         self.health.in_flight -= 1
+        shared = self.board.shared
+        if shared is not None:
+            shared.released(self)
         if self.channel_probe:  # ended without an outcome: let another request probe
             self.health.breaker.probing = False
         if self.key_probe:
@@ -176,6 +186,7 @@ class HealthBoard:
         self._store = store  # breaker changes and disabled keys are saved there, not awaited
         self.clock = clock
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
+        self.shared: SharedHealth | None = None  # breakers and caps shared through Redis (gateway_core.shared)
 
     def health(self, channel_id: int) -> ChannelHealth:
         health = self.channels.get(channel_id)
@@ -308,16 +319,20 @@ class HealthBoard:
         log.warning("upstream key disabled", channel=channel.name, key_index=lease.key_index, reason=reason)
         if self._store is not None:
             self._store.disable_channel_key(channel.id, key_fingerprint(lease.api_key), lease.key_index, reason)
+        if self.shared is not None:
+            self.shared.key_disabled(channel.id, lease.api_key)
 
     def _report(self, lease: Lease, slot: str, breaker: Breaker) -> None:
+        is_open = breaker.state is OPEN
         if self.metrics is not None:
             key = "channel" if slot == CHANNEL_SLOT else str(lease.key_index)
-            self.metrics.breaker(lease.route.channel.name, key, breaker.state is OPEN)
+            self.metrics.breaker(lease.route.channel.name, key, is_open)
+        if self.shared is not None:
+            self.shared.changed(lease.route.channel.id, slot, breaker, is_open)
         if self._store is None:
             return
         wall = time.time()
         now = self.clock()
-        is_open = breaker.state is OPEN
         report = BreakerReport(
             channel_id=lease.route.channel.id,
             key_slot=slot,

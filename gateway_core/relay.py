@@ -145,7 +145,7 @@ class ProtocolEndpoint:
         lease: Lease | None = None
         try:
             while True:
-                lease = plan.next()
+                lease = await plan.take()
                 if lease is None:
                     if early is None or early.writer is None:
                         raise plan.final_error()

@@ -21,7 +21,7 @@ from . import endpoints
 from .channel_type import Timeouts
 from .errors import GatewayError, InvalidRequestError, NotFoundError, PermissionDeniedError, UpstreamUnavailableError
 from .model import ModelInfo
-from .records import ChannelRecord, KeyRecord
+from .records import ChannelRecord, KeyRecord, key_fingerprint
 from .request_store import RequestStore
 from .snapshot import TtlSnapshot
 
@@ -158,6 +158,18 @@ class Router:
 
     def invalidate(self) -> None:
         self._snapshot.invalidate()
+
+    def secret_of(self, channel_id: int, fingerprint: str) -> str | None:
+        """The upstream key of a channel with this fingerprint, as last read (for
+        breaker messages from other replicas, which name keys by fingerprint)."""
+        index = self._snapshot.latest()
+        if index is None:
+            return None
+        for routes in index.by_group_model.values():
+            for route in routes:
+                if route.channel.id == channel_id:
+                    return next((key for key in route.channel.api_keys if key_fingerprint(key) == fingerprint), None)
+        return None
 
     async def index(self) -> ChannelIndex:
         return await self._snapshot.current()

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import attrs
-
 
 from .asgi import ClientAddress
 from .billing.sweeper import HoldSweeper
@@ -27,6 +26,10 @@ from .admin.port import AdminStore
 from .request_store import PriceSnapshot, RequestStore
 from .snapshot import TtlSnapshot
 from .sql import SqlHandle
+from .ratelimit.faults import RedisFaults
+
+if TYPE_CHECKING:
+    from .shared.setup import SharedState
 
 
 @attrs.define
@@ -49,6 +52,8 @@ class Services:
     metrics: Metrics = attrs.field(factory=Metrics)
     readiness: Readiness = attrs.field(factory=Readiness)
     tracing: Tracing | None = None  # OpenTelemetry spans (tracing.py), off by default
+    shared: SharedState | None = None  # Redis: limits, breakers, caps, invalidations (gateway_core.shared)
+    redis_faults: RedisFaults = attrs.field(factory=RedisFaults)  # times Redis was unreachable, by kind
 
     @classmethod
     def build(
@@ -69,21 +74,32 @@ class Services:
         router = Router(store, registry.channel_types, timeouts=config.timeouts)
         metrics = Metrics(known_model=router.known_model)
         metrics.watch_store(store, sql.dialect)
+        health = HealthBoard(failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, metrics=metrics)
+        faults = RedisFaults(config.redis_faults)
+        shared = None
+        if config.redis:
+            from .shared.setup import SharedState  # redis-py is loaded only when Redis is configured
+
+            shared = SharedState.open(config, health, router, faults)
+            if rate_limiter is None:
+                rate_limiter = shared.rate_limiter(config)
         return cls(
             config=config,
             registry=registry,
             store=store,
             keys=KeyCache(store),
             router=router,
-            health=HealthBoard(failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, metrics=metrics),
+            health=health,
             metrics=metrics,
             tracing=Tracing(tracer_provider) if tracer_provider is not None else tracing_from_env(),
+            shared=shared,
+            redis_faults=faults,
             pipeline=Pipeline(registry.policies),
             recorder=Recorder(store),
             client_address=ClientAddress(config.trusted_proxies),
             admin=admin,
             sql=sql,
-            rate_limiter=_rate_limiter(config) if rate_limiter is None else rate_limiter,
+            rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
             prices=TtlSnapshot(store.price_snapshot),
             hold_sweeper=HoldSweeper(store, config.stale_hold_seconds),
         )
@@ -95,6 +111,8 @@ class Services:
         await self.router.index()  # warns about channels whose type is not loaded
         if self.hold_sweeper is not None:
             self.hold_sweeper.start()
+        if self.shared is not None:
+            self.shared.start(self)
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=60, ttl_dns_cache=300)
         self.session = aiohttp.ClientSession(
             connector=connector,
@@ -113,15 +131,10 @@ class Services:
         close = getattr(self.rate_limiter, "close", None)
         if close is not None:
             await close()
+        if self.shared is not None:
+            await self.shared.close()
         await self.store.close()
         await self.metrics.close()
         if self.tracing is not None:
             await asyncio.to_thread(self.tracing.shutdown)
 
-
-def _rate_limiter(config: Config) -> RateLimiter:
-    if config.redis:
-        from .ratelimit.redis import RedisRateLimiter  # redis-py is loaded only when Redis is configured
-
-        return RedisRateLimiter(config.redis, prefix=config.redis_prefix, fail_open=config.redis_fail_open)
-    return InProcessRateLimiter()

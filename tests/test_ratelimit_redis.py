@@ -290,6 +290,7 @@ async def test_unreachable_fails_open_with_a_warning_when_asked():
         await limiter.acquire([key(rpm=1)], 0)  # no limit counted
         await limiter.release(permit, 0)
     assert permit.state.requests is None
-    assert [entry["log_level"] for entry in logs] == ["warning", "warning"]
-    assert "fail open" in logs[0]["event"]
+    assert [entry["log_level"] for entry in logs] == ["warning"]  # one warning per kind every 10 s
+    assert "fail open" in logs[0]["event"] and logs[0]["kind"] == "rate_limits"
+    assert limiter.faults.counts == {("rate_limits", "open"): 2}  # each one counted
     await limiter.close()

@@ -3,11 +3,12 @@ channel types (to validate channels) and the caches to tell of a change."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
+from ..shared import events
 from .port import AdminStore
 
 if TYPE_CHECKING:
@@ -34,35 +35,48 @@ class KeysInvalidated(Protocol):
 @attrs.frozen
 class Caches:
     """The caches of the gateway running in this process, told of each change so
-    it is seen at once. Without them (the CLI, another process) running
-    gateways see a change within their caches' lifetime (a second)."""
+    it is seen at once, and ``publish``: with Redis, the invalidation every
+    other gateway hears (:mod:`gateway_core.shared.events`), within
+    milliseconds. Without Redis, gateways in other processes see a change
+    within their caches' lifetime (a second)."""
 
     keys: KeysInvalidated | None = None
     channels: Invalidated | None = None
     prices: Invalidated | None = None
+    publish: Callable[[dict[str, Any]], None] | None = None  # queues a message; never waits
 
     def key_changed(self, key_id: int) -> None:
         if self.keys is not None:
             self.keys.invalidate_key(key_id)
+        self._tell(events.message(events.KEY, key_id))
 
     def user_changed(self, user_id: int) -> None:
-        """A user's state or limits: every key of the user carries them."""
+        """A user's state, groups or limits: every key of the user carries them."""
         if self.keys is not None:
             self.keys.invalidate_user(user_id)
+        self._tell(events.message(events.USER, user_id))
 
     def group_changed(self) -> None:
         """A group's ratio or limits: cached keys carry their group's limits, prices its ratio."""
         if self.keys is not None:
             self.keys.invalidate()
-        self.prices_changed()
+        if self.prices is not None:
+            self.prices.invalidate()
+        self._tell(events.message(events.GROUP))
 
     def channels_changed(self) -> None:
         if self.channels is not None:
             self.channels.invalidate()
+        self._tell(events.message(events.CHANNELS))
 
     def prices_changed(self) -> None:
         if self.prices is not None:
             self.prices.invalidate()
+        self._tell(events.message(events.PRICES))
+
+    def _tell(self, event: dict[str, Any]) -> None:
+        if self.publish is not None:
+            self.publish(event)
 
 
 NO_CACHES = Caches()
@@ -79,5 +93,6 @@ class Admin:
     @classmethod
     def of(cls, services: Services) -> Admin:
         """The admin of a running gateway: its store, channel types and caches."""
-        caches = Caches(keys=services.keys, channels=services.router, prices=services.prices)
+        publish = services.shared.bus.publish_nowait if services.shared is not None else None
+        caches = Caches(keys=services.keys, channels=services.router, prices=services.prices, publish=publish)
         return cls(services.admin, services.registry.channel_types, caches)

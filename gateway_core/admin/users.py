@@ -79,6 +79,7 @@ async def change_groups(admin: Admin, user_id: int, *, opened: Sequence[str] = (
     """Open groups to a user (missing groups are created) and close others."""
     if not await admin.store.change_user_groups(user_id, opened=list(opened), closed=list(closed)):
         raise NotFound(f"no user with id {user_id}")
+    admin.caches.user_changed(user_id)
     return await get_user(admin, user_id)
 
 

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..admin import Admin
+from ..admin import Admin, Caches
 from ..config import Config
 from ..jsonable import to_jsonable
 from ..money import format_usd
@@ -69,9 +69,11 @@ class CommandContext:
         """Run ``operation(admin)`` (admin operations of :mod:`gateway_core.admin`)
         on the migrated database of ``--db``, opened for it and closed after.
 
-        Running gateways are other processes: they see the change within their
-        caches' lifetime (a second). Called where an event loop already runs
-        (``main()`` from async code), it runs on a thread of its own."""
+        Running gateways are other processes: with Redis configured (``[gateway]
+        redis``, ``RELAYGATE_REDIS``) the change is published to them before the
+        command ends; without it they see it within their caches' lifetime (a
+        second). Called where an event loop already runs (``main()`` from async
+        code), it runs on a thread of its own."""
         return run_async(self._run(operation))
 
     async def _run(self, operation: Callable[[Admin], Awaitable[T]]) -> T:
@@ -79,7 +81,12 @@ class CommandContext:
 
         config = self.config
         async with open_admin(config.db_path, self.registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout) as port:
-            return await operation(Admin(port, self.registry.channel_types))
+            if not config.redis:
+                return await operation(Admin(port, self.registry.channel_types))
+            from ..shared.bus import publisher
+
+            async with publisher(config.redis, config.redis_prefix) as publish:
+                return await operation(Admin(port, self.registry.channel_types, Caches(publish=publish)))
 
     def print_record(self, obj: Any, *, text: str | None = None) -> None:
         """Print one record: JSON on one line with ``--json``, else ``text`` if

@@ -40,6 +40,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..errors import GatewayError
+from .faults import RATE_LIMITS, RedisFaults
 from .rules import CONCURRENCY_RETRY_AFTER, WINDOW, Level, exceeded, refusal, report
 from .state import Permit, RateLimitState, Subject
 
@@ -190,7 +191,11 @@ class RedisRateLimiter:
         fail_open: bool = False,
         lease_seconds: float = LEASE_SECONDS,
         timeout: float = 2.0,
+        faults: RedisFaults | None = None,
+        kind: str = RATE_LIMITS,
     ) -> None:
+        """``kind`` names what is counted, for :class:`RedisFaults` and the 503's
+        message (``channel_concurrency`` when it counts channels' slots)."""
         if isinstance(client, str):
             client = connect(client, timeout)
             self._owned = True
@@ -199,6 +204,8 @@ class RedisRateLimiter:
         self._client = client
         self._prefix = prefix
         self.fail_open = fail_open
+        self.faults = faults if faults is not None else RedisFaults()
+        self.kind = kind
         self.lease_seconds = lease_seconds
         self._acquire = client.register_script(_ACQUIRE)
         self._release = client.register_script(_RELEASE)
@@ -295,11 +302,11 @@ class RedisRateLimiter:
         return keys, args
 
     def _unreachable(self, subjects: Sequence[Subject], tokens: int, error: Exception) -> Permit:
-        if not self.fail_open:
+        if not self.faults.record(self.kind, error, opened=self.fail_open):
+            what = "rate-limit store" if self.kind == RATE_LIMITS else "store of channel concurrency"
             raise RateLimitStoreUnavailable(
-                "The rate-limit store is unavailable; try again shortly.", code="rate_limit_store_unavailable", retry_after=1.0
+                f"The {what} is unavailable; try again shortly.", code="rate_limit_store_unavailable", retry_after=1.0
             ) from error
-        log.warning("rate-limit store unavailable: request let through without limits (fail open)", error=str(error))
         return RedisPermit(subjects=tuple(subjects), tokens=tokens, state=RateLimitState(checked_at=time.time()))
 
 

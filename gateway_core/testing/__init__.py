@@ -29,8 +29,8 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..client_protocol import Call, ClientProtocol, Headers, Query, RenderedError, RouteSpec, StreamWriter
 from ..config import Config
@@ -44,6 +44,8 @@ from .seed import Seed
 
 if TYPE_CHECKING:
     from ..services import Services
+
+T = TypeVar("T")
 
 __all__ = [
     "Examples",
@@ -129,6 +131,12 @@ class GatewayThread:
             self._error = exc
         finally:
             loop.close()
+
+    async def on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` on the gateway's own event loop (as its console
+        would, with its services) and await its result from any loop."""
+        assert self._loop is not None, "the gateway is not started"
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coroutine, self._loop))
 
     def stop(self) -> None:
         if self._loop is not None and self._stop is not None and not self._loop.is_closed():

@@ -1,0 +1,294 @@
+"""Channel health shared by every replica through Redis.
+
+- **Concurrency caps**: a channel's requests in flight are leases in a sorted
+  set, counted by the rate limiter's own script (subject ``channel``): a cap of
+  2 is 2 across all replicas; a killed replica's leases expire.
+- **Breakers**: each replica counts consecutive failures itself; when one opens
+  a breaker (a channel's, or an upstream key's), one script stores the state in
+  ``{prefix}:br:{channel}:{slot}`` (expiring after the cool-down and a margin),
+  drops any probe claim and publishes it; every replica then holds the breaker
+  open for the same cool-down. A close is stored and published the same way.
+- **One probe**: when a cool-down ends, a replica sends the half-open probe only
+  after claiming ``{prefix}:bp:{channel}:{slot}`` (``SET NX`` with an expiry of
+  the attempt's timeouts). The others skip the channel and look again a second
+  later, by when the probe's outcome has usually been published.
+
+Redis unreachable: see :mod:`gateway_core.ratelimit.faults` (``breakers`` open:
+the replica probes on its own; closed: it skips a channel due for a probe;
+``channel_concurrency`` open: the per-process cap only; closed: 503).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import redis.asyncio as aioredis
+import structlog
+
+from ..errors import GatewayError
+from ..ratelimit.faults import BREAKERS, RedisFaults
+from ..ratelimit.redis import UNREACHABLE, RedisRateLimiter
+from ..ratelimit.state import LimitExceeded, Subject
+from ..records import RateLimits, key_fingerprint
+from ..request_store import CHANNEL_SLOT
+from . import events
+
+if TYPE_CHECKING:
+    from ..health import Breaker, HealthBoard, Lease
+
+log = structlog.get_logger("relaygate.shared")
+
+PROBE_RECHECK = 1.0  # seconds a replica that lost the probe claim waits before looking again
+STATE_MARGIN = 60.0  # seconds a breaker's stored state outlives its cool-down
+
+# KEYS: state, probe claim. ARGV: events channel, the message, cool-down, failures, error.
+_OPEN = """
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local cooldown = tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], 'until', string.format('%.6f', now + cooldown), 'failures', ARGV[4], 'error', ARGV[5])
+redis.call('PEXPIRE', KEYS[1], math.ceil((cooldown + tonumber(ARGV[6])) * 1000))
+redis.call('DEL', KEYS[2])
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return 1
+"""
+
+# KEYS: state, probe claim. ARGV: events channel, the message.
+_CLOSE = """
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('PUBLISH', ARGV[1], ARGV[2])
+return 1
+"""
+
+# KEYS: probe claim. ARGV: the claimant. Drops the claim only when it is the claimant's.
+_UNCLAIM = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+# ARGV: the pattern of breaker states. Returns now, then key, until, failures, error per state.
+_SNAPSHOT = """
+local clock = redis.call('TIME')
+local out = {string.format('%.6f', tonumber(clock[1]) + tonumber(clock[2]) / 1000000)}
+local cursor = '0'
+repeat
+  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 500)
+  cursor = page[1]
+  for _, key in ipairs(page[2]) do
+    local h = redis.call('HMGET', key, 'until', 'failures', 'error')
+    if h[1] then
+      table.insert(out, key); table.insert(out, h[1]); table.insert(out, h[2] or '0'); table.insert(out, h[3] or '')
+    end
+  end
+until cursor == '0'
+return out
+"""
+
+
+class SharedHealth:
+    """What :class:`~gateway_core.health.HealthBoard` asks Redis, and what it hears."""
+
+    def __init__(
+        self,
+        board: HealthBoard,
+        client: aioredis.Redis,
+        prefix: str,
+        *,
+        slots: RedisRateLimiter,
+        faults: RedisFaults,
+        origin: str,
+        find_key: Callable[[int, str], str | None] = lambda channel_id, fingerprint: None,
+    ) -> None:
+        self.board = board
+        self._client = client
+        self._prefix = prefix
+        self.slots = slots
+        self.faults = faults
+        self.origin = origin
+        self.find_key = find_key  # an upstream key's secret by channel and fingerprint (the router knows)
+        self.channel = f"{prefix}:events"
+        self._open = client.register_script(_OPEN)
+        self._close = client.register_script(_CLOSE)
+        self._unclaim = client.register_script(_UNCLAIM)
+        self._snapshot = client.register_script(_SNAPSHOT)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.probes_claimed = 0
+        self.probes_lost = 0
+
+    def _keys(self, channel_id: int, slot: str) -> tuple[str, str]:
+        tail = f"{channel_id}:{slot or '-'}"
+        return f"{self._prefix}:br:{tail}", f"{self._prefix}:bp:{tail}"
+
+    # --- taking a channel -------------------------------------------------------
+
+    async def claim(self, lease: Lease) -> str | None:
+        """Make ``lease`` hold across replicas: the probe claim when it is a
+        probe, a slot when the channel has a cap. ``None`` when it may go;
+        else why not (the lease is then released). Raises a 503 when the
+        channel's cap cannot be counted and ``channel_concurrency`` fails closed."""
+        channel_id = lease.route.channel.id
+        if lease.channel_probe and not await self._claim_probe(lease, CHANNEL_SLOT):
+            lease.channel_probe = False
+            self._lost_probe(lease, lease.health.breaker)
+            return "probing (on another replica)"
+        if lease.key_probe and not await self._claim_probe(lease, key_fingerprint(lease.api_key)):
+            lease.key_probe = False
+            self._lost_probe(lease, lease.health.keys.get(lease.api_key))
+            return "probing a key (on another replica)"
+        cap = lease.route.concurrency
+        if cap:
+            subject = Subject("channel", channel_id, RateLimits(concurrency=cap))
+            try:
+                lease.permit = await self.slots.acquire([subject], 0)
+            except LimitExceeded:
+                lease.release()
+                return "at its concurrency cap"
+            except GatewayError:
+                lease.release()
+                raise
+        return None
+
+    async def _claim_probe(self, lease: Lease, slot: str) -> bool:
+        _, claim = self._keys(lease.route.channel.id, slot)
+        timeouts = lease.route.timeouts
+        ttl_ms = int((timeouts.connect + timeouts.first_byte + 1.0) * 1000)
+        try:
+            won = bool(await self._client.set(claim, self.origin, nx=True, px=ttl_ms))
+        except UNREACHABLE as error:
+            won = self.faults.record(BREAKERS, error)
+        if won:
+            self.probes_claimed += 1
+        else:
+            self.probes_lost += 1
+        return won
+
+    def _lost_probe(self, lease: Lease, breaker: Breaker | None) -> None:
+        """Another replica probes: skip the channel (or key) here for a while
+        (the lease gives back what else it holds: a probe claim won before)."""
+        lease.release()
+        if breaker is not None:
+            from ..health import OPEN
+
+            breaker.state = OPEN
+            breaker.probing = False
+            breaker.until = self.board.clock() + PROBE_RECHECK
+
+    def released(self, lease: Lease) -> None:
+        """The lease is given back: its slot, and its probe claim when the probe
+        ended without an outcome."""
+        permit = lease.permit
+        if permit is not None:
+            lease.permit = None
+            self._spawn(self.slots.release(permit, 0))
+        channel_id = lease.route.channel.id
+        if lease.channel_probe:
+            self._spawn(self._drop_claim(self._keys(channel_id, CHANNEL_SLOT)[1]))
+        if lease.key_probe:
+            self._spawn(self._drop_claim(self._keys(channel_id, key_fingerprint(lease.api_key))[1]))
+
+    async def _drop_claim(self, claim: str) -> None:
+        try:
+            await self._unclaim(keys=[claim], args=[self.origin])
+        except UNREACHABLE:
+            pass  # the claim expires on its own
+
+    # --- breakers changing here -------------------------------------------------------
+
+    def changed(self, channel_id: int, slot: str, breaker: Breaker, is_open: bool) -> None:
+        """A breaker of this replica opened or closed: store it and tell the others."""
+        state, claim = self._keys(channel_id, slot)
+        if is_open:
+            left = max(0.0, breaker.until - self.board.clock())
+            event = {"k": events.BREAKER, "c": channel_id, "s": slot, "open": True, "left": left,
+                     "failures": breaker.failures, "error": breaker.last_error or "", "o": self.origin}  # fmt: skip
+            args = [self.channel, orjson.dumps(event), repr(left), breaker.failures, breaker.last_error or "", repr(STATE_MARGIN)]
+            self._spawn(self._run(self._open, [state, claim], args))
+        else:
+            event = {"k": events.BREAKER, "c": channel_id, "s": slot, "open": False, "o": self.origin}
+            self._spawn(self._run(self._close, [state, claim], [self.channel, orjson.dumps(event)]))
+
+    def key_disabled(self, channel_id: int, api_key: str) -> None:
+        """An upstream refused one of the channel's keys here: the others skip it at once."""
+        event = {"k": events.KEY_DISABLED, "c": channel_id, "s": key_fingerprint(api_key), "o": self.origin}
+        self._spawn(self._publish(event))
+
+    async def _run(self, script: Any, keys: list[str], args: list[Any]) -> None:
+        try:
+            await script(keys=keys, args=args)
+        except UNREACHABLE as error:
+            self.faults.record(BREAKERS, error, opened=True)
+
+    async def _publish(self, event: dict[str, Any]) -> None:
+        try:
+            await self._client.publish(self.channel, orjson.dumps(event))
+        except UNREACHABLE as error:
+            self.faults.record(BREAKERS, error, opened=True)
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # --- breakers changed elsewhere -----------------------------------------------------
+
+    def apply(self, event: dict[str, Any]) -> None:
+        """An event from another replica: a breaker opened or closed, a key refused."""
+        channel_id, slot = int(event["c"]), str(event.get("s") or "")
+        health = self.board.health(channel_id)
+        if event["k"] == events.KEY_DISABLED:
+            secret = self.find_key(channel_id, slot)
+            if secret is not None:
+                health.recently_disabled[secret] = self.board.clock()
+            return
+        breaker = self._breaker(channel_id, slot, create=bool(event.get("open")))
+        if breaker is None:
+            return
+        if event.get("open"):
+            self._hold_open(breaker, float(event.get("left") or 0.0), int(event.get("failures") or 0), str(event.get("error") or ""))
+        else:
+            breaker.succeed()
+
+    def _breaker(self, channel_id: int, slot: str, *, create: bool) -> Breaker | None:
+        health = self.board.health(channel_id)
+        if slot == CHANNEL_SLOT:
+            return health.breaker
+        secret = self.find_key(channel_id, slot)
+        if secret is None:
+            return None
+        breaker = health.keys.get(secret)
+        if breaker is None and create:
+            from ..health import Breaker
+
+            breaker = health.keys[secret] = Breaker()
+        return breaker
+
+    def _hold_open(self, breaker: Breaker, left: float, failures: int, error: str) -> None:
+        from ..health import OPEN
+
+        now = self.board.clock()
+        breaker.state = OPEN
+        breaker.probing = False
+        breaker.opened_at = now
+        breaker.until = now + left
+        breaker.failures = failures
+        breaker.last_error = error or breaker.last_error
+
+    async def resync(self) -> None:
+        """Take the breakers stored in Redis (at start-up, after a reconnection)."""
+        answer = await self._snapshot(args=[f"{self._prefix}:br:*"])
+        now = float(answer[0])
+        head = len(self._prefix) + 4
+        for i in range(1, len(answer), 4):
+            key = answer[i].decode() if isinstance(answer[i], bytes) else str(answer[i])
+            channel_text, _, slot = key[head:].partition(":")
+            breaker = self._breaker(int(channel_text), "" if slot == "-" else slot, create=True)
+            if breaker is not None:
+                error = answer[i + 3].decode() if isinstance(answer[i + 3], bytes) else str(answer[i + 3])
+                self._hold_open(breaker, max(0.0, float(answer[i + 1]) - now), int(answer[i + 2]), error)
+
+    async def close(self) -> None:
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)

@@ -1,0 +1,64 @@
+"""Wiring the shared state into one gateway's services (when Redis is configured)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+import attrs
+import redis.asyncio as aioredis
+
+from ..config import Config
+from ..ratelimit.faults import CHANNEL_CONCURRENCY, RATE_LIMITS, RedisFaults
+from ..ratelimit.redis import RedisRateLimiter, connect
+from . import events
+from .bus import RedisBus
+from .health import SharedHealth
+
+if TYPE_CHECKING:
+    from ..health import HealthBoard
+    from ..router import Router
+    from ..services import Services
+
+
+@attrs.define
+class SharedState:
+    """One gateway's connection to Redis and what it shares through it."""
+
+    client: aioredis.Redis
+    bus: RedisBus
+    health: SharedHealth
+    faults: RedisFaults
+
+    @classmethod
+    def open(cls, config: Config, board: HealthBoard, router: Router, faults: RedisFaults) -> SharedState:
+        assert config.redis is not None
+        client = connect(config.redis)
+        origin = uuid.uuid4().hex
+        slots = RedisRateLimiter(
+            client, prefix=config.redis_prefix, faults=faults, kind=CHANNEL_CONCURRENCY,
+            fail_open=faults.fails_open(CHANNEL_CONCURRENCY),
+        )  # fmt: skip
+        health = SharedHealth(board, client, config.redis_prefix, slots=slots, faults=faults, origin=origin, find_key=router.secret_of)
+        board.shared = health
+        return cls(client=client, bus=RedisBus(client, config.redis_prefix, origin=origin), health=health, faults=faults)
+
+    def rate_limiter(self, config: Config) -> RedisRateLimiter:
+        """The key and user limits, on the same connection."""
+        return RedisRateLimiter(self.client, prefix=config.redis_prefix, faults=self.faults, fail_open=self.faults.fails_open(RATE_LIMITS))
+
+    def start(self, services: Services) -> None:
+        """Listen for invalidations and breaker changes (a task; reconnects by itself)."""
+        origin = self.bus.origin
+
+        async def connected() -> None:
+            events.forget_everything(services)  # what changed while not listening
+            await self.health.resync()
+
+        self.bus.listen(lambda event: events.apply(services, event, origin), connected)
+
+    async def close(self) -> None:
+        await self.bus.close()
+        await self.health.close()
+        await self.health.slots.close()
+        await self.client.aclose()

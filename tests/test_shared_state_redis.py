@@ -1,0 +1,171 @@
+"""State shared through Redis by several gateways on one database, over real HTTP:
+channel concurrency caps counted across gateways, circuit breakers opened for
+all with one half-open probe, and changes made through one gateway (or the
+CLI) honoured by the others at once."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import attrs
+import openai
+import pytest
+
+from gateway_core.admin import Admin, keys, prices
+from gateway_core.channel_type import Timeouts
+from gateway_core.cli import main
+from gateway_core.config import Config, config_from_mapping
+from gateway_core.records import PriceRecord
+from gateway_openai.fake_upstream import Fault, FakeOpenAI
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+MODEL = "gpt-shared"
+CHAT: Any = [{"role": "user", "content": "hello there"}]
+
+
+@attrs.define
+class CountingOpenAI(FakeOpenAI):
+    """The fake OpenAI upstream, each request held ``delay`` seconds, counting
+    how many it holds at once."""
+
+    delay: float = 0.0
+    in_flight: int = 0
+    peak: int = 0
+
+    async def admit(self, request, body, **extra):
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        try:
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            return await super().admit(request, body, **extra)
+        finally:
+            self.in_flight -= 1
+
+
+@pytest.fixture
+def relaygate_config(tmp_path, redis_prefix) -> Config:
+    gateway = {"redis": REDIS_URL, "redis_prefix": redis_prefix, "breaker_failures": 2, "breaker_cooldown": 1.0}
+    config = config_from_mapping({"load": ["openai", "demo"], "gateway": gateway}, db_path=str(tmp_path / "relaygate.db"))
+    return attrs.evolve(config, timeouts=Timeouts(connect=1.0, first_byte=5.0, idle=5.0))
+
+
+def sdk(gateway, secret: str) -> openai.AsyncOpenAI:
+    return openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=secret, max_retries=0, timeout=20)
+
+
+async def ask(gateway, secret: str) -> int:
+    """The status of one chat completion through ``gateway``."""
+    async with sdk(gateway, secret) as client:
+        try:
+            await client.chat.completions.create(model=MODEL, messages=CHAT)
+            return 200
+        except openai.APIStatusError as error:
+            return error.status_code
+
+
+async def until(predicate, timeout: float = 5.0) -> float:
+    """Seconds until ``predicate()`` (awaited) is true."""
+    started = time.monotonic()
+    while not await predicate():
+        assert time.monotonic() - started < timeout, "not within the time allowed"
+        await asyncio.sleep(0.02)
+    return time.monotonic() - started
+
+
+async def test_a_channel_cap_holds_across_gateways(start_gateway, seed, fake_upstream):
+    upstream = await fake_upstream(CountingOpenAI(delay=0.3))
+    seed.channel("capped", type="openai", base_url=upstream.url, models=[MODEL], concurrency=2)
+    _, secret = seed.key(seed.user("alice"))
+    gateways = [start_gateway(), start_gateway(), start_gateway()]
+    statuses = await asyncio.gather(*(ask(gateways[i % 3], secret) for i in range(12)))
+    assert upstream.peak == 2  # never more than the cap in flight, whichever gateway sent them
+    assert statuses.count(200) >= 2 and set(statuses) <= {200, 503}
+    # the slots are given back: one at a time, every request passes
+    for i in range(3):
+        assert await ask(gateways[i], secret) == 200
+
+
+async def test_a_breaker_opened_on_one_gateway_keeps_the_others_off_and_one_probes(start_gateway, seed, fake_upstream):
+    upstream = await fake_upstream(CountingOpenAI())
+    seed.channel("flaky", type="openai", base_url=upstream.url, models=[MODEL])
+    _, secret = seed.key(seed.user("alice"))
+    a, b, c = start_gateway(), start_gateway(), start_gateway()
+    upstream.fail_next(Fault(status=500), Fault(status=500))
+    assert [await ask(a, secret), await ask(a, secret)] == [502, 502]  # two failures open A's breaker
+    sent = len(upstream.requests)
+
+    async def others_refuse() -> bool:
+        return await ask(b, secret) == 503 and await ask(c, secret) == 503
+
+    assert await until(others_refuse, 0.9) < 0.9  # within the cool-down: B and C skip the channel
+    assert len(upstream.requests) == sent  # without calling it
+    assert b.services.health.health(1).breaker.state == "open"
+    # the cool-down ends: of many requests at once on three gateways, one probes
+    await asyncio.sleep(1.1)
+    upstream.delay = 0.5
+    statuses = await asyncio.gather(*(ask(g, secret) for g in (a, b, c) for _ in range(4)))
+    assert len(upstream.requests) == sent + 1, statuses
+    assert statuses.count(200) == 1 and statuses.count(503) == 11
+    # its success closed the breaker everywhere
+    upstream.delay = 0.0
+
+    async def all_pass() -> bool:
+        return [await ask(g, secret) for g in (a, b, c)] == [200, 200, 200]
+
+    await until(all_pass, 3.0)
+
+
+async def test_a_key_disabled_through_one_gateway_is_refused_by_the_others_at_once(start_gateway, seed, fake_upstream):
+    upstream = await fake_upstream(CountingOpenAI())
+    seed.channel("up", type="openai", base_url=upstream.url, models=[MODEL])
+    key_id, secret = seed.key(seed.user("alice"))
+    a, b, c = start_gateway(), start_gateway(), start_gateway()
+    assert [await ask(g, secret) for g in (a, b, c)] == [200, 200, 200]  # cached as enabled everywhere
+    await a.on_loop(keys.set_key_enabled(Admin.of(a.services), key_id, False))  # as the console on A does
+
+    async def refused() -> bool:
+        return await ask(b, secret) == 401 and await ask(c, secret) == 401
+
+    assert await until(refused, 1.0) < 0.5  # well within the caches' one-second lifetime
+    assert b.services.shared is not None and b.services.shared.bus.received >= 1
+
+
+async def test_a_change_made_by_the_cli_is_published(start_gateway, seed, fake_upstream, relaygate_config, monkeypatch):
+    upstream = await fake_upstream(CountingOpenAI())
+    seed.channel("up", type="openai", base_url=upstream.url, models=[MODEL])
+    key_id, secret = seed.key(seed.user("alice"))
+    a, b = start_gateway(), start_gateway()
+    assert [await ask(a, secret), await ask(b, secret)] == [200, 200]
+    received = [g.services.shared.bus.received for g in (a, b)]
+    monkeypatch.setenv("RELAYGATE_REDIS", REDIS_URL)
+    plugins = relaygate_config.db_path + ".toml"
+    with open(plugins, "w") as file:
+        file.write(f'load = ["openai", "demo"]\n[gateway]\nredis_prefix = "{relaygate_config.redis_prefix}"\n')
+    done = await asyncio.to_thread(main, ["--db", relaygate_config.db_path, "--plugins", plugins, "key", "disable", str(key_id)])
+    assert done == 0
+
+    async def refused() -> bool:
+        return await ask(a, secret) == 401 and await ask(b, secret) == 401
+
+    assert await until(refused, 1.0) < 0.5
+    assert [g.services.shared.bus.received for g in (a, b)] > received
+
+
+async def test_a_price_change_is_seen_at_once(start_gateway, seed, fake_upstream):
+    upstream = await fake_upstream(CountingOpenAI())
+    seed.channel("up", type="openai", base_url=upstream.url, models=[MODEL], free_unpriced=False)
+    seed.price(MODEL, 0, 0, free=True)
+    _, secret = seed.key(seed.user("alice", balance_usd=1))
+    a, b = start_gateway(), start_gateway()
+    assert await ask(b, secret) == 200
+    assert b.services.prices is not None and b.services.prices.fresh() is not None
+    price = PriceRecord(model=MODEL, input_micros_per_mtok=5_000_000, output_micros_per_mtok=0)
+    await a.on_loop(prices.set_price(Admin.of(a.services), price))
+
+    async def dropped() -> bool:
+        return b.services.prices.fresh() is None
+
+    assert await until(dropped, 1.0) < 0.5
