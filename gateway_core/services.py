@@ -27,6 +27,7 @@ from .request_store import PriceSnapshot, RequestStore
 from .snapshot import TtlSnapshot
 from .sql import SqlHandle
 from .ratelimit.faults import RedisFaults
+from .ratelimit.signin import InProcessSignInThrottle, SignInThrottle
 
 if TYPE_CHECKING:
     from .shared.setup import SharedState
@@ -54,6 +55,7 @@ class Services:
     tracing: Tracing | None = None  # OpenTelemetry spans (tracing.py), off by default
     shared: SharedState | None = None  # Redis: limits, breakers, caps, invalidations (gateway_core.shared)
     redis_faults: RedisFaults = attrs.field(factory=RedisFaults)  # times Redis was unreachable, by kind
+    signin: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # console sign-in attempts
 
     @classmethod
     def build(
@@ -94,6 +96,7 @@ class Services:
             tracing=Tracing(tracer_provider) if tracer_provider is not None else tracing_from_env(),
             shared=shared,
             redis_faults=faults,
+            signin=shared.signin if shared is not None else InProcessSignInThrottle(),
             pipeline=Pipeline(registry.policies),
             recorder=Recorder(store),
             client_address=ClientAddress(config.trusted_proxies),

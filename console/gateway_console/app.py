@@ -13,7 +13,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from .ratelimit import SignInLimiter
+from gateway_core.ratelimit import SignInRule
 from .views import admin_channels, admin_site, admin_users, auth, keys, logs, quickstart, wallet
 from .web import TEMPLATES, ConsoleState
 
@@ -113,19 +113,34 @@ async def http_error(request: Request, exc: HTTPException) -> HTMLResponse:
 
 def console_app(settings: dict[str, Any] | None = None) -> Starlette:
     """The console as an ASGI app. ``settings`` is ``[plugins.console]`` of
-    ``plugins.toml``: ``signin_attempts_per_address`` (30),
-    ``signin_failures_per_user`` (5), ``signin_window_seconds`` (300),
+    ``plugins.toml``: the sign-in throttle (:func:`signin_rule`),
     ``session_hours`` (12), ``secure_cookies`` (false: cookies are ``Secure``
     only on HTTPS requests; set it behind a TLS-terminating proxy)."""
     settings = dict(settings or {})
-    limiter = SignInLimiter(
-        per_address=int(settings.get("signin_attempts_per_address", 30)),
-        per_name=int(settings.get("signin_failures_per_user", 5)),
-        window=float(settings.get("signin_window_seconds", 300)),
-    )
+    rule = signin_rule(settings)
     app = Starlette(routes=routes(), middleware=[Middleware(SecurityHeaders)], exception_handlers={HTTPException: http_error})
-    app.state.console = ConsoleState(settings, limiter, float(settings.get("session_hours", 12)) * 3600)
+    app.state.console = ConsoleState(settings, rule, float(settings.get("session_hours", 12)) * 3600)
     return app
+
+
+SIGNIN_SETTINGS = {  # [plugins.console] setting: the SignInRule field it sets
+    "signin_free_failures": "free_failures",
+    "signin_free_failures_per_address": "address_free_failures",
+    "signin_free_failures_per_account": "account_free_failures",
+    "signin_delay_seconds": "base_delay",
+    "signin_max_delay_seconds": "max_delay",
+    "signin_window_seconds": "window",
+}
+
+
+def signin_rule(settings: dict[str, Any]) -> SignInRule:
+    """The sign-in throttle's rule from ``signin_*`` settings (see the README)."""
+    values: dict[str, Any] = {}
+    for setting, field in SIGNIN_SETTINGS.items():
+        if setting in settings:
+            kind = float if field in ("base_delay", "max_delay", "window") else int
+            values[field] = kind(settings[setting])
+    return SignInRule(**values)
 
 
 def console_mount(settings: dict[str, Any] | None = None) -> Mount:

@@ -28,7 +28,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from . import queries
 from .forms import FILTERS, FormError, FormTooLarge, read_form
-from .ratelimit import SignInLimiter
+from gateway_core.ratelimit import SignInRule
 from .sessions import CSRF_FIELD, SESSION_COOKIE, Signer, session_id
 
 TEMPLATES = jinja2.Environment(
@@ -57,7 +57,7 @@ class ConsoleState:
     """One console app's long-lived state (one per gateway app)."""
 
     settings: dict[str, Any]
-    limiter: SignInLimiter
+    signin_rule: SignInRule
     session_seconds: float
     services: Any = None
     admin: Admin | None = None

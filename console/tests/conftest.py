@@ -63,8 +63,10 @@ class Browser:
         async with self.http.post(self.base + path, data=data, allow_redirects=kwargs.pop("allow_redirects", True), **kwargs) as r:
             return r.status, await r.text()
 
-    async def sign_in(self, name: str, password: str | None = None) -> tuple[int, str]:
-        return await self.post("/console/login", {"name": name, "password": password or PASSWORDS[name]}, csrf_from="/console/login")
+    async def sign_in(self, name: str, password: str | None = None, **kwargs) -> tuple[int, str]:
+        """Sign in (``headers=`` such as ``X-Forwarded-For`` go with the form's POST)."""
+        form = {"name": name, "password": password or PASSWORDS[name]}
+        return await self.post("/console/login", form, csrf_from="/console/login", **kwargs)
 
     async def close(self) -> None:
         await self.http.close()

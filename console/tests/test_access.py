@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import aiohttp
+import attrs
 import openai
 import pytest
 
 from gateway_core.config import Config
+
+from .conftest import csrf_of
 
 pytestmark = pytest.mark.usefixtures("users")
 
@@ -68,24 +72,37 @@ async def test_wrong_password_and_unknown_user_are_refused_alike(browsers):
         assert status == 401 and "Wrong user name or password" in page and "Sign out" not in page
 
 
-async def test_sign_in_is_rate_limited_per_user_name(browsers):
-    browser = await browsers()
-    for _ in range(5):
-        status, _ = await browser.sign_in("alice", "guess")
-        assert status == 401
-    status, page = await browser.sign_in("alice")  # even the right password, for now
-    assert status == 429 and "Too many sign-in attempts" in page
-    assert (await browser.sign_in("bob"))[0] == 200  # another name is not affected
-
-
-async def test_sign_in_is_rate_limited_per_address(relaygate_config, start_gateway, browsers):
-    config = Config(db_path=relaygate_config.db_path, plugins={"console": {"signin_attempts_per_address": 3}})
+async def test_wrong_passwords_from_one_address_never_block_the_right_one_from_another(relaygate_config, users, start_gateway, browsers):
+    config = attrs.evolve(relaygate_config, trusted_proxies=("127.0.0.1",))
     gateway = start_gateway(config)
     browser = await browsers(url=gateway.url)
-    for name in ("u1", "u2", "u3"):
-        assert (await browser.sign_in(name, "x"))[0] == 401
-    status, page = await browser.sign_in("alice")
-    assert status == 429 and "Too many sign-in attempts" in page
+    attacker, owner = {"X-Forwarded-For": "203.0.113.7"}, {"X-Forwarded-For": "198.51.100.20"}
+    for _ in range(3):  # three free failures for root from the attacker's address
+        assert (await browser.sign_in("root", "guess", headers=attacker))[0] == 401
+    status, page = await browser.sign_in("root", headers=attacker)  # even the right password waits there
+    assert status == 429 and "wait 1 second and try again" in page
+    assert (await (await browsers(url=gateway.url)).sign_in("root", headers=owner))[0] == 200  # the admin is not locked out
+    assert (await (await browsers(url=gateway.url)).sign_in("bob", headers=attacker))[0] == 200  # nor another account from there
+
+
+async def test_sign_in_delays_grow_with_each_failure(relaygate_config, users, start_gateway, browsers):
+    config = Config(db_path=relaygate_config.db_path, plugins={"console": {"signin_free_failures": 1}})
+    browser = await browsers(url=start_gateway(config).url)
+    waits = []
+    for _ in range(3):
+        assert (await browser.sign_in("alice", "guess"))[0] == 401
+        waits.append(await retry_after(browser, "alice"))
+        await asyncio.sleep(waits[-1] + 0.1)
+    assert waits == [1, 2, 4]  # doubling with each failure past the free one
+
+
+async def retry_after(browser, name: str) -> int:
+    """The Retry-After of a throttled sign-in (the attempt is not counted)."""
+    _, page = await browser.get("/console/login")
+    form = {"csrf": csrf_of(page), "name": name, "password": "guess"}
+    async with browser.http.post(browser.base + "/console/login", data=form) as response:
+        assert response.status == 429
+        return int(response.headers["Retry-After"])
 
 
 async def test_posts_without_or_with_a_wrong_csrf_token_are_403(browsers, seed, users, csrf):

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from datetime import date
 
+import pytest
+
 from gateway_console.chart import DAYS, spending_chart
-from gateway_console.ratelimit import SignInLimiter, SlidingWindow
 from gateway_console.sessions import Signer
 from gateway_console.web import safe_next
+from gateway_core.ratelimit.signin import InProcessSignInThrottle, SignInRule, SignInThrottled
 from gateway_core.records import DailySpending
 
 
@@ -22,18 +24,27 @@ def test_cookies_and_csrf_tokens_are_signed_per_purpose():
     assert not signer.check_signin_csrf(None, signer.signin_csrf("n"))
 
 
-def test_limiter_windows_slide_and_success_clears_a_name():
-    window = SlidingWindow(2, 10)
-    window.add("x", now=0)
-    window.add("x", now=1)
-    assert window.retry_after("x", now=2) == 8
-    assert window.retry_after("x", now=10.5) == 0
-    limiter = SignInLimiter(per_address=100, per_name=2, window=60)
-    limiter.failed("Alice")
-    limiter.failed("alice")
-    assert limiter.retry_after("1.2.3.4", "ALICE") > 0
-    limiter.succeeded("alice")
-    assert limiter.retry_after("1.2.3.4", "alice") == 0
+async def test_sign_in_throttle_counts_per_account_and_address_and_forgets():
+    clock = [1000.0]
+    throttle = InProcessSignInThrottle(clock=lambda: clock[0])
+    rule = SignInRule(free_failures=2, address_free_failures=4, base_delay=1, max_delay=8, window=60)
+    for _ in range(2):
+        await throttle.attempt("Alice", "x", rule)
+    with pytest.raises(SignInThrottled) as refused:
+        await throttle.attempt("ALICE", "x", rule)  # names are case-folded
+    assert refused.value.retry_after == 1
+    await throttle.attempt("alice", "y", rule)  # another address is not delayed
+    await throttle.attempt("bob", "x", rule)
+    await throttle.attempt("bob", "x", rule)  # the address's fourth failure
+    with pytest.raises(SignInThrottled):
+        await throttle.attempt("carol", "x", rule)  # now the address waits for any account
+    clock[0] += 1.5
+    await throttle.attempt("alice", "x", rule)
+    await throttle.succeeded("alice", "x")  # the right password: the pair is forgotten
+    clock[0] += 1.5
+    await throttle.attempt("alice", "x", rule)
+    clock[0] += 61
+    assert rule.delay(0, 2) == 0 and rule.delay(2, 2) == 1 and rule.delay(5, 2) == 8 and rule.delay(40, 2) == 8
 
 
 def test_next_is_only_ever_a_console_path():

@@ -2,6 +2,9 @@
 
 The :class:`RateLimiter` interface is what the ``rate_limit`` policy uses; the
 in-process :class:`InProcessRateLimiter` is the default implementation.
+Console sign-ins are throttled by a :class:`SignInThrottle` (``services.signin``)
+under a :class:`SignInRule` (:mod:`.signin`); what happens when Redis cannot be
+reached is :mod:`.faults`.
 """
 
 from ..records import NO_LIMITS, RateLimits
@@ -29,14 +32,25 @@ __all__ = [
     "RateLimitState",
     "RateLimiter",
     "RateLimits",
+    "SignInRule",
+    "SignInThrottle",
+    "SignInThrottleUnavailable",
+    "SignInThrottled",
     "Subject",
 ]
 
+_SIGNIN = ("SignInRule", "SignInThrottle", "SignInThrottleUnavailable", "SignInThrottled")
+
 
 def __getattr__(name: str) -> object:
-    """The in-process limiter is loaded when asked for, not by every import of the contract."""
+    """The in-process limiter and the sign-in throttle are loaded when asked for,
+    not by every import of the contract."""
     if name == "InProcessRateLimiter":
         from .memory import InProcessRateLimiter
 
         return InProcessRateLimiter
+    if name in _SIGNIN:
+        from . import signin
+
+        return getattr(signin, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,6 +11,7 @@ import redis.asyncio as aioredis
 from ..config import Config
 from ..ratelimit.faults import CHANNEL_CONCURRENCY, RATE_LIMITS, RedisFaults
 from ..ratelimit.redis import RedisRateLimiter, connect
+from ..ratelimit.redis_signin import RedisSignInThrottle
 from . import events
 from .bus import RedisBus
 from .health import SharedHealth
@@ -29,6 +30,7 @@ class SharedState:
     bus: RedisBus
     health: SharedHealth
     faults: RedisFaults
+    signin: RedisSignInThrottle
 
     @classmethod
     def open(cls, config: Config, board: HealthBoard, router: Router, faults: RedisFaults) -> SharedState:
@@ -41,7 +43,8 @@ class SharedState:
         )  # fmt: skip
         health = SharedHealth(board, client, config.redis_prefix, slots=slots, faults=faults, origin=origin, find_key=router.secret_of)
         board.shared = health
-        return cls(client=client, bus=RedisBus(client, config.redis_prefix, origin=origin), health=health, faults=faults)
+        bus = RedisBus(client, config.redis_prefix, origin=origin)
+        return cls(client=client, bus=bus, health=health, faults=faults, signin=RedisSignInThrottle(client, config.redis_prefix, faults))
 
     def rate_limiter(self, config: Config) -> RedisRateLimiter:
         """The key and user limits, on the same connection."""

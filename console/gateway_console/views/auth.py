@@ -8,6 +8,7 @@ import functools
 from starlette.responses import RedirectResponse, Response
 
 from gateway_core.admin import users
+from gateway_core.ratelimit import SignInThrottled, SignInThrottleUnavailable
 from gateway_core.secrets import hash_password, verify_password
 
 from .. import queries
@@ -59,20 +60,25 @@ async def sign_in(ctx: Ctx) -> Response:
     name = text(form, "name", max_length=200)
     password = str(form.get("password") or "")
     address = ctx.services.client_address(ctx.request.scope) or "unknown"
-    limiter = ctx.state.limiter
-    wait = limiter.retry_after(address, name)
-    if wait:
-        response = _signin_form(ctx, 429, f"Too many sign-in attempts: wait {wait} seconds and try again.", name)
+    throttle = ctx.services.signin
+    try:
+        await throttle.attempt(name, address, ctx.state.signin_rule)
+    except SignInThrottled as refused:
+        wait = refused.retry_after
+        message = f"Too many failed sign-ins for this account from your address: wait {_duration(wait)} and try again."
+        response = _signin_form(ctx, 429, message, name)
         response.headers["Retry-After"] = str(wait)
         return response
-    limiter.attempted(address)
+    except SignInThrottleUnavailable:
+        response = _signin_form(ctx, 503, "Signing in is unavailable for a moment: try again in a few seconds.", name)
+        response.headers["Retry-After"] = "5"
+        return response
     record = await queries.sign_in_record(ctx.sql, name) if name else None
     stored = record[1] if record and record[1] else _decoy_hash()
     ok = await asyncio.to_thread(verify_password, password, stored)
     if not (ok and record and record[1]):
-        limiter.failed(name)
         return _signin_form(ctx, 401, "Wrong user name or password.", name)
-    limiter.succeeded(name)
+    await throttle.succeeded(name, address)
     token = new_token()
     seconds = int(ctx.state.session_seconds)
     await queries.create_session(ctx.sql, session_id(token), record[0], now() + seconds, address)
@@ -80,6 +86,13 @@ async def sign_in(ctx: Ctx) -> Response:
     _cookie(ctx, response, SESSION_COOKIE, ctx.signer.session_cookie(token), seconds)
     response.delete_cookie(SIGNIN_COOKIE, path=ctx.base or "/")
     return response
+
+
+def _duration(seconds: int) -> str:
+    """``1 second``, ``45 seconds``, ``5 minutes`` (rounded up)."""
+    if seconds < 120:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    return f"{-(-seconds // 60)} minutes"
 
 
 @page()
