@@ -12,7 +12,7 @@ from typing import Any
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 THREADED = ("gateway", "server")  # processes whose CPU is also reported per thread
-PER_GATEWAY_REQUEST = ("postgres",)  # processes whose CPU is counted per request the gateway served
+PER_GATEWAY_REQUEST = ("postgres", "redis")  # processes whose CPU is counted per request the gateway served
 
 
 

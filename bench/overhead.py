@@ -233,8 +233,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--perf", metavar="FILE", help="perf record the gateway during the --profile-phase into FILE (C and kernel time)")
     p.add_argument("--postgres", metavar="URL", help="serve on PostgreSQL: a fresh database on this server (postgresql://user@host/db), "
                    "filled from the seeded SQLite store by relaygate copy-store, dropped after; its CPU is reported too")
+    p.add_argument("--limits", action="store_true", help="give the key rate and concurrency limits and the channel a concurrency cap "
+                   "(too high to be reached): every request counts them")
+    p.add_argument("--redis", metavar="URL", help="serve with --redis URL (implies --limits): limits, the channel's cap and breakers "
+                   "shared through Redis, under a key prefix of the run's own; Redis's CPU is reported too")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory (database, logs)")
     args = p.parse_args(argv)
+    args.limits = args.limits or bool(args.redis)
     args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     unknown = set(args.scenarios) - set(SCENARIOS)
     if unknown:
@@ -242,6 +247,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if (args.profile or args.perf) and args.profile_phase not in args.scenarios:
         p.error(f"--profile profiles the {args.profile_phase} gateway phase: include {args.profile_phase} in --scenarios")
     return args
+
+
+async def redis_pid(url: str) -> int:
+    """The process id of the Redis server at ``url`` (its CPU is measured like the gateway's)."""
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(url)
+    try:
+        return int((await client.info("server"))["process_id"])
+    finally:
+        await client.aclose()
 
 
 def say(args, text: str) -> None:
@@ -279,8 +295,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 plugins = Path(args.plugins).resolve()
             else:
                 plugins = tmp / "plugins.toml"
-                plugins.write_text(BENCH_PLUGINS)
-            key = seed(db, tmp, plugins, up_url, args.free)
+                prefix = f'[gateway]\nredis_prefix = "bench-{os.getpid()}"\n' if args.redis else ""
+                plugins.write_text(BENCH_PLUGINS + prefix)
+            key = seed(db, tmp, plugins, up_url, args.free, args.limits)
             served_db = str(db)
             if args.postgres:
                 served_db = result["postgres"] = await pg_column.fresh_database(args.postgres)
@@ -289,6 +306,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             argv = [*relaygate_command(), "serve", "--db", served_db, "--plugins", str(plugins), "--host", "127.0.0.1", "--port", str(gw_port)]
             if args.workers > 1:
                 argv += ["--workers", str(args.workers)]
+            if args.redis:
+                argv += ["--redis", args.redis]
             gateway = Child("gateway", placement.command(placement.server, argv), tmp / "gateway.log", tmp)
             children.append(gateway)
             gw_url = f"http://127.0.0.1:{gw_port}"
@@ -296,6 +315,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             target = Target("gateway", gw_url, key)
             await smoke(target, gateway)
             pids = {"upstream": upstream.pid, "gateway": gateway.pid}
+            if args.redis:
+                pids["redis"] = await redis_pid(args.redis)
             if args.postgres:
                 pids["postgres"] = await pg_column.postmaster_pid(served_db)
                 if placement.upstream is not None:  # off the gateway's CPU, with the upstream and the load generator

@@ -98,6 +98,10 @@ def print_table(result: dict[str, Any]) -> None:
     print("req/s at c1 = 1 / mean latency (requests are sequential). ratios = gateway / direct.")
     print("floor 'at c1' rows: the hello server alternated with the fake upstream (a hop that does nothing, vs raw asyncio).")
     for s in result["scenarios"]:
+        stores = [f"{name} {s['cpu'][f'{name}_cpu_ms_per_req']:.3f}" for name in ("postgres", "redis") if s.get("cpu", {}).get(f"{name}_cpu_ms_per_req") is not None]
+        if stores:
+            print(f"{s['scenario']}: CPU ms per gateway request of the stores: {', '.join(stores)}")
+    for s in result["scenarios"]:
         for side in ("direct", "gateway", "server"):
             v = s.get(side)
             if v and v["errors"]:

@@ -8,62 +8,17 @@ The test runs its own ``redis-server`` on a free port, never the shared one."""
 from __future__ import annotations
 
 import asyncio
-import shutil
-import subprocess
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import attrs
 import openai
 import pytest
 
 from gateway_core.admin import Admin, keys
 from gateway_core.config import Config, config_from_mapping
-from gateway_core.testing import free_port
 from gateway_openai.fake_upstream import FakeOpenAI
 
 MODEL = "gpt-faults"
 CHAT: list = [{"role": "user", "content": "hello"}]
-
-pytestmark = pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
-
-
-@attrs.define
-class PrivateRedis:
-    """A redis-server of the test's own, stopped and started at will."""
-
-    directory: Path
-    port: int = attrs.field(factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                   "--dir", str(self.directory)]  # fmt: skip
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True, text=True).stdout.strip() != "PONG":
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait(timeout=10)
-            self.process = None
-
-
-@pytest.fixture
-def private_redis(tmp_path) -> Iterator[PrivateRedis]:
-    server = PrivateRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
-
 
 def config_for(tmp_path, url: str, **faults: str) -> Config:
     gateway = {"redis": url, "redis_faults": faults}

@@ -41,6 +41,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..errors import GatewayError
 from .faults import RATE_LIMITS, RedisFaults
+from .resp import RespClient, Script
 from .rules import CONCURRENCY_RETRY_AFTER, WINDOW, Level, exceeded, refusal, report
 from .state import Permit, RateLimitState, Subject
 
@@ -185,7 +186,7 @@ class RedisRateLimiter:
 
     def __init__(
         self,
-        client: aioredis.Redis | str,
+        client: RespClient | str,
         *,
         prefix: str = "relaygate",
         fail_open: bool = False,
@@ -197,7 +198,7 @@ class RedisRateLimiter:
         """``kind`` names what is counted, for :class:`RedisFaults` and the 503's
         message (``channel_concurrency`` when it counts channels' slots)."""
         if isinstance(client, str):
-            client = connect(client, timeout)
+            client = RespClient(client, timeout)
             self._owned = True
         else:
             self._owned = False
@@ -207,9 +208,9 @@ class RedisRateLimiter:
         self.faults = faults if faults is not None else RedisFaults()
         self.kind = kind
         self.lease_seconds = lease_seconds
-        self._acquire = client.register_script(_ACQUIRE)
-        self._release = client.register_script(_RELEASE)
-        self._refresh = client.register_script(_REFRESH)
+        self._acquire = Script(_ACQUIRE)
+        self._release = Script(_RELEASE)
+        self._refresh = Script(_REFRESH)
         self._held: dict[str, RedisPermit] = {}  # the leases this process holds, by id
         self._refresher: asyncio.Task[None] | None = None
 
@@ -228,14 +229,14 @@ class RedisRateLimiter:
             await asyncio.gather(self._refresher, return_exceptions=True)
             self._refresher = None
         if self._owned:
-            await self._client.aclose()
+            await self._client.close()
 
     async def acquire(self, subjects: Sequence[Subject], tokens: int) -> Permit:
         tokens = max(0, int(tokens))
         keys, args = self._arguments(subjects)
         lease = uuid.uuid4().hex
         try:
-            answer = await self._acquire(keys=keys, args=[tokens, lease, repr(float(self.lease_seconds)), *args])
+            answer = await self._client.run(self._acquire, keys, [tokens, lease, float(self.lease_seconds), *args])
         except UNREACHABLE as error:
             return self._unreachable(subjects, tokens, error)
         admitted, now, counts = int(answer[0]), float(answer[1]), answer[2:]
@@ -266,7 +267,7 @@ class RedisRateLimiter:
         keys, args = self._arguments(permit.subjects)
         refund = permit.tokens - max(0, int(tokens_used))
         try:
-            await self._release(keys=keys, args=[lease, refund, *args])
+            await self._client.run(self._release, keys, [lease, refund, *args])
         except UNREACHABLE as error:
             log.warning("rate-limit store unavailable at release: the lease expires on its own", error=str(error))
 
@@ -280,7 +281,7 @@ class RedisRateLimiter:
                     keys.append(self.keys(subject)[1])
                     leases.append(lease)
         if keys:
-            await self._refresh(keys=keys, args=[repr(float(self.lease_seconds)), *leases])
+            await self._client.run(self._refresh, keys, [float(self.lease_seconds), *leases])
 
     async def _refresh_leases(self) -> None:
         """Every third of a lease, extend the held ones: a long stream keeps its slot,

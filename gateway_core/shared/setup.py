@@ -12,6 +12,7 @@ from ..config import Config
 from ..ratelimit.faults import CHANNEL_CONCURRENCY, RATE_LIMITS, RedisFaults
 from ..ratelimit.redis import RedisRateLimiter, connect
 from ..ratelimit.redis_signin import RedisSignInThrottle
+from ..ratelimit.resp import RespClient
 from . import events
 from .bus import RedisBus
 from .health import SharedHealth
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 class SharedState:
     """One gateway's connection to Redis and what it shares through it."""
 
-    client: aioredis.Redis
+    client: aioredis.Redis  # pub/sub, breakers, sign-in (redis-py)
+    scripts: RespClient  # the request path's scripts: limits and channel slots (one pipelined connection)
     bus: RedisBus
     health: SharedHealth
     faults: RedisFaults
@@ -36,19 +38,20 @@ class SharedState:
     def open(cls, config: Config, board: HealthBoard, router: Router, faults: RedisFaults) -> SharedState:
         assert config.redis is not None
         client = connect(config.redis)
+        scripts = RespClient(config.redis)
         origin = uuid.uuid4().hex
         slots = RedisRateLimiter(
-            client, prefix=config.redis_prefix, faults=faults, kind=CHANNEL_CONCURRENCY,
+            scripts, prefix=config.redis_prefix, faults=faults, kind=CHANNEL_CONCURRENCY,
             fail_open=faults.fails_open(CHANNEL_CONCURRENCY),
         )  # fmt: skip
         health = SharedHealth(board, client, config.redis_prefix, slots=slots, faults=faults, origin=origin, find_key=router.secret_of)
         board.shared = health
         bus = RedisBus(client, config.redis_prefix, origin=origin)
-        return cls(client=client, bus=bus, health=health, faults=faults, signin=RedisSignInThrottle(client, config.redis_prefix, faults))
+        return cls(client=client, scripts=scripts, bus=bus, health=health, faults=faults, signin=RedisSignInThrottle(client, config.redis_prefix, faults))
 
     def rate_limiter(self, config: Config) -> RedisRateLimiter:
         """The key and user limits, on the same connection."""
-        return RedisRateLimiter(self.client, prefix=config.redis_prefix, faults=self.faults, fail_open=self.faults.fails_open(RATE_LIMITS))
+        return RedisRateLimiter(self.scripts, prefix=config.redis_prefix, faults=self.faults, fail_open=self.faults.fails_open(RATE_LIMITS))
 
     def start(self, services: Services) -> None:
         """Listen for invalidations and breaker changes (a task; reconnects by itself)."""
@@ -64,4 +67,5 @@ class SharedState:
         await self.bus.close()
         await self.health.close()
         await self.health.slots.close()
+        await self.scripts.close()
         await self.client.aclose()
