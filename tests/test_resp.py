@@ -62,3 +62,15 @@ async def test_a_silent_server_is_a_timeout_and_a_lost_one_a_connection_error(pr
     private_redis.start()
     assert await client.call("PING") == b"PONG"  # connected again by itself
     await client.close()
+
+
+async def test_a_script_sent_without_waiting_is_run_even_after_redis_forgot_it(private_redis):
+    client = RespClient(private_redis.url)
+    setter = Script("redis.call('SET', KEYS[1], ARGV[1]) return 1")
+    assert not client.run_nowait(setter, ["k"], ["early"])  # not connected yet: nothing sent
+    await client.call("PING")
+    await client.call("SCRIPT", "FLUSH")
+    assert client.run_nowait(setter, ["k"], ["v1"])
+    await client.call("PING")  # the NOSCRIPT reply has come: the script was sent again by source
+    assert await client.call("GET", "k") == b"v1"
+    await client.close()

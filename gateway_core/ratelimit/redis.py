@@ -271,6 +271,19 @@ class RedisRateLimiter:
         except UNREACHABLE as error:
             log.warning("rate-limit store unavailable at release: the lease expires on its own", error=str(error))
 
+    def release_nowait(self, permit: Permit) -> None:
+        """:meth:`release` with nothing to correct, sent without waiting for
+        Redis (a channel's slot at the end of an attempt). Not connected: the
+        lease expires on its own."""
+        if permit.released or not isinstance(permit, RedisPermit) or not permit.lease:
+            permit.released = True
+            return
+        permit.released = True
+        self._held.pop(permit.lease, None)
+        keys, args = self._arguments(permit.subjects)
+        if not self._client.run_nowait(self._release, keys, [permit.lease, 0, *args]):
+            log.warning("rate-limit store unavailable at release: the lease expires on its own")
+
     async def refresh(self) -> None:
         """Extend the leases of the requests this process still has in flight."""
         keys: list[str] = []

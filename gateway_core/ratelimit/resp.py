@@ -185,6 +185,24 @@ class RespClient:
         except NoScriptError:
             return await self.call("EVAL", script.source, len(keys), *keys, *args)
 
+    def run_nowait(self, script: Script, keys: Sequence[str], args: Sequence[Arg]) -> bool:
+        """Send the script without waiting for its reply (a release: nothing
+        depends on it but later commands on this connection, which Redis runs
+        after it). ``False`` when not connected: nothing was sent."""
+        connection = self._connection
+        if connection is None or connection.closed:
+            return False
+        connection.call(("EVALSHA", script.sha, len(keys), *keys, *args)).add_done_callback(
+            lambda done: self._sent(done, script, keys, args)
+        )
+        return True
+
+    def _sent(self, done: asyncio.Future[Any], script: Script, keys: Sequence[str], args: Sequence[Arg]) -> None:
+        error = None if done.cancelled() else done.exception()  # retrieved: no caller awaits it
+        connection = self._connection
+        if isinstance(error, NoScriptError) and connection is not None and not connection.closed:
+            connection.call(("EVAL", script.source, len(keys), *keys, *args)).add_done_callback(_retrieve)
+
     async def call(self, *args: Arg) -> Any:
         connection = self._connection
         if connection is None or connection.closed:
@@ -230,3 +248,8 @@ class RespClient:
         if connection is not None and connection.transport is not None:
             connection.closed = True
             connection.transport.close()
+
+
+def _retrieve(done: asyncio.Future[Any]) -> None:
+    if not done.cancelled():
+        done.exception()

@@ -182,7 +182,7 @@ class SharedHealth:
         permit = lease.permit
         if permit is not None:
             lease.permit = None
-            self._spawn(self.slots.release(permit, 0))
+            self.slots.release_nowait(permit)
         channel_id = lease.route.channel.id
         if lease.channel_probe:
             self._spawn(self._drop_claim(self._keys(channel_id, CHANNEL_SLOT)[1]))
