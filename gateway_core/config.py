@@ -9,8 +9,11 @@
     trusted_proxies = ["127.0.0.1"]
     max_body_bytes = 33554432
 
-    redis = "redis://127.0.0.1:6379/0"   # limits shared by workers and replicas
+    redis = "redis://127.0.0.1:6379/0"   # state shared by workers and replicas
     metrics_allow = ["10.0.0.0/8"]        # who may read GET /metrics (default: loopback)
+
+    [gateway.redis_faults]    # Redis unreachable: "open" or "closed" per kind
+    rate_limits = "closed"
 
     [plugins.acme]            # a plugin's own settings
     default_max_tokens = 4096
@@ -61,9 +64,10 @@ class Config:
     # connection and its answer before the store reports itself unavailable
     db_pool_size: int = 10
     db_timeout: float = 5.0
-    # Redis for the state shared by workers and replicas (rate limits); None:
-    # each process counts in its own memory. When Redis cannot be reached while
-    # serving, a limited request is refused with 503 unless redis_fail_open.
+    # Redis for the state shared by workers and replicas (rate limits, channel
+    # caps, breakers, invalidations, sign-in throttling); None: each process keeps
+    # it in its own memory. redis_fail_open is the older form of
+    # redis_faults.rate_limits = "open".
     redis: str | None = None
     redis_fail_open: bool = False
     redis_prefix: str = "relaygate"  # the start of every key, for gateways that share one Redis

@@ -23,7 +23,8 @@ def _configure_serve(parser: argparse.ArgumentParser) -> None:
     _address_options(parser)
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default 1)")
     parser.add_argument(
-        "--redis", metavar="URL", help="Redis for limits shared by workers and replicas (default: RELAYGATE_REDIS, [gateway] redis)"
+        "--redis", metavar="URL", help="Redis for the state shared by workers and replicas: limits, channel caps, breakers, invalidations "
+        "(default: RELAYGATE_REDIS, [gateway] redis)"
     )
 
 
