@@ -73,18 +73,8 @@ async def start_store(db_url: str) -> AsyncIterator[StartStore]:
 
 
 @pytest.fixture
-async def redis_prefix() -> AsyncIterator[str]:
-    import uuid
-
-    import redis.asyncio as aioredis
-
-    name = f"test-{uuid.uuid4().hex}"
-    yield name
-    client = aioredis.Redis.from_url(REDIS_URL)
-    stale = [key async for key in client.scan_iter(match=f"{name}:*")]
-    if stale:
-        await client.delete(*stale)
-    await client.aclose()
+def redis_prefix(relaygate_redis_prefix: str) -> str:
+    return relaygate_redis_prefix
 
 
 @attrs.define

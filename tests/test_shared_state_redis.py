@@ -25,26 +25,6 @@ MODEL = "gpt-shared"
 CHAT: Any = [{"role": "user", "content": "hello there"}]
 
 
-@attrs.define
-class CountingOpenAI(FakeOpenAI):
-    """The fake OpenAI upstream, each request held ``delay`` seconds, counting
-    how many it holds at once."""
-
-    delay: float = 0.0
-    in_flight: int = 0
-    peak: int = 0
-
-    async def admit(self, request, body, **extra):
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
-        try:
-            if self.delay:
-                await asyncio.sleep(self.delay)
-            return await super().admit(request, body, **extra)
-        finally:
-            self.in_flight -= 1
-
-
 @pytest.fixture
 def relaygate_config(tmp_path, redis_prefix) -> Config:
     gateway = {"redis": REDIS_URL, "redis_prefix": redis_prefix, "breaker_failures": 2, "breaker_cooldown": 1.0}
@@ -76,20 +56,22 @@ async def until(predicate, timeout: float = 5.0) -> float:
 
 
 async def test_a_channel_cap_holds_across_gateways(start_gateway, seed, fake_upstream):
-    upstream = await fake_upstream(CountingOpenAI(delay=0.3))
+    upstream = await fake_upstream(FakeOpenAI())
     seed.channel("capped", type="openai", base_url=upstream.url, models=[MODEL], concurrency=2)
     _, secret = seed.key(seed.user("alice"))
     gateways = [start_gateway(), start_gateway(), start_gateway()]
+    upstream.fail_next(*[Fault(first_byte_delay=0.3)] * 12)  # each answer held a while
     statuses = await asyncio.gather(*(ask(gateways[i % 3], secret) for i in range(12)))
     assert upstream.peak == 2  # never more than the cap in flight, whichever gateway sent them
     assert statuses.count(200) >= 2 and set(statuses) <= {200, 503}
+    upstream.faults.clear()
     # the slots are given back: one at a time, every request passes
     for i in range(3):
         assert await ask(gateways[i], secret) == 200
 
 
 async def test_a_breaker_opened_on_one_gateway_keeps_the_others_off_and_one_probes(start_gateway, seed, fake_upstream):
-    upstream = await fake_upstream(CountingOpenAI())
+    upstream = await fake_upstream(FakeOpenAI())
     seed.channel("flaky", type="openai", base_url=upstream.url, models=[MODEL])
     _, secret = seed.key(seed.user("alice"))
     a, b, c = start_gateway(), start_gateway(), start_gateway()
@@ -105,12 +87,11 @@ async def test_a_breaker_opened_on_one_gateway_keeps_the_others_off_and_one_prob
     assert b.services.health.health(1).breaker.state == "open"
     # the cool-down ends: of many requests at once on three gateways, one probes
     await asyncio.sleep(1.1)
-    upstream.delay = 0.5
+    upstream.fail_next(Fault(first_byte_delay=0.5))  # the probe takes a while: the others come meanwhile
     statuses = await asyncio.gather(*(ask(g, secret) for g in (a, b, c) for _ in range(4)))
     assert len(upstream.requests) == sent + 1, statuses
     assert statuses.count(200) == 1 and statuses.count(503) == 11
     # its success closed the breaker everywhere
-    upstream.delay = 0.0
 
     async def all_pass() -> bool:
         return [await ask(g, secret) for g in (a, b, c)] == [200, 200, 200]
@@ -119,7 +100,7 @@ async def test_a_breaker_opened_on_one_gateway_keeps_the_others_off_and_one_prob
 
 
 async def test_a_key_disabled_through_one_gateway_is_refused_by_the_others_at_once(start_gateway, seed, fake_upstream):
-    upstream = await fake_upstream(CountingOpenAI())
+    upstream = await fake_upstream(FakeOpenAI())
     seed.channel("up", type="openai", base_url=upstream.url, models=[MODEL])
     key_id, secret = seed.key(seed.user("alice"))
     a, b, c = start_gateway(), start_gateway(), start_gateway()
@@ -134,7 +115,7 @@ async def test_a_key_disabled_through_one_gateway_is_refused_by_the_others_at_on
 
 
 async def test_a_change_made_by_the_cli_is_published(start_gateway, seed, fake_upstream, relaygate_config, monkeypatch):
-    upstream = await fake_upstream(CountingOpenAI())
+    upstream = await fake_upstream(FakeOpenAI())
     seed.channel("up", type="openai", base_url=upstream.url, models=[MODEL])
     key_id, secret = seed.key(seed.user("alice"))
     a, b = start_gateway(), start_gateway()
@@ -155,7 +136,7 @@ async def test_a_change_made_by_the_cli_is_published(start_gateway, seed, fake_u
 
 
 async def test_a_price_change_is_seen_at_once(start_gateway, seed, fake_upstream):
-    upstream = await fake_upstream(CountingOpenAI())
+    upstream = await fake_upstream(FakeOpenAI())
     seed.channel("up", type="openai", base_url=upstream.url, models=[MODEL], free_unpriced=False)
     seed.price(MODEL, 0, 0, free=True)
     _, secret = seed.key(seed.user("alice", balance_usd=1))

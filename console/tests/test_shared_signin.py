@@ -3,28 +3,14 @@ one are counted on the other, per account and address."""
 
 from __future__ import annotations
 
-import uuid
-
 import attrs
-import pytest
 import redis.asyncio as aioredis
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
-@pytest.fixture
-async def prefix():
-    name = f"test-{uuid.uuid4().hex}"
-    yield name
-    client = aioredis.Redis.from_url(REDIS_URL)
-    stale = [key async for key in client.scan_iter(match=f"{name}:*")]
-    if stale:
-        await client.delete(*stale)
-    await client.aclose()
-
-
-async def test_failures_on_one_gateway_delay_that_address_on_the_other(relaygate_config, users, start_gateway, browsers, prefix):
-    config = attrs.evolve(relaygate_config, trusted_proxies=("127.0.0.1",), redis=REDIS_URL, redis_prefix=prefix)
+async def test_failures_on_one_gateway_delay_that_address_on_the_other(relaygate_config, users, start_gateway, browsers, relaygate_redis_prefix):
+    config = attrs.evolve(relaygate_config, trusted_proxies=("127.0.0.1",), redis=REDIS_URL, redis_prefix=relaygate_redis_prefix)
     a, b = start_gateway(config), start_gateway(config)
     assert type(a.services.signin).__name__ == "RedisSignInThrottle"
     attacker, owner = {"X-Forwarded-For": "203.0.113.9"}, {"X-Forwarded-For": "198.51.100.30"}
@@ -36,7 +22,7 @@ async def test_failures_on_one_gateway_delay_that_address_on_the_other(relaygate
     assert (await (await browsers(url=b.url)).sign_in("root", headers=owner))[0] == 200
     client = aioredis.Redis.from_url(REDIS_URL)
     try:
-        counters = [key async for key in client.scan_iter(match=f"{prefix}:si:*")]
+        counters = [key async for key in client.scan_iter(match=f"{relaygate_redis_prefix}:si:*")]
         assert counters and all([await client.pttl(key) > 0 for key in counters])  # every counter expires
     finally:
         await client.aclose()

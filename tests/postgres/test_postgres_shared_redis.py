@@ -8,7 +8,6 @@ import asyncio
 import time
 from contextlib import ExitStack
 
-import attrs
 import openai
 
 from gateway_core.cli import main
@@ -17,29 +16,13 @@ from gateway_core.config import Config
 from gateway_core.secrets import hash_key, new_api_key
 from gateway_core.store.postgres import PostgresStore
 from gateway_core.testing import GatewayProcess
-from gateway_openai.fake_upstream import FakeOpenAI
+from gateway_openai.fake_upstream import Fault, FakeOpenAI
 
 from .conftest import Seeder
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 MODEL = "gpt-replicas"
 CHAT: list = [{"role": "user", "content": "hello"}]
-
-
-@attrs.define
-class CountingOpenAI(FakeOpenAI):
-    delay: float = 0.0
-    in_flight: int = 0
-    peak: int = 0
-
-    async def admit(self, request, body, **extra):
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
-        try:
-            await asyncio.sleep(self.delay)
-            return await super().admit(request, body, **extra)
-        finally:
-            self.in_flight -= 1
 
 
 async def ask(url: str, secret: str) -> int:
@@ -52,7 +35,8 @@ async def ask(url: str, secret: str) -> int:
 
 
 async def test_three_processes_share_invalidations_and_a_channel_cap(pg_url, fake_upstream, redis_prefix, tmp_path, monkeypatch):
-    upstream = await fake_upstream(CountingOpenAI(delay=0.3))
+    upstream = await fake_upstream(FakeOpenAI())
+    upstream.fail_next(*[Fault(first_byte_delay=0.3)] * 12)  # the first twelve answers held a while
     await PostgresStore(pg_url).migrate()
     seed = await Seeder.open(pg_url)
     base_url = collect(Config(load=("openai",))).channel_type("openai").normalize_base_url(upstream.url)
@@ -71,7 +55,7 @@ async def test_three_processes_share_invalidations_and_a_channel_cap(pg_url, fak
             stack.enter_context(gateway)
         statuses = await asyncio.gather(*(ask(gateways[i % 3].url, secret) for i in range(12)))
         assert upstream.peak == 2 and statuses.count(200) >= 2 and set(statuses) <= {200, 503}
-        upstream.delay = 0.0
+        upstream.faults.clear()
         assert [await ask(g.url, secret) for g in gateways] == [200, 200, 200]  # the key cached as enabled
         monkeypatch.setenv("RELAYGATE_REDIS", REDIS_URL)  # the CLI publishes the change
         cli = ["--db", pg_url, "--plugins", str(plugins), "key", "disable", str(key_id)]
