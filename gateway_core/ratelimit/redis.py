@@ -30,6 +30,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
 import redis.asyncio as aioredis
@@ -257,32 +258,35 @@ class RedisRateLimiter:
         return permit
 
     async def release(self, permit: Permit, tokens_used: int) -> None:
-        if permit.released:
+        """Given back without waiting for Redis when connected (this process's
+        later commands run after it, on the same connection); else once
+        connected again, or its lease expires on its own."""
+        sent = self._release_command(permit, tokens_used)
+        if sent is None or self._client.run_nowait(self._release, *sent):
             return
-        permit.released = True
-        lease = permit.lease if isinstance(permit, RedisPermit) else ""
-        if not lease:
-            return
-        self._held.pop(lease, None)
-        keys, args = self._arguments(permit.subjects)
-        refund = permit.tokens - max(0, int(tokens_used))
         try:
-            await self._client.run(self._release, keys, [lease, refund, *args])
+            await self._client.run(self._release, *sent)
         except UNREACHABLE as error:
             log.warning("rate-limit store unavailable at release: the lease expires on its own", error=str(error))
 
     def release_nowait(self, permit: Permit) -> None:
-        """:meth:`release` with nothing to correct, sent without waiting for
-        Redis (a channel's slot at the end of an attempt). Not connected: the
-        lease expires on its own."""
-        if permit.released or not isinstance(permit, RedisPermit) or not permit.lease:
-            permit.released = True
-            return
-        permit.released = True
-        self._held.pop(permit.lease, None)
-        keys, args = self._arguments(permit.subjects)
-        if not self._client.run_nowait(self._release, keys, [permit.lease, 0, *args]):
+        """:meth:`release` with nothing to correct, never waiting (a channel's
+        slot at the end of an attempt). Not connected: the lease expires on its own."""
+        sent = self._release_command(permit, permit.tokens)
+        if sent is not None and not self._client.run_nowait(self._release, *sent):
             log.warning("rate-limit store unavailable at release: the lease expires on its own")
+
+    def _release_command(self, permit: Permit, tokens_used: int) -> tuple[list[str], list[Any]] | None:
+        """The release script's keys and arguments (``None``: nothing to give back)."""
+        if permit.released:
+            return None
+        permit.released = True
+        lease = permit.lease if isinstance(permit, RedisPermit) else ""
+        if not lease:
+            return None
+        self._held.pop(lease, None)
+        keys, args = self._arguments(permit.subjects)
+        return keys, [lease, permit.tokens - max(0, int(tokens_used)), *args]
 
     async def refresh(self) -> None:
         """Extend the leases of the requests this process still has in flight."""

@@ -65,7 +65,7 @@ async def sign_in(ctx: Ctx) -> Response:
         await throttle.attempt(name, address, ctx.state.signin_rule)
     except SignInThrottled as refused:
         wait = refused.retry_after
-        message = f"Too many failed sign-ins for this account from your address: wait {_duration(wait)} and try again."
+        message = f"Too many failed sign-ins from your address: wait {_duration(wait)} and try again."
         response = _signin_form(ctx, 429, message, name)
         response.headers["Retry-After"] = str(wait)
         return response
