@@ -328,7 +328,7 @@ class HealthBoard:
             key = "channel" if slot == CHANNEL_SLOT else str(lease.key_index)
             self.metrics.breaker(lease.route.channel.name, key, is_open)
         if self.shared is not None:
-            self.shared.changed(lease.route.channel.id, slot, breaker, is_open)
+            self.shared.changed(lease, slot, breaker, is_open)
         if self._store is None:
             return
         wall = time.time()

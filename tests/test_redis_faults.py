@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+import aiohttp
 import openai
 import pytest
 
@@ -69,6 +70,9 @@ async def test_redis_down_fails_each_kind_as_configured_and_recovers(private_red
     assert faults[("rate_limits", "closed")] >= 1 and faults[("channel_concurrency", "closed")] >= 1
     faults = opened.services.redis_faults.counts
     assert faults[("rate_limits", "open")] >= 1 and faults[("channel_concurrency", "open")] >= 1
+    async with aiohttp.ClientSession() as http:  # exported as a counter
+        async with http.get(closed.url + "/metrics") as response:
+            assert 'relaygate_redis_unreachable_total{kind="rate_limits",outcome="closed"}' in await response.text()
     # a change made while Redis is down is still seen, through the caches' one-second lifetime
     await opened.on_loop(keys.set_key_enabled(Admin.of(opened.services), free_id, False))
 

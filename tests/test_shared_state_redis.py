@@ -9,6 +9,7 @@ import asyncio
 import time
 from typing import Any
 
+import aiohttp
 import attrs
 import openai
 import pytest
@@ -44,6 +45,13 @@ async def ask(gateway, secret: str) -> int:
             return 200
         except openai.APIStatusError as error:
             return error.status_code
+
+
+async def scrape(gateway) -> str:
+    async with aiohttp.ClientSession() as http:
+        async with http.get(gateway.url + "/metrics") as response:
+            assert response.status == 200
+            return await response.text()
 
 
 async def until(predicate, timeout: float = 5.0) -> float:
@@ -85,6 +93,7 @@ async def test_a_breaker_opened_on_one_gateway_keeps_the_others_off_and_one_prob
     assert await until(others_refuse, 0.9) < 0.9  # within the cool-down: B and C skip the channel
     assert len(upstream.requests) == sent  # without calling it
     assert b.services.health.health(1).breaker.state == "open"
+    assert 'relaygate_breaker_open{channel="flaky",key="channel"} 1.0' in await scrape(b)  # B's gauge says so too
     # the cool-down ends: of many requests at once on three gateways, one probes
     await asyncio.sleep(1.1)
     upstream.fail_next(Fault(first_byte_delay=0.5))  # the probe takes a while: the others come meanwhile

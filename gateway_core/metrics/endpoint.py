@@ -62,7 +62,8 @@ class MetricsEndpoint:
 
 
 async def measure(services: Services) -> None:
-    """The figures read at scrape time: store round trip and holds, Redis round trip."""
+    """The figures read at scrape time: store round trip and holds, Redis round trip,
+    and the times Redis was unreachable (``services.redis_faults``)."""
     metrics = services.metrics
     instruments = metrics.instruments
     started = time.perf_counter()
@@ -76,6 +77,12 @@ async def measure(services: Services) -> None:
         instruments["relaygate_holds_open"].set(row["open"] or 0)
         oldest = row["oldest"]
         instruments["relaygate_oldest_hold_age_seconds"].set(max(0.0, time.time() - oldest) if oldest else 0.0)
+    unreachable = instruments["relaygate_redis_unreachable_total"]
+    for (kind, outcome), count in services.redis_faults.counts.items():  # counted on the request path, exported here
+        exported = metrics.exported_faults.get((kind, outcome), 0)
+        if count > exported:
+            unreachable.labels(kind, outcome).inc(count - exported)
+            metrics.exported_faults[(kind, outcome)] = count
     ping = getattr(services.rate_limiter, "ping", None)
     if services.config.redis and ping is not None:
         started = time.perf_counter()

@@ -99,6 +99,11 @@ FAMILIES = (
         "relaygate_redis_round_trip_seconds", HISTOGRAM, "A PING's round trip to Redis, when configured (measured at each scrape).",
         (), STORE_BUCKETS,
     ),
+    Family(
+        "relaygate_redis_unreachable_total", COUNTER,
+        "Times Redis could not be reached for shared state, by kind and what was done (open: served without it; closed: refused).",
+        ("kind", "outcome"),
+    ),
 )  # fmt: skip
 
 BY_NAME = {family.name: family for family in FAMILIES}

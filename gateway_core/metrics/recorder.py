@@ -63,6 +63,7 @@ class Metrics:
         self.backlog: Callable[[], int] | None = None
         self.store_kind = ""
         self.in_flight = 0
+        self.exported_faults: dict[tuple[str, str], int] = {}  # services.redis_faults counts already exported
         self.streams = 0
         self._task: asyncio.Task[None] | None = None
 

@@ -197,17 +197,19 @@ class SharedHealth:
 
     # --- breakers changing here -------------------------------------------------------
 
-    def changed(self, channel_id: int, slot: str, breaker: Breaker, is_open: bool) -> None:
+    def changed(self, lease: Lease, slot: str, breaker: Breaker, is_open: bool) -> None:
         """A breaker of this replica opened or closed: store it and tell the others."""
-        state, claim = self._keys(channel_id, slot)
+        channel = lease.route.channel
+        state, claim = self._keys(channel.id, slot)
+        # the channel's name and the key's position: for the others' breaker gauges
+        event = {"k": events.BREAKER, "c": channel.id, "s": slot, "n": channel.name,
+                 "i": "channel" if slot == CHANNEL_SLOT else str(lease.key_index), "open": is_open, "o": self.origin}  # fmt: skip
         if is_open:
             left = max(0.0, breaker.until - self.board.clock())
-            event = {"k": events.BREAKER, "c": channel_id, "s": slot, "open": True, "left": left,
-                     "failures": breaker.failures, "error": breaker.last_error or "", "o": self.origin}  # fmt: skip
+            event.update(left=left, failures=breaker.failures, error=breaker.last_error or "")
             args = [self.channel, orjson.dumps(event), repr(left), breaker.failures, breaker.last_error or "", repr(STATE_MARGIN)]
             self._spawn(self._run(self._open, [state, claim], args))
         else:
-            event = {"k": events.BREAKER, "c": channel_id, "s": slot, "open": False, "o": self.origin}
             self._spawn(self._run(self._close, [state, claim], [self.channel, orjson.dumps(event)]))
 
     def key_disabled(self, channel_id: int, api_key: str) -> None:
@@ -246,10 +248,14 @@ class SharedHealth:
         breaker = self._breaker(channel_id, slot, create=bool(event.get("open")))
         if breaker is None:
             return
-        if event.get("open"):
+        is_open = bool(event.get("open"))
+        if is_open:
             self._hold_open(breaker, float(event.get("left") or 0.0), int(event.get("failures") or 0), str(event.get("error") or ""))
         else:
             breaker.succeed()
+        metrics = self.board.metrics
+        if metrics is not None and event.get("n"):
+            metrics.breaker(str(event["n"]), str(event.get("i") or "channel"), is_open)
 
     def _breaker(self, channel_id: int, slot: str, *, create: bool) -> Breaker | None:
         health = self.board.health(channel_id)
