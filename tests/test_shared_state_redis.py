@@ -70,7 +70,7 @@ async def test_a_channel_cap_holds_across_gateways(start_gateway, seed, fake_ups
     gateways = [start_gateway(), start_gateway(), start_gateway()]
     upstream.fail_next(*[Fault(first_byte_delay=0.3)] * 12)  # each answer held a while
     statuses = await asyncio.gather(*(ask(gateways[i % 3], secret) for i in range(12)))
-    assert upstream.peak == 2  # never more than the cap in flight, whichever gateway sent them
+    assert upstream.most_in_flight == 2  # never more than the cap in flight, whichever gateway sent them
     assert statuses.count(200) >= 2 and set(statuses) <= {200, 503}
     upstream.faults.clear()
     # the slots are given back: one at a time, every request passes

@@ -56,8 +56,9 @@ class FakeUpstream:
     ``api_key`` is the key the fake accepts (``None``: any); ``chunk_delay`` the
     pause between stream chunks; ``requests`` every request received (``headers``,
     ``body``, ``path`` and what the subclass adds); ``cancelled`` how many handlers
-    the gateway hung up on; ``in_flight`` the requests being answered now and
-    ``peak`` the most at once (a concurrency cap, seen from upstream); ``url``
+    the gateway hung up on; ``requests_in_flight`` the requests being answered
+    now and ``most_in_flight`` the most at once (a concurrency cap, seen from
+    upstream); ``url``
     where it is served (set by :class:`UpstreamServers`).
     """
 
@@ -66,8 +67,8 @@ class FakeUpstream:
     requests: list[dict[str, Any]] = attrs.field(factory=list)
     faults: deque[Fault] = attrs.field(factory=deque)
     cancelled: int = 0
-    in_flight: int = 0
-    peak: int = 0
+    requests_in_flight: int = 0
+    most_in_flight: int = 0
     url: str = ""
 
     malformed_body = b'{"id": "broken", "choices": ['
@@ -163,15 +164,15 @@ class FakeUpstream:
 
     @web.middleware
     async def _observe(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        self.in_flight += 1
-        self.peak = max(self.peak, self.in_flight)
+        self.requests_in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.requests_in_flight)
         try:
             return await handler(request)
         except asyncio.CancelledError:
             self.cancelled += 1  # the gateway hung up on this request
             raise
         finally:
-            self.in_flight -= 1
+            self.requests_in_flight -= 1
 
 
 Fake = TypeVar("Fake", bound=FakeUpstream)
