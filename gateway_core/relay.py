@@ -185,7 +185,7 @@ class ProtocolEndpoint:
                     raise
                 except ClientGone:  # the upstream call was cancelled; the row counts the prompt sent (estimated)
                     ctx.attempts.append(_attempt(lease, started, None, 499))
-                    await settle(ctx, answered(None, ctx.body_size, 0, status=499, end_reason="client_gone"), services)
+                    await settle(ctx, answered(None, ctx.text_input_tokens(), 0, status=499, end_reason="client_gone"), services)
                     raise
                 health.succeeded(lease)
                 ctx.attempts.append(_attempt(lease, started, None))
@@ -244,7 +244,7 @@ class ProtocolEndpoint:
         chat = isinstance(reply.response, (ChatResponse, type(None)))
         chars = _response_chars(reply) if usage is None and chat else 0
         # media: images, characters, audio, priced per unit (billing.charge)
-        outcome = answered(usage, ctx.body_size, chars, media=reply.media, first_token_ms=ctx.elapsed_ms())
+        outcome = answered(usage, ctx.text_input_tokens(), chars, media=reply.media, first_token_ms=ctx.elapsed_ms())
         await self._respond(ctx, send, outcome, body, reply.content_type.encode())
 
     async def _stream(self, ctx: RequestContext, call: Call, reply: StreamReply, contract: StreamContract, passthrough: bool, watch: DisconnectWatch, send, writer: StreamWriter | None = None) -> GatewayError | None:
@@ -280,8 +280,8 @@ def _streamed(ctx: RequestContext, tally: StreamTally, end_reason: str, error: G
     """The outcome of a stream that ended for ``end_reason``: what it delivered."""
     status = 499 if end_reason == "client_gone" else 200
     return answered(
-        tally.usage, ctx.body_size, tally.output_chars,
-        status=status, end_reason=end_reason, error=error, first_token_ms=tally.first_token_ms(),
+        tally.usage, ctx.text_input_tokens(), tally.output_chars, status=status, end_reason=end_reason,
+        error=error, first_token_ms=tally.first_token_ms(), input_reported=tally.input_usage,
     )
 
 
