@@ -52,10 +52,16 @@ class Config:
     breaker_failures: int = 3
     breaker_cooldown: float = 30.0
     source: str | None = None
-    # billing: the output reserved for a request that names no max tokens, and
-    # the age after which a reservation left by a dead process is released
+    # billing: the output reserved for a request that names no max tokens; the
+    # lease of a process's reservations (renewed every third of it: a dead
+    # process's are released once it runs out) and the age after which any
+    # reservation is released; the name of this replica in the holds it owns
     default_max_output_tokens: int = 4096
-    stale_hold_seconds: float = 3600.0
+    hold_lease_seconds: float = 60.0
+    stale_hold_seconds: float = 900.0
+    replica: str | None = None  # None: the host name
+    # seconds a shutdown lets requests and streams finish before cutting them
+    shutdown_grace_seconds: float = 30.0
     # PostgreSQL: connections per worker process, and seconds a call waits for a
     # connection and its answer before the store reports itself unavailable
     db_pool_size: int = 10
@@ -123,6 +129,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
         "trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds",
         "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "db_pool_size", "db_timeout",
         "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds",
+        "hold_lease_seconds", "replica", "shutdown_grace_seconds",
     }  # fmt: skip
     unknown = set(gateway) - known
     if unknown:
@@ -144,6 +151,9 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             breaker_cooldown=_seconds(gateway, "breaker_cooldown", defaults.breaker_cooldown),
             default_max_output_tokens=_positive_int(gateway, "default_max_output_tokens", defaults.default_max_output_tokens),
             stale_hold_seconds=float(gateway.get("stale_hold_seconds", defaults.stale_hold_seconds)),
+            hold_lease_seconds=_seconds(gateway, "hold_lease_seconds", defaults.hold_lease_seconds),
+            replica=str(gateway["replica"]) if "replica" in gateway else None,
+            shutdown_grace_seconds=_seconds(gateway, "shutdown_grace_seconds", defaults.shutdown_grace_seconds),
             db_pool_size=_positive_int(gateway, "db_pool_size", defaults.db_pool_size),
             db_timeout=_seconds(gateway, "db_timeout", defaults.db_timeout),
             redis=redis_url(gateway["redis"], "[gateway] redis") if "redis" in gateway else None,

@@ -18,7 +18,7 @@ class Outcome:
 
     ``status`` is the HTTP status the client got (499: it went away);
     ``end_reason`` how its answer ended (``done``, ``client_gone``,
-    ``upstream_error``, ``timeout``; ``None`` for a request refused or failed
+    ``upstream_error``, ``timeout``, ``shutdown``; ``None`` for a request refused or failed
     before any answer); ``error`` what went wrong, if anything. ``usage`` holds
     the tokens to record: the upstream's report or, when ``estimated``, a local
     estimate (see :func:`answered`); ``None``: none. ``media`` is what the answer
@@ -37,6 +37,7 @@ class Outcome:
 
 DONE = Outcome(200, "done")
 CLIENT_GONE = Outcome(499, "client_gone")
+CUT_BY_SHUTDOWN = Outcome(499, "shutdown")  # the server's shutdown ended the request before its answer
 
 
 def answered(

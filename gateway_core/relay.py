@@ -30,7 +30,7 @@ from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, U
 from .failover import AttemptPlan
 from .health import Lease
 from .model import ChatResponse, CoreRequest
-from .outcome import CLIENT_GONE, DONE, Outcome, answered, end_reason_of
+from .outcome import CLIENT_GONE, CUT_BY_SHUTDOWN, DONE, Outcome, answered, end_reason_of
 from .request_store import StoreUnavailable
 from .secrets import redact
 from .services import Services
@@ -43,6 +43,7 @@ from .uploads import Upload, discard_unread
 log = structlog.get_logger("relaygate.request")
 
 REQUEST_ID = "relaygate.request_id"
+SHUTDOWN_SEND_SECONDS = 1.0  # how long a stream cut by a shutdown may take to send its error event
 JSON_TYPE = b"application/json"
 
 
@@ -93,7 +94,7 @@ class ProtocolEndpoint:
             # the server gave up on the request (a shutdown past its grace period):
             # still release what it holds and log it (a stream settles what it delivered itself)
             if not ctx.settled:
-                await asyncio.shield(settle(ctx, CLIENT_GONE, services))
+                await asyncio.shield(settle(ctx, CUT_BY_SHUTDOWN, services))
             raise
         except Exception:
             log.exception("request failed", path=scope.get("path"))
@@ -262,8 +263,8 @@ class ProtocolEndpoint:
             end_reason = "done" if error is None else end_reason_of(error)
         except ClientGone:
             end_reason = "client_gone"
-        except asyncio.CancelledError:  # the server gave up on the request: charge what it delivered
-            await asyncio.shield(settle(ctx, _streamed(ctx, tally, "client_gone", None), self.services))
+        except asyncio.CancelledError:  # the server gave up on the request (its shutdown grace ran out)
+            await asyncio.shield(self._cut_by_shutdown(ctx, tally, writer, send))
             raise
         finally:
             self.services.metrics.stream_ended()
@@ -274,6 +275,18 @@ class ProtocolEndpoint:
         tail = writer.end() if error is None else writer.fail(error, ctx.request_id)
         await send({"type": "http.response.body", "body": tail, "more_body": False})
         return error
+
+
+    async def _cut_by_shutdown(self, ctx: RequestContext, tally: StreamTally, writer: StreamWriter, send) -> None:
+        """A stream the server's shutdown cut: charge what it delivered (``shutdown``),
+        then end it with the protocol's error event, if the client can still get it."""
+        error = UpstreamUnavailableError("The gateway is shutting down; the answer was cut short. Retry the request.", retry_after=1.0)
+        await settle(ctx, _streamed(ctx, tally, "shutdown", error), self.services)
+        try:
+            tail = writer.fail(error, ctx.request_id)
+            await asyncio.wait_for(send({"type": "http.response.body", "body": tail, "more_body": False}), SHUTDOWN_SEND_SECONDS)
+        except Exception as exc:  # the connection is already gone
+            log.info("shutdown error event not sent", request_id=ctx.request_id, error=repr(exc))
 
 
 def _streamed(ctx: RequestContext, tally: StreamTally, end_reason: str, error: GatewayError | None) -> Outcome:
