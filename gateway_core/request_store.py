@@ -80,6 +80,18 @@ class BreakerReport:
     updated_at: float
 
 
+@attrs.frozen
+class HoldOwner:
+    """A gateway process that makes reservations: its id (unique per start), its
+    replica (host) and pid, and the Unix time its lease on its holds runs out."""
+
+    id: str
+    replica: str
+    pid: int
+    started_at: float
+    lease_until: float
+
+
 @runtime_checkable
 class RequestStore(Protocol):
     """What the request path needs of the database (one object per worker)."""
@@ -113,7 +125,16 @@ class RequestStore(Protocol):
         twice fails whole: a request is never charged twice."""
 
     async def release_stale_holds(self, older_than: float) -> int:
-        """Release reservations made before the Unix time ``older_than``; how many."""
+        """Release reservations made before the Unix time ``older_than``, and those
+        of a process whose lease has run out; how many."""
+
+    def own_holds(self, owner: str) -> None:
+        """Mark the reservations this store makes from now on as ``owner``'s."""
+
+    async def renew_hold_owner(self, owner: HoldOwner, gone: Sequence[str] = ()) -> list[HoldOwner]:
+        """Save ``owner`` and its lease, end the leases of the owners in ``gone``
+        (their holds are then released by the next sweep), and return the other
+        owners whose lease still runs."""
 
     def report_breaker(self, report: BreakerReport) -> None:
         """Save a breaker's new state without waiting (errors are logged)."""

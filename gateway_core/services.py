@@ -85,7 +85,7 @@ class Services:
             sql=sql,
             rate_limiter=_rate_limiter(config) if rate_limiter is None else rate_limiter,
             prices=TtlSnapshot(store.price_snapshot),
-            hold_sweeper=HoldSweeper(store, config.stale_hold_seconds),
+            hold_sweeper=HoldSweeper(store, config.stale_hold_seconds, lease=config.hold_lease_seconds, replica=config.replica),
         )
 
     async def start(self) -> None:
@@ -94,7 +94,7 @@ class Services:
         self.metrics.start()
         await self.router.index()  # warns about channels whose type is not loaded
         if self.hold_sweeper is not None:
-            self.hold_sweeper.start()
+            await self.hold_sweeper.begin()  # this worker's holds are owned (and a dead one's released) before it serves
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=60, ttl_dns_cache=300)
         self.session = aiohttp.ClientSession(
             connector=connector,

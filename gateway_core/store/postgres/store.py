@@ -43,9 +43,10 @@ import attrs
 import structlog
 
 from ...records import ChannelRecord, KeyRecord, UsageRow
-from ...request_store import BreakerReport, HoldRefused, PriceSnapshot, StoreUnavailable
+from ...request_store import BreakerReport, HoldOwner, HoldRefused, PriceSnapshot, StoreUnavailable
 from ...types import Migration
 from ..channels import _channel as channel_record, with_key_disabled
+from ..hold_owners import FORGET_AFTER as FORGET_OWNERS_AFTER
 from ..keys import _key as key_record
 from ..prices import _price as price_record
 from ..usage import usage_values
@@ -96,6 +97,7 @@ class PostgresStore:
             flushers=max(1, max_size // 2),
         )  # fmt: skip
         self.on_commit: Callable[[float], None] | None = None  # seconds of each write (metrics)
+        self._owner: str | None = None
 
     # --- schema and lifecycle -------------------------------------------------
 
@@ -195,7 +197,7 @@ class PostgresStore:
             for _ in range(HOLD_TRIES):
                 try:
                     balance = await conn.fetchval(
-                        sql.HOLD, user_id, amount_micros, request_id, key_id, time.time(), timeout=attempt.remaining
+                        sql.HOLD, user_id, amount_micros, request_id, key_id, time.time(), self._owner, timeout=attempt.remaining
                     )
                 except asyncpg.UniqueViolationError as exc:
                     if attempt.after_lost_connection and is_duplicate(exc, "holds_pkey"):
@@ -295,9 +297,24 @@ class PostgresStore:
 
     async def release_stale_holds(self, older_than: float) -> int:
         async def sweep(conn: asyncpg.Connection, attempt: Attempt) -> int:
-            return await conn.fetchval(sql.RELEASE_STALE, older_than, STALE_BATCH, timeout=attempt.remaining)
+            return await conn.fetchval(sql.RELEASE_STALE, older_than, STALE_BATCH, time.time(), timeout=attempt.remaining)
 
         return await self._write("release_stale_holds", sweep)
+
+    def own_holds(self, owner: str) -> None:
+        self._owner = owner
+
+    async def renew_hold_owner(self, owner: HoldOwner, gone: Sequence[str] = ()) -> list[HoldOwner]:
+        async def renew(conn: asyncpg.Connection, attempt: Attempt) -> list[HoldOwner]:
+            now = time.time()
+            async with conn.transaction():
+                await conn.execute(sql.RENEW_OWNER, *attrs.astuple(owner), timeout=attempt.remaining)
+                await conn.execute(sql.END_LEASES, [other for other in gone if other != owner.id], timeout=attempt.remaining)
+                await conn.execute(sql.FORGET_OWNERS, now - FORGET_OWNERS_AFTER, timeout=attempt.remaining)
+                rows = await conn.fetch(sql.LIVE_OWNERS, owner.id, now, timeout=attempt.remaining)
+            return [HoldOwner(*row) for row in rows]
+
+        return await self._write("renew_hold_owner", renew)
 
     # --- fire and forget --------------------------------------------------------------------
 
