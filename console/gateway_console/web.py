@@ -49,6 +49,7 @@ NOTICES = {
     "topped-up": "Balance topped up.",
     "signed-out": "You are signed out.",
     "password": "Password changed.",
+    "locked": "This key was disabled by the gateway's operator: only they can enable it.",
 }
 
 

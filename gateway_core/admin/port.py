@@ -104,6 +104,12 @@ class AdminStore(Protocol):
     async def set_key_limits(self, key_id: int, changes: LimitChanges) -> dict[str, int | None] | None:
         """Change a key's own rate limits; the stored limits after, ``None``: no such key."""
 
+    async def get_key_locks(self, key_id: int) -> dict[str, Any]:
+        """The limits of a key its operator set (``api_keys.locks``; empty: none, or no such key)."""
+
+    async def set_key_locks(self, key_id: int, locks: Mapping[str, Any]) -> None:
+        """Replace the key's operator-set limits."""
+
     # --- channels ------------------------------------------------------------
 
     async def add_channel(self, fields: ChannelFields) -> ChannelRecord:

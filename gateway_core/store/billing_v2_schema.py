@@ -5,8 +5,8 @@
   ``hold_owners`` keeps each process's replica, pid and lease: a process renews
   its lease while it runs; the holds of one whose lease ran out (or that a
   restarted gateway on the same replica finds gone) are released;
-- ``api_keys.locks``: the limits of a key its operator set (a JSON list of
-  field names), which the key's owner cannot change;
+- ``api_keys.locks``: the limits of a key its operator set (a JSON object of
+  field names to the operator's values), which the key's owner cannot loosen;
 - ``redemption_codes``: codes credited to a wallet once, stored as hashes, and
   the ``redemption`` ledger kind.
 """
@@ -27,7 +27,7 @@ def migrate_0008_billing_v2(db: sqlite_utils.Database) -> None:
         "CREATE TABLE hold_owners (id TEXT PRIMARY KEY, replica TEXT NOT NULL, pid INTEGER NOT NULL, "
         "started_at FLOAT NOT NULL, lease_until FLOAT NOT NULL)"
     )
-    db.execute("ALTER TABLE api_keys ADD COLUMN locks TEXT NOT NULL DEFAULT '[]'")
+    db.execute("ALTER TABLE api_keys ADD COLUMN locks TEXT NOT NULL DEFAULT '{}'")
     db.execute(
         "CREATE TABLE redemption_codes ("
         "id INTEGER PRIMARY KEY, batch TEXT NOT NULL, code_hash TEXT NOT NULL, prefix TEXT NOT NULL, "

@@ -6,6 +6,9 @@ import ipaddress
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
 
 from ..records import KeyRecord, RateLimits
 from ..secrets import hash_key, key_prefix, new_api_key
@@ -177,3 +180,23 @@ def _key(row: sqlite3.Row) -> KeyRecord:
         limits=RateLimits.of(row["rpm"], row["tpm"], row["concurrency"]),
         user_limits=RateLimits.of(row["user_rpm"], row["user_tpm"], row["user_concurrency"]),
     )
+
+
+def get_key_locks(conn: sqlite3.Connection, key_id: int) -> dict[str, Any]:
+    """The limits of a key its operator set (empty: none, or no such key)."""
+    row = conn.execute("SELECT locks FROM api_keys WHERE id = ?", (key_id,)).fetchone()
+    return parse_locks(row[0] if row else None)
+
+
+def set_key_locks(conn: sqlite3.Connection, key_id: int, locks: Mapping[str, Any]) -> None:
+    conn.execute("UPDATE api_keys SET locks = ? WHERE id = ?", (orjson.dumps(dict(locks)).decode(), key_id))
+
+
+def parse_locks(text: str | None) -> dict[str, Any]:
+    """``api_keys.locks`` as a dict (anything else stored there: no locks)."""
+    try:
+        value = orjson.loads(text) if text else {}
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+

@@ -9,7 +9,7 @@ failing database as ``StoreFailure``).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -127,6 +127,12 @@ class SqliteAdmin:
 
     async def set_key_limits(self, key_id: int, changes: LimitChanges) -> dict[str, int | None] | None:
         return await self._write(_set_limits, "key", set_key_limits, key_id, changes)
+
+    async def get_key_locks(self, key_id: int) -> dict[str, Any]:
+        return await self._read(keys.get_key_locks, key_id)
+
+    async def set_key_locks(self, key_id: int, locks: Mapping[str, Any]) -> None:
+        await self._write(keys.set_key_locks, key_id, locks)
 
     # --- channels ----------------------------------------------------------------
 

@@ -9,10 +9,11 @@ is PostgreSQL's. A user's groups read in the order they were opened
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import asyncpg
+import orjson
 
 from ...admin.port import LimitChanges
 from ...records import LIMIT_COLUMNS, KeyRecord, UserOverview, UserRecord
@@ -22,6 +23,7 @@ from ..groups import check_group_name
 from ..keys import _checked as checked_key
 from ..keys import _SELECT as _KEY
 from ..keys import _key as key_record
+from ..keys import parse_locks
 from ..limits import _TABLES as LIMIT_TABLES
 from ..limits import check_limit_changes
 from ..migrations import UNIT_RATIO_PPM
@@ -242,6 +244,14 @@ class UsersAdmin(AdminBase):
 
     async def set_key_limits(self, key_id: int, changes: LimitChanges) -> dict[str, int | None] | None:
         return await self._write("set_key_limits", lambda conn: set_limits(conn, "key", key_id, changes))
+
+    async def get_key_locks(self, key_id: int) -> dict[str, Any]:
+        text = await self._read("get_key_locks", lambda conn: conn.fetchval("SELECT locks FROM api_keys WHERE id = $1", key_id))
+        return parse_locks(text)
+
+    async def set_key_locks(self, key_id: int, locks: Mapping[str, Any]) -> None:
+        sql = "UPDATE api_keys SET locks = $1 WHERE id = $2"
+        await self._write("set_key_locks", lambda conn: _updated(conn, sql, orjson.dumps(dict(locks)).decode(), key_id))
 
 
 async def _updated(conn: asyncpg.Connection, sql: str, *params: object) -> bool:
