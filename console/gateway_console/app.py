@@ -73,6 +73,7 @@ def routes() -> list:
         Route("/logs", logs.log_list, methods=GET),
         Route("/logs/{log_id:int}", logs.log_detail, methods=GET),
         Route("/wallet", wallet.wallet, methods=GET),
+        Route("/wallet/redeem", wallet.redeem, methods=POST),
         Route("/quickstart", quickstart.quickstart, methods=GET),
         Route("/admin/channels", admin_channels.channel_list, methods=GET),
         Route("/admin/channels/new", admin_channels.channel_new, methods=BOTH),

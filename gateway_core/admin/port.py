@@ -34,6 +34,7 @@ from ..records import (
     UserOverview,
     UserRecord,
 )
+from ..billing.codes import Redeemed, RedemptionCode
 from ..request_store import BreakerReport
 
 LimitChanges = Mapping[str, int | None]  # rpm / tpm / concurrency -> value (None: not set)
@@ -109,6 +110,23 @@ class AdminStore(Protocol):
 
     async def set_key_locks(self, key_id: int, locks: Mapping[str, Any]) -> None:
         """Replace the key's operator-set limits."""
+
+    # --- redemption codes ------------------------------------------------------
+
+    async def create_codes(
+        self, batch: str, hashes: Sequence[tuple[str, str]], *, value_micros: int, group: str | None,
+        expires_at: float | None, note: str | None, now: float,
+    ) -> list[int]:  # fmt: skip
+        """Store a batch of codes, each as ``(hash, prefix)``; their ids in order."""
+
+    async def list_codes(self, batch: str | None, limit: int) -> list[RedemptionCode]:
+        """Codes newest first (of one batch, or all)."""
+
+    async def disable_code(self, code_id: int) -> bool:
+        """Disable a code; ``False``: no such code."""
+
+    async def redeem_code(self, user_id: int, code_hash: str, now: float) -> Redeemed | str:
+        """Credit a code to a user, all or nothing; else why not (``wrong``, ``used``, ``expired``, ``disabled``)."""
 
     # --- channels ------------------------------------------------------------
 
