@@ -60,6 +60,9 @@ class Config:
     hold_lease_seconds: float = 60.0
     stale_hold_seconds: float = 900.0
     replica: str | None = None  # None: the host name
+    # budgets that reset: calendar windows in this time zone, or rolling windows
+    budget_timezone: str = "UTC"
+    budget_window: str = "calendar"
     # seconds a shutdown lets requests and streams finish before cutting them
     shutdown_grace_seconds: float = 30.0
     # PostgreSQL: connections per worker process, and seconds a call waits for a
@@ -130,6 +133,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
         "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "db_pool_size", "db_timeout",
         "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds",
         "hold_lease_seconds", "replica", "shutdown_grace_seconds",
+        "budget_timezone", "budget_window",
     }  # fmt: skip
     unknown = set(gateway) - known
     if unknown:
@@ -154,6 +158,8 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             hold_lease_seconds=_seconds(gateway, "hold_lease_seconds", defaults.hold_lease_seconds),
             replica=str(gateway["replica"]) if "replica" in gateway else None,
             shutdown_grace_seconds=_seconds(gateway, "shutdown_grace_seconds", defaults.shutdown_grace_seconds),
+            budget_timezone=_timezone(gateway.get("budget_timezone", defaults.budget_timezone)),
+            budget_window=_choice(gateway, "budget_window", ("calendar", "rolling"), defaults.budget_window),
             db_pool_size=_positive_int(gateway, "db_pool_size", defaults.db_pool_size),
             db_timeout=_seconds(gateway, "db_timeout", defaults.db_timeout),
             redis=redis_url(gateway["redis"], "[gateway] redis") if "redis" in gateway else None,
@@ -195,6 +201,23 @@ def _networks(table: dict[str, Any], name: str) -> tuple[str, ...]:
         except ValueError:
             raise ValueError(f"[gateway] {name}: {item!r} is not an address or a network") from None
     return tuple(item.strip() for item in value)
+
+
+def _timezone(value: object) -> str:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(str(value))
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"[gateway] budget_timezone must be a time zone name like 'UTC' or 'Europe/Paris', got {value!r}") from None
+    return str(value)
+
+
+def _choice(table: dict[str, Any], name: str, choices: tuple[str, ...], default: str) -> str:
+    value = table.get(name, default)
+    if value not in choices:
+        raise ValueError(f"[gateway] {name} must be one of {', '.join(choices)}, got {value!r}")
+    return str(value)
 
 
 def _flag(table: dict[str, Any], name: str, default: bool) -> bool:

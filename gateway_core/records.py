@@ -45,6 +45,7 @@ class RateLimits:
 
 NO_LIMITS = RateLimits()
 LIMIT_COLUMNS = ("rpm", "tpm", "concurrency")  # how groups, users and keys store their limits
+BUDGET_COLUMNS = ("daily_budget_micros", "weekly_budget_micros", "monthly_budget_micros")  # users' and keys' spending caps
 
 
 def _limits(value: RateLimits | None) -> RateLimits:
@@ -52,6 +53,22 @@ def _limits(value: RateLimits | None) -> RateLimits:
     if value is None or not (value.requests_per_minute or value.tokens_per_minute or value.concurrency):
         return NO_LIMITS
     return value
+
+
+@attrs.frozen
+class Budgets:
+    """Spending caps of a key or a user, in micro-USD per day, week and month (``None``: none)."""
+
+    daily: int | None = None
+    weekly: int | None = None
+    monthly: int | None = None
+
+    def items(self) -> list[tuple[str, int]]:
+        """``(period, cap)`` of the caps set."""
+        return [(period, cap) for period, cap in (("daily", self.daily), ("weekly", self.weekly), ("monthly", self.monthly)) if cap is not None]
+
+
+NO_BUDGETS = Budgets()
 
 
 @attrs.frozen
@@ -78,6 +95,9 @@ class KeyRecord:
     # defaults of the key's group); NO_LIMITS when there are none
     limits: RateLimits = attrs.field(default=NO_LIMITS, converter=_limits)
     user_limits: RateLimits = attrs.field(default=NO_LIMITS, converter=_limits)
+    # spending caps of the key and of its user (budgets that reset)
+    budgets: Budgets = NO_BUDGETS
+    user_budgets: Budgets = NO_BUDGETS
 
 
 @attrs.frozen

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -49,6 +51,7 @@ class Services:
     metrics: Metrics = attrs.field(factory=Metrics)
     readiness: Readiness = attrs.field(factory=Readiness)
     tracing: Tracing | None = None  # OpenTelemetry spans (tracing.py), off by default
+    clock: Callable[[], float] = time.time  # Unix time, for budgets' windows (tests move it)
 
     @classmethod
     def build(

@@ -46,6 +46,9 @@ def key_fields(key: KeyRecord) -> dict[str, Any]:
         "rpm": key.limits.requests_per_minute,
         "tpm": key.limits.tokens_per_minute,
         "concurrency": key.limits.concurrency,
+        "daily_budget_micros": key.budgets.daily,
+        "weekly_budget_micros": key.budgets.weekly,
+        "monthly_budget_micros": key.budgets.monthly,
     }
 
 

@@ -31,6 +31,7 @@ from ..client_protocol import NO_HINTS, BillingHints
 from ..model import MediaUsage
 from ..outcome import NO_USAGE, Outcome
 from ..records import PriceRecord
+from ..request_store import BudgetWindow
 from .cost import Metered, cost_micros, max_cost_micros
 
 NO_MEDIA = MediaUsage()
@@ -48,6 +49,7 @@ class Charge:
     ratio_ppm: int
     held_micros: int
     hints: BillingHints = NO_HINTS
+    budgets: tuple[BudgetWindow, ...] = ()  # the budget windows the reservation was counted in
 
     def cost(self, outcome: Outcome) -> int:
         """What the finished request is charged (see :func:`request_cost`)."""

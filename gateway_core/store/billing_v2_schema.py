@@ -1,4 +1,4 @@
-"""Migration ``0008_billing_v2`` (the same name on PostgreSQL,
+"""Migrations ``0008_billing_v2`` and ``0009_billing_budgets`` (the same names on PostgreSQL,
 :data:`gateway_core.store.postgres.schema_billing_v2.BILLING_V2`):
 
 - reservations carry the process that made them (``holds.owner``), and
@@ -44,3 +44,20 @@ def migrate_0008_billing_v2(db: sqlite_utils.Database) -> None:
         f"WHEN NEW.kind NOT IN ({kinds}) "
         "BEGIN SELECT RAISE(ABORT, 'ledger: unknown kind'); END"
     )
+
+
+BUDGET_PERIODS = ("daily", "weekly", "monthly")
+
+
+def migrate_0009_billing_budgets(db: sqlite_utils.Database) -> None:
+    """Spending caps per day, week and month on keys and users (``NULL``: none), and
+    what each capped key or user has spent in its current window (``budget_spend``:
+    ``subject`` is ``k:ID`` or ``u:ID``, ``period`` one of :data:`BUDGET_PERIODS`)."""
+    for table in ("api_keys", "users"):
+        for period in BUDGET_PERIODS:
+            db.execute(f"ALTER TABLE {table} ADD COLUMN {period}_budget_micros INTEGER")
+    db.execute(
+        "CREATE TABLE budget_spend (subject TEXT NOT NULL, period TEXT NOT NULL, window_start FLOAT NOT NULL, "
+        "spent_micros INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (subject, period))"
+    )
+

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from ..records import KeyRecord, RateLimits
+from ..records import Budgets, KeyRecord, RateLimits
 from ..secrets import hash_key, key_prefix, new_api_key
 from .connection import atomic, fetch_all, fetch_one, from_json, inserted_id, to_json
 from .limits import LimitChanges, check_limit_changes, set_key_limits
@@ -21,7 +21,10 @@ _SELECT = (
     "k.models, k.allow_ips, k.created_at, k.last_used_at, "
     "k.rpm, k.tpm, k.concurrency, "
     "coalesce(u.rpm, g.rpm) AS user_rpm, coalesce(u.tpm, g.tpm) AS user_tpm, "
-    "coalesce(u.concurrency, g.concurrency) AS user_concurrency "
+    "coalesce(u.concurrency, g.concurrency) AS user_concurrency, "
+    "k.daily_budget_micros, k.weekly_budget_micros, k.monthly_budget_micros, "
+    "u.daily_budget_micros AS user_daily_budget_micros, u.weekly_budget_micros AS user_weekly_budget_micros, "
+    "u.monthly_budget_micros AS user_monthly_budget_micros "
     'FROM api_keys AS k JOIN users AS u ON u.id = k.user_id LEFT JOIN "groups" AS g ON g.name = k.group_name'
 )
 
@@ -179,6 +182,8 @@ def _key(row: sqlite3.Row) -> KeyRecord:
         last_used_at=row["last_used_at"],
         limits=RateLimits.of(row["rpm"], row["tpm"], row["concurrency"]),
         user_limits=RateLimits.of(row["user_rpm"], row["user_tpm"], row["user_concurrency"]),
+        budgets=Budgets(row["daily_budget_micros"], row["weekly_budget_micros"], row["monthly_budget_micros"]),
+        user_budgets=Budgets(row["user_daily_budget_micros"], row["user_weekly_budget_micros"], row["user_monthly_budget_micros"]),
     )
 
 

@@ -25,7 +25,7 @@ from ..keys import _SELECT as _KEY
 from ..keys import _key as key_record
 from ..keys import parse_locks
 from ..limits import _TABLES as LIMIT_TABLES
-from ..limits import check_limit_changes
+from ..limits import check_limit_changes, limit_columns
 from ..migrations import UNIT_RATIO_PPM
 from ..users import check_user_name
 from .admin_base import AdminBase, changed, found
@@ -89,16 +89,17 @@ async def set_limits(
 ) -> dict[str, int | None] | None:
     """Change the limit columns of a ``"group"``, ``"user"`` or ``"key"``; the
     stored limits after (``None``: no such row)."""
-    checked = check_limit_changes(changes)
+    checked = check_limit_changes(changes, subject)
     table, column = LIMIT_TABLES[subject]
-    columns = ", ".join(LIMIT_COLUMNS)
+    names = limit_columns(subject)
+    columns = ", ".join(names)
     if checked:
         assignments = ", ".join(f"{name} = ?" for name in checked)
         sql = numbered(f"UPDATE {table} SET {assignments} WHERE {column} = ? RETURNING {columns}")
         row = await conn.fetchrow(sql, *checked.values(), ident)
     else:
         row = await conn.fetchrow(f"SELECT {columns} FROM {table} WHERE {column} = $1", ident)
-    return {name: row[name] for name in LIMIT_COLUMNS} if row is not None else None
+    return {name: row[name] for name in names} if row is not None else None
 
 
 async def get_key(conn: asyncpg.Connection, key_id: int) -> KeyRecord | None:

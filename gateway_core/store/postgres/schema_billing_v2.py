@@ -3,7 +3,7 @@ indexes as SQLite's (:mod:`gateway_core.store.billing_v2_schema`)."""
 
 from __future__ import annotations
 
-from ..billing_v2_schema import KINDS_0008
+from ..billing_v2_schema import BUDGET_PERIODS, KINDS_0008
 
 _KINDS = ", ".join(f"'{kind}'" for kind in KINDS_0008)
 
@@ -37,3 +37,17 @@ CREATE INDEX idx_redemption_codes_batch ON redemption_codes (batch);
 ALTER TABLE ledger DROP CONSTRAINT ledger_kind_check;
 ALTER TABLE ledger ADD CONSTRAINT ledger_kind_check CHECK (kind IN ({_KINDS}));
 """
+
+BILLING_BUDGETS = "\n".join(
+    f"ALTER TABLE {table} " + ", ".join(f"ADD COLUMN {period}_budget_micros BIGINT" for period in BUDGET_PERIODS) + ";"
+    for table in ("api_keys", "users")
+) + """
+CREATE TABLE budget_spend (
+    subject TEXT NOT NULL,
+    period TEXT NOT NULL,
+    window_start DOUBLE PRECISION NOT NULL,
+    spent_micros BIGINT NOT NULL DEFAULT 0,
+    PRIMARY KEY (subject, period)
+);
+"""
+

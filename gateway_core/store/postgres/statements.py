@@ -16,6 +16,7 @@ from ..channels import _SELECT as CHANNELS_SELECT
 from ..keys import _SELECT as KEYS_SELECT
 from ..prices import _SELECT as PRICES_SELECT
 from ..usage import _COLUMNS as USAGE_COLUMNS
+from .. import budgets as _budgets
 
 FIND_KEY = f"{KEYS_SELECT} WHERE k.key_hash = $1"
 LIST_CHANNELS = f"{CHANNELS_SELECT} ORDER BY id"
@@ -168,6 +169,12 @@ WITH stale AS (
 )
 SELECT count(*) FROM stale
 """
+
+# budgets that reset (gateway_core.store.budgets: the same statements, numbered)
+OPEN_BUDGET = _budgets.OPEN_WINDOW.replace("?1", "$1").replace("?2", "$2").replace("?3", "$3::double precision").replace("?4", "$4::double precision")
+COUNT_BUDGET = _budgets.COUNT.replace("?1", "$1::bigint").replace("?2", "$2").replace("?3", "$3").replace("?4", "$4::bigint")
+BUDGET_SPENT = _budgets.SPENT.replace("subject = ?", "subject = $1").replace("period = ?", "period = $2")
+ADJUST_BUDGET = _budgets.ADJUST.replace("?1", "$1::bigint").replace("?2", "$2").replace("?3", "$3").replace("?4", "$4::double precision")
 
 # the processes that own reservations (see gateway_core.store.hold_owners)
 RENEW_OWNER = (

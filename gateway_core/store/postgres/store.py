@@ -43,13 +43,14 @@ import attrs
 import structlog
 
 from ...records import ChannelRecord, KeyRecord, UsageRow
-from ...request_store import BreakerReport, HoldOwner, HoldRefused, PriceSnapshot, StoreUnavailable
+from ...request_store import BreakerReport, BudgetWindow, HoldOwner, HoldRefused, PriceSnapshot, StoreUnavailable
 from ...types import Migration
 from ..channels import _channel as channel_record, with_key_disabled
 from ..hold_owners import FORGET_AFTER as FORGET_OWNERS_AFTER
 from ..keys import _key as key_record
 from ..prices import _price as price_record
 from ..usage import usage_values
+from . import holds as budget_holds
 from . import statements as sql
 from .batch import Pending, SettlementBatcher
 from .faults import Attempt, Operation, commit_timer, describe, is_duplicate, log_settle_failure, log_write_failure, run_retrying, store_name
@@ -215,6 +216,14 @@ class PostgresStore:
 
         return await self._write("hold", reserve)
 
+    async def hold_within_budgets(
+        self, user_id: int, amount_micros: int, request_id: str, key_id: int | None, budgets: Sequence[Any]
+    ) -> tuple[int, tuple[BudgetWindow, ...]]:
+        return await budget_holds.hold_within_budgets(self, user_id, amount_micros, request_id, key_id, budgets)
+
+    async def adjust_budgets(self, windows: Sequence[BudgetWindow], change: int) -> None:
+        await budget_holds.adjust_budgets(self, windows, change)
+
     async def _hold_refusal(
         self, conn: asyncpg.Connection, attempt: Attempt, user_id: int, amount: int, key_id: int | None
     ) -> Exception | int:
@@ -305,16 +314,7 @@ class PostgresStore:
         self._owner = owner
 
     async def renew_hold_owner(self, owner: HoldOwner, gone: Sequence[str] = ()) -> list[HoldOwner]:
-        async def renew(conn: asyncpg.Connection, attempt: Attempt) -> list[HoldOwner]:
-            now = time.time()
-            async with conn.transaction():
-                await conn.execute(sql.RENEW_OWNER, *attrs.astuple(owner), timeout=attempt.remaining)
-                await conn.execute(sql.END_LEASES, [other for other in gone if other != owner.id], timeout=attempt.remaining)
-                await conn.execute(sql.FORGET_OWNERS, now - FORGET_OWNERS_AFTER, timeout=attempt.remaining)
-                rows = await conn.fetch(sql.LIVE_OWNERS, owner.id, now, timeout=attempt.remaining)
-            return [HoldOwner(*row) for row in rows]
-
-        return await self._write("renew_hold_owner", renew)
+        return await budget_holds.renew_hold_owner(self, owner, gone)
 
     # --- fire and forget --------------------------------------------------------------------
 
