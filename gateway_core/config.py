@@ -61,6 +61,7 @@ class Config:
     stale_hold_seconds: float = 900.0
     replica: str | None = None  # None: the host name
     # budgets that reset: calendar windows in this time zone, or rolling windows
+    cost_header: bool = False  # every billed non-streamed answer carries x-relaygate-cost-usd
     budget_timezone: str = "UTC"
     budget_window: str = "calendar"
     # seconds a shutdown lets requests and streams finish before cutting them
@@ -133,7 +134,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
         "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "db_pool_size", "db_timeout",
         "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds",
         "hold_lease_seconds", "replica", "shutdown_grace_seconds",
-        "budget_timezone", "budget_window",
+        "budget_timezone", "budget_window", "cost_header",
     }  # fmt: skip
     unknown = set(gateway) - known
     if unknown:
@@ -158,6 +159,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             hold_lease_seconds=_seconds(gateway, "hold_lease_seconds", defaults.hold_lease_seconds),
             replica=str(gateway["replica"]) if "replica" in gateway else None,
             shutdown_grace_seconds=_seconds(gateway, "shutdown_grace_seconds", defaults.shutdown_grace_seconds),
+            cost_header=_flag(gateway, "cost_header", defaults.cost_header),
             budget_timezone=_timezone(gateway.get("budget_timezone", defaults.budget_timezone)),
             budget_window=_choice(gateway, "budget_window", ("calendar", "rolling"), defaults.budget_window),
             db_pool_size=_positive_int(gateway, "db_pool_size", defaults.db_pool_size),

@@ -162,6 +162,7 @@ class Usage:
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_write_1h_tokens: int = 0  # of cache_write_tokens, those written for an hour (not five minutes)
 
     @property
     def total_tokens(self) -> int:

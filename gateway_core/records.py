@@ -98,6 +98,7 @@ class KeyRecord:
     # spending caps of the key and of its user (budgets that reset)
     budgets: Budgets = NO_BUDGETS
     user_budgets: Budgets = NO_BUDGETS
+    cost_header: bool = False  # answers carry x-relaygate-cost-usd
 
 
 @attrs.frozen
@@ -204,6 +205,7 @@ class UsageRow:
     upstream_status: int | None = None
     upstream_error: str | None = None
     attempts: list[dict[str, Any]] = attrs.field(factory=list)
+    cost_detail: dict[str, Any] | None = None  # the cost by component (billing.cost.CostBreakdown.as_dict)
 
 
 @attrs.frozen
@@ -225,6 +227,16 @@ class PriceRecord:
     per_image_micros: int | None = None
     per_mchar_micros: int | None = None  # per million characters
     per_audio_minute_micros: int | None = None
+    # second-round prices (billing.md#prices): a fixed price per request; reasoning
+    # output at its own price (None: the output price); an hour-long cache write
+    # (None: the cache-write price); above ``tier_threshold_tokens`` input tokens,
+    # the input and output prices of the tier (long context)
+    per_request_micros: int | None = None
+    reasoning_micros_per_mtok: int | None = None
+    cache_write_1h_micros_per_mtok: int | None = None
+    tier_threshold_tokens: int | None = None
+    tier_input_micros_per_mtok: int | None = None
+    tier_output_micros_per_mtok: int | None = None
 
 
 # --- what the admin port reads and writes (gateway_core.admin.port) --------------------

@@ -30,6 +30,7 @@ from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, U
 from .failover import AttemptPlan
 from .health import Lease
 from .model import ChatResponse, CoreRequest
+from .money import format_usd
 from .outcome import CLIENT_GONE, CUT_BY_SHUTDOWN, DONE, Outcome, answered, end_reason_of
 from .request_store import StoreUnavailable
 from .secrets import redact
@@ -43,6 +44,7 @@ from .uploads import Upload, discard_unread
 log = structlog.get_logger("relaygate.request")
 
 REQUEST_ID = "relaygate.request_id"
+COST_HEADER = b"x-relaygate-cost-usd"  # a billed answer's cost, when its key or the gateway opts in
 SHUTDOWN_SEND_SECONDS = 1.0  # how long a stream cut by a shutdown may take to send its error event
 JSON_TYPE = b"application/json"
 
@@ -107,7 +109,11 @@ class ProtocolEndpoint:
 
     async def _respond(self, ctx: RequestContext, send, outcome: Outcome, body: bytes, content_type: bytes) -> None:
         await settle(ctx, outcome, self.services)
-        await send_body(send, outcome.status, body, content_type, ctx.response_headers)
+        headers = ctx.response_headers
+        row, key = ctx.row, ctx.key
+        if row is not None and ctx.charge is not None and key is not None and (key.cost_header or self.services.config.cost_header):
+            headers = headers + [(COST_HEADER, format_usd(row.cost_micros).encode())]
+        await send_body(send, outcome.status, body, content_type, headers)
 
     async def _fail(self, ctx: RequestContext, send, error: GatewayError) -> None:
         rendered = self.protocol.render_error(error, ctx.request_id)

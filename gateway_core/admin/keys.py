@@ -132,3 +132,13 @@ async def _lock(admin: Admin, key: KeyRecord, before: dict[str, Any]) -> None:
     updated = operator_locks(locks, before, key_fields(key))
     if updated != locks:
         await admin.store.set_key_locks(key.id, updated)
+
+
+async def set_key_cost_header(admin: Admin, key_id: int, on: bool, *, owner: int | None = None) -> KeyRecord:
+    """Whether the key's answers carry their cost (``x-relaygate-cost-usd``)."""
+    await get_key(admin, key_id, owner=owner)
+    if not await admin.store.set_key_cost_header(key_id, on):
+        raise NotFound(f"no API key with id {key_id}")
+    admin.caches.key_changed(key_id)
+    return await get_key(admin, key_id)
+

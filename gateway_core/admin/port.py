@@ -111,6 +111,9 @@ class AdminStore(Protocol):
     async def set_key_locks(self, key_id: int, locks: Mapping[str, Any]) -> None:
         """Replace the key's operator-set limits."""
 
+    async def set_key_cost_header(self, key_id: int, on: bool) -> bool:
+        """Whether the key's answers carry ``x-relaygate-cost-usd``; ``False``: no such key."""
+
     # --- redemption codes ------------------------------------------------------
 
     async def create_codes(

@@ -61,3 +61,19 @@ def migrate_0009_billing_budgets(db: sqlite_utils.Database) -> None:
         "spent_micros INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (subject, period))"
     )
 
+
+PRICE_V2_COLUMNS = (
+    "per_request_micros", "reasoning_micros_per_mtok", "cache_write_1h_micros_per_mtok",
+    "tier_threshold_tokens", "tier_input_micros_per_mtok", "tier_output_micros_per_mtok",
+)  # fmt: skip
+
+
+def migrate_0010_billing_prices(db: sqlite_utils.Database) -> None:
+    """Prices per request, for reasoning, for hour-long cache writes, and a tier above
+    an input-token threshold; a key's opt-in to the cost header; the cost's breakdown
+    on each usage row (``cost_detail``, JSON)."""
+    for column in PRICE_V2_COLUMNS:
+        db.execute(f"ALTER TABLE prices ADD COLUMN {column} INTEGER")
+    db.execute("ALTER TABLE api_keys ADD COLUMN cost_header INTEGER NOT NULL DEFAULT 0")
+    db.execute("ALTER TABLE usage_logs ADD COLUMN cost_detail TEXT")
+

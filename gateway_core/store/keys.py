@@ -24,7 +24,7 @@ _SELECT = (
     "coalesce(u.concurrency, g.concurrency) AS user_concurrency, "
     "k.daily_budget_micros, k.weekly_budget_micros, k.monthly_budget_micros, "
     "u.daily_budget_micros AS user_daily_budget_micros, u.weekly_budget_micros AS user_weekly_budget_micros, "
-    "u.monthly_budget_micros AS user_monthly_budget_micros "
+    "u.monthly_budget_micros AS user_monthly_budget_micros, k.cost_header "
     'FROM api_keys AS k JOIN users AS u ON u.id = k.user_id LEFT JOIN "groups" AS g ON g.name = k.group_name'
 )
 
@@ -184,6 +184,7 @@ def _key(row: sqlite3.Row) -> KeyRecord:
         user_limits=RateLimits.of(row["user_rpm"], row["user_tpm"], row["user_concurrency"]),
         budgets=Budgets(row["daily_budget_micros"], row["weekly_budget_micros"], row["monthly_budget_micros"]),
         user_budgets=Budgets(row["user_daily_budget_micros"], row["user_weekly_budget_micros"], row["user_monthly_budget_micros"]),
+        cost_header=bool(row["cost_header"]),
     )
 
 
@@ -204,4 +205,8 @@ def parse_locks(text: str | None) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def set_key_cost_header(conn: sqlite3.Connection, key_id: int, on: bool) -> bool:
+    return conn.execute("UPDATE api_keys SET cost_header = ? WHERE id = ? AND deleted = 0", (int(on), key_id)).rowcount > 0
 

@@ -135,6 +135,9 @@ class SqliteAdmin:
     async def set_key_locks(self, key_id: int, locks: Mapping[str, Any]) -> None:
         await self._write(keys.set_key_locks, key_id, locks)
 
+    async def set_key_cost_header(self, key_id: int, on: bool) -> bool:
+        return await self._write(keys.set_key_cost_header, key_id, on)
+
     async def create_codes(
         self, batch: str, hashes: Sequence[tuple[str, str]], *, value_micros: int, group: str | None,
         expires_at: float | None, note: str | None, now: float,

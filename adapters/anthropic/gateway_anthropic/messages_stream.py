@@ -55,7 +55,7 @@ from .messages_response import stop_reason_from_wire, stop_reason_to_wire, usage
 
 JSON = dict[str, Any]
 WireEvent = tuple[str, JSON]
-_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens_details")
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation", "output_tokens_details")
 
 
 class EventDecoder:

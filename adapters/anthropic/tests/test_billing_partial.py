@@ -83,3 +83,21 @@ async def test_a_stream_without_message_delta_is_charged_what_was_delivered_mark
     assert row["cost_micros"] == kit.expected_cost(REPORTED_INPUT, row["output_tokens"])
     assert kit.balance_of(seed, user_id) == 100_000_000 - row["cost_micros"]
     kit.assert_invariants(seed)
+
+
+async def test_cache_writes_are_priced_by_their_lifetime(start_gateway, seed, world, upstream):
+    """Anthropic reports its cache writes by lifetime (``usage.cache_creation``): the
+    hour-long ones are charged the hour's price, the five-minute ones the cache-write price."""
+    user_id, _, secret = world
+    seed.price(MODEL, kit.INPUT, kit.OUTPUT, cache_write_micros_per_mtok=3_125_000, cache_write_1h_micros_per_mtok=5_000_000)
+    upstream.cache_write, upstream.cache_write_1h = 3000, 1000
+    gateway = start_gateway()
+    client = anthropic.AsyncAnthropic(base_url=gateway.url, api_key=secret, max_retries=0)
+    message = await client.messages.create(model=MODEL, max_tokens=100, messages=[{"role": "user", "content": "hello there"}])
+    assert message.usage.cache_creation_input_tokens == 3000
+    row = await kit.wait_for_row(seed)
+    plain = REPORTED_INPUT  # uncached input; 2000 five-minute and 1000 hour-long writes
+    by_hand = -(-(plain * kit.INPUT + 2000 * 3_125_000 + 1000 * 5_000_000 + message.usage.output_tokens * kit.OUTPUT) // 10**6)
+    assert row["cache_write_tokens"] == 3000 and row["cost_micros"] == by_hand
+    assert kit.balance_of(seed, user_id) == 100_000_000 - by_hand
+    await client.close()

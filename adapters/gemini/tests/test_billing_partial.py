@@ -76,3 +76,27 @@ async def test_a_stream_cut_short_is_charged_the_prompt_gemini_counted(start_gat
     assert row["input_tokens"] == prompt_tokens(upstream.requests[0]["body"])  # Gemini's own count
     assert row["cost_micros"] == kit.expected_cost(row["input_tokens"], row["output_tokens"]) > 0
     kit.assert_invariants(seed)
+
+
+async def test_reasoning_is_billed_at_its_own_price_when_it_has_one(start_gateway, seed, world, upstream):
+    user_id, _, secret = world
+    upstream.thoughts = True
+    gateway = start_gateway()
+    url = f"{gateway.url}/v1beta/models/{MODEL}:generateContent"
+    async with aiohttp.ClientSession() as http:
+        async with http.post(url, data=orjson.dumps(BODY), headers={"x-goog-api-key": secret}) as response:
+            usage = orjson.loads(await response.read())["usageMetadata"]
+    thoughts = usage["thoughtsTokenCount"]
+    assert thoughts > 0
+    first = kit.usage_row(seed, response.headers["x-request-id"])
+    # no reasoning price: reasoning is output, at the output price
+    assert first["cost_micros"] == kit.expected_cost(usage["promptTokenCount"], usage["candidatesTokenCount"] + thoughts)
+    seed.price(MODEL, kit.INPUT, kit.OUTPUT, cached_input_micros_per_mtok=kit.CACHED, reasoning_micros_per_mtok=30_000_000)
+    gateway.services.prices.invalidate()
+    async with aiohttp.ClientSession() as http:
+        async with http.post(url, data=orjson.dumps(BODY), headers={"x-goog-api-key": secret}) as response:
+            await response.read()
+    second = kit.usage_row(seed, response.headers["x-request-id"])
+    by_hand = -(-(usage["promptTokenCount"] * kit.INPUT + usage["candidatesTokenCount"] * kit.OUTPUT + thoughts * 30_000_000) // 10**6)
+    assert second["cost_micros"] == by_hand > first["cost_micros"]
+    assert kit.balance_of(seed, user_id) == 100_000_000 - first["cost_micros"] - second["cost_micros"]

@@ -250,6 +250,10 @@ class UsersAdmin(AdminBase):
         text = await self._read("get_key_locks", lambda conn: conn.fetchval("SELECT locks FROM api_keys WHERE id = $1", key_id))
         return parse_locks(text)
 
+    async def set_key_cost_header(self, key_id: int, on: bool) -> bool:
+        sql = "UPDATE api_keys SET cost_header = $1 WHERE id = $2 AND deleted = 0"
+        return await self._write("set_key_cost_header", lambda conn: _updated(conn, sql, int(on), key_id))
+
     async def set_key_locks(self, key_id: int, locks: Mapping[str, Any]) -> None:
         sql = "UPDATE api_keys SET locks = $1 WHERE id = $2"
         await self._write("set_key_locks", lambda conn: _updated(conn, sql, orjson.dumps(dict(locks)).decode(), key_id))

@@ -3,7 +3,7 @@ indexes as SQLite's (:mod:`gateway_core.store.billing_v2_schema`)."""
 
 from __future__ import annotations
 
-from ..billing_v2_schema import BUDGET_PERIODS, KINDS_0008
+from ..billing_v2_schema import BUDGET_PERIODS, KINDS_0008, PRICE_V2_COLUMNS
 
 _KINDS = ", ".join(f"'{kind}'" for kind in KINDS_0008)
 
@@ -50,4 +50,10 @@ CREATE TABLE budget_spend (
     PRIMARY KEY (subject, period)
 );
 """
+
+BILLING_PRICES = (
+    "ALTER TABLE prices " + ", ".join(f"ADD COLUMN {column} BIGINT" for column in PRICE_V2_COLUMNS) + ";\n"
+    "ALTER TABLE api_keys ADD COLUMN cost_header SMALLINT NOT NULL DEFAULT 0 CHECK (cost_header IN (0, 1));\n"
+    "ALTER TABLE usage_logs ADD COLUMN cost_detail TEXT;\n"
+)
 
