@@ -68,6 +68,7 @@ PUBLIC_MODULES = (
     "gateway_core",
     "gateway_core.admin",  # the admin layer: Admin, its port, its errors
     "gateway_core.admin.channels",  # admin operations by subject (the CLI's and the console's)
+    "gateway_core.admin.budgets",
     "gateway_core.admin.codes",
     "gateway_core.admin.groups",
     "gateway_core.admin.keys",

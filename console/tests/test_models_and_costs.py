@@ -24,3 +24,20 @@ async def test_the_models_page_and_the_cost_breakdown(gateway, seed, users, brow
     log_id = seed.rows("SELECT id FROM usage_logs ORDER BY id DESC LIMIT 1")[0]["id"]
     status, page = await alice.get(f"/console/logs/{log_id}")
     assert status == 200 and "per request 0.000750" in page and "group ratio ×1.5 included" in page
+
+
+async def test_the_wallet_page_shows_where_the_budgets_stand(gateway, seed, users, browsers, openai_client):
+    from gateway_core.store.limits import set_key_limits, set_user_limits
+
+    seed.price("demo-chat", 2_000_000, 8_000_000)
+    key_id, secret = seed.key(users["alice"], name="laptop")
+    seed._write(set_key_limits, key_id, {"daily_budget_micros": 1_000_000})
+    seed._write(set_user_limits, users["alice"], {"monthly_budget_micros": 30_000_000})
+    await openai_client(gateway.url, secret).chat.completions.create(model="demo-chat", messages=[{"role": "user", "content": "hi"}])
+    cost = seed.rows("SELECT cost_micros FROM usage_logs ORDER BY id DESC LIMIT 1")[0]["cost_micros"]
+    assert cost > 0
+    status, page = await (await browsers("alice")).get("/console/wallet")
+    assert status == 200 and "<h2>Budgets</h2>" in page
+    assert "key laptop" in page and "daily" in page and ">1.00<" in page
+    assert "monthly" in page and ">30.00<" in page
+    assert page.count(f">{cost / 1e6:.6f}".rstrip("0")) >= 2  # both windows counted the request's cost

@@ -111,6 +111,10 @@ class AdminStore(Protocol):
     async def set_key_locks(self, key_id: int, locks: Mapping[str, Any]) -> None:
         """Replace the key's operator-set limits."""
 
+    async def budget_spending(self, subjects: Sequence[str]) -> dict[tuple[str, str], tuple[float, int]]:
+        """What the budgets of ``subjects`` (``k:ID``, ``u:ID``) counted: ``(subject, period)``
+        → ``(window_start, spent_micros)``."""
+
     async def set_key_cost_header(self, key_id: int, on: bool) -> bool:
         """Whether the key's answers carry ``x-relaygate-cost-usd``; ``False``: no such key."""
 

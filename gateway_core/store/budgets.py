@@ -68,3 +68,10 @@ def budget_refused(use: BudgetUse, amount: int, spent: int, window_start: float)
     return HoldRefused(
         "budget", needed=amount, limit=use.cap_micros, used=spent, budget=use, resets_at=use.reset_time(window_start)
     )
+
+
+def budget_spending(conn: sqlite3.Connection, subjects: Sequence[str]) -> dict[tuple[str, str], tuple[float, int]]:
+    marks = ", ".join("?" for _ in subjects) or "NULL"
+    rows = conn.execute(f"SELECT subject, period, window_start, spent_micros FROM budget_spend WHERE subject IN ({marks})", tuple(subjects))
+    return {(row[0], row[1]): (row[2], row[3]) for row in rows}
+

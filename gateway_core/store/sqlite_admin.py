@@ -37,7 +37,7 @@ from ..records import (
 )
 from ..billing.codes import Redeemed, RedemptionCode
 from ..request_store import BreakerReport
-from . import channel_health, channels, codes, groups, keys, prices, setup, usage, users, wallet
+from . import budgets, channel_health, channels, codes, groups, keys, prices, setup, usage, users, wallet
 from .audit import audit
 from .connection import atomic
 from .limits import get_limits, set_key_limits, set_user_limits
@@ -134,6 +134,9 @@ class SqliteAdmin:
 
     async def set_key_locks(self, key_id: int, locks: Mapping[str, Any]) -> None:
         await self._write(keys.set_key_locks, key_id, locks)
+
+    async def budget_spending(self, subjects: Sequence[str]) -> dict[tuple[str, str], tuple[float, int]]:
+        return await self._read(budgets.budget_spending, list(subjects))
 
     async def set_key_cost_header(self, key_id: int, on: bool) -> bool:
         return await self._write(keys.set_key_cost_header, key_id, on)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from gateway_core.admin import codes, usage, wallet as wallets
+from gateway_core.admin import budgets, codes, usage, wallet as wallets
 
 from ..chart import spending_chart, window_start
 from ..forms import text
@@ -26,10 +26,12 @@ async def _wallet_page(ctx: Ctx, error: str | None = None, status: int = 200) ->
     found = await wallets.wallet(ctx.admin, ctx.user.id, before_id=before, limit=PAGE_SIZE)
     spending = await usage.daily_spending(ctx.admin, since, ctx.user.id)
     older = ctx.url(f"/wallet?before={found.ledger[-1].id}") if found.more else None
+    config = ctx.services.config
+    caps = await budgets.budget_status(ctx.admin, ctx.user.id, timezone=config.budget_timezone, window=config.budget_window)
     return ctx.render(
         "wallet.html", status=status, chart=spending_chart(spending, first), older=older, paged=before is not None,
         balance=found.user.balance_micros, held=found.held_micros, open_holds=found.open_holds,
-        available=found.available_micros, ledger=found.ledger, redeem_error=error,
+        available=found.available_micros, ledger=found.ledger, redeem_error=error, budgets=caps,
     )  # fmt: skip
 
 

@@ -250,6 +250,14 @@ class UsersAdmin(AdminBase):
         text = await self._read("get_key_locks", lambda conn: conn.fetchval("SELECT locks FROM api_keys WHERE id = $1", key_id))
         return parse_locks(text)
 
+    async def budget_spending(self, subjects: Sequence[str]) -> dict[tuple[str, str], tuple[float, int]]:
+        sql = "SELECT subject, period, window_start, spent_micros FROM budget_spend WHERE subject = ANY($1::text[])"
+
+        async def read(conn: asyncpg.Connection) -> dict[tuple[str, str], tuple[float, int]]:
+            return {(r["subject"], r["period"]): (r["window_start"], r["spent_micros"]) for r in await conn.fetch(sql, list(subjects))}
+
+        return await self._read("budget_spending", read)
+
     async def set_key_cost_header(self, key_id: int, on: bool) -> bool:
         sql = "UPDATE api_keys SET cost_header = $1 WHERE id = $2 AND deleted = 0"
         return await self._write("set_key_cost_header", lambda conn: _updated(conn, sql, int(on), key_id))

@@ -26,6 +26,12 @@ async def hold_within_budgets(
     store: PostgresStore, user_id: int, amount_micros: int, request_id: str, key_id: int | None, budgets: Sequence[Any]
 ) -> tuple[int, tuple[BudgetWindow, ...]]:
     async def reserve(conn: asyncpg.Connection, attempt: Attempt) -> tuple[int, tuple[BudgetWindow, ...]]:
+        if attempt.after_lost_connection:  # the lost attempt may have committed: never count it twice
+            mine = await conn.fetchrow("SELECT user_id, amount_micros FROM holds WHERE request_id = $1", request_id)
+            if mine is not None and (mine["user_id"], mine["amount_micros"]) == (user_id, amount_micros):
+                rows = await conn.fetch(sql.BUDGET_WINDOWS, [use.subject for use in budgets], [use.period for use in budgets])
+                balance = await conn.fetchval("SELECT balance_micros FROM users WHERE id = $1", user_id)
+                return balance, tuple(BudgetWindow(row["subject"], row["period"], row["window_start"]) for row in rows)
         async with conn.transaction():
             windows = []
             for use in budgets:

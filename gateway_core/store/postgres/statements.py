@@ -174,6 +174,10 @@ SELECT count(*) FROM stale
 OPEN_BUDGET = _budgets.OPEN_WINDOW.replace("?1", "$1").replace("?2", "$2").replace("?3", "$3::double precision").replace("?4", "$4::double precision")
 COUNT_BUDGET = _budgets.COUNT.replace("?1", "$1::bigint").replace("?2", "$2").replace("?3", "$3").replace("?4", "$4::bigint")
 BUDGET_SPENT = _budgets.SPENT.replace("subject = ?", "subject = $1").replace("period = ?", "period = $2")
+BUDGET_WINDOWS = (
+    "SELECT b.subject, b.period, b.window_start FROM budget_spend AS b "
+    "JOIN unnest($1::text[], $2::text[]) AS w (subject, period) ON w.subject = b.subject AND w.period = b.period"
+)
 ADJUST_BUDGET = _budgets.ADJUST.replace("?1", "$1::bigint").replace("?2", "$2").replace("?3", "$3").replace("?4", "$4::double precision")
 
 # the processes that own reservations (see gateway_core.store.hold_owners)
