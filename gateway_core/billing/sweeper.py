@@ -48,7 +48,16 @@ def process_gone(owner: HoldOwner) -> bool:
         return True
     except PermissionError:
         return False
-    return False
+    return _zombie(owner.pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited but is not reaped yet (Linux; elsewhere: no)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[-1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 class HoldSweeper:

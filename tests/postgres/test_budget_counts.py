@@ -32,7 +32,7 @@ async def test_concurrent_reservations_never_pass_a_budget(books: Books):
     refused = [r for r in results if isinstance(r, HoldRefused)]
     assert len(held) == 5 and len(refused) == 15 and {r.what for r in refused} == {"budget"}
     assert {r.budget.subject for r in refused} == {f"k:{key_id}"} and refused[0].resets_at == start + 86400
-    assert await seed.balance(user_id) == 1_000_000 - 5 * AMOUNT
+    assert await seed.available(user_id) == 1_000_000 - 5 * AMOUNT
     assert await seed.value("SELECT count(*) FROM holds") == 5
     spent = {row["subject"]: row["spent_micros"] for row in await seed.fetch("SELECT subject, spent_micros FROM budget_spend")}
     assert spent == {f"k:{key_id}": 5 * AMOUNT, f"u:{user_id}": 5 * AMOUNT}

@@ -38,15 +38,15 @@ async def test_holds_are_released_when_their_owner_is_gone_or_its_lease_ran_out(
         await other.store.renew_hold_owner(attrs.evolve(b, lease_until=lease), [a.id])
         assert await other.store.release_stale_holds(time.time() - 3600) == 3
         assert await store.release_stale_holds(time.time() - 3600) == 0
-        assert await seed.balance(users[0]) == 1_000_000
+        assert await seed.available(users[0]) == 1_000_000
         assert await seed.value("SELECT count(*) FROM holds") == 2
 
         # b's lease runs out (it was killed and never renewed): its holds go too
         await other.store.renew_hold_owner(attrs.evolve(b, lease_until=time.time() - 1))
         assert await store.release_stale_holds(time.time() - 3600) == 2
-        assert await seed.balance(users[1]) == 1_000_000
+        assert await seed.available(users[1]) == 1_000_000
         assert await seed.value("SELECT count(*) FROM holds") == 0
-        assert await seed.value("SELECT count(*) FROM ledger WHERE kind = 'release'") == 5
+        assert await seed.value("SELECT count(*) FROM ledger") == 2  # the two top-ups: releasing moves no money
         assert await seed.problems() == []
     finally:
         await other.store.close()

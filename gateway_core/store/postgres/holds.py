@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import asyncpg
 import attrs
@@ -30,7 +30,7 @@ async def hold_within_budgets(
             mine = await conn.fetchrow("SELECT user_id, amount_micros FROM holds WHERE request_id = $1", request_id)
             if mine is not None and (mine["user_id"], mine["amount_micros"]) == (user_id, amount_micros):
                 rows = await conn.fetch(sql.BUDGET_WINDOWS, [use.subject for use in budgets], [use.period for use in budgets])
-                balance = await conn.fetchval("SELECT balance_micros FROM users WHERE id = $1", user_id)
+                balance = await conn.fetchval("SELECT balance_micros - held_micros FROM users WHERE id = $1", user_id)
                 return balance, tuple(BudgetWindow(row["subject"], row["period"], row["window_start"]) for row in rows)
         async with conn.transaction():
             windows = []
@@ -41,13 +41,18 @@ async def hold_within_budgets(
                     row = await conn.fetchrow(sql.BUDGET_SPENT, use.subject, use.period, timeout=attempt.remaining)
                     raise budget_refused(use, amount_micros, row["spent_micros"], row["window_start"])
                 windows.append(BudgetWindow(use.subject, use.period, start))
-            balance = await conn.fetchval(
-                sql.HOLD, user_id, amount_micros, request_id, key_id, time.time(), store._owner, timeout=attempt.remaining
-            )
-            if balance is None:
+            available = 0
+            for _ in range(2):  # a refusal that no longer holds when read is tried once more
+                balance = await conn.fetchval(
+                    sql.HOLD, user_id, amount_micros, request_id, key_id, time.time(), store._owner, timeout=attempt.remaining
+                )
+                if balance is not None:
+                    return balance, tuple(windows)
                 refusal = await store._hold_refusal(conn, attempt, user_id, amount_micros, key_id)
-                raise refusal if isinstance(refusal, Exception) else HoldRefused("balance", needed=amount_micros, limit=refusal)
-        return balance, tuple(windows)
+                if isinstance(refusal, Exception):
+                    raise refusal
+                available = refusal
+            raise HoldRefused("balance", needed=amount_micros, limit=available)
 
     return await store._write("hold", reserve)
 
@@ -72,3 +77,25 @@ async def renew_hold_owner(store: PostgresStore, owner: HoldOwner, gone: Sequenc
         return [HoldOwner(*row) for row in rows]
 
     return await store._write("renew_hold_owner", renew)
+
+
+class OwnedHolds:
+    """The part of :class:`~.store.PostgresStore` that owns holds: their owner's id,
+    its lease, and holds counted against budgets."""
+
+    _owner: str | None = None
+
+    def own_holds(self, owner: str) -> None:
+        self._owner = owner
+
+    async def renew_hold_owner(self, owner: HoldOwner, gone: Sequence[str] = ()) -> list[HoldOwner]:
+        return await renew_hold_owner(cast("PostgresStore", self), owner, gone)
+
+    async def hold_within_budgets(
+        self, user_id: int, amount_micros: int, request_id: str, key_id: int | None, budgets: Sequence[Any]
+    ) -> tuple[int, tuple[BudgetWindow, ...]]:
+        return await hold_within_budgets(cast("PostgresStore", self), user_id, amount_micros, request_id, key_id, budgets)
+
+    async def adjust_budgets(self, windows: Sequence[BudgetWindow], change: int) -> None:
+        await adjust_budgets(cast("PostgresStore", self), windows, change)
+

@@ -43,14 +43,13 @@ import attrs
 import structlog
 
 from ...records import ChannelRecord, KeyRecord, UsageRow
-from ...request_store import BreakerReport, BudgetWindow, HoldOwner, HoldRefused, PriceSnapshot, StoreUnavailable
+from ...request_store import BreakerReport, HoldRefused, PriceSnapshot, StoreUnavailable
 from ...types import Migration
 from ..channels import _channel as channel_record, with_key_disabled
-from ..hold_owners import FORGET_AFTER as FORGET_OWNERS_AFTER
 from ..keys import _key as key_record
 from ..prices import _price as price_record
 from ..usage import usage_values
-from . import holds as budget_holds
+from .holds import OwnedHolds
 from . import statements as sql
 from .batch import Pending, SettlementBatcher
 from .faults import Attempt, Operation, commit_timer, describe, is_duplicate, log_settle_failure, log_write_failure, run_retrying, store_name
@@ -65,7 +64,7 @@ HOLD_TRIES = 3  # a refusal whose cause is gone by the time it is read is tried 
 _STARTUP_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, asyncio.TimeoutError)
 
 
-class PostgresStore:
+class PostgresStore(OwnedHolds):
     """Implements :class:`gateway_core.request_store.RequestStore` on PostgreSQL."""
 
     def __init__(
@@ -98,7 +97,6 @@ class PostgresStore:
             flushers=max(1, max_size // 2),
         )  # fmt: skip
         self.on_commit: Callable[[float], None] | None = None  # seconds of each write (metrics)
-        self._owner: str | None = None
 
     # --- schema and lifecycle -------------------------------------------------
 
@@ -216,14 +214,6 @@ class PostgresStore:
 
         return await self._write("hold", reserve)
 
-    async def hold_within_budgets(
-        self, user_id: int, amount_micros: int, request_id: str, key_id: int | None, budgets: Sequence[Any]
-    ) -> tuple[int, tuple[BudgetWindow, ...]]:
-        return await budget_holds.hold_within_budgets(self, user_id, amount_micros, request_id, key_id, budgets)
-
-    async def adjust_budgets(self, windows: Sequence[BudgetWindow], change: int) -> None:
-        await budget_holds.adjust_budgets(self, windows, change)
-
     async def _hold_refusal(
         self, conn: asyncpg.Connection, attempt: Attempt, user_id: int, amount: int, key_id: int | None
     ) -> Exception | int:
@@ -309,12 +299,6 @@ class PostgresStore:
             return await conn.fetchval(sql.RELEASE_STALE, older_than, STALE_BATCH, time.time(), timeout=attempt.remaining)
 
         return await self._write("release_stale_holds", sweep)
-
-    def own_holds(self, owner: str) -> None:
-        self._owner = owner
-
-    async def renew_hold_owner(self, owner: HoldOwner, gone: Sequence[str] = ()) -> list[HoldOwner]:
-        return await budget_holds.renew_hold_owner(self, owner, gone)
 
     # --- fire and forget --------------------------------------------------------------------
 
