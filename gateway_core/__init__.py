@@ -34,6 +34,7 @@ from .model import (
     EmbeddingsRequest,
     EmbeddingsResponse,
     ImagePart,
+    InputReport,
     MediaUsage,
     Message,
     ModelInfo,
@@ -67,6 +68,8 @@ PUBLIC_MODULES = (
     "gateway_core",
     "gateway_core.admin",  # the admin layer: Admin, its port, its errors
     "gateway_core.admin.channels",  # admin operations by subject (the CLI's and the console's)
+    "gateway_core.admin.budgets",
+    "gateway_core.admin.codes",
     "gateway_core.admin.groups",
     "gateway_core.admin.keys",
     "gateway_core.admin.prices",
@@ -93,6 +96,7 @@ PUBLIC_MODULES = (
     "gateway_core.sse",  # stream framing
     "gateway_core.tally",  # token estimates
     "gateway_core.testing",  # the test kit
+    "gateway_core.throttle",  # attempts counted in a sliding window (sign-in, redemption codes)
     "gateway_core.types",  # ASGI and callback types
     "gateway_core.uploads",  # streamed multipart uploads
     "gateway_core.upstream",  # calling an upstream from a channel type
@@ -118,6 +122,7 @@ __all__ = [
     "Frame",
     "GatewayError",
     "ImagePart",
+    "InputReport",
     "InsufficientQuotaError",
     "InternalError",
     "InvalidRequestError",

@@ -56,10 +56,20 @@ class Config:
     breaker_failures: int = 3
     breaker_cooldown: float = 30.0
     source: str | None = None
-    # billing: the output reserved for a request that names no max tokens, and
-    # the age after which a reservation left by a dead process is released
+    # billing: the output reserved for a request that names no max tokens; the
+    # lease of a process's reservations (renewed every third of it: a dead
+    # process's are released once it runs out) and the age after which any
+    # reservation is released; the name of this replica in the holds it owns
     default_max_output_tokens: int = 4096
-    stale_hold_seconds: float = 3600.0
+    hold_lease_seconds: float = 60.0
+    stale_hold_seconds: float = 900.0
+    replica: str | None = None  # None: the host name
+    # budgets that reset: calendar windows in this time zone, or rolling windows
+    cost_header: bool = False  # every billed non-streamed answer carries x-relaygate-cost-usd
+    budget_timezone: str = "UTC"
+    budget_window: str = "calendar"
+    # seconds a shutdown lets requests and streams finish before cutting them
+    shutdown_grace_seconds: float = 30.0
     # PostgreSQL: connections per worker process, and seconds a call waits for a
     # connection and its answer before the store reports itself unavailable
     db_pool_size: int = 10
@@ -130,6 +140,8 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
         "trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds",
         "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "db_pool_size", "db_timeout",
         "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds", "redis_faults",
+        "hold_lease_seconds", "replica", "shutdown_grace_seconds",
+        "budget_timezone", "budget_window", "cost_header",
     }  # fmt: skip
     unknown = set(gateway) - known
     if unknown:
@@ -151,6 +163,12 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             breaker_cooldown=_seconds(gateway, "breaker_cooldown", defaults.breaker_cooldown),
             default_max_output_tokens=_positive_int(gateway, "default_max_output_tokens", defaults.default_max_output_tokens),
             stale_hold_seconds=float(gateway.get("stale_hold_seconds", defaults.stale_hold_seconds)),
+            hold_lease_seconds=_seconds(gateway, "hold_lease_seconds", defaults.hold_lease_seconds),
+            replica=str(gateway["replica"]) if "replica" in gateway else None,
+            shutdown_grace_seconds=_seconds(gateway, "shutdown_grace_seconds", defaults.shutdown_grace_seconds),
+            cost_header=_flag(gateway, "cost_header", defaults.cost_header),
+            budget_timezone=_timezone(gateway.get("budget_timezone", defaults.budget_timezone)),
+            budget_window=_choice(gateway, "budget_window", ("calendar", "rolling"), defaults.budget_window),
             db_pool_size=_positive_int(gateway, "db_pool_size", defaults.db_pool_size),
             db_timeout=_seconds(gateway, "db_timeout", defaults.db_timeout),
             redis=redis_url(gateway["redis"], "[gateway] redis") if "redis" in gateway else None,
@@ -200,6 +218,23 @@ def _redis_faults(gateway: dict[str, Any]) -> FaultPolicy:
     if not isinstance(table, dict):
         raise ValueError("[gateway.redis_faults] must be a table of kind = \"open\" | \"closed\"")
     return FaultPolicy.parse(table, fail_open=_flag(gateway, "redis_fail_open", False))
+
+
+def _timezone(value: object) -> str:
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(str(value))
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"[gateway] budget_timezone must be a time zone name like 'UTC' or 'Europe/Paris', got {value!r}") from None
+    return str(value)
+
+
+def _choice(table: dict[str, Any], name: str, choices: tuple[str, ...], default: str) -> str:
+    value = table.get(name, default)
+    if value not in choices:
+        raise ValueError(f"[gateway] {name} must be one of {', '.join(choices)}, got {value!r}")
+    return str(value)
 
 
 def _flag(table: dict[str, Any], name: str, default: bool) -> bool:

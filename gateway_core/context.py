@@ -11,7 +11,7 @@ import attrs
 from .client_protocol import Call, ClientProtocol
 from .errors import InternalError
 from .records import KeyRecord, UsageRow
-from .tally import estimate_tokens
+from .tally import estimate_tokens, text_chars
 
 if TYPE_CHECKING:
     from .billing.charge import Charge
@@ -73,5 +73,12 @@ class RequestContext:
         return (time.perf_counter() - self.started) * 1000.0
 
     def estimated_input_tokens(self) -> int:
-        """A local estimate of the request's input tokens, from its body size."""
+        """The most input tokens the request can hold, from its body size (for the
+        reservation and the rate limits: an over-estimate)."""
         return estimate_tokens(self.body_size)
+
+    def text_input_tokens(self) -> int:
+        """A local estimate of the request's input tokens from the text of its body
+        (inline images and files are not text): what an answer that reported no
+        usage is charged for its input."""
+        return estimate_tokens(text_chars(self.call.body)) if self.call is not None else 0

@@ -162,6 +162,7 @@ class Usage:
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_write_1h_tokens: int = 0  # of cache_write_tokens, those written for an hour (not five minutes)
 
     @property
     def total_tokens(self) -> int:
@@ -196,7 +197,10 @@ class ModelInfo:
 #
 # A stream is: StreamStart, then for each part PartStart / PartDelta* / PartStop
 # (parts may interleave, told apart by ``index``), then StreamFinish, with
-# UsageReport wherever the upstream reports usage (usually last).
+# UsageReport wherever the upstream reports usage (usually last). An upstream that
+# counts the input before the answer ends (in a stream's first event, or on early
+# chunks) may say so with InputReport, so a stream cut short
+# is charged the real input instead of an estimate.
 
 
 @attrs.frozen
@@ -240,7 +244,17 @@ class UsageReport:
     usage: Usage
 
 
-StreamEvent = Union[StreamStart, PartStart, PartDelta, PartStop, StreamFinish, UsageReport]
+@attrs.frozen
+class InputReport:
+    """The upstream's count of the input (``usage``'s input, cached and cache-write
+    tokens; its output counts are ignored), reported before the answer finished.
+    Billing uses it when the stream ends without a :class:`UsageReport`; client
+    writers ignore it."""
+
+    usage: Usage
+
+
+StreamEvent = Union[StreamStart, PartStart, PartDelta, PartStop, StreamFinish, UsageReport, InputReport]
 
 
 # --- embeddings ----------------------------------------------------------------

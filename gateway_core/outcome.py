@@ -18,7 +18,7 @@ class Outcome:
 
     ``status`` is the HTTP status the client got (499: it went away);
     ``end_reason`` how its answer ended (``done``, ``client_gone``,
-    ``upstream_error``, ``timeout``; ``None`` for a request refused or failed
+    ``upstream_error``, ``timeout``, ``shutdown``; ``None`` for a request refused or failed
     before any answer); ``error`` what went wrong, if anything. ``usage`` holds
     the tokens to record: the upstream's report or, when ``estimated``, a local
     estimate (see :func:`answered`); ``None``: none. ``media`` is what the answer
@@ -37,11 +37,12 @@ class Outcome:
 
 DONE = Outcome(200, "done")
 CLIENT_GONE = Outcome(499, "client_gone")
+CUT_BY_SHUTDOWN = Outcome(499, "shutdown")  # the server's shutdown ended the request before its answer
 
 
 def answered(
     reported: Usage | None,
-    input_bytes: int,
+    input_tokens: int,
     output_chars: int,
     *,
     status: int = 200,
@@ -49,12 +50,19 @@ def answered(
     error: GatewayError | None = None,
     media: MediaUsage | None = None,
     first_token_ms: float | None = None,
+    input_reported: Usage | None = None,
 ) -> Outcome:
     """The outcome of a request an upstream was asked to answer: the usage it
-    reported, else an estimate (marked so) from the request's size in bytes and
-    the characters of output delivered; estimated too when ``media`` is."""
+    reported, else an estimate (marked so): the input the upstream counted before
+    the answer ended (``input_reported``), else ``input_tokens`` (the local
+    estimate from the request's text), and the characters of output delivered;
+    estimated too when ``media`` is."""
     if reported is None:
-        usage = Usage(input_tokens=estimate_tokens(input_bytes), output_tokens=estimate_tokens(output_chars))
+        output = estimate_tokens(output_chars)
+        if input_reported is not None:
+            usage = attrs.evolve(input_reported, output_tokens=output, reasoning_tokens=0)
+        else:
+            usage = Usage(input_tokens=input_tokens, output_tokens=output)
         estimated = True
     else:
         usage, estimated = reported, media is not None and media.estimated

@@ -35,6 +35,7 @@ DEFAULT_PLUGINS = {
     "core.channels": "gateway_core.commands.channels",
     "core.limits": "gateway_core.commands.limits",
     "core.billing": "gateway_core.commands.billing",
+    "core.codes": "gateway_core.commands.codes",
     "core.new_adapter": "gateway_core.commands.new_adapter",
 }
 

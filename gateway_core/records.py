@@ -45,6 +45,7 @@ class RateLimits:
 
 NO_LIMITS = RateLimits()
 LIMIT_COLUMNS = ("rpm", "tpm", "concurrency")  # how groups, users and keys store their limits
+BUDGET_COLUMNS = ("daily_budget_micros", "weekly_budget_micros", "monthly_budget_micros")  # users' and keys' spending caps
 
 
 def _limits(value: RateLimits | None) -> RateLimits:
@@ -52,6 +53,22 @@ def _limits(value: RateLimits | None) -> RateLimits:
     if value is None or not (value.requests_per_minute or value.tokens_per_minute or value.concurrency):
         return NO_LIMITS
     return value
+
+
+@attrs.frozen
+class Budgets:
+    """Spending caps of a key or a user, in micro-USD per day, week and month (``None``: none)."""
+
+    daily: int | None = None
+    weekly: int | None = None
+    monthly: int | None = None
+
+    def items(self) -> list[tuple[str, int]]:
+        """``(period, cap)`` of the caps set."""
+        return [(period, cap) for period, cap in (("daily", self.daily), ("weekly", self.weekly), ("monthly", self.monthly)) if cap is not None]
+
+
+NO_BUDGETS = Budgets()
 
 
 @attrs.frozen
@@ -78,6 +95,10 @@ class KeyRecord:
     # defaults of the key's group); NO_LIMITS when there are none
     limits: RateLimits = attrs.field(default=NO_LIMITS, converter=_limits)
     user_limits: RateLimits = attrs.field(default=NO_LIMITS, converter=_limits)
+    # spending caps of the key and of its user (budgets that reset)
+    budgets: Budgets = NO_BUDGETS
+    user_budgets: Budgets = NO_BUDGETS
+    cost_header: bool = False  # answers carry x-relaygate-cost-usd
 
 
 @attrs.frozen
@@ -184,6 +205,7 @@ class UsageRow:
     upstream_status: int | None = None
     upstream_error: str | None = None
     attempts: list[dict[str, Any]] = attrs.field(factory=list)
+    cost_detail: dict[str, Any] | None = None  # the cost by component (billing.cost.CostBreakdown.as_dict)
 
 
 @attrs.frozen
@@ -205,6 +227,16 @@ class PriceRecord:
     per_image_micros: int | None = None
     per_mchar_micros: int | None = None  # per million characters
     per_audio_minute_micros: int | None = None
+    # second-round prices (billing.md#prices): a fixed price per request; reasoning
+    # output at its own price (None: the output price); an hour-long cache write
+    # (None: the cache-write price); above ``tier_threshold_tokens`` input tokens,
+    # the input and output prices of the tier (long context)
+    per_request_micros: int | None = None
+    reasoning_micros_per_mtok: int | None = None
+    cache_write_1h_micros_per_mtok: int | None = None
+    tier_threshold_tokens: int | None = None
+    tier_input_micros_per_mtok: int | None = None
+    tier_output_micros_per_mtok: int | None = None
 
 
 # --- what the admin port reads and writes (gateway_core.admin.port) --------------------

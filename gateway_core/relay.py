@@ -30,7 +30,8 @@ from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, U
 from .failover import AttemptPlan
 from .health import Lease
 from .model import ChatResponse, CoreRequest
-from .outcome import CLIENT_GONE, DONE, Outcome, answered, end_reason_of
+from .money import format_usd
+from .outcome import CLIENT_GONE, CUT_BY_SHUTDOWN, DONE, Outcome, answered, end_reason_of
 from .request_store import StoreUnavailable
 from .secrets import redact
 from .services import Services
@@ -43,6 +44,8 @@ from .uploads import Upload, discard_unread
 log = structlog.get_logger("relaygate.request")
 
 REQUEST_ID = "relaygate.request_id"
+COST_HEADER = b"x-relaygate-cost-usd"  # a billed answer's cost, when its key or the gateway opts in
+SHUTDOWN_SEND_SECONDS = 1.0  # how long a stream cut by a shutdown may take to send its error event
 JSON_TYPE = b"application/json"
 
 
@@ -93,7 +96,7 @@ class ProtocolEndpoint:
             # the server gave up on the request (a shutdown past its grace period):
             # still release what it holds and log it (a stream settles what it delivered itself)
             if not ctx.settled:
-                await asyncio.shield(settle(ctx, CLIENT_GONE, services))
+                await asyncio.shield(settle(ctx, CUT_BY_SHUTDOWN, services))
             raise
         except Exception:
             log.exception("request failed", path=scope.get("path"))
@@ -106,7 +109,11 @@ class ProtocolEndpoint:
 
     async def _respond(self, ctx: RequestContext, send, outcome: Outcome, body: bytes, content_type: bytes) -> None:
         await settle(ctx, outcome, self.services)
-        await send_body(send, outcome.status, body, content_type, ctx.response_headers)
+        headers = ctx.response_headers
+        row, key = ctx.row, ctx.key
+        if row is not None and ctx.charge is not None and key is not None and (key.cost_header or self.services.config.cost_header):
+            headers = headers + [(COST_HEADER, format_usd(row.cost_micros).encode())]
+        await send_body(send, outcome.status, body, content_type, headers)
 
     async def _fail(self, ctx: RequestContext, send, error: GatewayError) -> None:
         rendered = self.protocol.render_error(error, ctx.request_id)
@@ -185,7 +192,7 @@ class ProtocolEndpoint:
                     raise
                 except ClientGone:  # the upstream call was cancelled; the row counts the prompt sent (estimated)
                     ctx.attempts.append(_attempt(lease, started, None, 499))
-                    await settle(ctx, answered(None, ctx.body_size, 0, status=499, end_reason="client_gone"), services)
+                    await settle(ctx, answered(None, ctx.text_input_tokens(), 0, status=499, end_reason="client_gone"), services)
                     raise
                 health.succeeded(lease)
                 ctx.attempts.append(_attempt(lease, started, None))
@@ -244,7 +251,7 @@ class ProtocolEndpoint:
         chat = isinstance(reply.response, (ChatResponse, type(None)))
         chars = _response_chars(reply) if usage is None and chat else 0
         # media: images, characters, audio, priced per unit (billing.charge)
-        outcome = answered(usage, ctx.body_size, chars, media=reply.media, first_token_ms=ctx.elapsed_ms())
+        outcome = answered(usage, ctx.text_input_tokens(), chars, media=reply.media, first_token_ms=ctx.elapsed_ms())
         await self._respond(ctx, send, outcome, body, reply.content_type.encode())
 
     async def _stream(self, ctx: RequestContext, call: Call, reply: StreamReply, contract: StreamContract, passthrough: bool, watch: DisconnectWatch, send, writer: StreamWriter | None = None) -> GatewayError | None:
@@ -262,8 +269,8 @@ class ProtocolEndpoint:
             end_reason = "done" if error is None else end_reason_of(error)
         except ClientGone:
             end_reason = "client_gone"
-        except asyncio.CancelledError:  # the server gave up on the request: charge what it delivered
-            await asyncio.shield(settle(ctx, _streamed(ctx, tally, "client_gone", None), self.services))
+        except asyncio.CancelledError:  # the server gave up on the request (its shutdown grace ran out)
+            await asyncio.shield(self._cut_by_shutdown(ctx, tally, writer, send))
             raise
         finally:
             self.services.metrics.stream_ended()
@@ -276,12 +283,24 @@ class ProtocolEndpoint:
         return error
 
 
+    async def _cut_by_shutdown(self, ctx: RequestContext, tally: StreamTally, writer: StreamWriter, send) -> None:
+        """A stream the server's shutdown cut: charge what it delivered (``shutdown``),
+        then end it with the protocol's error event, if the client can still get it."""
+        error = UpstreamUnavailableError("The gateway is shutting down; the answer was cut short. Retry the request.", retry_after=1.0)
+        await settle(ctx, _streamed(ctx, tally, "shutdown", error), self.services)
+        try:
+            tail = writer.fail(error, ctx.request_id)
+            await asyncio.wait_for(send({"type": "http.response.body", "body": tail, "more_body": False}), SHUTDOWN_SEND_SECONDS)
+        except Exception as exc:  # the connection is already gone
+            log.info("shutdown error event not sent", request_id=ctx.request_id, error=repr(exc))
+
+
 def _streamed(ctx: RequestContext, tally: StreamTally, end_reason: str, error: GatewayError | None) -> Outcome:
     """The outcome of a stream that ended for ``end_reason``: what it delivered."""
     status = 499 if end_reason == "client_gone" else 200
     return answered(
-        tally.usage, ctx.body_size, tally.output_chars,
-        status=status, end_reason=end_reason, error=error, first_token_ms=tally.first_token_ms(),
+        tally.usage, ctx.text_input_tokens(), tally.output_chars, status=status, end_reason=end_reason,
+        error=error, first_token_ms=tally.first_token_ms(), input_reported=tally.input_usage,
     )
 
 

@@ -13,7 +13,7 @@ happened durably when its coroutine returns.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -27,18 +27,24 @@ CHANNEL_SLOT = ""  # the key_slot of a channel's own breaker; a key's is its fin
 class HoldRefused(Exception):
     """A reservation the key's quota or the user's balance cannot cover.
 
-    ``what`` is ``"key_quota"`` or ``"balance"``. For the key: ``used``,
-    ``held`` (reserved by requests in flight) and ``limit`` (the quota); for
-    the balance: ``limit`` is the balance and ``used``/``held`` are 0.
+    ``what`` is ``"key_quota"``, ``"balance"`` or ``"budget"``. For the key:
+    ``used``, ``held`` (reserved by requests in flight) and ``limit`` (the
+    quota); for the balance: ``limit`` is the balance and ``used``/``held`` are
+    0; for a budget: ``budget`` names it, ``limit`` is its cap, ``used`` what
+    its window counts (reservations included), ``resets_at`` when it resets.
     """
 
-    def __init__(self, what: str, *, needed: int, limit: int, used: int = 0, held: int = 0) -> None:
+    def __init__(
+        self, what: str, *, needed: int, limit: int, used: int = 0, held: int = 0, budget: Any = None, resets_at: float | None = None
+    ) -> None:
         super().__init__(f"{what}: needs {needed} micro-USD, limit {limit}, used {used}, held {held}")
         self.what = what
         self.needed = needed
         self.limit = limit
         self.used = used
         self.held = held
+        self.budget = budget  # what = "budget": the BudgetUse (gateway_core.billing.budgets) refused
+        self.resets_at = resets_at
 
 
 class StoreUnavailable(GatewayError):
@@ -80,6 +86,27 @@ class BreakerReport:
     updated_at: float
 
 
+@attrs.frozen
+class BudgetWindow:
+    """The window of a budget a reservation was counted in (its settlement moves the count there)."""
+
+    subject: str
+    period: str
+    start: float
+
+
+@attrs.frozen
+class HoldOwner:
+    """A gateway process that makes reservations: its id (unique per start), its
+    replica (host) and pid, and the Unix time its lease on its holds runs out."""
+
+    id: str
+    replica: str
+    pid: int
+    started_at: float
+    lease_until: float
+
+
 @runtime_checkable
 class RequestStore(Protocol):
     """What the request path needs of the database (one object per worker)."""
@@ -107,13 +134,33 @@ class RequestStore(Protocol):
         """Reserve ``amount_micros`` of the user's balance (and the key's quota) for
         ``request_id`` in one conditional write; the new balance, or :class:`HoldRefused`."""
 
+    async def hold_within_budgets(
+        self, user_id: int, amount_micros: int, request_id: str, key_id: int | None, budgets: Sequence[Any]
+    ) -> tuple[int, tuple[BudgetWindow, ...]]:
+        """:meth:`hold`, and the amount counted against each budget
+        (:class:`~gateway_core.billing.budgets.BudgetUse`) in the same transaction:
+        the balance and the windows counted in, or :class:`HoldRefused` (``budget``)."""
+
+    async def adjust_budgets(self, windows: Sequence[BudgetWindow], change: int) -> None:
+        """Move the budgets' counts by ``change`` (a settled request's cost less its
+        reservation), in the windows given only."""
+
     async def record(self, row: UsageRow, user_id: int | None) -> None:
         """Settle the request's charge against ``user_id`` (``None``: nothing is
         billed) and insert its usage row, in one commit. A request id recorded
         twice fails whole: a request is never charged twice."""
 
     async def release_stale_holds(self, older_than: float) -> int:
-        """Release reservations made before the Unix time ``older_than``; how many."""
+        """Release reservations made before the Unix time ``older_than``, and those
+        of a process whose lease has run out; how many."""
+
+    def own_holds(self, owner: str) -> None:
+        """Mark the reservations this store makes from now on as ``owner``'s."""
+
+    async def renew_hold_owner(self, owner: HoldOwner, gone: Sequence[str] = ()) -> list[HoldOwner]:
+        """Save ``owner`` and its lease, end the leases of the owners in ``gone``
+        (their holds are then released by the next sweep), and return the other
+        owners whose lease still runs."""
 
     def report_breaker(self, report: BreakerReport) -> None:
         """Save a breaker's new state without waiting (errors are logged)."""

@@ -2,8 +2,10 @@
 
 On SIGTERM or SIGINT ``GET /readyz`` turns 503 at once; after
 ``shutdown_drain_seconds`` (default 0) the server stops accepting connections, lets in-flight
-requests and streams finish (up to ``graceful_timeout`` seconds), then the
-app's lifespan closes upstream connections and flushes pending writes.
+requests and streams finish (up to ``[gateway] shutdown_grace_seconds``), then
+cuts the rest (a stream is charged what it delivered, logged ``shutdown``, and
+ends with its protocol's error event), and the app's lifespan closes upstream
+connections and flushes pending writes.
 """
 
 from __future__ import annotations
@@ -23,19 +25,17 @@ from .readiness import drain_then
 
 log = structlog.get_logger("relaygate.server")
 
-GRACEFUL_TIMEOUT = 30.0
-
 
 def bind_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
-def hypercorn_config(host: str, port: int, workers: int) -> HypercornConfig:
+def hypercorn_config(host: str, port: int, workers: int, grace: float = 30.0) -> HypercornConfig:
     config = HypercornConfig()
     config.bind = [bind_address(host, port)]
     config.workers = workers
     config.worker_class = "uvloop"
-    config.graceful_timeout = GRACEFUL_TIMEOUT
+    config.graceful_timeout = grace
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")  # one handler: the root's
     config.keep_alive_timeout = 75
@@ -56,7 +56,7 @@ def serve(config: Config, *, host: str = "127.0.0.1", port: int = 8080, workers:
     from .app import create_app
 
     app = create_app(config)  # loads plugins now: a bad configuration fails before binding
-    hconfig = hypercorn_config(host, port, workers)
+    hconfig = hypercorn_config(host, port, workers, config.shutdown_grace_seconds)
     log.info("serving", address=f"http://{bind_address(host, port)}", workers=workers, db=config.db_path, redis=config.redis)
     if workers > 1:
         from hypercorn.run import run

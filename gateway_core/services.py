@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -56,6 +58,7 @@ class Services:
     shared: SharedState | None = None  # Redis: limits, breakers, caps, invalidations (gateway_core.shared)
     redis_faults: RedisFaults = attrs.field(factory=RedisFaults)  # times Redis was unreachable, by kind
     signin: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # console sign-in attempts
+    clock: Callable[[], float] = time.time  # Unix time, for budgets' windows (tests move it)
 
     @classmethod
     def build(
@@ -104,7 +107,7 @@ class Services:
             sql=sql,
             rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
             prices=TtlSnapshot(store.price_snapshot),
-            hold_sweeper=HoldSweeper(store, config.stale_hold_seconds),
+            hold_sweeper=HoldSweeper(store, config.stale_hold_seconds, lease=config.hold_lease_seconds, replica=config.replica),
         )
 
     async def start(self) -> None:
@@ -113,7 +116,7 @@ class Services:
         self.metrics.start()
         await self.router.index()  # warns about channels whose type is not loaded
         if self.hold_sweeper is not None:
-            self.hold_sweeper.start()
+            await self.hold_sweeper.begin()  # this worker's holds are owned (and a dead one's released) before it serves
         if self.shared is not None:
             self.shared.start(self)
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=60, ttl_dns_cache=300)

@@ -41,6 +41,7 @@ def usage_row(ctx: RequestContext, outcome: Outcome) -> UsageRow:
     """The request's usage-log row, whole and priced (its overrun is the store's to tell)."""
     key, call, target, charge, error = ctx.key, ctx.call, ctx.target, ctx.charge, outcome.error
     usage = outcome.usage or NO_USAGE
+    priced = None if charge is None else charge.priced(outcome)
     return UsageRow(
         request_id=ctx.request_id,
         started_at=ctx.started_at,
@@ -60,7 +61,8 @@ def usage_row(ctx: RequestContext, outcome: Outcome) -> UsageRow:
         output_tokens=usage.output_tokens,
         cached_tokens=usage.cached_input_tokens,
         cache_write_tokens=usage.cache_write_tokens,
-        cost_micros=0 if charge is None else charge.cost(outcome),
+        cost_micros=0 if priced is None else priced.total,
+        cost_detail=None if priced is None or not priced.total else priced.as_dict(),
         held_micros=0 if charge is None else charge.held_micros,
         estimated=outcome.estimated,
         duration_ms=ctx.elapsed_ms(),

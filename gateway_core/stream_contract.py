@@ -8,7 +8,8 @@ rules (``docs/writing-adapters.md`` explains them):
 2. ``PartStart(i)`` opens part ``i``; an index is opened once per stream.
 3. ``PartDelta(i)`` and ``PartStop(i)`` only for a part that is open.
 4. ``StreamFinish`` comes once; after it, only ``UsageReport`` (a part still open
-   then is closed by the finish).
+   then is closed by the finish). ``InputReport`` may come anywhere after the
+   ``StreamStart``.
 5. A frame marked ``terminal`` (the upstream's own end-of-stream marker) carries
    or follows the ``StreamFinish``: the upstream said it finished, so the
    decoder must say so too.
@@ -28,10 +29,10 @@ import structlog
 
 from .client_protocol import Frame
 from .errors import InternalError
-from .model import PartDelta, PartStart, PartStop, StreamEvent, StreamFinish, StreamStart, UsageReport
+from .model import InputReport, PartDelta, PartStart, PartStop, StreamEvent, StreamFinish, StreamStart, UsageReport
 
 log = structlog.get_logger("relaygate.stream")
-_EVENTS = frozenset((StreamStart, PartStart, PartDelta, PartStop, StreamFinish, UsageReport))
+_EVENTS = frozenset((StreamStart, PartStart, PartDelta, PartStop, StreamFinish, UsageReport, InputReport))
 
 
 class StreamContractError(InternalError):
@@ -70,7 +71,7 @@ class StreamContract:
             self._began = True
         elif kind is StreamStart:
             return "a second StreamStart"
-        if kind is UsageReport:
+        if kind is UsageReport or kind is InputReport:
             return None
         if self._finished:
             return f"a {kind.__name__} after the StreamFinish (only a UsageReport may follow it)"

@@ -1,12 +1,24 @@
-"""What an answer produced: reported usage, or an estimate from the content delivered."""
+"""What an answer produced: reported usage, or an estimate from the content delivered.
+
+**Estimates.** When an upstream reports no usage, tokens are estimated at one per
+four characters (:data:`CHARS_PER_TOKEN`): the output from the characters that
+reached the client, the input from the *text* of the request
+(:func:`text_chars`) — never from its size in bytes, which counts images, audio
+and files sent inline as base64 (a 300 KB image is a few hundred tokens, not
+75,000). An input count the upstream reported before the stream broke
+(:class:`~gateway_core.model.InputReport`) wins over the estimate.
+"""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from .model import PartDelta, StopReason, StreamEvent, StreamFinish, Usage, UsageReport
+from .model import InputReport, PartDelta, StopReason, StreamEvent, StreamFinish, Usage, UsageReport
 
 CHARS_PER_TOKEN = 4
+_BINARY_MIN_CHARS = 256  # shorter strings are counted as text whatever they hold
+_BASE64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_\r\n")
 
 
 def estimate_tokens(chars: int) -> int:
@@ -14,15 +26,37 @@ def estimate_tokens(chars: int) -> int:
     return (chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
-class StreamTally:
-    """Follows a stream's core events: the usage the upstream reported, how much
-    content reached the client, when the first token came, how it finished."""
+def text_chars(value: Any) -> int:
+    """The characters of text in a parsed JSON body: every string value, except
+    inline binary data (a ``data:`` URL, or a long string of base64 alone)."""
+    if isinstance(value, str):
+        return 0 if _binary(value) else len(value)
+    if isinstance(value, dict):
+        return sum(text_chars(item) for item in value.values())
+    if isinstance(value, list):
+        return sum(text_chars(item) for item in value)
+    return 0
 
-    __slots__ = ("usage", "output_chars", "first_token_at", "stop_reason", "finished", "_started")
+
+def _binary(text: str) -> bool:
+    if text.startswith("data:") and ";base64," in text[:200]:
+        return True
+    if len(text) < _BINARY_MIN_CHARS or " " in text:
+        return False
+    return text.isascii() and _BASE64.issuperset(text.encode())
+
+
+class StreamTally:
+    """Follows a stream's core events: the usage the upstream reported (and the
+    input it counted before the end), how much content reached the client, when
+    the first token came, how it finished."""
+
+    __slots__ = ("usage", "input_usage", "output_chars", "first_token_at", "stop_reason", "finished", "_started")
 
     def __init__(self, started: float) -> None:
         self._started = started
         self.usage: Usage | None = None
+        self.input_usage: Usage | None = None
         self.output_chars = 0
         self.first_token_at: float | None = None
         self.stop_reason: StopReason | None = None
@@ -36,6 +70,8 @@ class StreamTally:
                 self.output_chars += len(event.text)
             elif type(event) is UsageReport:
                 self.usage = event.usage
+            elif type(event) is InputReport:
+                self.input_usage = event.usage
             elif type(event) is StreamFinish:
                 self.finished = True
                 self.stop_reason = event.stop_reason

@@ -10,6 +10,8 @@ from gateway_core.records import NO_LIMITS, RateLimits
 from gateway_core.secrets import hash_key
 from gateway_core.store import CORE_MIGRATIONS, Store, keys, limits, users
 
+NO_BUDGETS = {"daily_budget_micros": None, "weekly_budget_micros": None, "monthly_budget_micros": None}
+
 
 def command_line(tmp_path, monkeypatch, capsys, db):
     """``cli(*argv)`` → (status, stdout, stderr), on the database ``db``, core plugin only."""
@@ -80,7 +82,7 @@ def test_user_limits_override_and_default(cli):
     status, out, _ = cli("user", "limits", "alice")
     assert out.strip() == "User 'alice': rpm default, tpm default, concurrency default (default: the defaults of the key's group)."
     status, out, _ = cli("user", "limits", "alice", "--rpm", "0", "--tpm", "1000", "--json")
-    assert json.loads(out) == {"user": "alice", "user_id": 1, "rpm": 0, "tpm": 1000, "concurrency": None}
+    assert json.loads(out) == {"user": "alice", "user_id": 1, "rpm": 0, "tpm": 1000, "concurrency": None, **NO_BUDGETS}
     status, out, _ = cli("user", "limits", "alice", "--tpm", "default", "--json")
     assert json.loads(out)["tpm"] is None
 
@@ -92,7 +94,7 @@ def test_key_create_and_key_limits(cli):
     status, out, _ = cli("key", "limits", str(key_id))
     assert out.strip().endswith("rpm 60, tpm unlimited, concurrency 2.")
     status, out, _ = cli("key", "limits", str(key_id), "--rpm", "0", "--tpm", "9000", "--json")
-    assert json.loads(out) == {"id": key_id, "name": "default", "rpm": 0, "tpm": 9000, "concurrency": 2}
+    assert json.loads(out) == {"id": key_id, "name": "default", "rpm": 0, "tpm": 9000, "concurrency": 2, **NO_BUDGETS}
     status, out, _ = cli("key", "list", "alice", "--json")
     assert json.loads(out)[0]["limits"] == {"requests_per_minute": 0, "tokens_per_minute": 9000, "concurrency": 2}
 

@@ -51,7 +51,7 @@ def test_the_row_is_filled_from_the_context_and_the_outcome_and_priced():
 def test_an_answer_without_usage_is_estimated_and_an_error_is_kept():
     error = UpstreamError("the upstream broke")
     error.upstream_status, error.upstream_body = 502, "bad gateway"
-    row = usage_row(context(body=b"x" * 400), answered(None, 400, 40, end_reason="upstream_error", error=error))
+    row = usage_row(context(body=b"x" * 400), answered(None, 100, 40, end_reason="upstream_error", error=error))
     assert (row.input_tokens, row.output_tokens, row.estimated) == (100, 10, True)
     assert (row.error_type, row.error_message, row.upstream_status, row.upstream_error) == ("upstream", "the upstream broke", 502, "bad gateway")
     assert row.cost_micros == 250 + 100  # 100 estimated input tokens × 2.50, 10 delivered × 10.00 USD per million

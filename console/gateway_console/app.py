@@ -14,7 +14,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from gateway_core.ratelimit import SignInRule
-from .views import admin_channels, admin_site, admin_users, auth, keys, logs, quickstart, wallet
+from .views import admin_channels, admin_site, admin_users, auth, keys, logs, models, quickstart, wallet
 from .web import TEMPLATES, ConsoleState
 
 MOUNT_PATH = "/console"
@@ -73,6 +73,8 @@ def routes() -> list:
         Route("/logs", logs.log_list, methods=GET),
         Route("/logs/{log_id:int}", logs.log_detail, methods=GET),
         Route("/wallet", wallet.wallet, methods=GET),
+        Route("/wallet/redeem", wallet.redeem, methods=POST),
+        Route("/models", models.model_list, methods=GET),
         Route("/quickstart", quickstart.quickstart, methods=GET),
         Route("/admin/channels", admin_channels.channel_list, methods=GET),
         Route("/admin/channels/new", admin_channels.channel_new, methods=BOTH),

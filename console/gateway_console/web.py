@@ -21,6 +21,7 @@ import attrs
 import jinja2
 from gateway_core import services_from_scope
 from gateway_core.admin import Admin, NotFound
+from gateway_core.admin.codes import RedeemThrottle
 from gateway_core.sql import SqlHandle
 from starlette.datastructures import FormData
 from starlette.requests import Request
@@ -49,6 +50,8 @@ NOTICES = {
     "topped-up": "Balance topped up.",
     "signed-out": "You are signed out.",
     "password": "Password changed.",
+    "redeemed": "Code redeemed: your balance is credited.",
+    "locked": "This key was disabled by the gateway's operator: only they can enable it.",
 }
 
 
@@ -62,6 +65,7 @@ class ConsoleState:
     services: Any = None
     admin: Admin | None = None
     signer: Signer | None = None
+    redeem_throttle: RedeemThrottle = attrs.field(factory=RedeemThrottle)
     _lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
 
     async def resolve(self, scope: dict) -> tuple[Any, Admin, Signer]:

@@ -10,7 +10,7 @@ the running gateway's caches. Modules by subject: :mod:`.users`, :mod:`.keys`,
 """
 
 from .context import NO_CACHES, Admin, Caches
-from .errors import AdminError, Conflict, Invalid, NotFound, StoreFailure
+from .errors import AdminError, Conflict, Invalid, Locked, NotFound, StoreFailure
 from .port import AdminStore
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "Caches",
     "Conflict",
     "Invalid",
+    "Locked",
     "NotFound",
     "StoreFailure",
 ]

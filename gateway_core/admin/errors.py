@@ -43,3 +43,8 @@ class Invalid(AdminError, ValueError):
 
 class StoreFailure(AdminError):
     """The database failed (unreachable, locked for too long, full)."""
+
+
+class Locked(Invalid):
+    """A key's owner tried to loosen a limit the gateway's operator set on it."""
+

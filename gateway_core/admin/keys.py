@@ -1,17 +1,21 @@
 """API keys: created with their secret shown once, changed, switched and deleted.
 
 ``owner`` is the signed-in user acting on their own keys (the console): a key
-of someone else's, or a deleted one, is then not found. Without it (an
-operator, the CLI) any key is.
+of someone else's, or a deleted one, is then not found, and the limits an
+operator set on the key cannot be loosened (:mod:`.key_locks`). Without it (an
+operator, the CLI, the management API) any key is, and the limits it sets are
+locked against the key's owner.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..records import DEFAULT_GROUP, KeyRecord
 from .context import Admin
 from .errors import Invalid, NotFound
+from .key_locks import check_owner_change, key_fields, operator_locks
 from .port import LimitChanges
 from .users import get_user
 
@@ -38,10 +42,13 @@ async def create_key(
     if group not in user.groups:
         whose = "you" if owner == user.id else f"user {user.name!r} (open groups: {', '.join(sorted(user.groups)) or 'none'})"
         raise Invalid(f"group {group!r} is not open to {whose}")
-    return await admin.store.create_key(
+    key, secret = await admin.store.create_key(
         user.id, name=name, group=group, quota_micros=quota_micros, expires_at=expires_at,
         models=list(models), allow_ips=list(allow_ips), limits=dict(limits or {}),
     )  # fmt: skip
+    if owner is None:  # an operator's limits bind the key's owner
+        await _lock(admin, key, {"quota_micros": None, "models": [], "allow_ips": [], "enabled": True, "rpm": None, "tpm": None, "concurrency": None})
+    return key, secret
 
 
 async def list_keys(admin: Admin, user_id: int, *, include_deleted: bool = False) -> list[KeyRecord]:
@@ -57,12 +64,14 @@ async def get_key(admin: Admin, key_id: int, *, owner: int | None = None) -> Key
 
 
 async def set_key_enabled(admin: Admin, key_id: int, enabled: bool, *, owner: int | None = None) -> KeyRecord:
-    """Enable or disable a key that is not deleted."""
-    await get_key(admin, key_id, owner=owner)
+    """Enable or disable a key that is not deleted (its owner cannot enable a key an operator disabled)."""
+    before = await get_key(admin, key_id, owner=owner)
+    if owner is not None:
+        check_owner_change(await admin.store.get_key_locks(key_id), {"enabled": enabled})
     if not await admin.store.set_key_enabled(key_id, enabled):
         raise NotFound(f"no API key with id {key_id}")
     admin.caches.key_changed(key_id)
-    return await get_key(admin, key_id)
+    return await _changed_by(admin, before, owner)
 
 
 async def delete_key(admin: Admin, key_id: int, *, owner: int | None = None) -> KeyRecord:
@@ -86,20 +95,50 @@ async def update_key(
     owner: int | None = None,
 ) -> KeyRecord:
     """Change a key's name, quota, expiry, models and allowed networks."""
-    await get_key(admin, key_id, owner=owner)
+    before = await get_key(admin, key_id, owner=owner)
+    if owner is not None:
+        wanted = {"quota_micros": quota_micros, "models": list(models), "allow_ips": list(allow_ips)}
+        check_owner_change(await admin.store.get_key_locks(key_id), wanted)
     changed = await admin.store.update_key(
         key_id, name=name, quota_micros=quota_micros, expires_at=expires_at, models=list(models), allow_ips=list(allow_ips)
     )
     if not changed:
         raise NotFound(f"no API key with id {key_id}")
     admin.caches.key_changed(key_id)
-    return await get_key(admin, key_id)
+    return await _changed_by(admin, before, owner)
 
 
 async def set_key_limits(admin: Admin, key_id: int, changes: LimitChanges) -> tuple[KeyRecord, dict[str, int | None]]:
-    """Change a key's own rate limits; the key and its stored limits after."""
+    """Change a key's own rate limits (an operator's: locked against its owner);
+    the key and its stored limits after."""
+    before = await get_key(admin, key_id)
     stored = await admin.store.set_key_limits(key_id, changes)
     if stored is None:
         raise NotFound(f"no API key with id {key_id}")
     admin.caches.key_changed(key_id)
-    return await get_key(admin, key_id), stored
+    return await _changed_by(admin, before, None), stored
+
+
+async def _changed_by(admin: Admin, before: KeyRecord, owner: int | None) -> KeyRecord:
+    """The key after a change; an operator's change locks what it set."""
+    after = await get_key(admin, before.id)
+    if owner is None:
+        await _lock(admin, after, key_fields(before))
+    return after
+
+
+async def _lock(admin: Admin, key: KeyRecord, before: dict[str, Any]) -> None:
+    locks = await admin.store.get_key_locks(key.id)
+    updated = operator_locks(locks, before, key_fields(key))
+    if updated != locks:
+        await admin.store.set_key_locks(key.id, updated)
+
+
+async def set_key_cost_header(admin: Admin, key_id: int, on: bool, *, owner: int | None = None) -> KeyRecord:
+    """Whether the key's answers carry their cost (``x-relaygate-cost-usd``)."""
+    await get_key(admin, key_id, owner=owner)
+    if not await admin.store.set_key_cost_header(key_id, on):
+        raise NotFound(f"no API key with id {key_id}")
+    admin.caches.key_changed(key_id)
+    return await get_key(admin, key_id)
+

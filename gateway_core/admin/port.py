@@ -34,6 +34,7 @@ from ..records import (
     UserOverview,
     UserRecord,
 )
+from ..billing.codes import Redeemed, RedemptionCode
 from ..request_store import BreakerReport
 
 LimitChanges = Mapping[str, int | None]  # rpm / tpm / concurrency -> value (None: not set)
@@ -103,6 +104,36 @@ class AdminStore(Protocol):
 
     async def set_key_limits(self, key_id: int, changes: LimitChanges) -> dict[str, int | None] | None:
         """Change a key's own rate limits; the stored limits after, ``None``: no such key."""
+
+    async def get_key_locks(self, key_id: int) -> dict[str, Any]:
+        """The limits of a key its operator set (``api_keys.locks``; empty: none, or no such key)."""
+
+    async def set_key_locks(self, key_id: int, locks: Mapping[str, Any]) -> None:
+        """Replace the key's operator-set limits."""
+
+    async def budget_spending(self, subjects: Sequence[str]) -> dict[tuple[str, str], tuple[float, int]]:
+        """What the budgets of ``subjects`` (``k:ID``, ``u:ID``) counted: ``(subject, period)``
+        → ``(window_start, spent_micros)``."""
+
+    async def set_key_cost_header(self, key_id: int, on: bool) -> bool:
+        """Whether the key's answers carry ``x-relaygate-cost-usd``; ``False``: no such key."""
+
+    # --- redemption codes ------------------------------------------------------
+
+    async def create_codes(
+        self, batch: str, hashes: Sequence[tuple[str, str]], *, value_micros: int, group: str | None,
+        expires_at: float | None, note: str | None, now: float,
+    ) -> list[int]:  # fmt: skip
+        """Store a batch of codes, each as ``(hash, prefix)``; their ids in order."""
+
+    async def list_codes(self, batch: str | None, limit: int) -> list[RedemptionCode]:
+        """Codes newest first (of one batch, or all)."""
+
+    async def disable_code(self, code_id: int) -> bool:
+        """Disable a code; ``False``: no such code."""
+
+    async def redeem_code(self, user_id: int, code_hash: str, now: float) -> Redeemed | str:
+        """Credit a code to a user, all or nothing; else why not (``wrong``, ``used``, ``expired``, ``disabled``)."""
 
     # --- channels ------------------------------------------------------------
 

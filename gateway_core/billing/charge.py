@@ -31,7 +31,8 @@ from ..client_protocol import NO_HINTS, BillingHints
 from ..model import MediaUsage
 from ..outcome import NO_USAGE, Outcome
 from ..records import PriceRecord
-from .cost import Metered, cost_micros, max_cost_micros
+from ..request_store import BudgetWindow
+from .cost import NO_COST, CostBreakdown, Metered, cost_breakdown, cost_micros, max_cost_micros
 
 NO_MEDIA = MediaUsage()
 NO_OUTPUT_ENDPOINTS = frozenset({endpoints.EMBEDDINGS, endpoints.AUDIO_SPEECH})
@@ -48,10 +49,15 @@ class Charge:
     ratio_ppm: int
     held_micros: int
     hints: BillingHints = NO_HINTS
+    budgets: tuple[BudgetWindow, ...] = ()  # the budget windows the reservation was counted in
 
     def cost(self, outcome: Outcome) -> int:
         """What the finished request is charged (see :func:`request_cost`)."""
-        return request_cost(outcome, self.price, self.ratio_ppm, media_used(outcome, self.hints))
+        return self.priced(outcome).total
+
+    def priced(self, outcome: Outcome) -> CostBreakdown:
+        """What the finished request is charged, by component (see :func:`request_cost`)."""
+        return request_breakdown(outcome, self.price, self.ratio_ppm, media_used(outcome, self.hints))
 
 
 def price_for(prices: Mapping[str, PriceRecord], model: str, hints: BillingHints) -> PriceRecord | None:
@@ -64,19 +70,26 @@ def price_for(prices: Mapping[str, PriceRecord], model: str, hints: BillingHints
 
 
 def request_cost(outcome: Outcome, price: PriceRecord, ratio_ppm: int, media: MediaUsage | None = None) -> int:
-    """The cost of a finished request.
+    """The cost of a finished request (see :func:`request_breakdown`)."""
+    return request_breakdown(outcome, price, ratio_ppm, media).total
+
+
+def request_breakdown(outcome: Outcome, price: PriceRecord, ratio_ppm: int, media: MediaUsage | None = None) -> CostBreakdown:
+    """The cost of a finished request, by component.
 
     Reported usage is charged as reported. Estimated usage (the upstream reported
     none) is charged for the input and the output actually delivered, except
     that an answer that ended without delivering any output (an upstream error,
     a timeout, a client gone before the first token) costs nothing. A request
     that failed before any answer has no tokens and costs nothing. ``media``
-    (see :func:`media_used`) is charged on top, at the per-unit prices.
+    (see :func:`media_used`) is charged on top, at the per-unit prices, and the
+    price per request once an answer was produced.
     """
     usage = outcome.usage or NO_USAGE
     if media is None and outcome.estimated and usage.output_tokens == 0 and outcome.end_reason != "done":
-        return 0
+        return attrs.evolve(NO_COST, ratio_ppm=ratio_ppm)
     media = media or NO_MEDIA
+    answered = outcome.end_reason is not None and (outcome.end_reason == "done" or usage != NO_USAGE or media != NO_MEDIA)
     metered = Metered(
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,
@@ -85,8 +98,11 @@ def request_cost(outcome: Outcome, price: PriceRecord, ratio_ppm: int, media: Me
         images=media.images,
         characters=media.characters,
         audio_ms=media.audio_ms,
+        reasoning_tokens=usage.reasoning_tokens,
+        cache_write_1h_tokens=usage.cache_write_1h_tokens,
+        requests=1 if answered else 0,
     )
-    return cost_micros(price, ratio_ppm, metered)
+    return cost_breakdown(price, ratio_ppm, metered)
 
 
 def media_used(outcome: Outcome, hints: BillingHints) -> MediaUsage | None:

@@ -20,6 +20,7 @@ def register_commands(register: Callable[..., None]) -> None:
     register("key disable", "disable an API key", _configure_key_id, _run_key_disable)
     register("key enable", "enable an API key", _configure_key_id, _run_key_enable)
     register("key delete", "delete an API key", _configure_key_id, _run_key_delete)
+    register("key cost-header", "whether a key's answers carry their cost (x-relaygate-cost-usd)", _configure_cost_header, _run_cost_header)
 
 
 def _configure_key_create(parser: argparse.ArgumentParser) -> None:
@@ -88,3 +89,14 @@ def _change_key(cli: CommandContext, change: Callable[[Admin], Awaitable[KeyReco
     key = cli.run(change)
     cli.print_record(key, text=f"API key {key.id} ({key.name!r}, {key.prefix}) of {key.user_name!r} {done}.")
     return 0
+
+
+def _configure_cost_header(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", type=int, metavar="ID")
+    parser.add_argument("state", choices=("on", "off"))
+
+
+def _run_cost_header(args: argparse.Namespace, cli: CommandContext) -> int:
+    done = "now carries" if args.state == "on" else "no longer carries"
+    return _change_key(cli, lambda admin: keys.set_key_cost_header(admin, args.id, args.state == "on"), f"{done} its cost in x-relaygate-cost-usd:")
+

@@ -1,5 +1,8 @@
 """``relaygate group set|list``, ``relaygate user limits`` and ``relaygate key limits``.
 
+Users and keys also take budgets that reset: ``--daily-usd``, ``--weekly-usd``,
+``--monthly-usd`` (USD; an empty value clears one).
+
 Rate limits are whole numbers: ``--rpm`` requests per minute, ``--tpm`` tokens
 per minute, ``--concurrency`` requests in flight; ``0`` means unlimited. A
 group's limits are the defaults for the users of its keys, a user's override
@@ -15,10 +18,12 @@ from typing import Any
 
 from ..admin import Admin, groups, keys, users
 from ..hookspecs import hookimpl
-from ..records import LIMIT_COLUMNS, GroupRecord, UserRecord
+from ..money import format_usd, parse_usd
+from ..records import BUDGET_COLUMNS, LIMIT_COLUMNS, GroupRecord, UserRecord
 from .kit import CommandContext, no_arguments
 
 DEFAULT = "default"  # clears a user's override: the group's default applies again
+PERIODS = ("daily", "weekly", "monthly")
 
 
 @hookimpl
@@ -40,7 +45,24 @@ def add_limit_options(parser: argparse.ArgumentParser, *, allow_default: bool = 
 
 def limit_changes(args: argparse.Namespace) -> dict[str, int | None]:
     """The limit options given on the command line, as store column changes."""
-    return {column: _stored(getattr(args, column)) for column in LIMIT_COLUMNS if getattr(args, column) is not None}
+    changes = {column: _stored(getattr(args, column)) for column in LIMIT_COLUMNS if getattr(args, column) is not None}
+    for period, column in zip(PERIODS, BUDGET_COLUMNS):
+        text = getattr(args, f"{period}_usd", None)
+        if text is not None:
+            changes[column] = parse_usd(text) if text.strip() else None
+    return changes
+
+
+def add_budget_options(parser: argparse.ArgumentParser) -> None:
+    """``--daily-usd``, ``--weekly-usd`` and ``--monthly-usd``: spending caps that reset ('' clears one)."""
+    for period in PERIODS:
+        parser.add_argument(f"--{period}-usd", metavar="USD", help=f"most to spend per {period[:-2] if period != 'daily' else 'day'} ('' clears it)")
+
+
+def _budgets_text(stored: Mapping[str, Any]) -> str:
+    """``; budgets: daily 5.00 USD, …`` when any is set, else nothing."""
+    caps = [f"{period} {format_usd(stored[column])} USD" for period, column in zip(PERIODS, BUDGET_COLUMNS) if stored.get(column) is not None]
+    return "; budgets: " + ", ".join(caps) if caps else ""
 
 
 # --- groups -------------------------------------------------------------------------
@@ -79,6 +101,7 @@ def _group_record(group: GroupRecord) -> dict[str, Any]:
 def _configure_user_limits(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("user", metavar="USER")
     add_limit_options(parser, allow_default=True)
+    add_budget_options(parser)
 
 
 def _run_user_limits(args: argparse.Namespace, cli: CommandContext) -> int:
@@ -89,19 +112,20 @@ def _run_user_limits(args: argparse.Namespace, cli: CommandContext) -> int:
     user, stored = cli.run(change)
     record = {"user": user.name, "user_id": user.id, **stored}
     described = ", ".join(f"{c} {DEFAULT if stored[c] is None else _number(stored[c])}" for c in LIMIT_COLUMNS)
-    cli.print_record(record, text=f"User {user.name!r}: {described} ({DEFAULT}: the defaults of the key's group).")
+    cli.print_record(record, text=f"User {user.name!r}: {described} ({DEFAULT}: the defaults of the key's group){_budgets_text(stored)}.")
     return 0
 
 
 def _configure_key_limits(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("id", type=int, metavar="ID")
     add_limit_options(parser)
+    add_budget_options(parser)
 
 
 def _run_key_limits(args: argparse.Namespace, cli: CommandContext) -> int:
     key, stored = cli.run(lambda admin: keys.set_key_limits(admin, args.id, limit_changes(args)))
-    record = {"id": key.id, "name": key.name, **{c: stored[c] or 0 for c in LIMIT_COLUMNS}}
-    cli.print_record(record, text=f"API key {key.id} ({key.name!r}, {key.prefix}): {_describe(stored)}.")
+    record = {"id": key.id, "name": key.name, **{c: stored[c] or 0 for c in LIMIT_COLUMNS}, **{c: stored.get(c) for c in BUDGET_COLUMNS}}
+    cli.print_record(record, text=f"API key {key.id} ({key.name!r}, {key.prefix}): {_describe(stored)}{_budgets_text(stored)}.")
     return 0
 
 

@@ -27,6 +27,12 @@ def _configure_price_set(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--per-image", metavar="USD", help="USD per image generated")
     parser.add_argument("--per-mchars", metavar="USD", help="USD per million characters (speech)")
     parser.add_argument("--per-audio-minute", metavar="USD", help="USD per minute of audio (transcription)")
+    parser.add_argument("--cache-write-1h", metavar="USD_PER_MTOK", help="USD per million tokens written to a cache for an hour (default: --cache-write)")
+    parser.add_argument("--reasoning", metavar="USD_PER_MTOK", help="USD per million reasoning tokens (default: the output price)")
+    parser.add_argument("--per-request", metavar="USD", help="USD per request answered, on top of its tokens")
+    parser.add_argument("--tier-above", type=int, metavar="TOKENS", help="a tier for requests of more input tokens than this (long context)")
+    parser.add_argument("--tier-input", metavar="USD_PER_MTOK", help="the tier's USD per million input tokens")
+    parser.add_argument("--tier-output", metavar="USD_PER_MTOK", help="the tier's USD per million output tokens (default: --output)")
     parser.add_argument("--free", action="store_true", help="the model costs nothing")
 
 
@@ -36,6 +42,10 @@ def _run_price_set(args: argparse.Namespace, cli: CommandContext) -> int:
         "per_audio_minute_micros": args.per_audio_minute,
     }  # fmt: skip
     per_unit = {name: parse_usd(text) for name, text in per_unit.items() if text is not None}
+    if args.per_request is not None:
+        per_unit["per_request_micros"] = parse_usd(args.per_request)
+    if (args.tier_above is None) != (args.tier_input is None):
+        raise ValueError("--tier-above and --tier-input go together")
     if not args.free and not per_unit and (args.input is None or args.output is None):
         raise ValueError("--input and --output are required (or --free, or a per-unit price such as --per-image)")
     wanted = PriceRecord(
@@ -44,6 +54,11 @@ def _run_price_set(args: argparse.Namespace, cli: CommandContext) -> int:
         parse_price_per_mtok(args.output) if args.output is not None else 0,
         cached_input_micros_per_mtok=_optional_price(args.cached_input),
         cache_write_micros_per_mtok=_optional_price(args.cache_write),
+        cache_write_1h_micros_per_mtok=_optional_price(args.cache_write_1h),
+        reasoning_micros_per_mtok=_optional_price(args.reasoning),
+        tier_threshold_tokens=args.tier_above,
+        tier_input_micros_per_mtok=_optional_price(args.tier_input),
+        tier_output_micros_per_mtok=_optional_price(args.tier_output),
         free=args.free, **per_unit,
     )  # fmt: skip
     price = cli.run(lambda admin: prices.set_price(admin, wanted))
@@ -54,7 +69,10 @@ def _run_price_set(args: argparse.Namespace, cli: CommandContext) -> int:
             f"{price.model}: input {format_usd(price.input_micros_per_mtok)} USD, "
             f"output {format_usd(price.output_micros_per_mtok)} USD per million tokens"
         )
-        for name, unit in (("per_image_micros", "image"), ("per_mchar_micros", "million characters"), ("per_audio_minute_micros", "minute of audio")):
+        if price.tier_threshold_tokens is not None:
+            text += (f"; above {price.tier_threshold_tokens} input tokens: input {format_usd(price.tier_input_micros_per_mtok or 0)} USD"
+                     f", output {format_usd(price.tier_output_micros_per_mtok or price.output_micros_per_mtok)} USD")  # fmt: skip
+        for name, unit in (("per_image_micros", "image"), ("per_mchar_micros", "million characters"), ("per_audio_minute_micros", "minute of audio"), ("per_request_micros", "request")):
             if getattr(price, name) is not None:
                 text += f"; {format_usd(getattr(price, name))} USD per {unit}"
     cli.print_record(price, text=text)
@@ -65,6 +83,8 @@ def _run_price_list(args: argparse.Namespace, cli: CommandContext) -> int:
     columns = [
         "model", "input_micros_per_mtok", "output_micros_per_mtok", "cached_input_micros_per_mtok",
         "cache_write_micros_per_mtok", "per_image_micros", "per_mchar_micros", "per_audio_minute_micros", "free",
+        "cache_write_1h_micros_per_mtok", "reasoning_micros_per_mtok", "per_request_micros", "tier_threshold_tokens",
+        "tier_input_micros_per_mtok", "tier_output_micros_per_mtok",
     ]  # fmt: skip
     cli.print_table(cli.run(prices.list_prices), columns)
     return 0

@@ -20,12 +20,15 @@ same transaction as the row.
 from __future__ import annotations
 
 from .. import endpoints
+from ..billing.budgets import BudgetUse, budget_uses
 from ..billing.charge import Charge, max_request_cost, price_for
+from ..records import NO_BUDGETS
 from ..context import RequestContext
 from ..errors import InsufficientQuotaError, PermissionDeniedError
 from ..money import format_usd
 from ..policy import Policy
 from ..request_store import HoldRefused
+from .budget_refusal import budget_refusal
 
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
 FREE_ENDPOINTS = frozenset({endpoints.MODELS, endpoints.COUNT_TOKENS})
@@ -65,13 +68,24 @@ class Quota(Policy):
         )
         # set before the write: a request cancelled while waiting for it still settles (releases) it
         ctx.charge = Charge(user_id=key.user_id, key_id=key.id, price=price, ratio_ppm=ratio, held_micros=needed, hints=hints)
+        budgets: tuple[BudgetUse, ...] = ()
+        if key.budgets != NO_BUDGETS or key.user_budgets != NO_BUDGETS:
+            config = services.config
+            budgets = budget_uses(key, services.clock(), timezone=config.budget_timezone, window=config.budget_window)
         if needed:
             try:
-                await services.store.hold(key.user_id, needed, ctx.request_id, key.id)
+                if budgets:
+                    _, windows = await services.store.hold_within_budgets(key.user_id, needed, ctx.request_id, key.id, budgets)
+                    ctx.charge.budgets = windows
+                else:
+                    await services.store.hold(key.user_id, needed, ctx.request_id, key.id)
             except Exception as failed:  # refused, or the write failed: nothing is held
                 ctx.charge = None
                 if isinstance(failed, HoldRefused):
-                    raise _refusal(failed, hints.max_output_tokens or self.default_max_output_tokens) from None
+                    max_output = hints.max_output_tokens or self.default_max_output_tokens
+                    if failed.what == "budget":
+                        raise budget_refusal(failed, services.clock(), max_output) from None
+                    raise _refusal(failed, max_output) from None
                 raise
 
 

@@ -6,8 +6,11 @@ import ipaddress
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping
+from typing import Any
 
-from ..records import KeyRecord, RateLimits
+import orjson
+
+from ..records import Budgets, KeyRecord, RateLimits
 from ..secrets import hash_key, key_prefix, new_api_key
 from .connection import atomic, fetch_all, fetch_one, from_json, inserted_id, to_json
 from .limits import LimitChanges, check_limit_changes, set_key_limits
@@ -18,7 +21,10 @@ _SELECT = (
     "k.models, k.allow_ips, k.created_at, k.last_used_at, "
     "k.rpm, k.tpm, k.concurrency, "
     "coalesce(u.rpm, g.rpm) AS user_rpm, coalesce(u.tpm, g.tpm) AS user_tpm, "
-    "coalesce(u.concurrency, g.concurrency) AS user_concurrency "
+    "coalesce(u.concurrency, g.concurrency) AS user_concurrency, "
+    "k.daily_budget_micros, k.weekly_budget_micros, k.monthly_budget_micros, "
+    "u.daily_budget_micros AS user_daily_budget_micros, u.weekly_budget_micros AS user_weekly_budget_micros, "
+    "u.monthly_budget_micros AS user_monthly_budget_micros, k.cost_header "
     'FROM api_keys AS k JOIN users AS u ON u.id = k.user_id LEFT JOIN "groups" AS g ON g.name = k.group_name'
 )
 
@@ -176,4 +182,31 @@ def _key(row: sqlite3.Row) -> KeyRecord:
         last_used_at=row["last_used_at"],
         limits=RateLimits.of(row["rpm"], row["tpm"], row["concurrency"]),
         user_limits=RateLimits.of(row["user_rpm"], row["user_tpm"], row["user_concurrency"]),
+        budgets=Budgets(row["daily_budget_micros"], row["weekly_budget_micros"], row["monthly_budget_micros"]),
+        user_budgets=Budgets(row["user_daily_budget_micros"], row["user_weekly_budget_micros"], row["user_monthly_budget_micros"]),
+        cost_header=bool(row["cost_header"]),
     )
+
+
+def get_key_locks(conn: sqlite3.Connection, key_id: int) -> dict[str, Any]:
+    """The limits of a key its operator set (empty: none, or no such key)."""
+    row = conn.execute("SELECT locks FROM api_keys WHERE id = ?", (key_id,)).fetchone()
+    return parse_locks(row[0] if row else None)
+
+
+def set_key_locks(conn: sqlite3.Connection, key_id: int, locks: Mapping[str, Any]) -> None:
+    conn.execute("UPDATE api_keys SET locks = ? WHERE id = ?", (orjson.dumps(dict(locks)).decode(), key_id))
+
+
+def parse_locks(text: str | None) -> dict[str, Any]:
+    """``api_keys.locks`` as a dict (anything else stored there: no locks)."""
+    try:
+        value = orjson.loads(text) if text else {}
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def set_key_cost_header(conn: sqlite3.Connection, key_id: int, on: bool) -> bool:
+    return conn.execute("UPDATE api_keys SET cost_header = ? WHERE id = ? AND deleted = 0", (int(on), key_id)).rowcount > 0
+

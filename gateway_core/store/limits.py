@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 
-from ..records import LIMIT_COLUMNS
+from ..records import BUDGET_COLUMNS, LIMIT_COLUMNS
 
 LimitChanges = Mapping[str, int | None]  # column -> value (None: clear to "not set")
 
@@ -35,19 +35,26 @@ def set_key_limits(conn: sqlite3.Connection, key_id: int, changes: LimitChanges)
     return _set(conn, "key", key_id, changes)
 
 
+def limit_columns(subject: str) -> tuple[str, ...]:
+    """The limit columns of a ``"group"`` (rate limits), a ``"user"`` or a ``"key"`` (and budgets)."""
+    return LIMIT_COLUMNS if subject == "group" else LIMIT_COLUMNS + BUDGET_COLUMNS
+
+
 def get_limits(conn: sqlite3.Connection, subject: str, ident: str | int) -> dict[str, int | None] | None:
     """The stored limit columns of a ``"group"``, ``"user"`` or ``"key"`` (``None``: no such row)."""
     table, column = _TABLES[subject]
-    row = conn.execute(f"SELECT {', '.join(LIMIT_COLUMNS)} FROM {table} WHERE {column} = ?", (ident,)).fetchone()
-    return dict(zip(LIMIT_COLUMNS, row)) if row is not None else None
+    columns = limit_columns(subject)
+    row = conn.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE {column} = ?", (ident,)).fetchone()
+    return dict(zip(columns, row)) if row is not None else None
 
 
-def check_limit_changes(changes: LimitChanges) -> dict[str, int | None]:
-    """Validated changes: known columns, whole numbers >= 0 or ``None``."""
+def check_limit_changes(changes: LimitChanges, subject: str = "group") -> dict[str, int | None]:
+    """Validated changes: known columns (budgets for users and keys), whole numbers >= 0 or ``None``."""
+    known = limit_columns(subject)
     checked: dict[str, int | None] = {}
     for column, value in changes.items():
-        if column not in LIMIT_COLUMNS:
-            raise ValueError(f"unknown limit {column!r} (known: {', '.join(LIMIT_COLUMNS)})")
+        if column not in known:
+            raise ValueError(f"unknown limit {column!r} (known: {', '.join(known)})")
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
             raise ValueError(f"the limit {column} must be a whole number >= 0 (0: unlimited), got {value!r}")
         checked[column] = value
@@ -55,7 +62,7 @@ def check_limit_changes(changes: LimitChanges) -> dict[str, int | None]:
 
 
 def _set(conn: sqlite3.Connection, subject: str, ident: str | int, changes: LimitChanges) -> bool:
-    checked = check_limit_changes(changes)
+    checked = check_limit_changes(changes, subject)
     table, column = _TABLES[subject]
     if not checked:
         return conn.execute(f"SELECT 1 FROM {table} WHERE {column} = ?", (ident,)).fetchone() is not None

@@ -8,12 +8,13 @@ from typing import Any
 import time
 
 from ..records import PriceRecord
+from .billing_v2_schema import PRICE_V2_COLUMNS
 from .connection import fetch_all, fetch_one
 
 _COLUMNS = (
     "model", "input_micros_per_mtok", "output_micros_per_mtok", "cached_input_micros_per_mtok",
     "cache_write_micros_per_mtok", "free", "updated_at", "per_image_micros", "per_mchar_micros",
-    "per_audio_minute_micros",
+    "per_audio_minute_micros", *PRICE_V2_COLUMNS,
 )  # fmt: skip
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM prices"
 _INSERT = f"INSERT OR REPLACE INTO prices ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
@@ -39,14 +40,20 @@ def checked_price(
     per_image_micros: int | None = None,
     per_mchar_micros: int | None = None,
     per_audio_minute_micros: int | None = None,
+    **later: int | None,
 ) -> PriceRecord:
     """A price as both stores keep it (stamped now); ``ValueError`` for what cannot be."""
     if not model or not model.strip():
         raise ValueError("a price needs a model name")
     values = (
         input_micros_per_mtok, output_micros_per_mtok, cached_input_micros_per_mtok, cache_write_micros_per_mtok,
-        per_image_micros, per_mchar_micros, per_audio_minute_micros,
+        per_image_micros, per_mchar_micros, per_audio_minute_micros, *later.values(),
     )  # fmt: skip
+    unknown = set(later) - set(PRICE_V2_COLUMNS)
+    if unknown:
+        raise ValueError(f"unknown price field(s): {', '.join(sorted(unknown))}")
+    if (later.get("tier_threshold_tokens") is None) != (later.get("tier_input_micros_per_mtok") is None):
+        raise ValueError("a price tier needs both its input-token threshold and its input price")
     for value in values:
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
             raise ValueError(f"prices are non-negative integers of micro-USD, got {value!r}")
@@ -61,6 +68,7 @@ def checked_price(
         per_image_micros=per_image_micros,
         per_mchar_micros=per_mchar_micros,
         per_audio_minute_micros=per_audio_minute_micros,
+        **later,
     )
 
 

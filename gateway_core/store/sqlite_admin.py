@@ -9,7 +9,7 @@ failing database as ``StoreFailure``).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -35,8 +35,9 @@ from ..records import (
     UserOverview,
     UserRecord,
 )
+from ..billing.codes import Redeemed, RedemptionCode
 from ..request_store import BreakerReport
-from . import channel_health, channels, groups, keys, prices, setup, usage, users, wallet
+from . import budgets, channel_health, channels, codes, groups, keys, prices, setup, usage, users, wallet
 from .audit import audit
 from .connection import atomic
 from .limits import get_limits, set_key_limits, set_user_limits
@@ -127,6 +128,37 @@ class SqliteAdmin:
 
     async def set_key_limits(self, key_id: int, changes: LimitChanges) -> dict[str, int | None] | None:
         return await self._write(_set_limits, "key", set_key_limits, key_id, changes)
+
+    async def get_key_locks(self, key_id: int) -> dict[str, Any]:
+        return await self._read(keys.get_key_locks, key_id)
+
+    async def set_key_locks(self, key_id: int, locks: Mapping[str, Any]) -> None:
+        await self._write(keys.set_key_locks, key_id, locks)
+
+    async def budget_spending(self, subjects: Sequence[str]) -> dict[tuple[str, str], tuple[float, int]]:
+        return await self._read(budgets.budget_spending, list(subjects))
+
+    async def set_key_cost_header(self, key_id: int, on: bool) -> bool:
+        return await self._write(keys.set_key_cost_header, key_id, on)
+
+    async def create_codes(
+        self, batch: str, hashes: Sequence[tuple[str, str]], *, value_micros: int, group: str | None,
+        expires_at: float | None, note: str | None, now: float,
+    ) -> list[int]:  # fmt: skip
+        return await self._write(
+            lambda conn: codes.create_codes(
+                conn, batch, hashes, value_micros=value_micros, group=group, expires_at=expires_at, note=note, now=now
+            )
+        )
+
+    async def list_codes(self, batch: str | None, limit: int) -> list[RedemptionCode]:
+        return await self._read(codes.list_codes, batch, limit)
+
+    async def disable_code(self, code_id: int) -> bool:
+        return await self._write(codes.disable_code, code_id)
+
+    async def redeem_code(self, user_id: int, code_hash: str, now: float) -> Redeemed | str:
+        return await self._write(codes.redeem_code, user_id, code_hash, now)
 
     # --- channels ----------------------------------------------------------------
 

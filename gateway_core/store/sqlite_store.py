@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..records import ChannelRecord, KeyRecord, UsageRow
-from ..request_store import BreakerReport, PriceSnapshot
+from ..request_store import BreakerReport, BudgetWindow, HoldOwner, PriceSnapshot
 from ..types import Migration
-from . import channel_health, channels, keys, requests, wallet
+from . import budgets as budget_counts
+from . import channel_health, channels, hold_owners, keys, requests, wallet
 from .connection import BUSY_TIMEOUT_MS, connect
 from .migrations import apply_migrations
 from .writer import GroupCommitWriter, WriteJob
@@ -52,6 +53,7 @@ class Store:
         self._closing: asyncio.Future | None = None
         self._closed = False
         self.on_commit: Callable[[float], None] | None = None  # seconds of each group commit (metrics)
+        self._owner: str | None = None
 
     # --- connections and schema --------------------------------------------
 
@@ -162,13 +164,27 @@ class Store:
         return await self.read(requests.read_price_snapshot)
 
     async def hold(self, user_id: int, amount_micros: int, request_id: str, key_id: int | None) -> int:
-        return await self.write(wallet.hold, user_id, amount_micros, request_id, key_id)
+        return await self.write(wallet.hold, user_id, amount_micros, request_id, key_id, self._owner)
+
+    async def hold_within_budgets(
+        self, user_id: int, amount_micros: int, request_id: str, key_id: int | None, budgets: Sequence[Any]
+    ) -> tuple[int, tuple[BudgetWindow, ...]]:
+        return await self.write(budget_counts.hold_within_budgets, user_id, amount_micros, request_id, key_id, self._owner, budgets)
+
+    async def adjust_budgets(self, windows: Sequence[BudgetWindow], change: int) -> None:
+        await self.write(budget_counts.adjust_budgets, windows, change)
 
     async def record(self, row: UsageRow, user_id: int | None) -> None:
         await self.write(requests.record_request, row, user_id)
 
     async def release_stale_holds(self, older_than: float) -> int:
         return await self.write(wallet.release_stale_holds, older_than)
+
+    def own_holds(self, owner: str) -> None:
+        self._owner = owner
+
+    async def renew_hold_owner(self, owner: HoldOwner, gone: Sequence[str] = ()) -> list[HoldOwner]:
+        return await self.write(hold_owners.renew_hold_owner, owner, tuple(gone))
 
     def report_breaker(self, report: BreakerReport) -> None:
         if self.running:  # lost only when the store is already closed

@@ -15,7 +15,7 @@ _COLUMNS = (
     "upstream_model", "channel_id", "channel_name", "stream", "input_tokens", "output_tokens",
     "cached_tokens", "cache_write_tokens", "cost_micros", "held_micros", "overrun_micros", "estimated", "duration_ms", "first_token_ms", "status", "end_reason",
     "error_type", "error_message", "upstream_status", "upstream_error", "client_ip", "client_request_id",
-    "attempts",
+    "attempts", "cost_detail",
 )  # fmt: skip
 _INSERT = (
     f"INSERT INTO usage_logs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
@@ -37,6 +37,7 @@ def usage_values(row: UsageRow) -> list[Any]:
     values["stream"] = int(row.stream)
     values["estimated"] = int(row.estimated)
     values["attempts"] = to_json(row.attempts or [])
+    values["cost_detail"] = to_json(row.cost_detail) if row.cost_detail is not None else None
     return [values[name] for name in _COLUMNS]
 
 
@@ -205,4 +206,5 @@ def usage_dict(row: Any) -> dict[str, Any]:
     item["stream"] = bool(item["stream"])
     item["estimated"] = bool(item["estimated"])
     item["attempts"] = from_json(item["attempts"], [])
+    item["cost_detail"] = from_json(item.get("cost_detail"), None)
     return item

@@ -30,8 +30,13 @@ import attrs
 from ..request_store import HoldRefused
 from .connection import atomic, fetch_all
 
-MONEY_KINDS = ("topup", "capture", "refund", "adjustment")  # what the ledger records: money that moved
+MONEY_KINDS = ("topup", "capture", "refund", "adjustment", "redemption")  # what the ledger records: money that moved
 KEY_CHARGE_KINDS = ("capture", "refund")  # the ledger kinds a key's used amount sums
+# a hold to release: older than ?1, or owned by a process whose lease ran out before ?2
+ORPHANED = (
+    "(created_at < ?1 OR (owner IS NOT NULL AND NOT EXISTS "
+    "(SELECT 1 FROM hold_owners AS o WHERE o.id = holds.owner AND o.lease_until >= ?2)))"
+)
 
 
 @attrs.frozen
@@ -75,7 +80,12 @@ def adjust(
 
 
 def hold(
-    conn: sqlite3.Connection, user_id: int, amount_micros: int, request_id: str, key_id: int | None = None
+    conn: sqlite3.Connection,
+    user_id: int,
+    amount_micros: int,
+    request_id: str,
+    key_id: int | None = None,
+    owner: str | None = None,
 ) -> int:
     """Reserve ``amount_micros`` for ``request_id``; return the balance still
     available (the balance less everything reserved).
@@ -111,8 +121,8 @@ def hold(
                 raise ValueError(f"no user with id {user_id}")
             raise HoldRefused("balance", needed=amount_micros, limit=available)
         conn.execute(
-            "INSERT INTO holds (request_id, user_id, key_id, amount_micros, created_at) VALUES (?, ?, ?, ?, ?)",
-            (request_id, user_id, key_id, amount_micros, time.time()),
+            "INSERT INTO holds (request_id, user_id, key_id, amount_micros, created_at, owner) VALUES (?, ?, ?, ?, ?, ?)",
+            (request_id, user_id, key_id, amount_micros, time.time(), owner),
         )
     return int(rows[0][0])
 
@@ -170,17 +180,17 @@ def charge(
 
 
 def release_stale_holds(conn: sqlite3.Connection, older_than: float, *, limit: int = 1000) -> int:
-    """Release reservations made before the Unix time ``older_than`` (their
-    request's process died before settling); return how many were released.
-    No money moves, so no ledger row is written. A request settled later still
+    """Release reservations made before the Unix time ``older_than``, and those
+    whose owning process's lease ran out (see :mod:`.hold_owners`): their
+    request's process died before settling. Return how many were released. No
+    money moves, so no ledger row is written. A request settled later still
     captures its cost, with nothing to release."""
     released = 0
     with atomic(conn):
         stale = conn.execute(
-            "DELETE FROM holds WHERE request_id IN "
-            "(SELECT request_id FROM holds WHERE created_at < ? ORDER BY created_at LIMIT ?) "
-            "RETURNING request_id, user_id, key_id, amount_micros",
-            (older_than, max(1, int(limit))),
+            f"DELETE FROM holds WHERE request_id IN (SELECT request_id FROM holds WHERE {ORPHANED} "
+            "ORDER BY created_at LIMIT ?3) RETURNING request_id, user_id, key_id, amount_micros",
+            (older_than, time.time(), max(1, int(limit))),
         ).fetchall()
         for _request_id, user_id, key_id, amount in sorted(stale):
             conn.execute("UPDATE users SET held_micros = held_micros - ? WHERE id = ?", (amount, user_id))

@@ -142,10 +142,10 @@ async def test_the_ledger_money_only_migration_keeps_every_balance(store_target,
         store: Store | PostgresStore
         if dialect == POSTGRESQL:
             store = PostgresStore(target)
-            assert await store.migrate() == [MIGRATION]
+            assert (await store.migrate())[:1] == [MIGRATION]  # and the later ones
         else:
             store = Store(target, CORE_MIGRATIONS)
-            assert store.migrate() == [MIGRATION]
+            assert store.migrate()[:1] == [MIGRATION]  # and the later ones
         after = await snapshot(seed)
 
         # the money rows stay as they were (ids, kinds, amounts, notes), the reservation rows go

@@ -74,6 +74,8 @@ def usage_from_wire(usage: Any) -> Usage | None:
         return None
     cache_read = _int(usage.get("cache_read_input_tokens"))
     cache_write = _int(usage.get("cache_creation_input_tokens"))
+    creation = usage.get("cache_creation")  # by lifetime: ephemeral_5m_input_tokens, ephemeral_1h_input_tokens
+    cache_write_1h = min(cache_write, _int(creation.get("ephemeral_1h_input_tokens"))) if isinstance(creation, dict) else 0
     details = usage.get("output_tokens_details")
     reasoning = _int(details.get("thinking_tokens", details.get("reasoning_tokens"))) if isinstance(details, dict) else 0
     return Usage(
@@ -82,6 +84,7 @@ def usage_from_wire(usage: Any) -> Usage | None:
         cached_input_tokens=cache_read,
         cache_write_tokens=cache_write,
         reasoning_tokens=reasoning,
+        cache_write_1h_tokens=cache_write_1h,
     )
 
 

@@ -9,9 +9,12 @@ not converted); ``text_delta``, ``thinking_delta`` and ``input_json_delta`` a
 as ``{"anthropic_signature": …}``; ``citations_delta`` is not converted.
 ``message_delta`` gives ``StreamFinish`` and one ``UsageReport`` with the usage of
 ``message_start`` and ``message_delta`` merged (the latter's counts are
-cumulative and win). Usage is reported once, at the end, so a stream broken half
-way is estimated from what it delivered rather than charged a partial count. An
-``error`` event raises (see :func:`gateway_anthropic.error_body.stream_error`).
+cumulative and win). The input counted in ``message_start`` is given at once as
+an ``InputReport``: a stream broken half way is charged that input and the
+output it delivered (estimated), never ``message_start``'s placeholder output
+count; so is a stream that ends with ``message_stop`` but no ``message_delta``
+(some compatible upstreams omit it). An ``error`` event raises (see
+:func:`gateway_anthropic.error_body.stream_error`).
 
 :class:`EventEncoder` writes core events from another wire as Anthropic sends
 them: ``message_start``, then blocks one at a time (``content_block_start``,
@@ -30,6 +33,7 @@ from typing import Any
 import attrs
 
 from gateway_core.model import (
+    InputReport,
     Part,
     PartDelta,
     PartStart,
@@ -51,7 +55,7 @@ from .messages_response import stop_reason_from_wire, stop_reason_to_wire, usage
 
 JSON = dict[str, Any]
 WireEvent = tuple[str, JSON]
-_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens_details")
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation", "output_tokens_details")
 
 
 class EventDecoder:
@@ -60,6 +64,7 @@ class EventDecoder:
     def __init__(self) -> None:
         self._finished = False
         self._usage: JSON = {}
+        self._delta_seen = False  # a message_delta came: the usage's output count is real
         self._kinds: dict[int, str] = {}  # block index → "text", "thinking", "tool_use" or "opaque"
         self._open: list[int] = []
         self._signatures: dict[int, str] = {}
@@ -77,7 +82,11 @@ class EventDecoder:
             message = payload.get("message")
             message = message if isinstance(message, dict) else {}
             self._merge_usage(message.get("usage"))
-            return [StreamStart(id=str(message.get("id") or ""), model=str(message.get("model") or ""))]
+            events: list[StreamEvent] = [StreamStart(id=str(message.get("id") or ""), model=str(message.get("model") or ""))]
+            counted = usage_from_wire(self._usage) if "input_tokens" in self._usage else None
+            if counted is not None:  # its output count is a placeholder
+                events.append(InputReport(attrs.evolve(counted, output_tokens=0, reasoning_tokens=0)))
+            return events
         index = payload.get("index")
         if kind == "content_block_start" and isinstance(index, int):
             return self._start(index, payload.get("content_block"))
@@ -89,6 +98,7 @@ class EventDecoder:
             return [PartStop(index, {"anthropic_signature": signature} if signature is not None else None)]
         if kind == "message_delta":
             delta = payload.get("delta")
+            self._delta_seen = True
             self._merge_usage(payload.get("usage"))
             return self._finish(stop_reason_from_wire(delta.get("stop_reason") if isinstance(delta, dict) else None))
         if kind == "message_stop":
@@ -143,7 +153,7 @@ class EventDecoder:
         self._open.clear()
         self._finished = True
         events.append(StreamFinish(reason))
-        usage = usage_from_wire(self._usage) if self._usage else None
+        usage = usage_from_wire(self._usage) if self._usage and self._delta_seen else None
         if usage is not None:
             events.append(UsageReport(usage))
         return events

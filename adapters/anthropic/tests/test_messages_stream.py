@@ -10,6 +10,7 @@ from anthropic.lib.streaming._messages import accumulate_event
 
 from gateway_core.errors import UpstreamUnavailableError
 from gateway_core.model import (
+    InputReport,
     PartDelta,
     PartStart,
     PartStop,
@@ -99,6 +100,7 @@ def test_decoded_text_stream(examples) -> None:
     events = decode(examples.events("messages_stream_text.sse"))
     assert events == [
         StreamStart(id="msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY", model="claude-sonnet-4-5-20250929"),
+        InputReport(Usage(input_tokens=25 + 1024, cached_input_tokens=1024)),  # message_start counts the input
         PartStart(0, TextPart("")),
         PartDelta(0, "Hello"),
         PartDelta(0, "! How can I help?"),
@@ -115,7 +117,7 @@ def test_decoded_tool_and_thinking_streams(examples) -> None:
     assert orjson.loads(arguments) == {"location": "San Francisco, CA", "unit": "fahrenheit"}
     assert StreamFinish(StopReason.TOOL_USE) in events
     thinking = decode(examples.events("messages_stream_thinking.sse"))
-    assert thinking[1] == PartStart(0, ReasoningPart(""))
+    assert thinking[2] == PartStart(0, ReasoningPart(""))
     assert PartStop(0, {"anthropic_signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"}) in thinking
 
 
@@ -133,7 +135,9 @@ def test_decoder_closes_blocks_an_upstream_left_open() -> None:
     decoder = EventDecoder()
     decoder.feed({"type": "message_start", "message": {"id": "m", "model": "x", "usage": {"input_tokens": 3}}})
     decoder.feed({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": "Hi"}})
-    assert decoder.feed({"type": "message_stop"}) == [PartStop(0), StreamFinish(None), UsageReport(Usage(input_tokens=3))]
+    # no message_delta: message_start's output count is a placeholder, so no usage is
+    # reported (the input came as an InputReport; the output is counted as delivered)
+    assert decoder.feed({"type": "message_stop"}) == [PartStop(0), StreamFinish(None)]
     assert decoder.feed({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "late"}}) == []
 
 

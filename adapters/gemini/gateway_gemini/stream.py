@@ -12,7 +12,8 @@ last).
 ``thoughtSignature`` rides on its delta's ``provider_metadata``. ``finishReason``
 (or a prompt blocked by ``promptFeedback``) stops the open part and finishes the
 stream; the latest ``usageMetadata`` is reported right after, and again if a later
-chunk changes it. Only candidate 0 is read; an ``{"error": …}`` chunk raises
+chunk changes it. The prompt's count in an earlier chunk is given at once as an
+``InputReport``, so a stream cut short is charged its real input. Only candidate 0 is read; an ``{"error": …}`` chunk raises
 ``UpstreamError``.
 
 :class:`ChunkEncoder` writes core events as Gemini chunks: one chunk per text or
@@ -33,6 +34,7 @@ import attrs
 from gateway_core.errors import UpstreamError
 from gateway_core.model import (
     ImagePart,
+    InputReport,
     PartDelta,
     PartStart,
     PartStop,
@@ -93,6 +95,8 @@ class ChunkDecoder:
                 self._finish(StopReason.CONTENT_FILTER, events)
         usage = usage_from_wire(field(chunk, "usageMetadata"))
         if usage is not None:
+            if not self._finished and (self._usage is None or self._usage.input_tokens != usage.input_tokens):
+                events.append(InputReport(usage))  # the prompt is counted: a stream cut now is charged it
             self._usage = usage
         if self._finished and self._usage is not None and self._usage != self._reported:
             self._reported = self._usage

@@ -6,7 +6,10 @@ answers one JSON array written element by element (``[{…},\\r\\n{…}]``), eac
 element sent as soon as it is known. :class:`Framing` does either.
 
 :class:`PassthroughChunks` forwards a gemini upstream's chunks (always read as SSE)
-byte for byte in SSE, re-framed as array elements otherwise.
+byte for byte in SSE, re-framed as array elements otherwise, except the chunk that
+finishes the answer (its ``finishReason`` and usage, and any chunk after it): it
+is held back and written by ``end``, once the request is recorded, so a client
+that saw its answer finish was billed for it.
 :class:`ConvertedChunks` encodes another wire format's core events with
 :class:`~gateway_gemini.stream.ChunkEncoder`; its last chunk, written by ``end``,
 carries the ``finishReason`` and the usage. A stream broken after it started ends
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import orjson
 
-from gateway_core import Frame, GatewayError, StreamWriter
+from gateway_core import Frame, GatewayError, StreamFinish, StreamWriter
 from gateway_core.sse import frame_fields
 
 from .error_body import error_to_wire
@@ -58,20 +61,29 @@ class Framing:
 
 
 class PassthroughChunks(StreamWriter):
-    """A gemini upstream's chunks, as they come."""
+    """A gemini upstream's chunks, as they come; the finishing chunk at the end."""
 
     def __init__(self, framing: Framing) -> None:
         self.framing = framing
         self.content_type = framing.content_type
+        self._finished = False
+        self._held = b""
 
     def write(self, frame: Frame) -> bytes:
         if self.framing.sse:
-            return frame.raw
-        _, data = frame_fields(frame.raw)
-        return self.framing.frame(data) if data.strip() else b""
+            data = frame.raw
+        else:
+            _, payload = frame_fields(frame.raw)
+            data = self.framing.frame(payload) if payload.strip() else b""
+        if not self._finished:
+            self._finished = any(type(event) is StreamFinish for event in frame.events)
+        if self._finished:
+            self._held += data
+            return b""
+        return data
 
     def end(self) -> bytes:
-        return self.framing.close()
+        return self._held + self.framing.close()
 
     def fail(self, error: GatewayError, request_id: str) -> bytes:
         return self.framing.frame(orjson.dumps(error_to_wire(error, request_id))) + self.framing.close()

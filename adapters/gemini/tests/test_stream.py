@@ -10,6 +10,7 @@ import pytest
 
 from gateway_core import Frame, UpstreamError
 from gateway_core.model import (
+    InputReport,
     PartDelta,
     PartStart,
     PartStop,
@@ -49,6 +50,7 @@ def test_text_stream_decodes_to_one_text_part(examples):
         StreamStart(id="Vbt0aKfGHbqVz7IPlNq5uAk", model="gemini-2.5-flash"),
         PartStart(0, TextPart("")),
         PartDelta(0, "The"),
+        InputReport(Usage(input_tokens=9)),  # the prompt counted on an early chunk
         PartDelta(0, " sky is blue because of Rayleigh"),
         PartDelta(0, " scattering."),
         PartStop(0),

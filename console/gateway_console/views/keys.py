@@ -8,7 +8,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from gateway_core.admin import keys, users
+from gateway_core.admin import Locked, keys, users
 
 from ..forms import optional_usd, split_list, text, when
 from ..web import Ctx, page
@@ -62,7 +62,10 @@ async def key_edit(ctx: Ctx) -> Response:
 
 @page()
 async def key_enable(ctx: Ctx) -> Response:
-    await keys.set_key_enabled(ctx.admin, ctx.path_int("key_id"), True, owner=ctx.user.id)
+    try:
+        await keys.set_key_enabled(ctx.admin, ctx.path_int("key_id"), True, owner=ctx.user.id)
+    except Locked:
+        return ctx.redirect("/keys", "locked")
     return ctx.redirect("/keys", "enabled")
 
 

@@ -1,7 +1,7 @@
 """The admin port (:class:`gateway_core.admin.port.AdminStore`) on PostgreSQL.
 
 :class:`PostgresAdmin` gathers the parts in :mod:`.admin_users`,
-:mod:`.admin_channels` and :mod:`.admin_money`, each running on the pool of a
+:mod:`.admin_channels`, :mod:`.admin_money` and :mod:`.admin_codes`, each running on the pool of a
 :class:`~.store.PostgresStore` (retried and timed as the request path's calls),
 with the SQLite admin port's validation, records and errors: a taken name is
 ``Conflict``, a refused value ``Invalid``, a failing or unreachable database
@@ -18,6 +18,7 @@ from ...records import DEFAULT_GROUP, InitResult, PriceRecord, UserRecord
 from ..setup import ADMIN_NAME
 from .admin_base import found
 from .admin_channels import ChannelsAdmin, add_channel, set_price
+from .admin_codes import CodesAdmin
 from .admin_money import MoneyAdmin
 from .admin_users import UsersAdmin, add_user, create_key, ensure_groups, get_user, list_keys, open_groups
 
@@ -25,7 +26,7 @@ _INIT_LOCK = 0x72656C6179  # the advisory lock one `relaygate init` at a time ho
 _FIRST_ADMIN = "u.is_admin = 1 ORDER BY u.name != 'admin', u.id LIMIT 1"
 
 
-class PostgresAdmin(UsersAdmin, ChannelsAdmin, MoneyAdmin):
+class PostgresAdmin(UsersAdmin, ChannelsAdmin, MoneyAdmin, CodesAdmin):
     """The admin port of a running :class:`~.store.PostgresStore`."""
 
     async def initialize(self, *, admin_password_hash: str, first_channel: ChannelFields | None) -> InitResult:

@@ -9,10 +9,11 @@ is PostgreSQL's. A user's groups read in the order they were opened
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import asyncpg
+import orjson
 
 from ...admin.port import LimitChanges
 from ...records import LIMIT_COLUMNS, KeyRecord, UserOverview, UserRecord
@@ -22,8 +23,9 @@ from ..groups import check_group_name
 from ..keys import _checked as checked_key
 from ..keys import _SELECT as _KEY
 from ..keys import _key as key_record
+from ..keys import parse_locks
 from ..limits import _TABLES as LIMIT_TABLES
-from ..limits import check_limit_changes
+from ..limits import check_limit_changes, limit_columns
 from ..migrations import UNIT_RATIO_PPM
 from ..users import check_user_name
 from .admin_base import AdminBase, changed, found
@@ -87,16 +89,17 @@ async def set_limits(
 ) -> dict[str, int | None] | None:
     """Change the limit columns of a ``"group"``, ``"user"`` or ``"key"``; the
     stored limits after (``None``: no such row)."""
-    checked = check_limit_changes(changes)
+    checked = check_limit_changes(changes, subject)
     table, column = LIMIT_TABLES[subject]
-    columns = ", ".join(LIMIT_COLUMNS)
+    names = limit_columns(subject)
+    columns = ", ".join(names)
     if checked:
         assignments = ", ".join(f"{name} = ?" for name in checked)
         sql = numbered(f"UPDATE {table} SET {assignments} WHERE {column} = ? RETURNING {columns}")
         row = await conn.fetchrow(sql, *checked.values(), ident)
     else:
         row = await conn.fetchrow(f"SELECT {columns} FROM {table} WHERE {column} = $1", ident)
-    return {name: row[name] for name in LIMIT_COLUMNS} if row is not None else None
+    return {name: row[name] for name in names} if row is not None else None
 
 
 async def get_key(conn: asyncpg.Connection, key_id: int) -> KeyRecord | None:
@@ -242,6 +245,26 @@ class UsersAdmin(AdminBase):
 
     async def set_key_limits(self, key_id: int, changes: LimitChanges) -> dict[str, int | None] | None:
         return await self._write("set_key_limits", lambda conn: set_limits(conn, "key", key_id, changes))
+
+    async def get_key_locks(self, key_id: int) -> dict[str, Any]:
+        text = await self._read("get_key_locks", lambda conn: conn.fetchval("SELECT locks FROM api_keys WHERE id = $1", key_id))
+        return parse_locks(text)
+
+    async def budget_spending(self, subjects: Sequence[str]) -> dict[tuple[str, str], tuple[float, int]]:
+        sql = "SELECT subject, period, window_start, spent_micros FROM budget_spend WHERE subject = ANY($1::text[])"
+
+        async def read(conn: asyncpg.Connection) -> dict[tuple[str, str], tuple[float, int]]:
+            return {(r["subject"], r["period"]): (r["window_start"], r["spent_micros"]) for r in await conn.fetch(sql, list(subjects))}
+
+        return await self._read("budget_spending", read)
+
+    async def set_key_cost_header(self, key_id: int, on: bool) -> bool:
+        sql = "UPDATE api_keys SET cost_header = $1 WHERE id = $2 AND deleted = 0"
+        return await self._write("set_key_cost_header", lambda conn: _updated(conn, sql, int(on), key_id))
+
+    async def set_key_locks(self, key_id: int, locks: Mapping[str, Any]) -> None:
+        sql = "UPDATE api_keys SET locks = $1 WHERE id = $2"
+        await self._write("set_key_locks", lambda conn: _updated(conn, sql, orjson.dumps(dict(locks)).decode(), key_id))
 
 
 async def _updated(conn: asyncpg.Connection, sql: str, *params: object) -> bool:

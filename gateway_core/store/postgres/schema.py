@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from ...types import Migration
 from ..migrations import LEDGER_KINDS, UNIT_RATIO_PPM
 from .migrate import script
+from .schema_billing_v2 import BILLING_BUDGETS, BILLING_PRICES, BILLING_V2
 
 _KINDS = ", ".join(f"'{kind}'" for kind in LEDGER_KINDS)
 
@@ -250,6 +251,9 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0004_channel_health", script(CORE_0004)),
     ("0005_user_group_order", script(CORE_0005)),
     ("0006_ledger_money_only", script(CORE_0006)),
+    ("0008_billing_v2", script(BILLING_V2)),
+    ("0009_billing_budgets", script(BILLING_BUDGETS)),
+    ("0010_billing_prices", script(BILLING_PRICES)),
 ]
 
 

@@ -16,13 +16,14 @@ from ..channels import _SELECT as CHANNELS_SELECT
 from ..keys import _SELECT as KEYS_SELECT
 from ..prices import _SELECT as PRICES_SELECT
 from ..usage import _COLUMNS as USAGE_COLUMNS
+from .. import budgets as _budgets
 
 FIND_KEY = f"{KEYS_SELECT} WHERE k.key_hash = $1"
 LIST_CHANNELS = f"{CHANNELS_SELECT} ORDER BY id"
 LIST_PRICES = f"{PRICES_SELECT} ORDER BY model"
 GROUP_RATIOS = 'SELECT name, ratio_ppm FROM "groups" ORDER BY name'
 
-# $1 user, $2 amount, $3 request id, $4 key (or NULL), $5 now. The user's
+# $1 user, $2 amount, $3 request id, $4 key (or NULL), $5 now, $6 the owning process. The user's
 # available balance (balance less held) and the key's quota are checked in the
 # one statement that reserves the money: the key's row is locked (FOR UPDATE:
 # its latest version is checked) before the user's held amount grows, and
@@ -40,8 +41,8 @@ WITH debit AS (
 ), reserve AS (
     UPDATE api_keys SET held_micros = held_micros + $2::bigint FROM debit WHERE api_keys.id = $4::bigint
 ), hold AS (
-    INSERT INTO holds (request_id, user_id, key_id, amount_micros, created_at)
-    SELECT $3::text, $1::bigint, $4::bigint, $2::bigint, $5::double precision FROM debit
+    INSERT INTO holds (request_id, user_id, key_id, amount_micros, created_at, owner)
+    SELECT $3::text, $1::bigint, $4::bigint, $2::bigint, $5::double precision, $6::text FROM debit
 )
 SELECT available FROM debit
 """
@@ -137,14 +138,18 @@ INSERT INTO usage_logs ({_USAGE_INSERT_COLUMNS}) VALUES ({", ".join(f"${n}" for 
 # lost committed when any of them has (a batch is all or nothing)
 RECORDED_AMONG = "SELECT request_id FROM usage_logs WHERE request_id = ANY($1::text[])"
 
-# $1 older than, $2 at most this many. Each stale reservation is deleted by
-# exactly one sweeper (SKIP LOCKED: another sweeper's, or a settlement's, are
-# passed over) and its key's and user's held amounts move back, the keys locked
-# before the users, each in id order. No ledger row: no money moved.
+# $1 older than, $2 at most this many, $3 now. A reservation is stale when it
+# is older than $1 or its owning process's lease ran out before $3. Each one is
+# deleted by exactly one sweeper (SKIP LOCKED: another sweeper's, or a
+# settlement's, are passed over) and its key's and user's held amounts move
+# back, the keys locked before the users, each in id order. No ledger row: no
+# money moved.
 RELEASE_STALE = """
 WITH stale AS (
     DELETE FROM holds WHERE request_id IN (
-        SELECT request_id FROM holds WHERE created_at < $1::double precision
+        SELECT request_id FROM holds
+        WHERE created_at < $1::double precision OR (owner IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM hold_owners AS o WHERE o.id = holds.owner AND o.lease_until >= $3::double precision))
         ORDER BY created_at LIMIT $2::bigint FOR UPDATE SKIP LOCKED)
     RETURNING request_id, user_id, key_id, amount_micros
 ), locked_keys AS (
@@ -164,6 +169,29 @@ WITH stale AS (
 )
 SELECT count(*) FROM stale
 """
+
+# budgets that reset (gateway_core.store.budgets: the same statements, numbered)
+OPEN_BUDGET = _budgets.OPEN_WINDOW.replace("?1", "$1").replace("?2", "$2").replace("?3", "$3::double precision").replace("?4", "$4::double precision")
+COUNT_BUDGET = _budgets.COUNT.replace("?1", "$1::bigint").replace("?2", "$2").replace("?3", "$3").replace("?4", "$4::bigint")
+BUDGET_SPENT = _budgets.SPENT.replace("subject = ?", "subject = $1").replace("period = ?", "period = $2")
+BUDGET_WINDOWS = (
+    "SELECT b.subject, b.period, b.window_start FROM budget_spend AS b "
+    "JOIN unnest($1::text[], $2::text[]) AS w (subject, period) ON w.subject = b.subject AND w.period = b.period"
+)
+ADJUST_BUDGET = _budgets.ADJUST.replace("?1", "$1::bigint").replace("?2", "$2").replace("?3", "$3").replace("?4", "$4::double precision")
+
+# the processes that own reservations (see gateway_core.store.hold_owners)
+RENEW_OWNER = (
+    "INSERT INTO hold_owners (id, replica, pid, started_at, lease_until) VALUES ($1, $2, $3, $4, $5) "
+    "ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until"
+)
+END_LEASES = "UPDATE hold_owners SET lease_until = 0 WHERE id = ANY($1::text[])"
+FORGET_OWNERS = (
+    "DELETE FROM hold_owners WHERE lease_until < $1 AND NOT EXISTS (SELECT 1 FROM holds WHERE holds.owner = hold_owners.id)"
+)
+LIVE_OWNERS = (
+    "SELECT id, replica, pid, started_at, lease_until FROM hold_owners WHERE id <> $1 AND lease_until >= $2 ORDER BY id"
+)
 
 _BREAKER_COLUMNS = [field.name for field in attrs.fields(BreakerReport)]
 SAVE_BREAKER = (

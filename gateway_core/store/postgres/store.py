@@ -49,6 +49,7 @@ from ..channels import _channel as channel_record, with_key_disabled
 from ..keys import _key as key_record
 from ..prices import _price as price_record
 from ..usage import usage_values
+from .holds import OwnedHolds
 from . import statements as sql
 from .batch import Pending, SettlementBatcher
 from .faults import Attempt, Operation, commit_timer, describe, is_duplicate, log_settle_failure, log_write_failure, run_retrying, store_name
@@ -63,7 +64,7 @@ HOLD_TRIES = 3  # a refusal whose cause is gone by the time it is read is tried 
 _STARTUP_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, asyncio.TimeoutError)
 
 
-class PostgresStore:
+class PostgresStore(OwnedHolds):
     """Implements :class:`gateway_core.request_store.RequestStore` on PostgreSQL."""
 
     def __init__(
@@ -195,7 +196,7 @@ class PostgresStore:
             for _ in range(HOLD_TRIES):
                 try:
                     balance = await conn.fetchval(
-                        sql.HOLD, user_id, amount_micros, request_id, key_id, time.time(), timeout=attempt.remaining
+                        sql.HOLD, user_id, amount_micros, request_id, key_id, time.time(), self._owner, timeout=attempt.remaining
                     )
                 except asyncpg.UniqueViolationError as exc:
                     if attempt.after_lost_connection and is_duplicate(exc, "holds_pkey"):
@@ -295,7 +296,7 @@ class PostgresStore:
 
     async def release_stale_holds(self, older_than: float) -> int:
         async def sweep(conn: asyncpg.Connection, attempt: Attempt) -> int:
-            return await conn.fetchval(sql.RELEASE_STALE, older_than, STALE_BATCH, timeout=attempt.remaining)
+            return await conn.fetchval(sql.RELEASE_STALE, older_than, STALE_BATCH, time.time(), timeout=attempt.remaining)
 
         return await self._write("release_stale_holds", sweep)
 

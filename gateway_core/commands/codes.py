@@ -1,0 +1,103 @@
+"""``relaygate code create|list|disable`` and ``relaygate wallet redeem``.
+
+``code create`` prints the batch's codes once — CSV (``id,code``) by default, a
+JSON array ``[{"id": …, "code": "…"}]`` with ``--json`` — and they cannot be
+shown again (the database keeps their hashes). ``wallet redeem USER CODE``
+credits a code to a user; a wrong, used, expired or disabled code exits 1 with
+one line saying which.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..admin import Admin, codes, users
+from ..billing.codes import Redeemed, RedemptionCode
+from ..hookspecs import hookimpl
+from ..money import format_usd, parse_usd
+from .kit import CommandContext, parse_expires
+
+
+@hookimpl
+def register_commands(register: Callable[..., None]) -> None:
+    register("code create", "create a batch of redemption codes (printed once: CSV, or --json)", _configure_create, _run_create)
+    register("code list", "list redemption codes (never the codes themselves)", _configure_list, _run_list)
+    register("code disable", "disable a redemption code", _configure_disable, _run_disable)
+    register("wallet redeem", "credit a redemption code to a user's wallet", _configure_redeem, _run_redeem)
+
+
+def _configure_create(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--count", type=int, required=True, metavar="N", help="how many codes")
+    parser.add_argument("--value", required=True, metavar="USD", help="what each code credits, in USD")
+    parser.add_argument("--expires", metavar="ISO8601", help="when the codes stop working (UTC if no offset)")
+    parser.add_argument("--group", metavar="G", help="a group each code opens to the user who redeems it")
+    parser.add_argument("--note", metavar="TEXT", help="a note kept with the batch")
+
+
+def _run_create(args: argparse.Namespace, cli: CommandContext) -> int:
+    value = parse_usd(args.value)
+    expires_at = parse_expires(args.expires) if args.expires is not None else None
+    created = cli.run(
+        lambda admin: codes.create_codes(
+            admin, count=args.count, value_micros=value, expires_at=expires_at, group=args.group, note=args.note
+        )
+    )
+    if cli.json:
+        print(json.dumps([{"id": code_id, "code": code} for code_id, code in created]))
+    else:
+        sys.stdout.write("id,code\n" + "".join(f"{code_id},{code}\n" for code_id, code in created))
+    return 0
+
+
+def _configure_list(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batch", help="only this batch's codes")
+    parser.add_argument("--limit", type=int, default=1000, metavar="N")
+
+
+def _run_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    listed = cli.run(lambda admin: codes.list_codes(admin, batch=args.batch, limit=args.limit))
+    now = time.time()
+    rows = [{**_fields(code), "state": code.state(now), "value": format_usd(code.value_micros)} for code in listed]
+    cli.print_table(rows, ["id", "batch", "prefix", "value", "group", "state", "expires_at", "redeemed_by", "redeemed_at", "note"])
+    return 0
+
+
+def _fields(code: RedemptionCode) -> dict[str, Any]:
+    return {
+        "id": code.id, "batch": code.batch, "prefix": code.prefix, "value_micros": code.value_micros, "group": code.group,
+        "expires_at": code.expires_at, "note": code.note, "enabled": code.enabled, "created_at": code.created_at,
+        "redeemed_by": code.redeemed_by, "redeemed_at": code.redeemed_at,
+    }  # fmt: skip
+
+
+def _configure_disable(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", type=int, metavar="ID")
+
+
+def _run_disable(args: argparse.Namespace, cli: CommandContext) -> int:
+    cli.run(lambda admin: codes.disable_code(admin, args.id))
+    cli.print_record({"id": args.id, "enabled": False}, text=f"Redemption code {args.id} disabled.")
+    return 0
+
+
+def _configure_redeem(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("user", metavar="USER")
+    parser.add_argument("code", metavar="CODE")
+
+
+def _run_redeem(args: argparse.Namespace, cli: CommandContext) -> int:
+    async def redeem(admin: Admin) -> Redeemed:
+        user = await users.find_user(admin, args.user)
+        return await codes.redeem_code(admin, user.id, args.code)
+
+    done = cli.run(redeem)
+    opened = f"; group {done.group!r} opened" if done.group else ""
+    record = {"user": args.user, "code_id": done.code_id, "value_micros": done.value_micros,
+              "balance_micros": done.balance_micros, "group": done.group}  # fmt: skip
+    cli.print_record(record, text=f"Credited {format_usd(done.value_micros)} USD to {args.user!r}: balance {format_usd(done.balance_micros)} USD{opened}.")
+    return 0
