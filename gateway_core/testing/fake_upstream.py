@@ -56,8 +56,9 @@ class FakeUpstream:
     ``api_key`` is the key the fake accepts (``None``: any); ``chunk_delay`` the
     pause between stream chunks; ``requests`` every request received (``headers``,
     ``body``, ``path`` and what the subclass adds); ``cancelled`` how many handlers
-    the gateway hung up on; ``url`` where it is served (set by
-    :class:`UpstreamServers`).
+    the gateway hung up on; ``in_flight`` the requests being answered now and
+    ``peak_in_flight`` the most there ever were at once; ``url`` where it is
+    served (set by :class:`UpstreamServers`).
     """
 
     api_key: str | None = "sk-upstream-test"
@@ -65,6 +66,8 @@ class FakeUpstream:
     requests: list[dict[str, Any]] = attrs.field(factory=list)
     faults: deque[Fault] = attrs.field(factory=deque)
     cancelled: int = 0
+    in_flight: int = 0
+    peak_in_flight: int = 0
     url: str = ""
 
     malformed_body = b'{"id": "broken", "choices": ['
@@ -160,11 +163,15 @@ class FakeUpstream:
 
     @web.middleware
     async def _observe(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
         try:
             return await handler(request)
         except asyncio.CancelledError:
             self.cancelled += 1  # the gateway hung up on this request
             raise
+        finally:
+            self.in_flight -= 1
 
 
 Fake = TypeVar("Fake", bound=FakeUpstream)
