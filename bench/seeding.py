@@ -40,14 +40,15 @@ def cli(args: list[str], db: Path, cwd: Path, plugins: Path) -> str:
 
 
 
-def seed(db: Path, cwd: Path, plugins: Path, upstream_url: str, free: bool) -> str:
-    """A user with money, a priced (or free) model, an ``openai`` channel to the upstream; returns an API key."""
+def seed(db: Path, cwd: Path, plugins: Path, upstream_url: str, free: bool, key_options: tuple[str, ...] = ()) -> str:
+    """A user with money, a priced (or free) model, an ``openai`` channel to the
+    upstream; returns an API key (made with ``key_options``: ``("--rpm", "N")``)."""
     cli(["user", "add", "bench"], db, cwd, plugins)
     cli(["wallet", "topup", "bench", "1000000", "--note", "bench"], db, cwd, plugins)
     price = ["--free"] if free else ["--input", "0.01", "--output", "0.02"]
     cli(["price", "set", MODEL, *price], db, cwd, plugins)
     cli(["channel", "add", "bench-upstream", "--type", "openai", "--base-url", upstream_url,
          "--api-key", UPSTREAM_KEY, "--models", MODEL], db, cwd, plugins)  # fmt: skip
-    created = json.loads(cli(["key", "create", "bench", "--name", "bench", "--json"], db, cwd, plugins))
+    created = json.loads(cli(["key", "create", "bench", "--name", "bench", "--json", *key_options], db, cwd, plugins))
     return created["key"]
 

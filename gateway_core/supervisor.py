@@ -143,7 +143,9 @@ class Supervisor:
         self._out = sys.stdout.buffer
 
     def run(self) -> int:
-        return asyncio.run(self._main())
+        import uvloop
+
+        return uvloop.run(self._main())
 
     async def _main(self) -> int:
         loop = asyncio.get_running_loop()
