@@ -23,12 +23,12 @@ def _configure_serve(parser: argparse.ArgumentParser) -> None:
     _address_options(parser)
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default 1)")
     parser.add_argument(
-        "--redis", metavar="URL", help="Redis for limits shared by workers and replicas (default: RELAYGATE_REDIS, [gateway] redis)"
-    )
-    parser.add_argument(
         "--grace", type=float, metavar="SECONDS",
         help="on SIGTERM or SIGINT, how long in-flight requests and streams may take to finish (default 30)",
     )  # fmt: skip
+    parser.add_argument(
+        "--redis", metavar="URL", help="Redis for limits shared by workers and replicas (default: RELAYGATE_REDIS, [gateway] redis)"
+    )
 
 
 def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:

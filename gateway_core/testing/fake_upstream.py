@@ -57,8 +57,8 @@ class FakeUpstream:
     pause between stream chunks; ``requests`` every request received (``headers``,
     ``body``, ``path`` and what the subclass adds); ``cancelled`` how many handlers
     the gateway hung up on; ``in_flight`` the requests being answered now and
-    ``peak_in_flight`` the most there ever were at once; ``url`` where it is
-    served (set by :class:`UpstreamServers`).
+    ``peak`` the most at once (a concurrency cap, seen from upstream); ``url``
+    where it is served (set by :class:`UpstreamServers`).
     """
 
     api_key: str | None = "sk-upstream-test"
@@ -67,7 +67,7 @@ class FakeUpstream:
     faults: deque[Fault] = attrs.field(factory=deque)
     cancelled: int = 0
     in_flight: int = 0
-    peak_in_flight: int = 0
+    peak: int = 0
     url: str = ""
 
     malformed_body = b'{"id": "broken", "choices": ['
@@ -164,7 +164,7 @@ class FakeUpstream:
     @web.middleware
     async def _observe(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         self.in_flight += 1
-        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        self.peak = max(self.peak, self.in_flight)
         try:
             return await handler(request)
         except asyncio.CancelledError:

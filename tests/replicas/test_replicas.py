@@ -39,7 +39,7 @@ async def test_a_concurrency_limit_of_3_is_never_exceeded(cluster):
         assert statuses(answers) == {200: 3, 429: 9}
         assert all(a.complete for a in answers if a.status == 200)
         passed += 3
-    assert world.upstream.peak_in_flight == 3  # counted where the requests land, across the replicas
+    assert world.upstream.peak == 3  # counted where the requests land, across the replicas
     assert len(world.upstream.requests) == passed
 
 
