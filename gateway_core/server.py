@@ -1,8 +1,8 @@
 """Serving the app with hypercorn on uvloop, with a graceful shutdown.
 
 One worker (the default) serves in this process. With ``workers > 1`` this
-process binds the listening socket once and becomes the supervisor of that many
-worker processes, each serving the app on the shared socket
+process binds one ``SO_REUSEPORT`` listening socket per worker and becomes the
+supervisor of that many worker processes, each serving the app on its socket
 (:mod:`gateway_core.supervisor`, :mod:`gateway_core.worker`).
 
 On SIGTERM or SIGINT ``GET /readyz`` turns 503 at once; after
@@ -82,18 +82,25 @@ def serve(
         uvloop.run(serve_until_stopped(app, hypercorn_config(bind_address(host, port), grace)))
         return 0
     create_app(config)  # the same check before any worker starts
-    listener = listening_socket(host, port)  # an address in use fails here, in one line
+    # every worker's socket bound now: an address in use fails here, in one line
+    first = [listening_socket(host, port)]
+    port = first[0].getsockname()[1]  # port 0: the others join the one the first got
+    supervisor = Supervisor(
+        lambda: first.pop() if first else listening_socket(host, port),
+        workers=workers, grace=grace, drain=config.shutdown_drain_seconds, env=env, json=json,
+    )  # fmt: skip
     log.info("serving", address=address, workers=workers, db=config.db_path, redis=config.redis)
-    drain = config.shutdown_drain_seconds
-    return Supervisor(listener, workers=workers, grace=grace, drain=drain, env=env, json=json).run()
+    return supervisor.run()
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host:port`` and listening, to be shared by the workers."""
+    """A TCP socket bound to ``host:port`` with ``SO_REUSEPORT`` (one per worker)
+    and listening."""
     family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted sockets inherit it
         sock.bind((host.strip("[]"), port))
         sock.listen(BACKLOG)

@@ -1,26 +1,30 @@
 """Several worker processes on one listening socket: the supervisor.
 
-``relaygate serve --workers N`` binds the listening socket once, in this parent
-process, and starts N workers (``python -m gateway_core.worker``) that inherit
-it and each serve the app with hypercorn on uvloop. One socket shared by every
-worker, rather than one ``SO_REUSEPORT`` socket each: a connection waiting in
-the queue is taken by whichever worker is free, so a worker that dies or
-restarts loses no queued connection (with ``SO_REUSEPORT`` its own queue would
-be reset), a restarted worker never has to bind again, and no other process
-can join the port.
+``relaygate serve --workers N`` binds one listening socket per worker, in this
+parent process, all on the same address with ``SO_REUSEPORT``, and starts N
+workers (``python -m gateway_core.worker``), each inheriting its own socket and
+serving the app with hypercorn on uvloop. The kernel spreads new connections
+evenly over the sockets; one socket shared by every worker would leave that to
+whichever worker wakes first, and with keep-alive connections one worker often
+ended up with most of them (measured: 44 of 48). The parent binding them keeps an
+address in use a start-up error (one line) and other users' programs out of the
+port (``SO_REUSEPORT`` joins only sockets of the same user), and the parent keeps
+every socket open for the server's lifetime: when a worker dies, connections
+waiting in its socket's queue, and the new ones the kernel gives that socket
+meanwhile, wait for its replacement (a second or two) rather than being reset.
 
 - **Logs.** Each worker's stdout and stderr come through a pipe to this
   process, which writes whole lines to its stdout: records never interleave.
   In JSON mode a worker's records carry ``worker`` (1…N), the supervisor's
   ``worker: 0`` (naming the worker they concern in ``slot``), and a stray line that is not JSON (an interpreter's crash
   report) is wrapped into a ``worker output`` record.
-- **Shutdown.** SIGTERM or SIGINT: the supervisor closes its copy of the socket
+- **Shutdown.** SIGTERM or SIGINT: the supervisor closes its copies of the sockets
   and sends SIGTERM to every worker, whose ``/readyz`` says 503 at once; after
   ``shutdown_drain_seconds`` it stops accepting, lets its requests and streams
   finish within ``grace`` seconds, records them and exits (a second signal: the
-  workers skip the rest of the drain period). Once every
-  worker has closed the socket new connections are refused. A worker still
-  running ``STOP_MARGIN`` (10) seconds after the drain and grace periods is killed.
+  workers skip the rest of the drain period). Once every worker has closed its
+  socket new connections are refused. A worker still running ``STOP_MARGIN``
+  (10) seconds after the drain and grace periods is killed.
 - **Crashes.** A worker that exits while the server is not stopping is started
   again after a pause that doubles with each quick failure (``RestartPolicy``);
   when workers exit more than ``crash_limit`` times within ``window`` seconds
@@ -108,13 +112,15 @@ Command = Callable[[int, int], list[str]]  # (worker number, listening fd) -> ar
 
 
 class Supervisor:
-    """Runs ``workers`` processes on ``listener`` until a signal; :meth:`run`
-    returns the exit status. ``command`` makes a worker's argv (default:
-    :func:`worker_command`)."""
+    """Runs ``workers`` processes until a signal, each on a listening socket of
+    its own made by ``bind`` (all bound here, at once: an error binding is raised
+    before anything starts; a replacement gets its predecessor's socket);
+    :meth:`run` returns the exit status.
+    ``command`` makes a worker's argv (default: :func:`worker_command`)."""
 
     def __init__(
         self,
-        listener: socket.socket,
+        bind: Callable[[], socket.socket],
         *,
         workers: int,
         grace: float,
@@ -125,7 +131,13 @@ class Supervisor:
         command: Command | None = None,
         stop_margin: float = STOP_MARGIN,
     ) -> None:
-        self.listener = listener
+        self.sockets: dict[int, socket.socket] = {}
+        try:
+            for n in range(1, workers + 1):
+                self.sockets[n] = bind()
+        except OSError:
+            self._close_sockets()
+            raise
         self.workers = workers
         self.grace = grace
         self.drain = drain  # seconds a worker keeps accepting after the signal (/readyz says 503)
@@ -154,7 +166,7 @@ class Supervisor:
             loop.add_signal_handler(sig, self._on_signal, sig)
         slots = [asyncio.ensure_future(self._keep(n)) for n in range(1, self.workers + 1)]
         await stopping.wait()
-        self.listener.close()  # the workers' copies close as they stop: then connections are refused
+        self._close_sockets()  # the workers' copies close as they stop: then connections are refused
         for proc in list(self._procs.values()):
             _signal(proc, signal.SIGTERM)
         _, overran = await asyncio.wait(slots, timeout=self.drain + self.grace + self.stop_margin)
@@ -166,6 +178,11 @@ class Supervisor:
         status = EXIT_CRASH_LOOP if self._gave_up else EXIT_KILLED if overran else EXIT_FAILED if self._failed_stops else EXIT_OK
         log.info("stopped", status=status)
         return status
+
+    def _close_sockets(self) -> None:
+        for sock in self.sockets.values():
+            sock.close()
+        self.sockets.clear()
 
     def _on_signal(self, sig: signal.Signals) -> None:
         assert self._stopping is not None
@@ -210,14 +227,15 @@ class Supervisor:
     async def _run_once(self, n: int) -> tuple[int, int | None]:
         """Start worker ``n``, pass its output on, wait for its end: its exit status and pid."""
         assert self._stopping is not None
+        fd = self.sockets[n].fileno()
         try:
             proc = await asyncio.create_subprocess_exec(
-                *self.command(n, self.listener.fileno()),
+                *self.command(n, fd),
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
                 env=self.env,
-                pass_fds=(self.listener.fileno(),),
+                pass_fds=(fd,),
             )
         except OSError as exc:
             log.error("worker could not start", slot=n, error=str(exc))

@@ -15,21 +15,20 @@ import time
 from gateway_core.supervisor import EXIT_CRASH_LOOP, EXIT_KILLED, EXIT_OK
 
 DRIVER = """
-import os, socket, sys
+import os, sys
 from gateway_core.logs import configure_logging
 from gateway_core.supervisor import RestartPolicy, Supervisor
 configure_logging(json=True, worker=0)
-listener = socket.socket()
-listener.bind(("127.0.0.1", 0))
-listener.listen()
+from gateway_core.server import listening_socket
+port = listening_socket("127.0.0.1", 0).getsockname()[1]
 worker = sys.argv[1]
 policy = RestartPolicy(first_delay=0.01, max_delay=0.05, crash_limit=3, window=60)
 supervisor = Supervisor(
-    listener, workers=int(sys.argv[2]), grace=float(sys.argv[3]), env=dict(os.environ), json=True,
+    lambda: listening_socket("127.0.0.1", port), workers=int(sys.argv[2]), grace=float(sys.argv[3]), env=dict(os.environ), json=True,
     policy=policy, command=lambda n, fd: [sys.executable, "-c", worker], stop_margin=0.3,
 )
 status = supervisor.run()
-print('{"event": "result", "started": %d, "closed": %s}' % (supervisor.started, str(listener.fileno() == -1).lower()), flush=True)
+print('{"event": "result", "started": %d, "closed": %s}' % (supervisor.started, str(not supervisor.sockets).lower()), flush=True)
 sys.exit(status)
 """
 
@@ -63,7 +62,7 @@ def test_a_worker_that_overruns_its_shutdown_is_killed_with_status_4():
     assert status == EXIT_KILLED
     assert {"event": "up"} in lines  # a worker's JSON line passes as it is
     assert any(r["event"] == "worker overran its shutdown: killed" for r in lines)
-    assert lines[-1]["closed"] is True  # the supervisor closed its copy of the socket
+    assert lines[-1]["closed"] is True  # the supervisor closed its copies of the sockets
 
 
 def test_workers_that_stop_on_sigterm_end_with_status_0():

@@ -1,4 +1,5 @@
-"""``relaygate serve --workers N``: one supervisor, N worker processes on one socket.
+"""``relaygate serve --workers N``: one supervisor, N worker processes, each on a
+``SO_REUSEPORT`` socket of its own.
 
 SIGTERM to the supervisor drains every worker (streams in flight finish and are
 billed, a stream longer than the grace period is cut and billed for what it
@@ -100,7 +101,7 @@ async def test_sigterm_drains_every_worker_and_bills_every_stream(seed, relaygat
         assert status == 0 and time.monotonic() - stopped_at < 10
         assert all(body.endswith(b"data: [DONE]\n\n") and streamed_text(body).endswith(f"You said: {WORDS}") for body in bodies)
         assert not cut.endswith(b"data: [DONE]\n\n")
-        with pytest.raises(aiohttp.ClientConnectionError):  # every worker closed the socket
+        with pytest.raises(aiohttp.ClientConnectionError):  # every worker closed its socket
             async with aiohttp.ClientSession() as session:
                 await session.get(gateway.url + "/healthz")
     finally:
@@ -141,16 +142,24 @@ async def test_a_killed_worker_is_started_again_and_the_server_keeps_serving(see
                 if len(after) == 2 and victim not in after:
                     break
         assert len(after) == 2 and victim not in after and served >= 1
-        await asyncio.sleep(2)  # the new worker is up: both serve
-        async with aiohttp.ClientSession() as session:
-            for _ in range(6):
-                async with session.get(gateway.url + "/healthz") as r:
-                    assert r.status == 200
+        await all_serving(gateway, 3)  # the replacement is up: both serve
+        logged = len(json_lines(gateway.output()))
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=32)) as session:
+
+            async def chat() -> int:
+                body = {"model": "demo-chat", "messages": [{"role": "user", "content": "hi"}]}
+                async with session.post(gateway.url + "/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {priced_demo}"}) as r:
+                    return r.status
+
+            assert await asyncio.gather(*(chat() for _ in range(32))) == [200] * 32  # 32 connections at once
+        await asyncio.sleep(0.5)
+        spread = [r["worker"] for r in json_lines(gateway.output())[logged:] if r.get("event") == "request"]
+        assert len(spread) == 32 and spread.count(1) >= 4 and spread.count(2) >= 4  # the kernel spreads them over both sockets
         assert gateway.terminate() == 0
     finally:
         gateway.kill()
     records = json_lines(gateway.output())
-    [exited] = [r for r in records if r.get("event") == "worker exited"]
+    [exited] = [r for r in records if r.get("event") == "worker exited"]  # and was replaced
     assert exited["pid"] == victim and exited["signal"] == "SIGKILL" and exited["worker"] == 0
     assert len([r for r in records if r.get("event") == "worker started"]) == 3
 
