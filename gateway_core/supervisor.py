@@ -1,4 +1,4 @@
-"""Several worker processes on one listening socket: the supervisor.
+"""Several worker processes on one port: the supervisor.
 
 ``relaygate serve --workers N`` binds one listening socket per worker, in this
 parent process, all on the same address with ``SO_REUSEPORT``, and starts N
@@ -16,8 +16,9 @@ meanwhile, wait for its replacement (a second or two) rather than being reset.
 - **Logs.** Each worker's stdout and stderr come through a pipe to this
   process, which writes whole lines to its stdout: records never interleave.
   In JSON mode a worker's records carry ``worker`` (1…N), the supervisor's
-  ``worker: 0`` (naming the worker they concern in ``slot``), and a stray line that is not JSON (an interpreter's crash
-  report) is wrapped into a ``worker output`` record.
+  ``worker: 0`` (naming the worker they concern in ``slot``), and a stray line
+  that is not JSON (an interpreter's crash report) is wrapped into a ``worker
+  output`` record.
 - **Shutdown.** SIGTERM or SIGINT: the supervisor closes its copies of the sockets
   and sends SIGTERM to every worker, whose ``/readyz`` says 503 at once; after
   ``shutdown_drain_seconds`` it stops accepting, lets its requests and streams

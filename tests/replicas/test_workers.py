@@ -126,6 +126,7 @@ async def test_a_killed_worker_is_started_again_and_the_server_keeps_serving(see
     gateway = GatewayProcess(relaygate_config.db_path, workers=2).start()
     assert gateway.process is not None
     try:
+        await all_serving(gateway, 2)
         before = worker_pids(gateway.process.pid)
         assert len(before) == 2
         victim = min(before)
