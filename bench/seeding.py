@@ -43,10 +43,11 @@ def cli(args: list[str], db: Path, cwd: Path, plugins: Path) -> str:
 LIMITS = ["--rpm", "100000000", "--tpm", "1000000000", "--concurrency", "10000"]  # counted, never reached
 
 
-def seed(db: Path, cwd: Path, plugins: Path, upstream_url: str, free: bool, limits: bool = False) -> str:
+def seed(db: Path, cwd: Path, plugins: Path, upstream_url: str, free: bool, limits: bool = False, key_options: tuple[str, ...] = ()) -> str:
     """A user with money, a priced (or free) model, an ``openai`` channel to the upstream; returns an API key.
     With ``limits``, the key has request, token and concurrency limits and the channel a
-    concurrency cap, all too high to be reached: every request counts them."""
+    concurrency cap, all too high to be reached: every request counts them. ``key_options`` are
+    added to the key's creation (``("--rpm", "N")``)."""
     cli(["user", "add", "bench"], db, cwd, plugins)
     cli(["wallet", "topup", "bench", "1000000", "--note", "bench"], db, cwd, plugins)
     price = ["--free"] if free else ["--input", "0.01", "--output", "0.02"]
@@ -54,6 +55,6 @@ def seed(db: Path, cwd: Path, plugins: Path, upstream_url: str, free: bool, limi
     cap = ["--concurrency", "10000"] if limits else []
     cli(["channel", "add", "bench-upstream", "--type", "openai", "--base-url", upstream_url,
          "--api-key", UPSTREAM_KEY, "--models", MODEL, *cap], db, cwd, plugins)  # fmt: skip
-    created = json.loads(cli(["key", "create", "bench", "--name", "bench", "--json", *(LIMITS if limits else [])], db, cwd, plugins))
+    created = json.loads(cli(["key", "create", "bench", "--name", "bench", "--json", *(LIMITS if limits else []), *key_options], db, cwd, plugins))
     return created["key"]
 

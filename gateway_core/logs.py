@@ -3,40 +3,85 @@
 Configured once per process, at start-up; the request path only binds context
 (the request id) and emits events. Secrets never go into an event: the API key
 is carried as its hash, upstream keys not at all.
+
+In JSON mode every record is one JSON line on stdout, the standard library's
+records (hypercorn's, asyncio's) included. With several workers each line
+carries ``worker``: 0 for the supervising parent, 1…N for the workers.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
+from typing import Any
 
 import orjson
 import structlog
 
 
-def configure_logging(level: str = "info", json: bool | None = None) -> None:
-    """Set up structlog and the standard library's logging to match."""
+def configure_logging(level: str = "info", json: bool | None = None, *, worker: int | None = None) -> None:
+    """Set up structlog and the standard library's logging to match.
+
+    ``json``: JSON lines (default: when stdout is not a terminal); ``worker``:
+    the process's number among several, added to every record."""
     if json is None:
-        json = not sys.stdout.isatty()
+        json = wants_json()
     numeric = logging.getLevelName(level.upper())
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+    if worker is not None:
+        shared.append(_WorkerField(worker))
     factory: structlog.BytesLoggerFactory | structlog.PrintLoggerFactory
+    handler: logging.Handler
     if json:
         renderer = structlog.processors.JSONRenderer(serializer=orjson.dumps)
         factory = structlog.BytesLoggerFactory()
         processors: list[structlog.typing.Processor] = [*shared, structlog.processors.format_exc_info, renderer]
+        handler = logging.StreamHandler(sys.stdout)  # the library's records as JSON lines too
+        handler.setFormatter(
+            structlog.stdlib.ProcessorFormatter(
+                foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared],
+                processors=[
+                    structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.format_exc_info,
+                    structlog.processors.JSONRenderer(serializer=_json_text),
+                ],
+            )
+        )
     else:
         factory = structlog.PrintLoggerFactory()
         processors = [*shared, structlog.dev.ConsoleRenderer()]
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s"))
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=factory,
         cache_logger_on_first_use=True,
     )
-    logging.basicConfig(level=numeric, format="%(name)s %(levelname)s %(message)s", stream=sys.stderr)
+    logging.basicConfig(level=numeric, handlers=[handler], force=True)
     logging.getLogger("hypercorn.access").disabled = True
+
+
+def wants_json() -> bool:
+    """Whether logs go out as JSON lines: when stdout is not a terminal."""
+    return not sys.stdout.isatty()
+
+
+class _WorkerField:
+    """Adds ``worker`` to every record (a processor)."""
+
+    def __init__(self, worker: int) -> None:
+        self.worker = worker
+
+    def __call__(self, logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+        event.setdefault("worker", self.worker)
+        return event
+
+
+def _json_text(value: Any, **kwargs: Any) -> str:
+    return orjson.dumps(value, default=str).decode()

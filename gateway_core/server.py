@@ -1,11 +1,16 @@
 """Serving the app with hypercorn on uvloop, with a graceful shutdown.
 
+One worker (the default) serves in this process. With ``workers > 1`` this
+process binds one ``SO_REUSEPORT`` listening socket per worker and becomes the
+supervisor of that many worker processes, each serving the app on its socket
+(:mod:`gateway_core.supervisor`, :mod:`gateway_core.worker`).
+
 On SIGTERM or SIGINT ``GET /readyz`` turns 503 at once; after
-``shutdown_drain_seconds`` (default 0) the server stops accepting connections, lets in-flight
-requests and streams finish (up to ``[gateway] shutdown_grace_seconds``), then
-cuts the rest (a stream is charged what it delivered, logged ``shutdown``, and
-ends with its protocol's error event), and the app's lifespan closes upstream
-connections and flushes pending writes.
+``shutdown_drain_seconds`` (default 0) every server stops accepting connections,
+lets in-flight requests and streams finish (up to ``[gateway] shutdown_grace_seconds``
+or ``serve --grace``), then cuts the rest (a stream is charged what it delivered,
+logged ``shutdown``, and ends with its protocol's error event), and the app's
+lifespan closes upstream connections and flushes pending writes.
 """
 
 from __future__ import annotations
@@ -14,66 +19,126 @@ import asyncio
 import logging
 import os
 import signal
+import socket
+from collections.abc import Sequence
+from typing import Any
 
 import structlog
 from hypercorn.config import Config as HypercornConfig
 
 from .config import Config
-from .logs import configure_logging
-from .metrics import prepare_workers
-from .readiness import drain_then
+from .logs import configure_logging, wants_json
 
 log = structlog.get_logger("relaygate.server")
+
+GRACEFUL_TIMEOUT = 30.0
+BACKLOG = 1024
 
 
 def bind_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
 
 
-def hypercorn_config(host: str, port: int, workers: int, grace: float = 30.0) -> HypercornConfig:
+def hypercorn_config(bind: str, grace: float = GRACEFUL_TIMEOUT) -> HypercornConfig:
+    """Hypercorn's settings for one serving process; ``bind`` is ``HOST:PORT`` or
+    ``fd://N`` (a listening socket inherited from the supervisor)."""
     config = HypercornConfig()
-    config.bind = [bind_address(host, port)]
-    config.workers = workers
-    config.worker_class = "uvloop"
+    config.bind = [bind]
     config.graceful_timeout = grace
+    config.backlog = BACKLOG
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")  # one handler: the root's
     config.keep_alive_timeout = 75
-    config.application_path = "gateway_core.app:create_app_from_env()"
     return config
 
 
-def serve(config: Config, *, host: str = "127.0.0.1", port: int = 8080, workers: int = 1) -> int:
-    """Run the gateway until a shutdown signal; returns the exit status."""
-    configure_logging()
-    prepare_workers(workers)  # metrics of several workers added up: before any worker starts
-    # worker processes (and the app factory) read their configuration from here
-    os.environ["RELAYGATE_DB"] = config.db_path
-    if config.source:
-        os.environ["RELAYGATE_PLUGINS"] = os.path.abspath(config.source)
-    if config.redis:
-        os.environ["RELAYGATE_REDIS"] = config.redis
+def serve(
+    config: Config,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8080,
+    workers: int = 1,
+    grace: float | None = None,
+    warnings: Sequence[str] = (),
+) -> int:
+    """Run the gateway until a shutdown signal; returns the exit status
+    (:mod:`gateway_core.supervisor` lists them for several workers).
+    ``grace`` defaults to ``[gateway] shutdown_grace_seconds``; ``warnings`` are
+    logged once logging is set up."""
+    from .supervisor import Supervisor, prepare_server, worker_environment
+
+    grace = config.shutdown_grace_seconds if grace is None else grace
+    json = wants_json()
+    configure_logging(json=json, worker=0 if workers > 1 else None)
+    for warning in warnings:
+        log.warning(warning)
+    env = worker_environment(config)
+    prepare_server(config, env, workers)
     from .app import create_app
 
-    app = create_app(config)  # loads plugins now: a bad configuration fails before binding
-    hconfig = hypercorn_config(host, port, workers, config.shutdown_grace_seconds)
-    log.info("serving", address=f"http://{bind_address(host, port)}", workers=workers, db=config.db_path, redis=config.redis)
-    if workers > 1:
-        from hypercorn.run import run
+    address = f"http://{bind_address(host, port)}"
+    if workers == 1:
+        os.environ.update(env)
+        app = create_app(config)  # loads plugins now: a bad configuration fails before binding
+        log.info("serving", address=address, workers=1, db=config.db_path, redis=config.redis)
+        import uvloop
 
-        return run(hconfig)
-    import uvloop
+        uvloop.run(serve_until_stopped(app, hypercorn_config(bind_address(host, port), grace)))
+        return 0
+    create_app(config)  # the same check before any worker starts
+    # every worker's socket bound now: an address in use fails here, in one line
+    first = [listening_socket(host, port)]
+    port = first[0].getsockname()[1]  # port 0: the others join the one the first got
+    supervisor = Supervisor(
+        lambda: first.pop() if first else listening_socket(host, port),
+        workers=workers, grace=grace, drain=config.shutdown_drain_seconds, env=env, json=json,
+    )  # fmt: skip
+    log.info("serving", address=address, workers=workers, db=config.db_path, redis=config.redis)
+    return supervisor.run()
 
-    uvloop.run(_serve_one(app, hconfig, config.shutdown_drain_seconds))
-    return 0
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` with ``SO_REUSEPORT`` (one per worker)
+    and listening."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted sockets inherit it
+        sock.bind((host.strip("[]"), port))
+        sock.listen(BACKLOG)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
-async def _serve_one(app, hconfig: HypercornConfig, drain_seconds: float = 0.0) -> None:
+async def serve_until_stopped(app: Any, hconfig: HypercornConfig, *, parent: int | None = None) -> None:
+    """Serve ``app`` until SIGTERM or SIGINT — ``/readyz`` says 503 at once, the
+    server stops accepting ``shutdown_drain_seconds`` later; a second signal stops
+    it at once — or, with ``parent``, until that process is gone (a worker never
+    outlives its supervisor)."""
     from hypercorn.asyncio import serve as hypercorn_serve
+
+    from .readiness import drain_then
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    services = app.services
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, drain_then, app.services, drain_seconds, stop.set)
-    await hypercorn_serve(app, hconfig, shutdown_trigger=stop.wait)
+        loop.add_signal_handler(sig, drain_then, services, services.config.shutdown_drain_seconds, stop.set)
+    watch = asyncio.ensure_future(_watch_parent(parent, stop)) if parent is not None else None
+    try:
+        await hypercorn_serve(app, hconfig, shutdown_trigger=stop.wait)
+    finally:
+        if watch is not None:
+            watch.cancel()
     log.info("stopped")
+
+
+async def _watch_parent(parent: int, stop: asyncio.Event) -> None:
+    while os.getppid() == parent:
+        await asyncio.sleep(1.0)
+    log.warning("supervisor gone: draining", supervisor=parent)
+    stop.set()

@@ -103,7 +103,7 @@ def post(url: str, body: bytes, key: str) -> tuple[int, bytes]:
 
 
 async def rate_limited(url: str, keys: Keys, tries: int) -> None:
-    """``tries`` requests of a key allowed one a minute (per worker): all but the first refused."""
+    """``tries`` requests of a key allowed one a minute: all but the first refused (at least one)."""
     limited = client(url, keys.limited)
     refused = 0
     for _ in range(tries):
@@ -187,16 +187,17 @@ async def test_metrics_count_what_one_process_served(seed, fake_upstream, start_
     assert total(text, "relaygate_requests_total", channel="backup") == 1
 
 
-async def test_metrics_add_up_every_worker(seed, fake_upstream, relaygate_config, tmp_path: Path):
+async def test_metrics_add_up_every_worker(seed, fake_upstream, relaygate_config, tmp_path: Path, redis_prefix: str):
     primary, backup = await upstreams(fake_upstream)
     keys = seed_gateway(seed, primary, backup)
-    plugins = tmp_path / "plugins.toml"
-    plugins.write_text('load = ["openai"]\n[gateway]\nbreaker_failures = 5\n')
+    plugins = tmp_path / "plugins.toml"  # several workers with limits set need Redis
+    redis = f'redis = "redis://127.0.0.1:6379/0"\nredis_prefix = "{redis_prefix}"\n'
+    plugins.write_text('load = ["openai"]\n[gateway]\nbreaker_failures = 5\n' + redis)
     folder = tmp_path / "metrics"  # the operator's folder (a private one by default)
     env = {"PROMETHEUS_MULTIPROC_DIR": str(folder)}
     with GatewayProcess(relaygate_config.db_path, plugins_file=str(plugins), workers=2, env=env) as gateway:
         await play(gateway.url, keys, primary)
-        await rate_limited(gateway.url, keys, 4)  # each worker counts its own minute
+        await rate_limited(gateway.url, keys, 4)  # one minute counted in Redis for both workers
         for _ in range(40):  # a new connection each: until both workers have served some
             if len(workers_that_served(folder)) == 2:
                 break

@@ -23,6 +23,10 @@ def _configure_serve(parser: argparse.ArgumentParser) -> None:
     _address_options(parser)
     parser.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default 1)")
     parser.add_argument(
+        "--grace", type=float, metavar="SECONDS",
+        help="on SIGTERM or SIGINT, how long in-flight requests and streams may take to finish (default: [gateway] shutdown_grace_seconds, 30)",
+    )  # fmt: skip
+    parser.add_argument(
         "--redis", metavar="URL", help="Redis for the state shared by workers and replicas: limits, channel caps, breakers, invalidations "
         "(default: RELAYGATE_REDIS, [gateway] redis)"
     )
@@ -31,11 +35,13 @@ def _configure_serve(parser: argparse.ArgumentParser) -> None:
 def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
     if args.workers < 1:
         raise ValueError("--workers must be at least 1")
+    if args.grace is not None and not args.grace >= 0:
+        raise ValueError("--grace must be a number of seconds, 0 or more")
     try:
         from ..server import serve
     except ImportError as exc:
         raise CommandError(f"the server is not available: {exc}") from None
-    from ..store.maintenance import startup_problem
+    from ..store.maintenance import configured_limits, startup_problem
 
     config = cli.config
     if args.redis:
@@ -47,7 +53,33 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
         problem = run_async(redis_problem(config.redis))
         if problem is not None:  # Redis unreachable: one line, before binding
             raise CommandError(problem)
-    return int(serve(config, host=args.host, port=args.port, workers=args.workers) or 0)
+    warnings: list[str] = []
+    if args.workers > 1 and not config.redis:  # each worker would count limits on its own
+        limits = run_async(configured_limits(config.db_path, cli.registry.migrations, timeout=config.db_timeout))
+        refusal, warning = workers_without_redis(args.workers, limits)
+        if refusal:
+            raise CommandError(refusal)
+        warnings.append(warning)
+    grace = config.shutdown_grace_seconds if args.grace is None else args.grace
+    return int(serve(config, host=args.host, port=args.port, workers=args.workers, grace=grace, warnings=warnings) or 0)
+
+
+def workers_without_redis(workers: int, limits: dict[str, int]) -> tuple[str | None, str]:
+    """Several workers and no Redis: the one line refusing to start when keys,
+    users or groups have limits (each worker would let through the whole limit),
+    and the warning to log otherwise."""
+    names = {"key": "API key(s)", "user": "user(s)", "group": "group(s)"}
+    limited = [f"{limits[subject]} {name}" for subject, name in names.items() if limits.get(subject)]
+    if limited:
+        return (
+            f"--workers {workers} without Redis would count rate and concurrency limits in each worker, "
+            f"multiplying them by {workers} ({', '.join(limited)} have limits): add --redis URL "
+            "(or RELAYGATE_REDIS, [gateway] redis), or serve with one worker"
+        ), ""
+    return None, (
+        f"{workers} workers without Redis: each counts channel concurrency caps and circuit breakers on its own, "
+        "and limits set on keys, users or groups while serving would be multiplied by the workers; add --redis to share them"
+    )
 
 
 async def redis_problem(url: str) -> str | None:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ..request_store import StoreUnavailable
 from ..types import Migration
-from . import is_postgresql, open_store
+from . import admin_ports, is_postgresql, open_store
 from .sqlite_store import Store
 
 
@@ -40,3 +40,26 @@ async def startup_problem(url: str, migrations: Sequence[Migration], *, timeout:
     if todo:
         return f"the schema of {store.name} is older than this code (pending: {', '.join(todo)}): run `relaygate migrate`"
     return None
+
+
+_LIMITED = "coalesce(rpm, 0) > 0 OR coalesce(tpm, 0) > 0 OR coalesce(concurrency, 0) > 0"
+_LIMITS_SET = (
+    f"SELECT 'key' AS subject, count(*) AS n FROM api_keys WHERE deleted = 0 AND ({_LIMITED}) "
+    f"UNION ALL SELECT 'user', count(*) FROM users WHERE {_LIMITED} "
+    f'''UNION ALL SELECT 'group', count(*) FROM "groups" WHERE {_LIMITED} '''
+    "UNION ALL SELECT 'channel', count(*) FROM channels WHERE concurrency > 0"
+)
+
+
+async def configured_limits(url: str, migrations: Sequence[Migration], *, timeout: float = 5.0) -> dict[str, int]:
+    """How many keys (not deleted), users and groups of the database at ``url``
+    have a rate or concurrency limit set, and how many channels a concurrency
+    cap: ``{"key": 2, "user": 0, "group": 1, "channel": 0}``."""
+    store = open_store(url, migrations, timeout=timeout)
+    await store.start()
+    try:
+        _, sql = admin_ports(store)
+        rows = await sql.fetch_all(_LIMITS_SET)
+    finally:
+        await store.close()
+    return {str(row["subject"]): int(row["n"]) for row in rows}

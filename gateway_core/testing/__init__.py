@@ -26,11 +26,12 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
 from collections.abc import Coroutine, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from ..client_protocol import Call, ClientProtocol, Headers, Query, RenderedError, RouteSpec, StreamWriter
 from ..config import Config
@@ -154,10 +155,18 @@ class GatewayThread:
 
 
 class GatewayProcess:
-    """``relaygate serve`` in a child process, on a free loopback port."""
+    """``relaygate serve`` in a child process, on a free loopback port; ``args``
+    are more options of ``serve`` (``["--redis", url]``). Its output (stdout and
+    stderr) goes to a file, so a chatty gateway never blocks on a full pipe."""
 
     def __init__(
-        self, db_path: str | os.PathLike[str], *, plugins_file: str | None = None, workers: int = 1, env: dict[str, str] | None = None
+        self,
+        db_path: str | os.PathLike[str],
+        *,
+        plugins_file: str | None = None,
+        workers: int = 1,
+        env: dict[str, str] | None = None,
+        args: Sequence[str] = (),
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -166,34 +175,42 @@ class GatewayProcess:
             command += ["--plugins", plugins_file]
         if workers > 1:
             command += ["--workers", str(workers)]
-        self.command = command
+        self.command = [*command, *args]
         self.env = {**os.environ, **(env or {})}
         self.process: subprocess.Popen[bytes] | None = None
+        self._output: BinaryIO | None = None
 
-    def start(self) -> GatewayProcess:
-        self.process = subprocess.Popen(self.command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    def start(self, timeout: float = 30.0) -> GatewayProcess:
+        """Start it and wait until it answers ``/healthz``."""
+        self._output = tempfile.TemporaryFile(mode="a+b")  # appended to: reading never moves the writer
+        self.process = subprocess.Popen(
+            self.command, env=self.env, stdout=self._output, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
-            wait_until_up(self.url, process=self.process)
+            wait_until_up(self.url, timeout=timeout, process=self.process)
         except Exception:
             self.kill()
             raise
         return self
 
     def terminate(self, timeout: float = 20.0) -> int:
+        """SIGTERM to every process of the gateway; its exit status."""
         assert self.process is not None
         os.killpg(self.process.pid, signal.SIGTERM)
         return self.process.wait(timeout=timeout)
 
     def kill(self) -> None:
+        """SIGKILL to every process of the gateway."""
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=10)
 
     def output(self) -> str:
-        if self.process is None or self.process.stdout is None:
+        """Everything it printed so far."""
+        if self._output is None:
             return ""
-        output: bytes = self.process.stdout.read()
-        return output.decode("utf-8", "replace")
+        self._output.seek(0)
+        return self._output.read().decode("utf-8", "replace")
 
     def __enter__(self) -> GatewayProcess:
         return self.start()

@@ -1,0 +1,52 @@
+"""One worker process of ``relaygate serve --workers N`` (started by
+:mod:`gateway_core.supervisor`, never by hand).
+
+It reads its configuration from the environment the supervisor gave it
+(``RELAYGATE_DB``, ``RELAYGATE_PLUGINS``, ``RELAYGATE_REDIS``), serves the app
+with hypercorn on uvloop on the listening socket it inherited, drains on
+SIGTERM or SIGINT, and drains too when its supervisor is gone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from types import TracebackType
+
+import structlog
+
+log = structlog.get_logger("relaygate.worker")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gateway_core.worker")
+    parser.add_argument("--worker", type=int, required=True, help="this worker's number, 1…N")
+    parser.add_argument("--fd", type=int, required=True, help="the inherited listening socket")
+    parser.add_argument("--grace", type=float, required=True, help="seconds in-flight requests get on shutdown")
+    parser.add_argument("--log", choices=("json", "console"), default="json")
+    args = parser.parse_args(argv)
+    parent = os.getppid()
+
+    from .logs import configure_logging
+
+    configure_logging(json=args.log == "json", worker=args.worker)
+    sys.excepthook = _log_uncaught
+    import uvloop
+
+    from .app import create_app_from_env
+    from .server import hypercorn_config, serve_until_stopped
+
+    app = create_app_from_env()
+    uvloop.run(serve_until_stopped(app, hypercorn_config(f"fd://{args.fd}", args.grace), parent=parent))
+    return 0
+
+
+def _log_uncaught(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
+    """An exception that ends the worker: one record, with its traceback."""
+    log.critical("worker failed", exc_info=(kind, error, trace))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
