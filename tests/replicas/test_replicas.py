@@ -85,7 +85,6 @@ async def test_a_replica_killed_mid_load_loses_no_completed_charge(cluster):
 
     load = asyncio.gather(*(staggered(n) for n in range(120)))
     await asyncio.wait_for(victim_done.wait(), 30)  # it completed some; streams are under way everywhere
-    killed_at = time.time()
     assert victim.process is not None
     victim.process.send_signal(signal.SIGKILL)
     answers = await load
@@ -97,8 +96,9 @@ async def test_a_replica_killed_mid_load_loses_no_completed_charge(cluster):
         row = (await world.rows("SELECT status, cost_micros FROM usage_logs WHERE request_id = ?", answer.request_id))[0]
         captured = await world.value("SELECT sum(amount_micros) FROM ledger WHERE request_id = ? AND kind = 'capture'", answer.request_id)
         assert row["status"] == 200 and row["cost_micros"] > 0 and captured == -row["cost_micros"]
-    orphaned = await world.value("SELECT count(*) FROM holds WHERE created_at < ?", killed_at + 1)
-    assert orphaned > 0  # the victim's reservations, until a survivor's sweeper releases them
+    # the victim died with requests in flight, each holding a reservation; a survivor's
+    # sweeper releases them (at once when it sees the victim's process gone on this
+    # host, else when their lease runs out)
     deadline = time.monotonic() + 20
     while await world.value("SELECT count(*) FROM holds") and time.monotonic() < deadline:
         await asyncio.sleep(0.25)
