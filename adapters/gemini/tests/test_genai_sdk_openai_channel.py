@@ -42,7 +42,8 @@ async def test_generate_content_is_converted_both_ways(client, openai_upstream, 
     body = openai_upstream.requests[-1]["body"]
     assert body["model"] == OPENAI_UPSTREAM_MODEL
     assert body["messages"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello there"}]
-    assert (body["temperature"], body["max_tokens"], body["stop"]) == (0.3, 50, ["END"])
+    assert (body["temperature"], body["max_completion_tokens"], body["stop"]) == (0.3, 50, ["END"])
+    assert "max_tokens" not in body
     row = seed.rows("SELECT * FROM usage_logs")[-1]
     assert (row["protocol"], row["channel_name"], row["output_tokens"], row["estimated"]) == ("gemini", "oai", 3, 0)
 
@@ -151,3 +152,19 @@ async def test_upstream_failure_is_a_server_error_with_the_request_id(client, op
     assert caught.value.code == 502 and caught.value.status == "INTERNAL"
     assert caught.value.response.headers["x-request-id"] in caught.value.message
 
+
+
+@pytest.fixture
+def o_series(seed, gateway_key, openai_upstream) -> str:
+    seed.channel("o-series", type="openai", base_url=openai_upstream.url, models=["o-test"], model_map={"o-test": "o4-mini"})
+    return gateway_key
+
+
+async def test_reasoning_model_on_an_openai_channel_gets_max_completion_tokens(o_series, genai_client, openai_upstream) -> None:
+    """OpenAI's reasoning models refuse ``max_tokens``: the fake upstream does too."""
+    client = genai_client(o_series)
+    config = types.GenerateContentConfig(max_output_tokens=77)
+    response = await client.models.generate_content(model="o-test", contents="think briefly", config=config)
+    assert response.text == "echo: think briefly"
+    body = openai_upstream.requests[-1]["body"]
+    assert (body["model"], body["max_completion_tokens"]) == ("o4-mini", 77) and "max_tokens" not in body

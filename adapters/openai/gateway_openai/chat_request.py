@@ -318,8 +318,13 @@ def _with_meta(part: Part, **values: Any) -> Part:
 # --- core → wire ---------------------------------------------------------------
 
 
-def request_to_wire(request: ChatRequest, model: str, *, all_extra: bool = False) -> JSON:
-    """The Chat Completions body for a core request, sent as ``model``."""
+def request_to_wire(request: ChatRequest, model: str, *, all_extra: bool = False, max_tokens_field: str | None = None) -> JSON:
+    """The Chat Completions body for a core request, sent as ``model``.
+
+    ``max_tokens_field`` names the field the output cap goes in for a request
+    converted from another protocol (``max_completion_tokens``: OpenAI's reasoning
+    models refuse ``max_tokens``); without it the name the request was read with.
+    """
     out: JSON = {"model": model, "messages": [_system_message(part) for part in request.system]}
     for message in request.messages:
         out["messages"].extend(_write_message(message))
@@ -329,7 +334,10 @@ def request_to_wire(request: ChatRequest, model: str, *, all_extra: bool = False
     if choice is not None:
         named = {"type": "function", "function": {"name": choice.name}}
         out["tool_choice"] = named if choice.mode is ToolChoiceMode.TOOL else choice.mode.value
-    if "max_completion_tokens" in request.extra:
+    if max_tokens_field is not None:
+        if request.max_tokens is not None:
+            out[max_tokens_field] = request.max_tokens
+    elif "max_completion_tokens" in request.extra:
         out["max_completion_tokens"] = request.max_tokens
     elif request.max_tokens is not None:
         out["max_tokens"] = request.max_tokens
