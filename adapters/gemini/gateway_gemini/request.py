@@ -28,7 +28,9 @@ without a schema → ``{"type": "json_object"}``. Likewise ``seed``,
 ``cachedContent``) in ``extra`` under their names: only a gemini channel writes them.
 
 Writing (``request_to_wire``) is the reverse, for requests of other protocols sent
-to a gemini channel: function declarations with ``parametersJsonSchema``, tool
+to a gemini channel: system messages at the head of the conversation join
+``systemInstruction``, later ones stay in place as marked user text (see
+:func:`~.content.contents_to_wire`); function declarations with ``parametersJsonSchema``, tool
 choice as ``functionCallingConfig``, ``extra["response_format"]`` (OpenAI) or
 ``output_format`` / ``output_config.format`` (Anthropic) as ``responseMimeType``
 and ``responseJsonSchema``, OpenAI's ``reasoning_effort`` (low / medium / high →
@@ -42,7 +44,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway_core.model import ChatRequest, Tool, ToolChoice, ToolChoiceMode
+from gateway_core.model import ChatRequest, Role, Tool, ToolChoice, ToolChoiceMode
 
 from .content import contents_to_wire, messages_from_wire, system_from_wire, system_to_wire
 from .schema import for_gemini, to_json_schema
@@ -190,8 +192,12 @@ def _stop(value: Any) -> tuple[str, ...]:
 
 def request_to_wire(request: ChatRequest, *, signature_placeholder: str = "") -> JSON:
     """The ``generateContent`` body for a core request (the model goes in the URL)."""
-    out: JSON = {"contents": contents_to_wire(request.messages, signature_placeholder=signature_placeholder)}
-    system = system_to_wire(request.system)
+    leading = 0  # system messages before the conversation are system instructions
+    while leading < len(request.messages) and request.messages[leading].role is Role.SYSTEM:
+        leading += 1
+    messages = request.messages[leading:]
+    out: JSON = {"contents": contents_to_wire(messages, signature_placeholder=signature_placeholder)}
+    system = system_to_wire([*request.system, *(p for m in request.messages[:leading] for p in m.parts)])
     if system is not None:
         out["systemInstruction"] = system
     declarations = [d for d in (_declaration(tool) for tool in request.tools) if d is not None]
