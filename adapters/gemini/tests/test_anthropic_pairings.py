@@ -107,3 +107,20 @@ async def test_claude_code_mid_system_message_through_the_gateway(claude_client,
     received = gemini_upstream.requests[-1]
     assert ":streamGenerateContent" in received["path"]
     assert received["body"]["contents"] == claude_code_mid_system_contents()
+
+
+@pytest.fixture
+def claude_45_key(seed, pairing_key, anthropic_upstream):
+    seed.channel("claude45", type="anthropic", base_url=anthropic_upstream.url, models=["claude-45"],
+                 model_map={"claude-45": "claude-sonnet-4-5-20250929"}, api_keys=[fake_anthropic.EXPECTED_KEY])  # fmt: skip
+    return pairing_key
+
+
+async def test_gemini_cli_sampling_defaults_reach_a_newer_claude(claude_45_key, genai_client, anthropic_upstream):
+    """The Gemini CLI sends temperature and topP; Claude 4.5 refuses the pair (the fake does too)."""
+    client = genai_client(claude_45_key)
+    config = types.GenerateContentConfig(temperature=0, top_p=1, max_output_tokens=64)
+    response = await client.models.generate_content(model="claude-45", contents="hello", config=config)
+    assert response.text == "echo: hello"
+    body = anthropic_upstream.requests[-1]["body"]
+    assert body["model"] == "claude-sonnet-4-5-20250929" and body["temperature"] == 0 and "top_p" not in body
