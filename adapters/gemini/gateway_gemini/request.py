@@ -34,7 +34,8 @@ to a gemini channel: system messages at the head of the conversation join
 choice as ``functionCallingConfig``, ``extra["response_format"]`` (OpenAI) or
 ``output_format`` / ``output_config.format`` (Anthropic) as ``responseMimeType``
 and ``responseJsonSchema``, OpenAI's ``reasoning_effort`` (low / medium / high →
-``thinkingBudget`` 1024 / 8192 / 24576) and Anthropic's ``thinking`` (its
+``thinkingBudget`` 1024 / 8192 / 24576), a Responses client's ``web_search`` as
+``googleSearch`` (other provider-run tools: a 400 naming their type) and Anthropic's ``thinking`` (its
 ``budget_tokens``, with ``includeThoughts``) as ``thinkingConfig``. Other
 protocols' fields Gemini has no place for (``user``, ``parallel_tool_calls``,
 ``n``, ``logit_bias`` …) are dropped: Google rejects unknown fields.
@@ -55,6 +56,7 @@ _SAMPLING = frozenset(("temperature", "topP", "topK", "maxOutputTokens", "stopSe
 _MAPPED = frozenset(("seed", "presencePenalty", "frequencyPenalty", "responseMimeType", "responseSchema", "responseJsonSchema"))
 _DECLARATION_KEYS = frozenset(("name", "description", "parameters", "parametersJsonSchema"))
 _GEMINI_TOP_LEVEL = ("safetySettings", "cachedContent")
+HOSTED = "hosted_tool"  # Tool.extra: the type of another protocol's provider-run tool (web_search …)
 _EFFORT_BUDGETS = {"low": 1024, "medium": 8192, "high": 24576}
 _MODES = {
     "AUTO": ToolChoiceMode.AUTO,
@@ -201,8 +203,10 @@ def request_to_wire(request: ChatRequest, *, signature_placeholder: str = "") ->
     if system is not None:
         out["systemInstruction"] = system
     declarations = [d for d in (_declaration(tool) for tool in request.tools) if d is not None]
-    if declarations:
-        out["tools"] = [{"functionDeclarations": declarations}]
+    tools: list[JSON] = [{"functionDeclarations": declarations}] if declarations else []
+    tools += _hosted_tools(request.tools)
+    if tools:
+        out["tools"] = tools
     tool_config = dict(as_dict(field(request.extra, "toolConfig")))
     calling = _tool_choice_to_wire(request.tool_choice) if declarations else None
     if calling is not None:
@@ -245,7 +249,18 @@ def generation_config(request: ChatRequest) -> JSON:
     return config
 
 
+def _hosted_tools(tools: tuple[Tool, ...]) -> list[JSON]:
+    """Google Search for another protocol's web search; a 400 naming any other provider-run tool."""
+    kinds = {tool.extra[HOSTED] for tool in tools if HOSTED in tool.extra}
+    for kind in sorted(kinds - {"web_search"}):
+        fail(f"Tools of type '{kind}' have no equivalent on a Gemini model: remove them, or use a model whose "
+             "channel serves that tool.", "tools")  # fmt: skip
+    return [{"googleSearch": {}}] if kinds else []
+
+
 def _declaration(tool: Tool) -> JSON | None:
+    if HOSTED in tool.extra:
+        return None  # see _hosted_tools
     if "openai_tool" in tool.extra or "anthropic_tool" in tool.extra:
         return None  # another protocol's built-in tool: Gemini has no such function
     out: JSON = {"name": tool.name}

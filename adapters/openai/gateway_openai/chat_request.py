@@ -27,7 +27,9 @@ calls); ``stop`` is written as a list; each system part becomes its own message;
 asks for usage. ``request_to_wire`` writes back only the ``extra`` fields that are
 Chat Completions parameters (``all_extra=True`` writes them all): ``extra`` does not
 say which protocol it came from and OpenAI rejects unknown parameters. The core
-``top_k`` has no Chat Completions equivalent and is not written.
+``top_k`` has no Chat Completions equivalent and is not written, nor are other
+protocols' provider-run tools (``extra["hosted_tool"]``: a Responses client's
+``web_search`` …), which chat has no tool for.
 
 Other protocols' shapes: tool results inside a user message become ``tool``
 messages ahead of the user's other parts; non-text tool-result content (images)
@@ -328,8 +330,9 @@ def request_to_wire(request: ChatRequest, model: str, *, all_extra: bool = False
     out: JSON = {"model": model, "messages": [_system_message(part) for part in request.system]}
     for message in request.messages:
         out["messages"].extend(_write_message(message))
-    if request.tools:
-        out["tools"] = [_write_tool(tool) for tool in request.tools]
+    tools = [_write_tool(tool) for tool in request.tools if "hosted_tool" not in tool.extra]  # provider-run: no chat form
+    if tools:
+        out["tools"] = tools
     choice = request.tool_choice
     if choice is not None:
         named = {"type": "function", "function": {"name": choice.name}}
