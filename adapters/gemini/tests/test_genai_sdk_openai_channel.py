@@ -115,10 +115,33 @@ async def test_count_tokens_is_estimated_locally_on_a_channel_that_cannot_count(
     assert result.total_tokens > 0
 
 
-async def test_embeddings_on_an_openai_channel_say_not_found(client):
+async def test_embeddings_on_an_openai_channel_are_converted(client, openai_upstream, seed):
+    config = types.EmbedContentConfig(output_dimensionality=8, task_type="RETRIEVAL_DOCUMENT")
+    result = await client.models.embed_content(model=OPENAI_MODEL, contents=["first text", "second one"], config=config)
+    received = openai_upstream.requests[-1]
+    assert received["path"] == "/v1/embeddings"
+    body = received["body"]
+    assert (body["model"], body["input"], body["dimensions"], body["encoding_format"]) == (
+        OPENAI_UPSTREAM_MODEL, ["first text", "second one"], 8, "float")
+    assert "task_type" not in body and "taskType" not in body
+    assert len(result.embeddings) == 2 and all(e.values and isinstance(e.values[0], float) for e in result.embeddings)
+    row = seed.rows("SELECT * FROM usage_logs")[-1]
+    assert (row["protocol"], row["endpoint"], row["channel_name"], row["status"]) == ("gemini", "embeddings", "oai", 200)
+    assert row["input_tokens"] > 0
+
+
+async def test_embed_content_of_one_text_on_an_openai_channel(client, openai_upstream):
+    result = await client.models.embed_content(model=OPENAI_MODEL, contents="just one")
+    assert len(result.embeddings) == 1 and result.embeddings[0].values
+    assert openai_upstream.requests[-1]["body"]["input"] == ["just one"]
+
+
+async def test_embedding_an_image_on_an_openai_channel_is_a_clear_400(client, openai_upstream):
+    image = types.Content(parts=[types.Part.from_bytes(data=b"\x89PNG", mime_type="image/png")])
     with pytest.raises(errors.ClientError) as caught:
-        await client.models.embed_content(model=OPENAI_MODEL, contents=["x"])
-    assert (caught.value.code, caught.value.status) == (404, "NOT_FOUND")
+        await client.models.embed_content(model=OPENAI_MODEL, contents=[image])
+    assert caught.value.code == 400 and "text only" in caught.value.message
+    assert openai_upstream.requests == []
 
 
 async def test_bad_key_is_unauthenticated(genai_client):
