@@ -35,7 +35,8 @@ choice as ``functionCallingConfig``, ``extra["response_format"]`` (OpenAI) or
 ``output_format`` / ``output_config.format`` (Anthropic) as ``responseMimeType``
 and ``responseJsonSchema``, OpenAI's ``reasoning_effort`` (low / medium / high →
 ``thinkingBudget`` 1024 / 8192 / 24576), a Responses client's ``web_search`` as
-``googleSearch`` (other provider-run tools: a 400 naming their type) and Anthropic's ``thinking`` (its
+``googleSearch`` (beside function declarations only for Gemini 3 and later, which
+take both in one request; other provider-run tools: a 400 naming their type) and Anthropic's ``thinking`` (its
 ``budget_tokens``, with ``includeThoughts``) as ``thinkingConfig``. Other
 protocols' fields Gemini has no place for (``user``, ``parallel_tool_calls``,
 ``n``, ``logit_bias`` …) are dropped: Google rejects unknown fields.
@@ -192,8 +193,9 @@ def _stop(value: Any) -> tuple[str, ...]:
 # --- core → wire -----------------------------------------------------------------
 
 
-def request_to_wire(request: ChatRequest, *, signature_placeholder: str = "") -> JSON:
-    """The ``generateContent`` body for a core request (the model goes in the URL)."""
+def request_to_wire(request: ChatRequest, *, signature_placeholder: str = "", model: str = "") -> JSON:
+    """The ``generateContent`` body for a core request (the model goes in the URL;
+    ``model``, the upstream's, decides whether Google Search may go with functions)."""
     leading = 0  # system messages before the conversation are system instructions
     while leading < len(request.messages) and request.messages[leading].role is Role.SYSTEM:
         leading += 1
@@ -204,7 +206,9 @@ def request_to_wire(request: ChatRequest, *, signature_placeholder: str = "") ->
         out["systemInstruction"] = system
     declarations = [d for d in (_declaration(tool) for tool in request.tools) if d is not None]
     tools: list[JSON] = [{"functionDeclarations": declarations}] if declarations else []
-    tools += _hosted_tools(request.tools)
+    search = _hosted_tools(request.tools)
+    if not declarations or combines_search_with_functions(model):
+        tools += search  # Gemini before 3 refuses built-in tools beside function declarations
     if tools:
         out["tools"] = tools
     tool_config = dict(as_dict(field(request.extra, "toolConfig")))
@@ -247,6 +251,13 @@ def generation_config(request: ChatRequest) -> JSON:
         if thinking:
             config["thinkingConfig"] = thinking
     return config
+
+
+def combines_search_with_functions(model: str) -> bool:
+    """Whether the model takes Google Search in the same request as functions (Gemini 3 and later)."""
+    _, found, rest = model.removeprefix("models/").partition("gemini-")
+    major = rest.split(".")[0].split("-")[0] if found else ""
+    return major.isdigit() and int(major) >= 3
 
 
 def _hosted_tools(tools: tuple[Tool, ...]) -> list[JSON]:

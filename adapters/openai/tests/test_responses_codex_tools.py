@@ -47,9 +47,13 @@ def test_codex_request_for_anthropic(examples) -> None:
 
 
 def test_codex_request_for_gemini(examples) -> None:
-    body = gemini_wire(request_from_wire(codex_body(examples, GEMINI)))
+    body = gemini_wire(request_from_wire(codex_body(examples, GEMINI)), model="gemini-3-pro-preview")
     declarations, search = body["tools"]
     assert [d["name"] for d in declarations["functionDeclarations"]] == FLAT_NAMES and search == {"googleSearch": {}}
+    # Gemini 2.5 refuses Google Search beside functions: the functions go alone
+    assert gemini_wire(request_from_wire(codex_body(examples, GEMINI)), model="gemini-2.5-pro")["tools"] == [declarations]
+    search_only = {**codex_body(examples, GEMINI), "input": "news?", "tools": [{"type": "web_search"}]}
+    assert gemini_wire(request_from_wire(search_only), model="gemini-2.5-flash")["tools"] == [{"googleSearch": {}}]
     calls = [p["functionCall"] for c in body["contents"] for p in c["parts"] if "functionCall" in p]
     assert [(c["name"], c["args"]) for c in calls] == [("mcp__files__read", {"path": "README.md"}),
                                                        ("apply_patch", {"input": "*** Begin Patch\n*** End Patch"})]  # fmt: skip
@@ -82,7 +86,7 @@ def client(start_gateway, seed, claude, gemini, upstream):
     _, secret = seed.key(user)
     seed.channel("claude", type="anthropic", base_url=claude.url, models=[CLAUDE], model_map={CLAUDE: "claude-sonnet-4-5"},
                  api_keys=(ANTHROPIC_KEY,))
-    seed.channel("gemini", type="gemini", base_url=gemini.url, models=[GEMINI], model_map={GEMINI: "gemini-2.5-pro"})
+    seed.channel("gemini", type="gemini", base_url=gemini.url, models=[GEMINI], model_map={GEMINI: "gemini-3-pro-preview"})
     seed.channel("chat", type="openai", base_url=upstream.url, models=[CHAT], settings={"responses": False})  # fmt: skip
     gateway = start_gateway()
     return openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=secret, max_retries=0)
