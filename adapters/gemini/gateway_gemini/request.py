@@ -206,7 +206,7 @@ def request_to_wire(request: ChatRequest, *, signature_placeholder: str = "", mo
         out["systemInstruction"] = system
     declarations = [d for d in (_declaration(tool) for tool in request.tools) if d is not None]
     tools: list[JSON] = [{"functionDeclarations": declarations}] if declarations else []
-    search = _hosted_tools(request.tools)
+    search = _hosted_tools(request)
     if not declarations or combines_search_with_functions(model):
         tools += search  # Gemini before 3 refuses built-in tools beside function declarations
     if tools:
@@ -260,9 +260,13 @@ def combines_search_with_functions(model: str) -> bool:
     return major.isdigit() and int(major) >= 3
 
 
-def _hosted_tools(tools: tuple[Tool, ...]) -> list[JSON]:
-    """Google Search for another protocol's web search; a 400 naming any other provider-run tool."""
-    kinds = {tool.extra[HOSTED] for tool in tools if HOSTED in tool.extra}
+def _hosted_tools(request: ChatRequest) -> list[JSON]:
+    """Google Search for another protocol's web search (a Responses ``web_search``, Anthropic's
+    ``web_search_…`` server tool); a 400 naming any other Responses provider-run tool."""
+    kinds = {tool.extra[HOSTED] for tool in request.tools if HOSTED in tool.extra}
+    server_tools = request.extra.get("anthropic_server_tools")
+    if any(isinstance(t, dict) and str(t.get("type", "")).startswith("web_search_") for t in as_list(server_tools)):
+        kinds.add("web_search")
     for kind in sorted(kinds - {"web_search"}):
         fail(f"Tools of type '{kind}' have no equivalent on a Gemini model: remove them, or use a model whose "
              "channel serves that tool.", "tools")  # fmt: skip

@@ -124,3 +124,21 @@ async def test_gemini_cli_sampling_defaults_reach_a_newer_claude(claude_45_key, 
     assert response.text == "echo: hello"
     body = anthropic_upstream.requests[-1]["body"]
     assert body["model"] == "claude-sonnet-4-5-20250929" and body["temperature"] == 0 and "top_p" not in body
+
+
+def test_claude_code_web_search_becomes_google_search(anthropic_examples):
+    from gateway_anthropic.messages_request import request_from_wire
+    from gateway_gemini.request import request_to_wire
+
+    request = request_from_wire(anthropic_examples.json("messages_request_claude_code.json"))  # Bash and the web_search server tool
+    assert request_to_wire(request, model="gemini-3-pro-preview")["tools"] == [
+        {"functionDeclarations": [request_to_wire(request)["tools"][0]["functionDeclarations"][0]]}, {"googleSearch": {}}]
+    assert [list(t) for t in request_to_wire(request, model="gemini-2.5-flash")["tools"]] == [["functionDeclarations"]]
+
+
+async def test_anthropic_sdk_web_search_on_a_gemini_channel(claude_client, gemini_upstream):
+    _, client = claude_client
+    tools = [{"type": "web_search_20250305", "name": "web_search", "max_uses": 3}]
+    message = await client.messages.create(model=GEMINI_MODEL, max_tokens=100, tools=tools, messages=[{"role": "user", "content": "news?"}])
+    assert message.content[0].text == "echo: news?"
+    assert gemini_upstream.requests[-1]["body"]["tools"] == [{"googleSearch": {}}]
