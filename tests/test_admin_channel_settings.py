@@ -56,7 +56,7 @@ async def test_an_edit_sets_and_unsets_settings(admin):
 
 async def test_a_change_of_type_checks_the_stored_settings_again(admin):
     channel = await channels.add_channel(admin, {**DEMO, "settings": {"delay_ms": 5}})
-    with pytest.raises(Invalid, match=r"stored settings do not suit the channel type 'openai': unknown setting 'delay_ms' \(known: responses, forward_traceparent\)"):
+    with pytest.raises(Invalid, match=r"stored settings do not suit the channel type 'openai': unknown setting 'delay_ms' \(known: responses, max_tokens_param, forward_traceparent\)"):
         await channels.update_channel(admin, channel.id, {"type": "openai", "base_url": "https://api.example.com"})
     assert (await channels.get_channel(admin, channel.id)).type == "demo"
     changed = await channels.update_channel(

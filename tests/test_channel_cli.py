@@ -225,7 +225,7 @@ def test_settings_are_set_listed_and_unset(cli):
     ("args", "fragment"),
     [
         (("--setting", "responses=maybe"), "relaygate channel edit: setting 'responses' must be true or false"),
-        (("--setting", "delay_ms=5"), "unknown setting 'delay_ms' (known: responses, forward_traceparent)"),
+        (("--setting", "delay_ms=5"), "unknown setting 'delay_ms' (known: responses, max_tokens_param, forward_traceparent)"),
         (("--setting", "responses"), "--setting looks like NAME=VALUE, got 'responses'…"),
         (("--unset-setting", "responses"), "cannot unset 'responses': not set (the channel sets: none)"),
     ],
@@ -241,7 +241,7 @@ def test_channel_types_lists_the_loaded_types_and_their_settings(cli):
     status, out, _ = cli("channel", "types")
     assert status == 0
     assert "demo: chat\n  delay_ms  a whole number from 0 to 60000 (default: 30). milliseconds between streamed words\n" in out
-    assert "openai: chat, responses, embeddings" in out and "  responses  true or false (default: not set). whether" in out
+    assert "openai: chat, responses, embeddings" in out and "  responses         true or false (default: not set). whether" in out
     assert out.endswith("every type:\n  forward_traceparent  true or false (default: false). send each request's W3C traceparent"
                         " and tracestate to this channel's upstream (off: they never leave the gateway)\n")
     status, out, _ = cli("channel", "types", "--json")

@@ -9,6 +9,11 @@ get the channel setting ``default_max_tokens``, whose default is the plugin's (4
 unless ``plugins.toml`` says otherwise). Upstream errors follow the core's rules
 (:func:`gateway_core.upstream.error_for_status`): 529 and 503 are "unavailable",
 other 5xx "upstream", both retried on another channel before the first byte.
+
+Per-model parameter rules (:mod:`.model_rules`: ``top_p`` left out beside
+``temperature`` for the models that refuse the pair) apply to converted requests
+always, and to Anthropic clients' own requests when the channel setting
+``parameter_rules`` is on.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from .error_body import upstream_error_message
 from .messages_request import DEFAULT_MAX_TOKENS, request_to_wire
 from .messages_response import response_from_wire, usage_from_wire
 from .messages_stream import EventDecoder
+from .model_rules import apply_rules
 from .protocol import COUNT_TOKENS_WIRE, MESSAGES_WIRE
 
 DEFAULT_VERSION = "2023-06-01"
@@ -58,13 +64,19 @@ MAX_TOKENS = Setting(
 )  # fmt: skip
 
 
+PARAMETER_RULES = Setting(
+    "parameter_rules", "bool", default=False,
+    help="also apply the per-model parameter rules (top_p dropped beside temperature for Claude 4.5+) to Anthropic clients' own requests",
+)  # fmt: skip
+
+
 class AnthropicChannel(ChannelType):
     name = "anthropic"
-    settings = (MAX_TOKENS,)
+    settings = (MAX_TOKENS, PARAMETER_RULES)
 
     def __init__(self, default_max_tokens: int = DEFAULT_MAX_TOKENS) -> None:
         self.max_tokens_setting = attrs.evolve(MAX_TOKENS, default=default_max_tokens)
-        self.settings = (self.max_tokens_setting,)
+        self.settings = (self.max_tokens_setting, PARAMETER_RULES)
 
     def wire(self, endpoint: str) -> str | None:
         return WIRES.get(endpoint)
@@ -77,9 +89,12 @@ class AnthropicChannel(ChannelType):
         channel = target.channel
         if exchange.passthrough:
             body = {**call.body, "model": target.upstream_model}
+            if call.endpoint == endpoints.CHAT and PARAMETER_RULES.read(channel.settings):
+                body = apply_rules(body, target.upstream_model)
             options = call.options
         elif call.endpoint == endpoints.CHAT and isinstance(exchange.request, ChatRequest):
             body = request_to_wire(exchange.request, target.upstream_model, default_max_tokens=self.max_tokens(channel))
+            body = apply_rules(body, target.upstream_model)
             options = {}
         else:
             raise InvalidRequestError(f"The endpoint '{call.endpoint}' of an anthropic channel serves Anthropic clients only.")

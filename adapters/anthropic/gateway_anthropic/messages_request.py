@@ -16,7 +16,10 @@ tools, which other protocols would offer the model as functions nobody runs: the
 are kept whole in ``extra["anthropic_server_tools"]`` and written back after the
 other tools.
 
-Writing (``request_to_wire``) supplies ``max_tokens`` (Anthropic requires it) from
+Writing (``request_to_wire``) maps other protocols' provider-run tools (core tools
+marked ``extra["hosted_tool"]``): ``web_search`` becomes Anthropic's web search
+server tool (allowed domains and user location kept); any other type is a 400
+naming it. Writing supplies ``max_tokens`` (Anthropic requires it) from
 ``default_max_tokens`` when the request has none, merges consecutive messages of
 the same role (tool results first, as Anthropic requires after a ``tool_use``),
 turns ``TOOL`` messages into user messages of ``tool_result`` blocks, moves
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway_core.errors import InvalidRequestError
 from gateway_core.model import (
     ChatRequest,
     Message,
@@ -50,6 +54,8 @@ JSON = dict[str, Any]
 
 DEFAULT_MAX_TOKENS = 4096
 SERVER_TOOLS = "anthropic_server_tools"
+HOSTED = "hosted_tool"  # Tool.extra: the type of another protocol's provider-run tool (web_search …)
+WEB_SEARCH_TOOL = "web_search_20250305"
 ANTHROPIC_PARAMS = frozenset(
     "container context_management diagnostics inference_geo mcp_servers output_config "
     "output_format service_tier speed thinking".split()
@@ -260,6 +266,8 @@ def _compact(blocks: list[JSON]) -> str | list[JSON]:
 def _write_tool(tool: Tool) -> JSON | None:
     if "openai_tool" in tool.extra:  # another protocol's non-function tool: no Anthropic form
         return None
+    if HOSTED in tool.extra:  # a tool the provider runs (a Responses client's web_search …)
+        return _hosted_tool(tool)
     out: JSON = {"name": tool.name}
     if tool.description is not None:
         out["description"] = tool.description
@@ -267,6 +275,26 @@ def _write_tool(tool: Tool) -> JSON | None:
     for key, value in tool.extra.items():
         if key in _WRITABLE_TOOL_EXTRA or key == "type":
             out[key] = value
+    return out
+
+
+def _hosted_tool(tool: Tool) -> JSON:
+    """Anthropic's own web search for another protocol's; a 400 naming any other hosted type."""
+    kind = tool.extra[HOSTED]
+    if kind != "web_search":
+        raise InvalidRequestError(
+            f"Tools of type '{kind}' have no equivalent on an Anthropic model: remove them, or use a model whose "
+            "channel serves that tool.", param="tools")  # fmt: skip
+    options = tool.extra.get("options") if isinstance(tool.extra.get("options"), dict) else {}
+    out: JSON = {"type": WEB_SEARCH_TOOL, "name": "web_search"}
+    domains = options.get("filters", {}).get("allowed_domains") if isinstance(options.get("filters"), dict) else None
+    if isinstance(domains, list) and domains:
+        out["allowed_domains"] = domains
+    location = options.get("user_location")
+    if isinstance(location, dict):
+        kept = {k: v for k, v in location.items() if k in ("city", "region", "country", "timezone") and isinstance(v, str)}
+        if kept:
+            out["user_location"] = {"type": "approximate", **kept}
     return out
 
 

@@ -37,6 +37,10 @@ def compact(content: Any) -> Any:
     return content
 
 
+def blocks(content: Any) -> list[Any]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
 def normalized(body: dict[str, Any]) -> dict[str, Any]:
     """The original body with the round-trip normalizations messages_request documents."""
     out = {k: v for k, v in copy.deepcopy(body).items() if v is not None and not (k == "stream" and v is False)}
@@ -57,6 +61,10 @@ def normalized(body: dict[str, Any]) -> dict[str, Any]:
                         block["content"] = compact(block["content"])
                         if not block["content"]:
                             del block["content"]
+        if messages and messages[-1]["role"] == message["role"]:  # the turns a moved system message had split
+            merged = [blocks(messages[-1]["content"]), blocks(message["content"])]
+            messages[-1] = {**message, "content": compact(merged[0] + merged[1])}
+            continue
         messages.append({**message, "content": compact(message["content"])})
     out["messages"] = messages
     if system:

@@ -34,7 +34,8 @@ async def test_messages_create(client, route, gateway_key, seed, models) -> None
         assert received["headers"]["x-api-key"] == "sk-ant-upstream-test"
         assert received["headers"]["anthropic-version"] == ANTHROPIC_API_VERSION  # the client's own, passed on
     else:
-        assert received["body"]["max_tokens"] == 100 and received["headers"]["Authorization"] == "Bearer sk-upstream-test"
+        assert received["body"]["max_completion_tokens"] == 100 and "max_tokens" not in received["body"]
+        assert received["headers"]["Authorization"] == "Bearer sk-upstream-test"
         assert message.model == models.gpt
     row = seed.rows("SELECT * FROM usage_logs")[-1]
     assert (row["protocol"], row["status"], row["estimated"], row["output_tokens"]) == ("anthropic", 200, 0, message.usage.output_tokens)

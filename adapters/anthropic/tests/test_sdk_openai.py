@@ -133,7 +133,7 @@ def test_the_channel_setting_default_max_tokens_defaults_to_the_plugins() -> Non
     from gateway_anthropic.channel import AnthropicChannel
 
     channel_type = AnthropicChannel(default_max_tokens=1234)
-    (setting,) = channel_type.settings
+    setting, _rules = channel_type.settings
     assert (setting.name, setting.kind, setting.default, setting.min) == ("default_max_tokens", "int", 1234, 1)
     assert validate_settings(channel_type.settings, {"default_max_tokens": "900"}) == {"default_max_tokens": 900}
     with pytest.raises(SettingError, match="must be at least 1, got '0'"):

@@ -68,7 +68,7 @@ async def test_claude_code_request_on_an_openai_channel(gateway, gateway_key, op
     delta = next(p for n, p in events if n == "message_delta")
     assert delta["delta"]["stop_reason"] == "end_turn" and delta["usage"]["output_tokens"] > 0
     sent = openai_upstream.requests[-1]["body"]
-    assert sent["messages"][0]["role"] == "system" and sent["max_tokens"] == 32000
+    assert sent["messages"][0]["role"] == "system" and sent["max_completion_tokens"] == 32000
     assert sent["user"] == "user_2f3e_account_9c1d_session_77aa"
     assert [t["function"]["name"] for t in sent["tools"]] == ["Bash"]  # the server tool has no OpenAI form
     assert not {"thinking", "output_config", "context_management", "metadata"} & set(sent)

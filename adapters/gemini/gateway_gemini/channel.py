@@ -140,7 +140,7 @@ class GeminiChannel(ChannelType):
             return "countTokens", count_body_to_wire(exchange.request, upstream)
         placeholder = SIGNATURE_PLACEHOLDER.read(exchange.target.channel.settings)
         method = "streamGenerateContent" if call.stream else "generateContent"
-        return method, request_to_wire(exchange.request, signature_placeholder=placeholder)
+        return method, request_to_wire(exchange.request, signature_placeholder=placeholder, model=upstream)
 
     def _passthrough_method_and_body(self, exchange: Exchange) -> tuple[str, JSON]:
         call, upstream = exchange.call, exchange.target.upstream_model

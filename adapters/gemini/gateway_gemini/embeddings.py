@@ -8,6 +8,14 @@ URL's, the body's ``model`` and each batch request's ``model``
 and the answer's ``embeddings[].values`` the core vectors, in order.
 Usage is Google's ``usageMetadata.promptTokenCount`` when it reports one, else an
 estimate of 4 characters a token over the texts embedded.
+
+The other way, a Gemini client's embeddings on another channel type (an openai
+channel): :func:`embed_request_from_wire` makes the core request — one input per
+``Content`` (its text parts joined by a newline), ``outputDimensionality`` →
+``dimensions``; ``taskType`` and ``title`` have no equivalent elsewhere and are
+dropped; a content with no text is a 400 — and :func:`embed_response_to_wire`
+writes the vectors back as ``embedContent`` (``embedding.values``) or
+``batchEmbedContents`` (``embeddings[].values``) answer.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from typing import Any
 from gateway_core.model import EmbeddingsRequest, EmbeddingsResponse, Usage
 
 from .response import usage_from_wire
-from .wire import JSON, as_list, field
+from .wire import JSON, as_list, fail, field
 
 EMBED_CONTENT = "embedContent"
 BATCH_EMBED_CONTENTS = "batchEmbedContents"
@@ -70,3 +78,31 @@ def _texts(body: JSON) -> list[str]:
             if isinstance(text, str):
                 texts.append(text)
     return texts
+
+
+def embed_request_from_wire(body: JSON, method: str, model: str) -> EmbeddingsRequest:
+    """The core request of an ``embedContent`` / ``batchEmbedContents`` body, for another channel type."""
+    requests = as_list(field(body, "requests")) if method == BATCH_EMBED_CONTENTS else [body]
+    inputs: list[str] = []
+    dimensions: int | None = None
+    for n, request in enumerate(requests):
+        where = f"requests[{n}].content" if method == BATCH_EMBED_CONTENTS else "content"
+        content = field(request, "content") if isinstance(request, dict) else None
+        texts = [t for part in as_list(field(content, "parts")) if isinstance(t := field(part, "text"), str)]
+        if not texts:
+            fail(f"'{where}' has no text: models/{model} is served by a channel that embeds text only.", where)
+        inputs.append("\n".join(texts))
+        size = field(request, "outputDimensionality")
+        if type(size) is int and dimensions is None:
+            dimensions = size
+    if not inputs:
+        fail("'requests' must hold at least one EmbedContentRequest.", "requests")
+    return EmbeddingsRequest(model=model, inputs=tuple(inputs), dimensions=dimensions)
+
+
+def embed_response_to_wire(response: EmbeddingsResponse, method: str) -> JSON:
+    """The ``embedContent`` or ``batchEmbedContents`` answer of core vectors."""
+    embeddings = [{"values": list(vector)} for vector in response.vectors]
+    if method == BATCH_EMBED_CONTENTS:
+        return {"embeddings": embeddings}
+    return {"embedding": embeddings[0] if embeddings else {"values": []}}

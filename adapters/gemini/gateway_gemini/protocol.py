@@ -25,9 +25,10 @@ from gateway_core import (
     AuthenticationError,
     BillingHints,
     Call,
-    ChatRequest,
-    ChatResponse,
     ClientProtocol,
+    CoreRequest,
+    CoreResponse,
+    EmbeddingsResponse,
     GatewayError,
     InvalidRequestError,
     ModelInfo,
@@ -41,7 +42,7 @@ from gateway_core import (
 from gateway_core.key_header import bearer_key, plain_key
 
 from .count_tokens import count_request_from_wire, count_to_wire, estimate_input_tokens
-from .embeddings import BATCH_EMBED_CONTENTS, EMBED_CONTENT
+from .embeddings import BATCH_EMBED_CONTENTS, EMBED_CONTENT, embed_request_from_wire, embed_response_to_wire
 from .error_body import error_to_wire
 from .models_list import model_get, models_page
 from .request import request_from_wire
@@ -144,7 +145,7 @@ class GeminiProtocol(ClientProtocol):
         _check_embed_body(data, method)
         return Call(self.name, route.endpoint, EMBED_WIRE, model, False, data, options, path_params)
 
-    def to_core(self, call: Call) -> ChatRequest:
+    def to_core(self, call: Call) -> CoreRequest:
         if call.endpoint == endpoints.CHAT:
             if as_int(field(field(call.body, "generationConfig"), "candidateCount")) > 1:
                 raise InvalidRequestError(
@@ -155,13 +156,11 @@ class GeminiProtocol(ClientProtocol):
             return request_from_wire(call.body, call.model, stream=call.stream)
         if call.endpoint == endpoints.COUNT_TOKENS:
             return count_request_from_wire(call.body, call.model)
-        raise NotFoundError(
-            f"{call.options.get('method')} is not available for models/{call.model}: on this gateway, embeddings "
-            "reach Gemini upstreams only.",
-            code="unsupported_endpoint",
-        )
+        return embed_request_from_wire(call.body, str(call.options.get("method")), call.model)
 
-    def render_response(self, call: Call, response: ChatResponse) -> bytes:
+    def render_response(self, call: Call, response: CoreResponse) -> bytes:
+        if isinstance(response, EmbeddingsResponse):
+            return orjson.dumps(embed_response_to_wire(response, str(call.options.get("method"))))
         if call.endpoint == endpoints.COUNT_TOKENS:
             return orjson.dumps(count_to_wire(response.usage.input_tokens if response.usage else 0))
         return orjson.dumps(response_to_wire(response, call.model, thoughts=bool(call.options.get("thoughts"))))

@@ -28,11 +28,15 @@ without a schema → ``{"type": "json_object"}``. Likewise ``seed``,
 ``cachedContent``) in ``extra`` under their names: only a gemini channel writes them.
 
 Writing (``request_to_wire``) is the reverse, for requests of other protocols sent
-to a gemini channel: function declarations with ``parametersJsonSchema``, tool
+to a gemini channel: system messages at the head of the conversation join
+``systemInstruction``, later ones stay in place as marked user text (see
+:func:`~.content.contents_to_wire`); function declarations with ``parametersJsonSchema``, tool
 choice as ``functionCallingConfig``, ``extra["response_format"]`` (OpenAI) or
 ``output_format`` / ``output_config.format`` (Anthropic) as ``responseMimeType``
 and ``responseJsonSchema``, OpenAI's ``reasoning_effort`` (low / medium / high →
-``thinkingBudget`` 1024 / 8192 / 24576) and Anthropic's ``thinking`` (its
+``thinkingBudget`` 1024 / 8192 / 24576), a Responses client's ``web_search`` as
+``googleSearch`` (beside function declarations only for Gemini 3 and later, which
+take both in one request; other provider-run tools: a 400 naming their type) and Anthropic's ``thinking`` (its
 ``budget_tokens``, with ``includeThoughts``) as ``thinkingConfig``. Other
 protocols' fields Gemini has no place for (``user``, ``parallel_tool_calls``,
 ``n``, ``logit_bias`` …) are dropped: Google rejects unknown fields.
@@ -42,7 +46,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway_core.model import ChatRequest, Tool, ToolChoice, ToolChoiceMode
+from gateway_core.model import ChatRequest, Role, Tool, ToolChoice, ToolChoiceMode
 
 from .content import contents_to_wire, messages_from_wire, system_from_wire, system_to_wire
 from .schema import for_gemini, to_json_schema
@@ -53,6 +57,7 @@ _SAMPLING = frozenset(("temperature", "topP", "topK", "maxOutputTokens", "stopSe
 _MAPPED = frozenset(("seed", "presencePenalty", "frequencyPenalty", "responseMimeType", "responseSchema", "responseJsonSchema"))
 _DECLARATION_KEYS = frozenset(("name", "description", "parameters", "parametersJsonSchema"))
 _GEMINI_TOP_LEVEL = ("safetySettings", "cachedContent")
+HOSTED = "hosted_tool"  # Tool.extra: the type of another protocol's provider-run tool (web_search …)
 _EFFORT_BUDGETS = {"low": 1024, "medium": 8192, "high": 24576}
 _MODES = {
     "AUTO": ToolChoiceMode.AUTO,
@@ -188,15 +193,24 @@ def _stop(value: Any) -> tuple[str, ...]:
 # --- core → wire -----------------------------------------------------------------
 
 
-def request_to_wire(request: ChatRequest, *, signature_placeholder: str = "") -> JSON:
-    """The ``generateContent`` body for a core request (the model goes in the URL)."""
-    out: JSON = {"contents": contents_to_wire(request.messages, signature_placeholder=signature_placeholder)}
-    system = system_to_wire(request.system)
+def request_to_wire(request: ChatRequest, *, signature_placeholder: str = "", model: str = "") -> JSON:
+    """The ``generateContent`` body for a core request (the model goes in the URL;
+    ``model``, the upstream's, decides whether Google Search may go with functions)."""
+    leading = 0  # system messages before the conversation are system instructions
+    while leading < len(request.messages) and request.messages[leading].role is Role.SYSTEM:
+        leading += 1
+    messages = request.messages[leading:]
+    out: JSON = {"contents": contents_to_wire(messages, signature_placeholder=signature_placeholder)}
+    system = system_to_wire([*request.system, *(p for m in request.messages[:leading] for p in m.parts)])
     if system is not None:
         out["systemInstruction"] = system
     declarations = [d for d in (_declaration(tool) for tool in request.tools) if d is not None]
-    if declarations:
-        out["tools"] = [{"functionDeclarations": declarations}]
+    tools: list[JSON] = [{"functionDeclarations": declarations}] if declarations else []
+    search = _hosted_tools(request)
+    if not declarations or combines_search_with_functions(model):
+        tools += search  # Gemini before 3 refuses built-in tools beside function declarations
+    if tools:
+        out["tools"] = tools
     tool_config = dict(as_dict(field(request.extra, "toolConfig")))
     calling = _tool_choice_to_wire(request.tool_choice) if declarations else None
     if calling is not None:
@@ -239,7 +253,29 @@ def generation_config(request: ChatRequest) -> JSON:
     return config
 
 
+def combines_search_with_functions(model: str) -> bool:
+    """Whether the model takes Google Search in the same request as functions (Gemini 3 and later)."""
+    _, found, rest = model.removeprefix("models/").partition("gemini-")
+    major = rest.split(".")[0].split("-")[0] if found else ""
+    return major.isdigit() and int(major) >= 3
+
+
+def _hosted_tools(request: ChatRequest) -> list[JSON]:
+    """Google Search for another protocol's web search (a Responses ``web_search``, Anthropic's
+    ``web_search_…`` server tool); a 400 naming any other Responses provider-run tool."""
+    kinds = {tool.extra[HOSTED] for tool in request.tools if HOSTED in tool.extra}
+    server_tools = request.extra.get("anthropic_server_tools")
+    if any(isinstance(t, dict) and str(t.get("type", "")).startswith("web_search_") for t in as_list(server_tools)):
+        kinds.add("web_search")
+    for kind in sorted(kinds - {"web_search"}):
+        fail(f"Tools of type '{kind}' have no equivalent on a Gemini model: remove them, or use a model whose "
+             "channel serves that tool.", "tools")  # fmt: skip
+    return [{"googleSearch": {}}] if kinds else []
+
+
 def _declaration(tool: Tool) -> JSON | None:
+    if HOSTED in tool.extra:
+        return None  # see _hosted_tools
     if "openai_tool" in tool.extra or "anthropic_tool" in tool.extra:
         return None  # another protocol's built-in tool: Gemini has no such function
     out: JSON = {"name": tool.name}

@@ -42,7 +42,8 @@ async def test_generate_content_is_converted_both_ways(client, openai_upstream, 
     body = openai_upstream.requests[-1]["body"]
     assert body["model"] == OPENAI_UPSTREAM_MODEL
     assert body["messages"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello there"}]
-    assert (body["temperature"], body["max_tokens"], body["stop"]) == (0.3, 50, ["END"])
+    assert (body["temperature"], body["max_completion_tokens"], body["stop"]) == (0.3, 50, ["END"])
+    assert "max_tokens" not in body
     row = seed.rows("SELECT * FROM usage_logs")[-1]
     assert (row["protocol"], row["channel_name"], row["output_tokens"], row["estimated"]) == ("gemini", "oai", 3, 0)
 
@@ -114,10 +115,33 @@ async def test_count_tokens_is_estimated_locally_on_a_channel_that_cannot_count(
     assert result.total_tokens > 0
 
 
-async def test_embeddings_on_an_openai_channel_say_not_found(client):
+async def test_embeddings_on_an_openai_channel_are_converted(client, openai_upstream, seed):
+    config = types.EmbedContentConfig(output_dimensionality=8, task_type="RETRIEVAL_DOCUMENT")
+    result = await client.models.embed_content(model=OPENAI_MODEL, contents=["first text", "second one"], config=config)
+    received = openai_upstream.requests[-1]
+    assert received["path"] == "/v1/embeddings"
+    body = received["body"]
+    assert (body["model"], body["input"], body["dimensions"], body["encoding_format"]) == (
+        OPENAI_UPSTREAM_MODEL, ["first text", "second one"], 8, "float")
+    assert "task_type" not in body and "taskType" not in body
+    assert len(result.embeddings) == 2 and all(e.values and isinstance(e.values[0], float) for e in result.embeddings)
+    row = seed.rows("SELECT * FROM usage_logs")[-1]
+    assert (row["protocol"], row["endpoint"], row["channel_name"], row["status"]) == ("gemini", "embeddings", "oai", 200)
+    assert row["input_tokens"] > 0
+
+
+async def test_embed_content_of_one_text_on_an_openai_channel(client, openai_upstream):
+    result = await client.models.embed_content(model=OPENAI_MODEL, contents="just one")
+    assert len(result.embeddings) == 1 and result.embeddings[0].values
+    assert openai_upstream.requests[-1]["body"]["input"] == ["just one"]
+
+
+async def test_embedding_an_image_on_an_openai_channel_is_a_clear_400(client, openai_upstream):
+    image = types.Content(parts=[types.Part.from_bytes(data=b"\x89PNG", mime_type="image/png")])
     with pytest.raises(errors.ClientError) as caught:
-        await client.models.embed_content(model=OPENAI_MODEL, contents=["x"])
-    assert (caught.value.code, caught.value.status) == (404, "NOT_FOUND")
+        await client.models.embed_content(model=OPENAI_MODEL, contents=[image])
+    assert caught.value.code == 400 and "text only" in caught.value.message
+    assert openai_upstream.requests == []
 
 
 async def test_bad_key_is_unauthenticated(genai_client):
@@ -151,3 +175,19 @@ async def test_upstream_failure_is_a_server_error_with_the_request_id(client, op
     assert caught.value.code == 502 and caught.value.status == "INTERNAL"
     assert caught.value.response.headers["x-request-id"] in caught.value.message
 
+
+
+@pytest.fixture
+def o_series(seed, gateway_key, openai_upstream) -> str:
+    seed.channel("o-series", type="openai", base_url=openai_upstream.url, models=["o-test"], model_map={"o-test": "o4-mini"})
+    return gateway_key
+
+
+async def test_reasoning_model_on_an_openai_channel_gets_max_completion_tokens(o_series, genai_client, openai_upstream) -> None:
+    """OpenAI's reasoning models refuse ``max_tokens``: the fake upstream does too."""
+    client = genai_client(o_series)
+    config = types.GenerateContentConfig(max_output_tokens=77)
+    response = await client.models.generate_content(model="o-test", contents="think briefly", config=config)
+    assert response.text == "echo: think briefly"
+    body = openai_upstream.requests[-1]["body"]
+    assert (body["model"], body["max_completion_tokens"]) == ("o4-mini", 77) and "max_tokens" not in body

@@ -125,3 +125,17 @@ def test_embedding_bodies_and_usage(examples):
     assert embed_usage({"usageMetadata": {"promptTokenCount": 9}}, body).input_tokens == 9
     single = {"model": "models/x", "content": {"parts": [{"text": "abcd"}]}}
     assert passthrough_embed_body(single, "y")["model"] == "models/y" and embed_usage({}, single).input_tokens == 1
+
+
+def test_embed_bodies_become_core_requests_and_answers(examples):
+    from gateway_core.model import EmbeddingsResponse
+    from gateway_gemini.embeddings import embed_request_from_wire, embed_response_to_wire
+
+    single = {"content": {"parts": [{"text": "line one"}, {"text": "line two"}]}, "outputDimensionality": 16, "taskType": "CLUSTERING"}
+    request = embed_request_from_wire(single, "embedContent", "m")
+    assert (request.model, request.inputs, request.dimensions) == ("m", ("line one\nline two",), 16)
+    batch = embed_request_from_wire(examples.json("batch_embed_request.json"), "batchEmbedContents", "m")
+    assert len(batch.inputs) == len(examples.json("batch_embed_request.json")["requests"])
+    answer = EmbeddingsResponse(model="m", vectors=((0.5, 1.0), (0.25, 0.0)))
+    assert embed_response_to_wire(answer, "batchEmbedContents") == {"embeddings": [{"values": [0.5, 1.0]}, {"values": [0.25, 0.0]}]}
+    assert embed_response_to_wire(answer, "embedContent") == {"embedding": {"values": [0.5, 1.0]}}

@@ -13,7 +13,10 @@ channel type, and a chat-only channel refuses it with a 400 (give such a channel
 
 Channel settings: ``responses`` (a bool: whether the upstream serves
 ``/v1/responses``; default: whether the channel's declared ``endpoints`` name
-``responses``, and with none declared, only ``api.openai.com`` does).
+``responses``, and with none declared, only ``api.openai.com`` does);
+``max_tokens_param`` (the Chat Completions field a converted request's output cap
+goes in: ``max_completion_tokens``, the default, which every OpenAI model takes and
+its reasoning models require, or ``max_tokens`` for older compatible servers).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from gateway_core import (
     InvalidRequestError,
     JsonReply,
     Reply,
+    Setting,
     StreamReply,
     UpstreamError,
     endpoints,
@@ -65,6 +69,10 @@ WIRES = {
     endpoints.AUDIO_TRANSCRIPTIONS: TRANSCRIPTIONS_WIRE,
 }
 CHAT_PATH = "/v1/chat/completions"
+MAX_TOKENS_PARAM = Setting(
+    "max_tokens_param", "choice", default="max_completion_tokens", choices=("max_completion_tokens", "max_tokens"),
+    help="the chat field a request converted from another protocol carries its output cap in",
+)  # fmt: skip
 
 
 def strip_version(base_url: str) -> str:
@@ -75,7 +83,7 @@ def strip_version(base_url: str) -> str:
 
 class OpenAIChannel(ChannelType):
     name = "openai"
-    settings = (RESPONSES,)
+    settings = (RESPONSES, MAX_TOKENS_PARAM)
 
     def wire(self, endpoint: str) -> str | None:
         return WIRES.get(endpoint)
@@ -101,7 +109,8 @@ class OpenAIChannel(ChannelType):
         if exchange.passthrough:
             body = passthrough_body(call.body, target.upstream_model, call.stream)
         elif isinstance(exchange.request, ChatRequest):
-            body = request_to_wire(exchange.request, target.upstream_model)
+            field = str(MAX_TOKENS_PARAM.read(target.channel.settings))
+            body = request_to_wire(exchange.request, target.upstream_model, max_tokens_field=field)
         else:
             raise UpstreamError("an openai channel was handed a request it cannot convert to chat")
         url = target.channel.base_url + CHAT_PATH

@@ -27,7 +27,9 @@ calls); ``stop`` is written as a list; each system part becomes its own message;
 asks for usage. ``request_to_wire`` writes back only the ``extra`` fields that are
 Chat Completions parameters (``all_extra=True`` writes them all): ``extra`` does not
 say which protocol it came from and OpenAI rejects unknown parameters. The core
-``top_k`` has no Chat Completions equivalent and is not written.
+``top_k`` has no Chat Completions equivalent and is not written, nor are other
+protocols' provider-run tools (``extra["hosted_tool"]``: a Responses client's
+``web_search`` …), which chat has no tool for.
 
 Other protocols' shapes: tool results inside a user message become ``tool``
 messages ahead of the user's other parts; non-text tool-result content (images)
@@ -318,18 +320,27 @@ def _with_meta(part: Part, **values: Any) -> Part:
 # --- core → wire ---------------------------------------------------------------
 
 
-def request_to_wire(request: ChatRequest, model: str, *, all_extra: bool = False) -> JSON:
-    """The Chat Completions body for a core request, sent as ``model``."""
+def request_to_wire(request: ChatRequest, model: str, *, all_extra: bool = False, max_tokens_field: str | None = None) -> JSON:
+    """The Chat Completions body for a core request, sent as ``model``.
+
+    ``max_tokens_field`` names the field the output cap goes in for a request
+    converted from another protocol (``max_completion_tokens``: OpenAI's reasoning
+    models refuse ``max_tokens``); without it the name the request was read with.
+    """
     out: JSON = {"model": model, "messages": [_system_message(part) for part in request.system]}
     for message in request.messages:
         out["messages"].extend(_write_message(message))
-    if request.tools:
-        out["tools"] = [_write_tool(tool) for tool in request.tools]
+    tools = [_write_tool(tool) for tool in request.tools if "hosted_tool" not in tool.extra]  # provider-run: no chat form
+    if tools:
+        out["tools"] = tools
     choice = request.tool_choice
     if choice is not None:
         named = {"type": "function", "function": {"name": choice.name}}
         out["tool_choice"] = named if choice.mode is ToolChoiceMode.TOOL else choice.mode.value
-    if "max_completion_tokens" in request.extra:
+    if max_tokens_field is not None:
+        if request.max_tokens is not None:
+            out[max_tokens_field] = request.max_tokens
+    elif "max_completion_tokens" in request.extra:
         out["max_completion_tokens"] = request.max_tokens
     elif request.max_tokens is not None:
         out["max_tokens"] = request.max_tokens

@@ -4,7 +4,8 @@ It answers ``POST /v1/chat/completions`` plainly or as an SSE stream (pausing
 ``chunk_delay`` seconds between chunks), echoes the last user message, reports
 usage, records every request it received, and can be told to fail (a
 :class:`gateway_core.testing.Fault`): an error status, a connection dropped
-mid-stream, a slow first byte, malformed JSON.
+mid-stream, a slow first byte, malformed JSON. Like OpenAI, it refuses ``max_tokens``
+on chat for its reasoning models (names starting ``o1``/``o3``/``o4``/``gpt-5``).
 It also serves ``/v1/responses`` (:mod:`.fake_responses`), ``/v1/embeddings``,
 ``/v1/images/generations``, ``/v1/images/edits``, ``/v1/audio/speech`` and
 ``/v1/audio/transcriptions`` (:mod:`.fake_media`); multipart requests are
@@ -25,6 +26,7 @@ from gateway_core.testing import FakeUpstream, Fault
 from . import fake_media, fake_responses
 
 EXPECTED_KEY = "sk-upstream-test"
+REASONING_MODELS = ("o1", "o3", "o4", "gpt-5")
 __all__ = ["EXPECTED_KEY", "FakeOpenAI", "Fault"]
 
 
@@ -48,6 +50,10 @@ class FakeOpenAI(FakeUpstream):
     def check(self, request: web.Request, body: Any) -> web.Response | None:
         if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
             return error_response(401, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+        model = body.get("model") if isinstance(body, dict) else None
+        if request.path == "/v1/chat/completions" and isinstance(body, dict) and "max_tokens" in body and str(model).startswith(REASONING_MODELS):
+            message = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+            return error_response(400, message, "invalid_request_error", "unsupported_parameter")
         return None
 
     def error_body(self, status: int, message: str) -> Any:

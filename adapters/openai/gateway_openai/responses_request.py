@@ -19,10 +19,15 @@ upstream's (:func:`stateful_reason`) cannot be converted.
   ``provider_metadata`` when the gateway wrote it (``rg1:…``, see
   :mod:`.responses_response`), so another provider's signed thinking survives
   the round trip; OpenAI's own encrypted reasoning cannot cross and is dropped.
-- ``function`` tools become core tools; other tool types (``web_search``,
-  ``namespace``, ``custom``, ``file_search``, MCP …) are dropped, as are item
-  types with no chat form (``web_search_call``, ``local_shell_call``,
-  ``compaction`` …): :func:`unconvertible` lists them for a log note.
+- Tools (those of ``additional_tools`` items too) go through
+  :mod:`.responses_tools`: ``function`` tools become core tools, ``namespace``
+  members functions with flattened names, ``custom`` tools functions taking a
+  string, hosted tools (``web_search`` …) core tools marked with their type for the
+  channel to map or refuse. A replayed ``function_call`` with a ``namespace`` and a
+  ``custom_tool_call`` are read in the function form the upstream was offered.
+  Item types with no chat form (``web_search_call``, ``local_shell_call``,
+  ``compaction`` …) are dropped: :func:`unconvertible` lists them, and the hosted
+  tools a chat channel drops, for a log note.
 - ``max_output_tokens`` → ``max_tokens``; ``reasoning.effort`` →
   ``extra["reasoning_effort"]``; ``text.format`` → ``extra["response_format"]``
   (chat's shape); ``text.verbosity`` → ``extra["verbosity"]``; every other
@@ -54,6 +59,8 @@ from gateway_core.model import (
     ToolResultPart,
 )
 
+from .responses_tools import core_tools, custom_arguments, declared_tools, flat_name
+
 JSON = dict[str, Any]
 
 REASONING_PREFIX = "rg1:"  # encrypted_content the gateway wrote: base64 of the part's provider_metadata
@@ -83,13 +90,13 @@ def stateful_reason(body: JSON) -> str | None:
 def unconvertible(body: JSON) -> list[str]:
     """What a conversion drops: tool types and input item types with no chat form."""
     dropped: list[str] = []
-    for tool in body.get("tools") or ():
+    for tool in declared_tools(body):
         kind = tool.get("type") if isinstance(tool, dict) else None
-        if kind != "function":
+        if kind not in ("function", "custom", "namespace"):
             dropped.append(f"tool:{kind}")
     for item in body.get("input") if isinstance(body.get("input"), list) else ():
         kind = item.get("type", "message") if isinstance(item, dict) else None
-        if kind not in ("message", "reasoning", *_CALLS, *_OUTPUTS):
+        if kind not in ("message", "reasoning", "additional_tools", *_CALLS, *_OUTPUTS):
             dropped.append(f"item:{kind}")
     return sorted(set(dropped))
 
@@ -112,7 +119,7 @@ def request_from_wire(body: JSON) -> ChatRequest:
         model=model,
         messages=tuple(messages),
         system=tuple(system),
-        tools=tuple(_tools(body.get("tools"))),
+        tools=tuple(core_tools(body)),
         tool_choice=_tool_choice(body.get("tool_choice")),
         parallel_tool_calls=_typed(body.get("parallel_tool_calls"), bool, "parallel_tool_calls"),
         max_tokens=_positive(body.get("max_output_tokens"), "max_output_tokens"),
@@ -229,7 +236,9 @@ def _call_item(item: JSON, p: str) -> ToolCallPart:
     custom = item.get("type") == "custom_tool_call"
     arguments = item.get("input" if custom else "arguments", "")
     arguments = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
-    return ToolCallPart(call_id, name, arguments, {"openai_tool_type": "custom"} if custom else None)
+    namespace = item.get("namespace") if isinstance(item.get("namespace"), str) else None
+    # the function form the upstream was offered (see responses_tools)
+    return ToolCallPart(call_id, flat_name(namespace, name), custom_arguments(arguments) if custom else arguments)
 
 
 def _output_item(item: JSON, p: str) -> ToolResultPart:
@@ -270,33 +279,15 @@ def decode_reasoning(value: Any) -> JSON | None:
 # --- tools and options -----------------------------------------------------------
 
 
-def _tools(tools: Any) -> list[Tool]:
-    if tools is None:
-        return []
-    if not isinstance(tools, list):
-        _fail("'tools' must be an array.", "tools")
-    out: list[Tool] = []
-    for n, tool in enumerate(tools):
-        if not isinstance(tool, dict) or tool.get("type") != "function":
-            continue  # hosted and client tool types with no chat form: see unconvertible()
-        name = tool.get("name")
-        if not isinstance(name, str) or not name:
-            _fail(f"'tools[{n}].name' is required: a function tool needs a name.", f"tools[{n}].name")
-        parameters = tool.get("parameters")
-        extra = {"strict": tool["strict"]} if isinstance(tool.get("strict"), bool) else {}
-        out.append(Tool(name, _typed(tool.get("description"), str, f"tools[{n}].description"),
-                        parameters if isinstance(parameters, dict) else None, extra))
-    return out
-
-
 def _tool_choice(choice: Any) -> ToolChoice | None:
     if isinstance(choice, str):
         mode = _MODES.get(choice)
         if mode is None:
             _fail("Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or an object.", "tool_choice")
         return ToolChoice(mode)
-    if isinstance(choice, dict) and choice.get("type") == "function" and isinstance(choice.get("name"), str):
-        return ToolChoice(ToolChoiceMode.TOOL, choice["name"])
+    if isinstance(choice, dict) and choice.get("type") in ("function", "custom") and isinstance(choice.get("name"), str):
+        namespace = choice.get("namespace") if isinstance(choice.get("namespace"), str) else None
+        return ToolChoice(ToolChoiceMode.TOOL, flat_name(namespace, choice["name"]))
     return None  # allowed_tools, hosted tools: left to the model
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -29,6 +29,7 @@ import orjson
 from gateway_core.model import ChatResponse, Part, ReasoningPart, StopReason, TextPart, ToolCallPart, Usage
 
 from .responses_request import REASONING_PREFIX
+from .responses_tools import ToolName, custom_input, tool_names
 
 JSON = dict[str, Any]
 
@@ -75,6 +76,7 @@ class ResponseShell:
         self.id = response_id or new_id("resp")
         self.model = model
         self.created_at = created_at or int(time.time())
+        self.tools = tool_names(body)  # function names sent upstream → the client's namespaced / custom tools
         self._echo = {key: body.get(key) for key in _ECHOED}
         self._echo["tools"] = body.get("tools") if isinstance(body.get("tools"), list) else []
         self._echo["tool_choice"] = body.get("tool_choice") or "auto"
@@ -117,21 +119,27 @@ def status_of(stop_reason: StopReason | None) -> tuple[str, str | None]:
 def response_to_wire(response: ChatResponse, body: JSON, model: str) -> JSON:
     """The Responses object of a converted, complete answer, answered as ``model``."""
     shell = ResponseShell(body, model)
-    items = [item_of(part, new_id(item_prefix(part))) for part in response.parts]
+    items = [item_of(part, new_id(item_prefix(part, shell.tools)), names=shell.tools) for part in response.parts]
     status, incomplete = status_of(response.stop_reason)
     return shell.object(status, [item for item in items if item is not None], response.usage, incomplete=incomplete)
 
 
-def item_prefix(part: Part) -> str:
+def item_prefix(part: Part, names: Mapping[str, ToolName] | None = None) -> str:
     """The id prefix OpenAI gives the output item of such a part."""
     if isinstance(part, ReasoningPart):
         return "rs"
     if isinstance(part, ToolCallPart):
-        return "ctc" if _meta(part).get("openai_tool_type") == "custom" else "fc"
+        return "ctc" if is_custom_call(part, names) else "fc"
     return "msg"
 
 
-def item_of(part: Part, item_id: str, status: str = "completed") -> JSON | None:
+def is_custom_call(part: ToolCallPart, names: Mapping[str, ToolName] | None = None) -> bool:
+    """Whether the call is of a custom tool (one the client declared as such, or a chat channel's custom call)."""
+    known = (names or {}).get(part.name)
+    return known.custom if known is not None else _meta(part).get("openai_tool_type") == "custom"
+
+
+def item_of(part: Part, item_id: str, status: str = "completed", names: Mapping[str, ToolName] | None = None) -> JSON | None:
     """The output item of one finished core part (``None``: nothing to show)."""
     if isinstance(part, TextPart):
         if not part.text and not _meta(part).get("openai_refusal"):
@@ -140,7 +148,7 @@ def item_of(part: Part, item_id: str, status: str = "completed") -> JSON | None:
     if isinstance(part, ReasoningPart):
         return reasoning_item(item_id, part.text, part.provider_metadata)
     if isinstance(part, ToolCallPart):
-        return call_item(item_id, part, part.arguments, status)
+        return call_item(item_id, part, part.arguments, status, names)
     return None
 
 
@@ -161,10 +169,19 @@ def reasoning_item(item_id: str, text: str, metadata: JSON | None) -> JSON:
     return item
 
 
-def call_item(item_id: str, part: ToolCallPart, arguments: str, status: str) -> JSON:
-    if _meta(part).get("openai_tool_type") == "custom":
-        return {"id": item_id, "type": "custom_tool_call", "status": status, "call_id": part.id, "name": part.name, "input": arguments}
-    return {"id": item_id, "type": "function_call", "status": status, "arguments": arguments, "call_id": part.id, "name": part.name}
+def call_item(item_id: str, part: ToolCallPart, arguments: str, status: str, names: Mapping[str, ToolName] | None = None) -> JSON:
+    """A call's output item, named as the client declared the tool (``namespace``, custom)."""
+    known = (names or {}).get(part.name)
+    name = known.name if known is not None else part.name
+    if known is not None and known.custom:
+        item = {"id": item_id, "type": "custom_tool_call", "status": status, "call_id": part.id, "name": name, "input": custom_input(arguments)}
+    elif known is None and _meta(part).get("openai_tool_type") == "custom":  # a chat channel's own custom call
+        item = {"id": item_id, "type": "custom_tool_call", "status": status, "call_id": part.id, "name": name, "input": arguments}
+    else:
+        item = {"id": item_id, "type": "function_call", "status": status, "arguments": arguments, "call_id": part.id, "name": name}
+    if known is not None and known.namespace:
+        item["namespace"] = known.namespace
+    return item
 
 
 def encode_reasoning(metadata: JSON) -> str:

@@ -46,6 +46,7 @@ from .responses_response import (
     ResponseShell,
     call_item,
     content_part,
+    is_custom_call,
     item_prefix,
     message_item,
     new_id,
@@ -139,20 +140,24 @@ class ResponsesEncoder:
             kind = "refusal" if meta.get("openai_refusal") else "text"
         else:
             return []  # images and other parts have no output item here
-        item = _Item(kind, new_id(item_prefix(part)), self._next_output, part, meta=meta)
+        if isinstance(part, ToolCallPart) and is_custom_call(part, self.shell.tools):
+            kind = "custom"  # its input is sent whole when the call ends: the upstream streams it as JSON
+        item = _Item(kind, new_id(item_prefix(part, self.shell.tools)), self._next_output, part, meta=meta)
         self._next_output += 1
         self._open[index] = item
         out = [self._event("response.output_item.added", output_index=item.output_index, item=self._item(item, "in_progress"))]
         if kind in ("text", "refusal"):
             empty = content_part(TextPart("", meta or None))
             out.append(self._event("response.content_part.added", **self._at(item), content_index=0, part=empty))
-        text = getattr(part, "arguments", None) if kind == "call" else getattr(part, "text", "")
+        text = getattr(part, "arguments", None) if kind in ("call", "custom") else getattr(part, "text", "")
         if text:
             out += self._delta(item, text)
         return out
 
     def _delta(self, item: _Item, text: str) -> list[Event]:
         item.text.append(text)
+        if item.kind == "custom":
+            return []
         if item.kind == "call":
             return [self._event("response.function_call_arguments.delta", **self._at(item), delta=text)]
         if item.kind == "reasoning":
@@ -172,7 +177,12 @@ class ResponsesEncoder:
         at = self._at(item)
         out: list[Event] = []
         if item.kind == "call":
-            out.append(self._event("response.function_call_arguments.done", **at, name=_name(item.part), arguments=text))
+            name = self._item(item, "completed")["name"]
+            out.append(self._event("response.function_call_arguments.done", **at, name=name, arguments=text))
+        elif item.kind == "custom":
+            given = self._item(item, "completed")["input"]
+            out.append(self._event("response.custom_tool_call_input.delta", **at, delta=given))
+            out.append(self._event("response.custom_tool_call_input.done", **at, input=given))
         elif item.kind == "reasoning" and item.summary_open:
             part = {"type": "summary_text", "text": text}
             out.append(self._event("response.reasoning_summary_text.done", **at, summary_index=0, text=text))
@@ -198,9 +208,9 @@ class ResponsesEncoder:
 
     def _item(self, item: _Item, status: str) -> JSON:
         text = "".join(item.text) if status == "completed" else ""
-        if item.kind == "call":
+        if item.kind in ("call", "custom"):
             assert isinstance(item.part, ToolCallPart)
-            return call_item(item.item_id, item.part, text, status)
+            return call_item(item.item_id, item.part, text, status, self.shell.tools)
         if item.kind == "reasoning":
             return reasoning_item(item.item_id, text, item.meta if status == "completed" else None)
         if status != "completed":
@@ -217,10 +227,6 @@ class ResponsesEncoder:
         payload = {"type": kind, "sequence_number": self._seq, **fields}
         self._seq += 1
         return kind, payload
-
-
-def _name(part: Part) -> str:
-    return part.name if isinstance(part, ToolCallPart) else ""
 
 
 # --- a Responses upstream's events → core events ------------------------------------

@@ -166,7 +166,8 @@ async def test_codex_turn_with_replayed_call_reaches_an_anthropic_channel(client
     assert [i.type for i in done] == ["message"] and events[-1].type == "response.completed"
     body = claude.requests[-1]["body"]
     assert body["system"] == "You are Codex."
-    assert [t["name"] for t in body["tools"]] == ["get_weather"]  # web_search and namespace dropped
+    assert [t["name"] for t in body["tools"]] == ["get_weather", "web_search", "mcp__files__read"]  # namespace flattened
+    assert body["tools"][1] == {"type": "web_search_20250305", "name": "web_search"}  # Anthropic's own web search
     assert body["messages"][1] == {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Oslo"}}]}
     assert body["messages"][2]["content"][0] == {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny"}
 

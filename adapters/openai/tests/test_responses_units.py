@@ -76,7 +76,8 @@ def test_items_become_messages_with_calls_results_and_system_parts():
         ReasoningPart("hmm", {"anthropic_signature": "sig"}), TextPart("calling"), ToolCallPart("c1", "f", "{}"), ToolCallPart("c2", "g", '{"a":1}'))
     assert tool.role is Role.TOOL and tool.parts == (ToolResultPart("c1", (TextPart("one"),)), ToolResultPart("c2", (TextPart("two"),)))
     assert system.role is Role.SYSTEM and system.parts == (TextPart("late system note"),)
-    assert [t.name for t in request.tools] == ["f"] and request.tools[0].extra == {"strict": True}
+    assert [t.name for t in request.tools] == ["f", "web_search"] and request.tools[0].extra == {"strict": True}
+    assert request.tools[1].extra == {"hosted_tool": "web_search", "options": {}}
     assert request.tool_choice.name == "f"
     assert request.extra["reasoning_effort"] == "high" and request.extra["verbosity"] == "low"
     assert request.extra["response_format"] == {"type": "json_schema", "json_schema": {"name": "out", "schema": {"type": "object"}, "strict": True}}
