@@ -8,6 +8,7 @@ import collections
 import math
 import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
@@ -155,7 +156,7 @@ def stats(rec: Recorder, elapsed: float) -> dict[str, Any]:
 
 
 
-def percentile(values: list[float], q: float) -> float | None:
+def percentile(values: Sequence[float], q: float) -> float | None:
     """Nearest-rank percentile of sorted ``values``."""
     if not values:
         return None
