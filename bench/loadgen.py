@@ -40,11 +40,11 @@ def request_body(stream: bool) -> bytes:
 
 
 class Target:
-    def __init__(self, name: str, base_url: str, api_key: str) -> None:
+    def __init__(self, name: str, base_url: str, api_key: str, extra_headers: dict[str, str] | None = None) -> None:
         self.name = name
         self.url = base_url + "/v1/chat/completions"
         self.sent = 0  # every request, warm-up included
-        self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
+        self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json", **(extra_headers or {})}
 
 
 
