@@ -7,7 +7,7 @@
 # The bench (bench/peers.py) starts both on loopback against its fake upstream.
 set -euo pipefail
 
-LITELLM_VERSION=1.109.1
+LITELLM_VERSION=1.90.7  # newer releases need certifi>=2026.10.19, not yet on the index
 PORTKEY_VERSION=1.15.2
 DIR=${RELAYGATE_BENCH_PEERS:-$HOME/.cache/relaygate-bench-peers}
 PYTHON=${PYTHON:-python3}

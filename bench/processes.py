@@ -37,7 +37,7 @@ class Placement:
             return f"not pinned ({len(self.available)} CPU(s) available)"
         shared = " (shared with the upstream)" if self.loadgen == self.upstream else ""
         return (
-            f"gateway/hello server on CPU {self.server}, fake upstream on CPU {self.upstream}, "
+            f"gateway, floor and peers (or hello server) on CPU {self.server}, fake upstream on CPU {self.upstream}, "
             f"load generator on CPU {self.loadgen}{shared}"
         )
 
