@@ -7,7 +7,9 @@ bench's fake upstream, with telemetry and every network fetch at start-up off:
 - ``litellm``: the LiteLLM proxy, one worker, a config with one model routed to the
   fake upstream as an OpenAI-compatible API (no database, no master key);
 - ``portkey``: Portkey's gateway (Node), told per request by its headers
-  (``x-portkey-provider``, ``x-portkey-custom-host``) to call the fake upstream.
+  (``x-portkey-provider``, ``x-portkey-custom-host``) to call the fake upstream
+  (127.0.0.1 is one of its default trusted custom hosts). Its ``start-server.js``
+  has no host option: it listens on every interface, but only loopback is used.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def start_peers(folder: Path, placement: Placement, tmp: Path, upstream: str, sa
         node = shutil.which("node") or "node"
         server = folder / "portkey/node_modules/@portkey-ai/gateway/build/start-server.js"
         say(args, f"peers: starting Portkey's gateway {installed.get('portkey')} ...")
-        child = Child("portkey", placement.command(placement.server, [node, str(server), "--port", str(port)]), tmp / "portkey.log", tmp, env)
+        child = Child("portkey", placement.command(placement.server, [node, str(server), f"--port={port}", "--headless"]), tmp / "portkey.log", tmp, env)
         headers = {"x-portkey-provider": "openai", "x-portkey-custom-host": f"{upstream}/v1"}
         started.append(("portkey", child, Target("portkey", f"http://127.0.0.1:{port}", UPSTREAM_KEY, headers)))
         wait_http(started[-1][2].url, child, timeout=60, method="POST", body=request_body(False), headers=started[-1][2].headers)
