@@ -302,7 +302,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 arms.append(Arm("floor", floor_target, "floor"))
                 arms.append(Arm("gateway", target, "gateway"))
                 if args.peers:
-                    from peers import start_peers
+                    from peers import start_peers, versions
+
+                    result["peer_versions"] = versions(Path(args.peers))
 
                     for name, child, peer_target in start_peers(Path(args.peers), placement, tmp, up_url, say, args):
                         children.append(child)

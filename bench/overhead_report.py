@@ -55,6 +55,8 @@ def print_table(result: dict[str, Any]) -> None:
           f"SQLite {m['sqlite']}, kernel {m['kernel']}, load average {m.get('load_average', '-')}")  # fmt: skip
     billing = "free model (no reservation)" if result["config"].get("free") else "priced model (reservation + settlement per request)"
     print(f"placement: {result['placement']}; fake upstream: {result['config']['chunks']} stream chunks; {billing}")
+    if "peer_versions" in result:
+        print("peers: " + ", ".join(f"{name} {version}" for name, version in result["peer_versions"].items()))
     header = (
         f"{'scenario':<10} {'arm':<16} {'ok':>7} {'err':>4} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
         f"{'+p50 ms':>8} {'+p99 ms':>8} {'+TTFB ms':>8} {'CPU ms/req':>10} {'× floor':>7} {'core %':>6}"
