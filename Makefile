@@ -7,7 +7,7 @@ PROJECTS := pyproject.toml adapters/openai/pyproject.toml adapters/anthropic/pyp
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: install browser postgres redis run test bench clean
+.PHONY: install browser postgres redis run test bench bench-peers clean
 
 install: $(STAMP)
 
@@ -47,6 +47,13 @@ test: install browser postgres redis
 
 bench: install
 	$(BIN)/python bench/overhead.py
+
+# not in CI: installs the LiteLLM proxy and Portkey's gateway (pinned) outside the
+# repository, then runs the same load through them beside Relaygate and the floor
+PEERS ?= $(HOME)/.cache/relaygate-bench-peers
+bench-peers: install
+	RELAYGATE_BENCH_PEERS=$(PEERS) PYTHON=$(BIN)/python bench/peers.sh
+	$(BIN)/python bench/overhead.py --peers $(PEERS)
 
 clean:
 	rm -rf $(VENV)

@@ -157,7 +157,7 @@ class Meter:
 
 
 
-def cpu_figures(meter: Meter, served: dict[str, int]) -> dict[str, Any]:
+def cpu_figures(meter: "Meter | Merged", served: dict[str, int]) -> dict[str, Any]:
     """CPU ms per request of each process (``served``: requests each one handled)."""
     out: dict[str, Any] = {}
     for name, seconds in meter.cpu.items():
@@ -178,3 +178,22 @@ def cpu_figures(meter: Meter, served: dict[str, int]) -> dict[str, Any]:
         out[f"{name}_thread_cpu_ms_per_req"] = {str(t): round(v * 1000 / count, 4) for t, v in sorted(threads.items())}
     return out
 
+
+
+class Merged:
+    """Several :class:`Meter` phases of one arm taken as one: CPU, time and threads
+    summed, steal at its worst, other processes' share weighted by time."""
+
+    def __init__(self, meters: list[Meter]) -> None:
+        self.pids = meters[0].pids
+        self.elapsed = sum(m.elapsed for m in meters)
+        self.cpu = {name: sum(m.cpu[name] for m in meters) for name in meters[0].cpu}
+        self.threads: dict[str, dict[int, float]] = {}
+        for m in meters:
+            for name, threads in m.threads.items():
+                into = self.threads.setdefault(name, {})
+                for tid, seconds in threads.items():
+                    into[tid] = into.get(tid, 0.0) + seconds
+        self.steal_pct = {cpu: max(m.steal_pct.get(cpu, 0.0) for m in meters) for cpu in meters[0].steal_pct}
+        self.foreign_pct = round(sum(m.foreign_pct * m.elapsed for m in meters) / self.elapsed, 1) if self.elapsed else 0.0
+        self.foreign_top = max(meters, key=lambda m: m.foreign_pct).foreign_top

@@ -8,6 +8,7 @@ import collections
 import math
 import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import aiohttp
@@ -39,11 +40,11 @@ def request_body(stream: bool) -> bytes:
 
 
 class Target:
-    def __init__(self, name: str, base_url: str, api_key: str) -> None:
+    def __init__(self, name: str, base_url: str, api_key: str, extra_headers: dict[str, str] | None = None) -> None:
         self.name = name
         self.url = base_url + "/v1/chat/completions"
         self.sent = 0  # every request, warm-up included
-        self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
+        self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json", **(extra_headers or {})}
 
 
 
@@ -155,7 +156,7 @@ def stats(rec: Recorder, elapsed: float) -> dict[str, Any]:
 
 
 
-def percentile(values: list[float], q: float) -> float | None:
+def percentile(values: Sequence[float], q: float) -> float | None:
     """Nearest-rank percentile of sorted ``values``."""
     if not values:
         return None

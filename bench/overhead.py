@@ -51,16 +51,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cpu import Meter, cpu_figures
-from loadgen import Budget, Recorder, Target, closed_loop, ms, new_session, one_request, percentile, request_body, stats
-from overhead_report import last_exception, log_problems, machine, print_table, targets, usage_log
+from arms import Arm, interleaved, rotated
+from cpu import Meter
+from loadgen import Recorder, Target, new_session, one_request, request_body
+from overhead_report import last_exception, log_problems, machine, print_table, target_checks, targets, usage_log
 from processes import Child, Placement, free_port, wait_http
 from profilers import Both, Perf, PySpy
 import pg_column
 from seeding import BENCH_PLUGINS, UPSTREAM_KEY, relaygate_command, seed
 
 HERE = Path(__file__).resolve().parent
-SCENARIOS = ("c1", "c50", "stream50", "floor")
+SCENARIOS = ("c1", "stream1", "c50", "stream50", "hello")
+DEFAULT_SCENARIOS = ("c1", "stream1", "c50", "stream50")
 
 
 # --- scenarios -------------------------------------------------------------------------
@@ -80,114 +82,67 @@ async def smoke(target: Target, child: Child) -> None:
                 )
 
 
-async def paired_c1(direct: Target, gateway: Target, args, pids: dict[str, int], duration: float | None = None, profile=None) -> dict[str, Any]:
-    """Concurrency 1: direct and gateway requests alternate (the order flips every
-    pair); the added latency is the median of the per-pair differences."""
-    body = request_body(False)
-    async with new_session(1) as ds, new_session(1) as gs:
-        warm = Budget(args.warmup, None)
-        while warm.take():
-            await one_request(ds, direct, body, False, None)
-            await one_request(gs, gateway, body, False, None)
-        drec, grec = Recorder(), Recorder()
-        diffs: list[int] = []
-        budget = Budget(duration or args.c1_duration, args.requests)
-        flip = False
-        if profile is not None:
-            profile.start()
-        with Meter(pids) as meter:
-            while budget.take():
-                if flip:
-                    g = await one_request(gs, gateway, body, False, grec)
-                    d = await one_request(ds, direct, body, False, drec)
-                else:
-                    d = await one_request(ds, direct, body, False, drec)
-                    g = await one_request(gs, gateway, body, False, grec)
-                flip = not flip
-                if d is not None and g is not None:
-                    diffs.append(g - d)
-        if profile is not None:
-            profile.stop()
-    d_stats = stats(drec, sum(drec.latencies) / 1e9)  # sequential: req/s = 1 / mean latency
-    g_stats = stats(grec, sum(grec.latencies) / 1e9)
-    diffs.sort()
-    served = {"gateway": grec.requests, "upstream": grec.requests + drec.requests, "loadgen": grec.requests + drec.requests}
-    return {
-        "scenario": "c1",
-        "title": "non-streaming, concurrency 1 (paired)",
-        "concurrency": 1,
-        "stream": False,
-        "direct": d_stats,
-        "gateway": g_stats,
-        "added_p50_ms": ms(percentile(diffs, 0.50)),
-        "added_p90_ms": ms(percentile(diffs, 0.90)),
-        "added_p99_ms": ms(percentile(diffs, 0.99)),
-        "added_method": "median (p90, p99) of per-pair differences gateway - direct, pairs alternating order",
-        "pairs": len(diffs),
-        "cpu": cpu_figures(meter, served),
-        "elapsed_s": round(meter.elapsed, 3),
-    }
+SCENARIO_TITLES = {
+    "c1": "non-streaming, concurrency 1 (arms take turns)",
+    "stream1": "streaming, concurrency 1 (arms take turns)",
+    "c50": "non-streaming, concurrency {c} (arms interleaved)",
+    "stream50": "streaming, concurrency {c} (arms interleaved)",
+}
 
 
-async def phase(target: Target, concurrency: int, stream: bool, args, pids: dict[str, int], served_by: tuple[str, ...], profile=None) -> tuple[dict, dict]:
-    body = request_body(stream)
-    async with new_session(concurrency) as session:
-        await closed_loop(session, target, body, stream, concurrency, Budget(args.warmup, None), None)
-        rec = Recorder()
-        budget = Budget(args.duration, args.requests)
-        if profile is not None:
-            profile.start()
-        with Meter(pids) as meter:
-            await closed_loop(session, target, body, stream, concurrency, budget, rec)
-        if profile is not None:
-            profile.stop()
-    served = {name: rec.requests for name in served_by}
-    served["loadgen"] = rec.requests
-    return stats(rec, meter.elapsed), cpu_figures(meter, served)
-
-
-async def compare(scenario: str, title: str, direct: Target, gateway: Target, concurrency: int, stream: bool, args, pids, profile=None) -> dict[str, Any]:
-    """Direct phase, then gateway phase; added latency as the difference of percentiles."""
-    d_stats, d_cpu = await phase(direct, concurrency, stream, args, pids, ("upstream",))
-    g_stats, g_cpu = await phase(gateway, concurrency, stream, args, pids, ("gateway", "upstream"), profile)
-
-    def diff(key: str) -> float | None:
-        a, b = g_stats.get(key), d_stats.get(key)
-        return None if a is None or b is None else round(a - b, 3)
-
-    return {
-        "scenario": scenario,
-        "title": title,
-        "concurrency": concurrency,
+def scenario(name: str, arms_out: dict[str, dict[str, Any]], args) -> dict[str, Any]:
+    """One scenario's record. ``arms`` holds every arm's figures; the older keys
+    (``direct``, ``gateway``, ``cpu``, ``direct_cpu``, ``added_*``) stay for scripts."""
+    stream = name.startswith("stream")
+    out: dict[str, Any] = {
+        "scenario": name,
+        "title": SCENARIO_TITLES[name].format(c=args.concurrency),
+        "concurrency": 1 if name.endswith("1") else args.concurrency,
         "stream": stream,
-        "direct": d_stats,
-        "gateway": g_stats,
-        "added_p50_ms": diff("p50_ms"),
-        "added_p99_ms": diff("p99_ms"),
-        "added_method": "difference of percentiles: gateway phase p50 (p99) - direct phase p50 (p99), phases run one after the other",
-        "direct_cpu": d_cpu,
-        "cpu": g_cpu,
+        "arms": arms_out,
+        "direct": arms_out["direct"],
+        "direct_cpu": arms_out["direct"]["cpu"],
     }
+    gateway, floor_ = arms_out.get("gateway"), arms_out.get("floor")
+    if gateway is not None:
+        out["gateway"] = gateway
+        out["cpu"] = gateway["cpu"]
+        for key in ("added_p50_ms", "added_p99_ms", "added_first_byte_p50_ms"):
+            if key in gateway:
+                out[key] = gateway[key]
+    if floor_ is not None:
+        out["ratios_to_floor"] = {
+            arm: {
+                "cpu_ms_per_req": ratio(v.get("cpu_ms_per_req"), floor_.get("cpu_ms_per_req")),
+                "rps": ratio(v.get("rps"), floor_.get("rps")),
+            }
+            for arm, v in arms_out.items()
+            if arm not in ("direct", "floor")
+        }
+    return out
 
 
-async def floor(name: str, argv: list[str], placement: Placement, tmp: Path, args, pids: dict[str, int], direct: Target | None = None) -> dict[str, Any]:
+def ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else round(a / b, 2)
+
+
+async def hello_floor(name: str, argv: list[str], placement: Placement, tmp: Path, args, pids: dict[str, int], direct: Target) -> dict[str, Any]:
+    """A hello-world ASGI app on hypercorn: what the server alone costs (scenario ``hello``)."""
     port = free_port()
     child = Child(name, placement.command(placement.server, [*argv, "--port", str(port)]), tmp / f"{name}.log", HERE)
     try:
         url = f"http://127.0.0.1:{port}"
         wait_http(url + "/v1/chat/completions", child, method="POST", body=request_body(False))
-        target = Target(name, url, "unused")
         watched = {**pids, "server": child.pid}
-        s, c = await phase(target, args.concurrency, False, args, watched, ("server",))
-        out = {"scenario": "floor", "title": name, "concurrency": args.concurrency, "stream": False, "server": s, "cpu": c}
-        if direct is not None:  # the added latency of one more hypercorn hop that does nothing
-            paired = await paired_c1(direct, target, args, {"gateway": child.pid, "upstream": pids["upstream"]}, min(args.c1_duration, 4.0))
-            out["c1_added_p50_ms"] = paired["added_p50_ms"]
-            out["c1_added_p99_ms"] = paired["added_p99_ms"]
-            out["c1_p50_ms"] = paired["gateway"]["p50_ms"]
-            out["c1_direct_p50_ms"] = paired["direct"]["p50_ms"]
-            out["c1_cpu_ms_per_req"] = paired["cpu"]["gateway_cpu_ms_per_req"]
-        return out
+        arms = [Arm("direct", direct, "upstream"), Arm("server", Target(name, url, "unused"), "server")]
+        at50 = await interleaved(arms, args.concurrency, False, args, watched)
+        at1 = await rotated(arms, False, args, watched, min(args.c1_duration, 4.0))
+        s, c1 = at50["server"], at1["server"]
+        return {
+            "scenario": "hello", "title": name, "concurrency": args.concurrency, "stream": False, "server": s, "cpu": s["cpu"],
+            "c1_added_p50_ms": c1["added_p50_ms"], "c1_added_p99_ms": c1["added_p99_ms"],
+            "c1_p50_ms": c1["p50_ms"], "c1_cpu_ms_per_req": c1["cpu_ms_per_req"],
+        }  # fmt: skip
     finally:
         child.stop()
 
@@ -210,21 +165,27 @@ def move_other_threads(pid: int, core: int) -> int:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Relaygate gateway overhead benchmark (see the module docstring).")
-    p.add_argument("--duration", type=float, default=8.0, help="seconds per measured phase at concurrency 50 (default 8)")
-    p.add_argument("--c1-duration", type=float, default=10.0, help="seconds of paired requests at concurrency 1 (default 10)")
-    p.add_argument("--requests", type=int, help="requests per phase (pairs at c1) instead of a duration")
+    p.add_argument("--duration", type=float, default=6.0, help="measured seconds per arm at concurrency 50, split in --rounds slices (default 6)")
+    p.add_argument("--rounds", type=int, default=2, help="slices per arm at concurrency 50, the arms' order reversed every slice (default 2)")
+    p.add_argument("--c1-duration", type=float, default=6.0, help="seconds of turn-taking requests at concurrency 1, each of c1 and stream1 (default 6)")
+    p.add_argument("--requests", type=int, help="requests per arm and phase (rounds at c1) instead of a duration")
     p.add_argument("--idle", type=float, default=2.0, help="seconds to measure the idle gateway's CPU before the load (default 2)")
     p.add_argument("--warmup", type=float, default=1.0, help="seconds of unmeasured load before each phase (default 1)")
     p.add_argument("--concurrency", type=int, default=50, help="concurrency of the c50, stream50 and floor phases (default 50)")
     p.add_argument("--chunks", type=int, default=20, help="data: chunks per upstream stream before [DONE] (default 20)")
-    p.add_argument("--scenarios", default=",".join(SCENARIOS), help=f"comma-separated subset of {','.join(SCENARIOS)}")
+    p.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
+                   help=f"comma-separated subset of {','.join(SCENARIOS)} (default {','.join(DEFAULT_SCENARIOS)})")
+    p.add_argument("--peers", metavar="DIR", help="also run the load through the peer gateways installed in DIR by bench/peers.sh")
+    p.add_argument("--soak", type=float, metavar="SECONDS", help="instead of the scenarios: mixed load through the gateway for SECONDS, "
+                   "reporting its RSS and CPU per request over time (bench/soak.py)")
+    p.add_argument("--soak-concurrency", type=int, default=8, help="concurrency of the soak load (default 8)")
     p.add_argument("--plugins", metavar="FILE", help='plugins.toml for the gateway (default: one with load = ["openai"])')
     p.add_argument("--free", action="store_true", help="make the model free (no balance reservation or settlement per request)")
     p.add_argument("--workers", type=int, default=1, help="relaygate serve --workers (default 1)")
     p.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
     p.add_argument("--json", action="store_true", help="print the results as JSON (and nothing else on stdout)")
     p.add_argument("--profile", metavar="FILE", help="py-spy the gateway during the --profile-phase gateway phase into FILE (raw collapsed stacks)")
-    p.add_argument("--profile-phase", choices=("c1", "c50", "stream50"), default="c50", help="the phase --profile records (default c50)")
+    p.add_argument("--profile-phase", choices=("c1", "stream1", "c50", "stream50"), default="c50", help="the phase --profile records (default c50)")
     p.add_argument("--profile-rate", type=int, default=250, help="py-spy samples per second (default 250)")
     p.add_argument("--profile-native", action="store_true", help="py-spy --native: C frames too; pauses the gateway at each sample and counts waiting threads, so only for a look, not figures")
     p.add_argument("--profile-split-threads", action="store_true",
@@ -289,7 +250,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         wait_http(up_url + "/v1/chat/completions", upstream, method="POST", body=request_body(False))
         pids = {"upstream": upstream.pid}
         direct = Target("direct", up_url, UPSTREAM_KEY)
-        if set(args.scenarios) - {"floor"}:
+        if set(args.scenarios) - {"hello"} or args.soak:
             say(args, f"seeding {db} through the relaygate CLI ...")
             if args.plugins:
                 plugins = Path(args.plugins).resolve()
@@ -324,32 +285,56 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             with Meter(pids) as idle:
                 await asyncio.sleep(args.idle)
             result["gateway_idle_cpu_ms_per_s"] = round(idle.cpu["gateway"] * 1000 / idle.elapsed, 3)
+            if args.soak:
+                from soak import soak
 
-            def profiler(name: str) -> Both | None:
-                if not (args.profile or args.perf) or args.profile_phase != name:
-                    return None
-                if args.profile_split_threads and placement.upstream is not None:
-                    moved = move_other_threads(gateway.pid, placement.upstream)
-                    say(args, f"profile: {moved} gateway thread(s) besides the event loop moved to CPU {placement.upstream}")
-                return Both(
-                    PySpy(gateway.pid, Path(args.profile), args.profile_rate, placement.upstream, args.workers > 1, placement, args.profile_native)
-                    if args.profile else None,
-                    Perf(gateway.pid, Path(args.perf), placement.upstream, placement) if args.perf else None,
-                )
+                result["soak"] = await soak(target, gateway.pid, args, say)
+            else:
+                arms = [Arm("direct", direct, "upstream")]
+                fl_port = free_port()
+                floor_child = Child("bare proxy", placement.command(placement.server, [
+                    sys.executable, str(HERE / "bare_proxy.py"), "--port", str(fl_port), "--upstream", up_url,
+                ]), tmp / "bare_proxy.log", HERE)  # fmt: skip
+                children.append(floor_child)
+                floor_target = Target("floor", f"http://127.0.0.1:{fl_port}", UPSTREAM_KEY)
+                wait_http(floor_target.url, floor_child, method="POST", body=request_body(False))
+                pids["floor"] = floor_child.pid
+                arms.append(Arm("floor", floor_target, "floor"))
+                arms.append(Arm("gateway", target, "gateway"))
+                if args.peers:
+                    from peers import start_peers, versions
 
-            if "c1" in args.scenarios:
-                say(args, "c1: non-streaming, concurrency 1, paired ...")
-                result["scenarios"].append(await paired_c1(direct, target, args, pids, profile=profiler("c1")))
-            if "c50" in args.scenarios:
-                say(args, f"c50: non-streaming, concurrency {args.concurrency} ...")
-                result["scenarios"].append(await compare(
-                    "c50", f"non-streaming, concurrency {args.concurrency}", direct, target, args.concurrency, False, args, pids, profiler("c50")
-                ))  # fmt: skip
-            if "stream50" in args.scenarios:
-                say(args, f"stream50: streaming ({args.chunks} chunks), concurrency {args.concurrency} ...")
-                result["scenarios"].append(await compare(
-                    "stream50", f"streaming, concurrency {args.concurrency}", direct, target, args.concurrency, True, args, pids, profiler("stream50")
-                ))  # fmt: skip
+                    result["peer_versions"] = versions(Path(args.peers))
+
+                    for name, child, peer_target in start_peers(Path(args.peers), placement, tmp, up_url, say, args):
+                        children.append(child)
+                        pids[name] = child.pid
+                        arms.append(Arm(name, peer_target, name))
+                    result["peers"] = {arm.name: arm.target.url for arm in arms[3:]}
+
+                def profiler(name: str) -> Both | None:
+                    if not (args.profile or args.perf) or args.profile_phase != name:
+                        return None
+                    if args.profile_split_threads and placement.upstream is not None:
+                        moved = move_other_threads(gateway.pid, placement.upstream)
+                        say(args, f"profile: {moved} gateway thread(s) besides the event loop moved to CPU {placement.upstream}")
+                    return Both(
+                        PySpy(gateway.pid, Path(args.profile), args.profile_rate, placement.upstream, args.workers > 1, placement, args.profile_native)
+                        if args.profile else None,
+                        Perf(gateway.pid, Path(args.perf), placement.upstream, placement) if args.perf else None,
+                    )
+
+                names = ", ".join(arm.name for arm in arms)
+                for name in ("c1", "stream1", "c50", "stream50"):
+                    if name not in args.scenarios:
+                        continue
+                    say(args, f"{name}: {SCENARIO_TITLES[name].format(c=args.concurrency)}: {names} ...")
+                    stream = name.startswith("stream")
+                    if name.endswith("1"):
+                        got = await rotated(arms, stream, args, pids, args.c1_duration, profiler(name))
+                    else:
+                        got = await interleaved(arms, args.concurrency, stream, args, pids, profiler(name))
+                    result["scenarios"].append(scenario(name, got, args))
             gateway_sent = target.sent
             still_up = gateway.alive()
             status = gateway.stop()
@@ -360,11 +345,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 result["gateway_log_problems"] = [f"the gateway exited with status {status} on SIGTERM"]
             result.setdefault("gateway_log_problems", []).extend(log_problems(tmp / "gateway.log"))
             result["usage_log"] = await pg_column.usage_log(served_db, gateway_sent) if args.postgres else usage_log(db, gateway_sent)
-        if "floor" in args.scenarios:
-            say(args, f"floor: hello-world ASGI on hypercorn + uvloop, concurrency {args.concurrency} ...")
+        if "hello" in args.scenarios and not args.soak:
+            say(args, f"hello: hello-world ASGI on hypercorn + uvloop, concurrency {args.concurrency} ...")
             hello = [sys.executable, str(HERE / "hello_app.py")]
-            result["scenarios"].append(await floor("hypercorn hello", hello, placement, tmp, args, pids, direct))
-            result["scenarios"].append(await floor("+ starlette", [*hello, "--starlette"], placement, tmp, args, pids, direct))
+            pids = {"upstream": upstream.pid}
+            result["scenarios"].append(await hello_floor("hypercorn hello", hello, placement, tmp, args, pids, direct))
+            result["scenarios"].append(await hello_floor("+ starlette", [*hello, "--starlette"], placement, tmp, args, pids, direct))
     finally:
         for child in reversed(children):
             child.stop()
@@ -374,6 +360,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             say(args, f"kept {tmp}")
         else:
             shutil.rmtree(tmp, ignore_errors=True)
+    result["target_checks"] = target_checks(result)
     result["targets"] = targets(result)
     return result
 
@@ -388,6 +375,13 @@ def main(argv: list[str] | None = None) -> int:
         result = asyncio.run(run(args))
     if args.json:
         print(json.dumps(result, indent=2))
+    elif args.soak:
+        from soak import print_soak
+
+        print_soak(result)
+        print_table_tail = result.get("usage_log")
+        if print_table_tail:
+            print(f"usage log: {print_table_tail['rows']} rows for {print_table_tail['gateway_requests']} gateway requests sent")
     else:
         print_table(result)
     by = {s["scenario"]: s for s in result["scenarios"]}
@@ -402,9 +396,9 @@ def main(argv: list[str] | None = None) -> int:
 
         text = perf_report(Path(args.perf), by[args.profile_phase]["cpu"]["gateway_cpu_ms_per_req"])
         print(text, file=sys.stderr if args.json else sys.stdout)
-    errors = sum(
-        s[side]["errors"] for s in result["scenarios"] for side in ("direct", "gateway", "server") if side in s
-    )
+    ours = ("direct", "floor", "gateway", "server")  # a peer's errors are shown, not ours to fail on
+    errors = sum(v["errors"] for s in result["scenarios"] for k, v in s.get("arms", {"server": s.get("server")}).items() if v and k in ours)
+    errors += (result.get("soak") or {}).get("errors", 0)
     usage = result.get("usage_log")
     return 1 if errors or (usage and not usage.get("complete")) else 0
 

@@ -29,6 +29,7 @@ def machine() -> dict[str, Any]:
         except importlib.metadata.PackageNotFoundError:
             versions[dist] = None
     return {
+        "load_average": " ".join(f"{v:.2f}" for v in os.getloadavg()),
         "nproc": os.cpu_count(),
         "cpu_model": model,
         "python": platform.python_version(),
@@ -51,83 +52,71 @@ def fmt(value: Any, digits: int = 2) -> str:
 def print_table(result: dict[str, Any]) -> None:
     m = result["machine"]
     print(f"\nRelaygate gateway overhead — {m['cpu_model']}, nproc {m['nproc']}, Python {m['python']}, "
-          f"SQLite {m['sqlite']}, kernel {m['kernel']}")  # fmt: skip
+          f"SQLite {m['sqlite']}, kernel {m['kernel']}, load average {m.get('load_average', '-')}")  # fmt: skip
     billing = "free model (no reservation)" if result["config"].get("free") else "priced model (reservation + settlement per request)"
     print(f"placement: {result['placement']}; fake upstream: {result['config']['chunks']} stream chunks; {billing}")
+    if "peer_versions" in result:
+        print("peers: " + ", ".join(f"{name} {version}" for name, version in result["peer_versions"].items()))
     header = (
-        f"{'scenario':<10} {'target':<15} {'ok':>7} {'err':>4} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
-        f"{'+p50 ms':>8} {'+p99 ms':>8} {'rps ratio':>9} {'p50 ratio':>9} {'CPU ms/req':>10} {'core %':>6}"
+        f"{'scenario':<10} {'arm':<16} {'ok':>7} {'err':>4} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
+        f"{'+p50 ms':>8} {'+p99 ms':>8} {'+TTFB ms':>8} {'CPU ms/req':>10} {'× floor':>7} {'core %':>6}"
     )
     print(header)
     print("-" * len(header))
     for s in result["scenarios"]:
-        if s["scenario"] == "floor":
+        if s["scenario"] == "hello":
             v, c = s["server"], s["cpu"]
             print(
-                f"{'floor':<10} {s['title']:<15} {v['ok']:>7} {v['errors']:>4} {fmt(v['rps'], 0):>8} {fmt(v['p50_ms']):>7} "
-                f"{fmt(v['p99_ms']):>7} {'':>8} {'':>8} {'':>9} {'':>9} {fmt(c['server_cpu_ms_per_req'], 3):>10} {fmt(c['server_busy_pct'], 0):>6}"
+                f"{'hello':<10} {s['title']:<16} {v['ok']:>7} {v['errors']:>4} {fmt(v['rps'], 0):>8} {fmt(v['p50_ms']):>7} "
+                f"{fmt(v['p99_ms']):>7} {fmt(v.get('added_p50_ms')):>8} {'':>8} {'':>8} {fmt(v['cpu_ms_per_req'], 3):>10} {'':>7} {fmt(v['busy_pct'], 0):>6}"
             )
-            if "c1_added_p50_ms" in s:
-                print(
-                    f"{'':<10} {'  at c1':<15} {'':>7} {'':>4} {'':>8} {fmt(s['c1_p50_ms']):>7} {'':>7} {fmt(s['c1_added_p50_ms']):>8} "
-                    f"{fmt(s['c1_added_p99_ms']):>8} {'':>9} {'':>9} {fmt(s['c1_cpu_ms_per_req'], 3):>10}"
-                )
+            print(f"{'':<10} {'  at c1':<16} {'':>7} {'':>4} {'':>8} {fmt(s['c1_p50_ms']):>7} {'':>7} {fmt(s['c1_added_p50_ms']):>8} "
+                  f"{fmt(s['c1_added_p99_ms']):>8} {'':>8} {fmt(s['c1_cpu_ms_per_req'], 3):>10}")  # fmt: skip
             continue
-        d, g, c = s["direct"], s["gateway"], s["cpu"]
-        up = (s.get("direct_cpu") or c).get("upstream_cpu_ms_per_req")
-        rps_ratio = g["rps"] / d["rps"] if d["rps"] else None
-        p50_ratio = g["p50_ms"] / d["p50_ms"] if d["p50_ms"] and g["p50_ms"] else None
-        up_busy = (s.get("direct_cpu") or {}).get("upstream_busy_pct")
-        print(
-            f"{s['scenario']:<10} {'direct':<15} {d['ok']:>7} {d['errors']:>4} {fmt(d['rps'], 0):>8} {fmt(d['p50_ms']):>7} {fmt(d['p99_ms']):>7} "
-            f"{'':>8} {'':>8} {'':>9} {'':>9} {fmt(up, 3):>10} {fmt(up_busy, 0):>6}"
-        )
-        print(
-            f"{'':<10} {'gateway':<15} {g['ok']:>7} {g['errors']:>4} {fmt(g['rps'], 0):>8} {fmt(g['p50_ms']):>7} {fmt(g['p99_ms']):>7} "
-            f"{fmt(s['added_p50_ms']):>8} {fmt(s['added_p99_ms']):>8} {fmt(rps_ratio):>9} {fmt(p50_ratio):>9} "
-            f"{fmt(c['gateway_cpu_ms_per_req'], 3):>10} {fmt(c['gateway_busy_pct'], 0):>6}"
-        )
-        if s["stream"]:
-            print(f"{'':<10} {'  first byte':<15} {'':>7} {'':>4} {'':>8} {fmt(d.get('first_byte_p50_ms')):>7} direct / "
-                  f"{fmt(g.get('first_byte_p50_ms'))} gateway p50 ms")  # fmt: skip
+        ratios = s.get("ratios_to_floor", {})
+        for i, (arm, v) in enumerate(s["arms"].items()):
+            times = (ratios.get(arm) or {}).get("cpu_ms_per_req")
+            busy = v["busy_pct"] if s["concurrency"] > 1 else None
+            print(
+                f"{s['scenario'] if i == 0 else '':<10} {arm:<16} {v['ok']:>7} {v['errors']:>4} {fmt(v['rps'], 0):>8} {fmt(v['p50_ms']):>7} "
+                f"{fmt(v['p99_ms']):>7} {fmt(v.get('added_p50_ms')):>8} {fmt(v.get('added_p99_ms')):>8} "
+                f"{fmt(v.get('added_first_byte_p50_ms')):>8} {fmt(v['cpu_ms_per_req'], 3):>10} {fmt(times):>7} {fmt(busy, 0):>6}"
+            )
     print()
-    print("CPU ms/req: direct rows = the fake upstream's CPU per request; gateway rows = the gateway's")
-    print("(every thread, from /proc) per request served; floor rows = the hello server's. core % = that process's busy share of one CPU.")
-    print("+p50/+p99: c1 = median/p99 of paired differences (direct and gateway requests alternated);")
-    print("           c50/stream50 = gateway-phase percentile minus direct-phase percentile.")
-    print("req/s at c1 = 1 / mean latency (requests are sequential). ratios = gateway / direct.")
-    print("floor 'at c1' rows: the hello server alternated with the fake upstream (a hop that does nothing, vs raw asyncio).")
+    print("arms: direct = the fake upstream itself; floor = bench/bare_proxy.py (Starlette on the same hypercorn, one shared")
+    print("aiohttp session, forwards the body); gateway = relaygate serve. Floor, gateway and peers run on the same CPU.")
+    print("CPU ms/req: the arm's process (every thread and child, from /proc) per request it served; direct = the fake upstream's.")
+    print("× floor = CPU ms/req over the floor's in the same scenario. core % = that process's busy share of one CPU.")
+    print("+p50/+p99/+TTFB (time to first byte): at c1 the arms take turns (order rotating), medians of per-round")
+    print("differences from direct; at c50 the arms run in interleaved slices, percentile differences from direct.")
+    print("req/s at c1 = 1 / mean latency (requests are sequential).")
     for s in result["scenarios"]:
         stores = [f"{name} {s['cpu'][f'{name}_cpu_ms_per_req']:.3f}" for name in ("postgres", "redis") if s.get("cpu", {}).get(f"{name}_cpu_ms_per_req") is not None]
         if stores:
             print(f"{s['scenario']}: CPU ms per gateway request of the stores: {', '.join(stores)}")
     for s in result["scenarios"]:
-        for side in ("direct", "gateway", "server"):
-            v = s.get(side)
+        for arm, v in s.get("arms", {"server": s.get("server")}).items():
             if v and v["errors"]:
-                print(f"ERRORS {s['scenario']} {side}: {v['errors']} — {v['error_kinds']}")
-    steals = [
-        f"{s['scenario'] if s['scenario'] != 'floor' else s['title']}: {max(c.get('steal_pct_by_cpu', {}).values(), default=0):g}%"
+                print(f"ERRORS {s['scenario']} {arm}: {v['errors']} — {v['error_kinds']}")
+    cpus = [
+        (f"{s['scenario'] if s['scenario'] != 'hello' else s['title']} {arm}", v["cpu"])
         for s in result["scenarios"]
-        for c in (s["cpu"], s.get("direct_cpu") or {})
-        if c and max(c.get("steal_pct_by_cpu", {}).values(), default=0) >= 1
+        for arm, v in s.get("arms", {"server": s.get("server")}).items()
+        if v and "cpu" in v
     ]
+    steals = [f"{name}: {max(c.get('steal_pct_by_cpu', {}).values(), default=0):g}%" for name, c in cpus if max(c.get("steal_pct_by_cpu", {}).values(), default=0) >= 1]
     if steals:
         print("hypervisor steal time (max over CPUs) during phases: " + ", ".join(steals))
-    foreign = [
-        (f"{s['scenario'] if s['scenario'] != 'floor' else s['title']}{'' if c is s['cpu'] else ' direct'}", c)
-        for s in result["scenarios"]
-        for c in (s["cpu"], s.get("direct_cpu"))
-        if c
-    ]
-    worst = max((c.get("foreign_cpu_pct", 0) for _, c in foreign), default=0)
+    worst = max((c.get("foreign_cpu_pct", 0) for _, c in cpus), default=0)
     print(f"other processes' CPU during the phases: at most {worst:g}% of one CPU" + (" — THE MACHINE WAS BUSY, figures are not clean:" if worst >= 5 else ""))
-    for name, c in foreign:
-        if c.get("foreign_cpu_pct", 0) >= 5:
+    seen = set()
+    for name, c in cpus:
+        if c.get("foreign_cpu_pct", 0) >= 5 and id(c) not in seen:
+            seen.add(id(c))
             top = ", ".join(f"{n} {v:g}%" for n, v in c.get("foreign_cpu_top_pct", {}).items())
             print(f"    {name}: {c['foreign_cpu_pct']:g}% ({top})")
     for s in result["scenarios"]:
-        c = s["cpu"]
+        c = s.get("cpu") or {}
         if "gateway_main_thread_cpu_ms_per_req" in c:
             print(
                 f"gateway CPU ms/req by thread, {s['scenario']}: event loop {c['gateway_main_thread_cpu_ms_per_req']:.3f}, "
@@ -146,20 +135,41 @@ def print_table(result: dict[str, Any]) -> None:
         print(f"target: {verdict}")
 
 
+def _check(name: str, value: float | None, limit: float | None, unit: str, rule: str) -> dict[str, Any]:
+    met = value is not None and limit is not None and value <= limit
+    return {"target": name, "value": value, "limit": None if limit is None else round(limit, 3), "unit": unit, "rule": rule, "met": met}
 
-def targets(result: dict[str, Any]) -> list[str]:
+
+def target_checks(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets against the floor measured in the same run."""
+    by = {s["scenario"]: s["arms"] for s in result["scenarios"] if "arms" in s}
     out = []
-    by = {s["scenario"]: s for s in result["scenarios"]}
-    if "c1" in by:
-        v = by["c1"]["added_p50_ms"]
-        out.append(f"p50 added latency at concurrency 1 = {fmt(v, 3)} ms (target <= 1 ms): {'MET' if v is not None and v <= 1 else 'MISSED'}")
-    for name in ("c50", "c1"):
-        if name in by:
-            v = by[name]["cpu"]["gateway_cpu_ms_per_req"]
-            out.append(f"gateway CPU per non-streaming request ({name}) = {fmt(v, 3)} ms (target <= 1 ms): {'MET' if v is not None and v <= 1 else 'MISSED'}")
-            break
+
+    def gateway_and_floor(scenario: str, key: str) -> tuple[float | None, float | None] | None:
+        arms = by.get(scenario)
+        if not arms or "gateway" not in arms or "floor" not in arms:
+            return None
+        return arms["gateway"].get(key), arms["floor"].get(key)
+
+    for scenario, what in (("c50", "CPU per non-streaming request at c50"), ("stream50", "CPU per stream at c50")):
+        pair = gateway_and_floor(scenario, "cpu_ms_per_req")
+        if pair:
+            out.append(_check(what, pair[0], None if pair[1] is None else 1.3 * pair[1], "ms", "<= 1.3 x floor"))
+    for scenario, key, what, margin in (
+        ("c1", "added_p50_ms", "p50 added latency at c1", 0.3),
+        ("stream1", "added_first_byte_p50_ms", "time to first token added at c1", 0.5),
+    ):
+        pair = gateway_and_floor(scenario, key)
+        if pair:
+            out.append(_check(what, pair[0], None if pair[1] is None else pair[1] + margin, "ms", f"<= floor + {margin} ms"))
     return out
 
+
+def targets(result: dict[str, Any]) -> list[str]:
+    return [
+        f"{c['target']} = {fmt(c['value'], 3)} {c['unit']} (target {c['rule']} = {fmt(c['limit'], 3)}): {'MET' if c['met'] else 'MISSED'}"
+        for c in result.get("target_checks", [])
+    ]
 
 
 def usage_log(db: Path, sent: int) -> dict[str, Any] | None:

@@ -37,7 +37,7 @@ class Placement:
             return f"not pinned ({len(self.available)} CPU(s) available)"
         shared = " (shared with the upstream)" if self.loadgen == self.upstream else ""
         return (
-            f"gateway/hello server on CPU {self.server}, fake upstream on CPU {self.upstream}, "
+            f"gateway, floor and peers (or hello server) on CPU {self.server}, fake upstream on CPU {self.upstream}, "
             f"load generator on CPU {self.loadgen}{shared}"
         )
 
@@ -77,13 +77,13 @@ class Child:
             return ""
 
 
-def wait_http(url: str, child: Child, timeout: float = 30.0, method: str = "GET", body: bytes | None = None) -> None:
+def wait_http(url: str, child: Child, timeout: float = 30.0, method: str = "GET", body: bytes | None = None, headers: dict[str, str] | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not child.alive():
             raise RuntimeError(f"{child.name} exited with status {child.process.returncode}:\n{child.tail()}")
         try:
-            request = urllib.request.Request(url, data=body, method=method, headers={"Content-Type": "application/json"})
+            request = urllib.request.Request(url, data=body, method=method, headers=headers or {"Content-Type": "application/json"})
             with urllib.request.urlopen(request, timeout=2) as response:
                 if response.status == 200:
                     return

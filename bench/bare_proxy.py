@@ -1,0 +1,67 @@
+"""The floor: a bare proxy, the least a Python gateway on the gateway's server can do.
+
+``python bench/bare_proxy.py --port 9003 --upstream http://127.0.0.1:9001`` serves
+``POST /v1/chat/completions`` through Starlette on hypercorn + uvloop (configured as
+``gateway_core.server`` configures it, see ``hello_app.serve``) and forwards the body
+and the ``Authorization`` header with one shared aiohttp session to the upstream; a
+stream is relayed chunk by chunk as it arrives. No key check, no policies, no billing,
+no log: ``make bench`` runs it beside the gateway so that each figure has a floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+
+import aiohttp
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from hello_app import serve
+
+
+def bare_proxy(upstream: str) -> Starlette:
+    session: list[aiohttp.ClientSession] = []
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        session.append(aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)))
+        yield
+        await session[0].close()
+
+    async def forward(request: Request) -> Response:
+        headers = {"Authorization": request.headers.get("authorization", ""), "Content-Type": "application/json"}
+        answer = await session[0].post(upstream + request.url.path, data=await request.body(), headers=headers)
+        kind = answer.headers.get("Content-Type", "application/json")
+        if not kind.startswith("text/event-stream"):
+            return Response(await answer.read(), answer.status, media_type=kind)
+
+        async def relay():
+            try:
+                async for chunk in answer.content.iter_any():
+                    yield chunk
+            finally:
+                answer.release()
+
+        return StreamingResponse(relay(), answer.status, media_type=kind)
+
+    return Starlette(routes=[Route("/v1/chat/completions", forward, methods=["POST"])], lifespan=lifespan)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--upstream", required=True, help="the fake upstream's base URL, e.g. http://127.0.0.1:9001")
+    args = parser.parse_args(argv)
+    import uvloop
+
+    uvloop.run(serve(bare_proxy(args.upstream.rstrip("/")), args.host, args.port))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
