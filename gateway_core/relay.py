@@ -39,7 +39,7 @@ from .settlement import settle
 from .stream_contract import StreamContract
 from .tally import StreamTally
 from .tracing import upstream_trace_headers
-from .uploads import Upload, discard_unread
+from .uploads import Upload
 
 log = structlog.get_logger("relaygate.request")
 
@@ -65,17 +65,16 @@ class ProtocolEndpoint:
             headers=headers, endpoint=self.route.endpoint,
         )
         services.metrics.started()
-        upload: Upload | None = None
         try:
             query = QueryParams(scope["query_string"])
             ctx.secret = self.protocol.read_key(headers, query)
             path_params, limit = scope.get("path_params", {}), self.route.max_body_bytes or services.config.max_body_bytes
             if self.route.stream_body:  # an upload: only its head is read here, the channel streams the rest
-                upload = Upload.open(scope, receive, limit)
+                upload: Upload = Upload.open(scope, receive, limit, services.config.body_timeout)
                 call = await self.protocol.parse_upload(self.route, upload, headers, query, path_params)
                 ctx.body_size = upload.text_size
             else:
-                body = await read_body(scope, receive, limit)
+                body = await read_body(scope, receive, limit, services.config.body_timeout)
                 ctx.body_size = len(body)
                 call = self.protocol.parse(self.route, body, headers, query, path_params)
             ctx.call = call
@@ -86,9 +85,7 @@ class ProtocolEndpoint:
                 await self._respond(ctx, send, DONE, payload, JSON_TYPE)
             else:
                 await self._relay(ctx, call, receive, send)
-        except GatewayError as error:
-            if self.route.stream_body:  # the client may still be sending: answered on unread bytes, its connection resets
-                await discard_unread(upload, receive)
+        except GatewayError as error:  # on a body not read to its end, the answer closes the connection (app.py)
             await self._fail(ctx, send, error)
         except ClientGone:
             await settle(ctx, CLIENT_GONE, services)
@@ -101,8 +98,6 @@ class ProtocolEndpoint:
         except Exception:
             log.exception("request failed", path=scope.get("path"))
             internal = InternalError(f"The gateway failed to handle the request (request id: {ctx.request_id}).")
-            if self.route.stream_body:
-                await discard_unread(upload, receive)
             await self._fail(ctx, send, internal)
 
     # --- answering -----------------------------------------------------------
