@@ -22,7 +22,7 @@ from starlette.datastructures import Headers, QueryParams
 
 from . import endpoints
 from .asgi import ClientGone, encode_headers, read_body, send_body, stream_headers
-from .channel_type import Exchange, JsonReply, StreamReply, Target
+from .channel_type import AnswerLimits, Exchange, JsonReply, StreamReply, Target
 from .client_protocol import Call, ClientProtocol, RouteSpec, StreamWriter
 from .context import RequestContext
 from .disconnect import DisconnectWatch
@@ -56,6 +56,7 @@ class ProtocolEndpoint:
         self.services = services
         self.protocol = protocol
         self.route = route
+        self.limits = AnswerLimits(services.config.max_answer_bytes, services.config.max_frame_bytes)
 
     async def __call__(self, scope, receive, send) -> None:
         services = self.services
@@ -167,6 +168,7 @@ class ProtocolEndpoint:
                     timeouts=plan.timeouts(lease),
                     request_id=ctx.request_id,
                     trace_headers=upstream_trace_headers(services.tracing, ctx, target),
+                    limits=self.limits,
                 )
                 ctx.target = target
                 started = time.perf_counter()
