@@ -9,73 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import attrs
 import openai
-import orjson
 import pytest
 from aiohttp import web
 
 from gateway_core.config import Config
 from gateway_core.testing import FakeUpstream
 
-MODEL = "gpt-bounds"
+MODEL = "gpt-bounds"  # the model FloodingUpstream answers as (conftest.py)
 LIMIT = 256 * 1024
-CHUNK = b"x" * 65536
-
-
-@attrs.define
-class FloodingUpstream(FakeUpstream):
-    """An OpenAI-like upstream that sends more than anyone should read: ``mode`` is
-    ``declared`` (a Content-Length far over the bound), ``endless`` (a JSON answer
-    that never ends), ``frame`` (a stream whose second frame never ends) or
-    ``ok`` (a normal small answer). ``sent`` and ``cut`` say how much each request
-    wrote before its connection was closed."""
-
-    mode: str = "ok"
-    sent: list[int] = attrs.field(factory=list)
-    cut: int = 0
-
-    def add_routes(self, router: web.UrlDispatcher) -> None:
-        router.add_post("/v1/chat/completions", self.chat)
-
-    async def chat(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        await self.admit(request, body)
-        if self.mode == "ok":
-            return web.json_response(_completion())
-        if self.mode == "declared":
-            response = web.StreamResponse(headers={"Content-Type": "application/json", "Content-Length": str(10**10)})
-        else:
-            content_type = "text/event-stream" if self.mode == "frame" else "application/json"
-            response = web.StreamResponse(headers={"Content-Type": content_type})
-        await response.prepare(request)
-        sent = 0
-        try:
-            if self.mode == "frame":
-                first = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": MODEL,
-                         "choices": [{"index": 0, "delta": {"role": "assistant", "content": "hel"}, "finish_reason": None}]}  # fmt: skip
-                await response.write(b"data: " + orjson.dumps(first) + b"\n\n" + b'data: {"choices": "')
-            else:
-                await response.write(b'{"id": "c1", "choices": [], "padding": "')
-            while sent < 2 * 10**9:  # until the gateway hangs up
-                await response.write(CHUNK)
-                sent += len(CHUNK)
-        except (ConnectionError, asyncio.CancelledError):
-            self.cut += 1
-            raise
-        finally:
-            self.sent.append(sent)
-        return response
-
-
-def _completion() -> dict[str, Any]:
-    return {
-        "id": "c2", "object": "chat.completion", "created": 1, "model": MODEL,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }  # fmt: skip
 
 
 @pytest.fixture
@@ -87,8 +31,8 @@ def relaygate_config(tmp_path) -> Config:
 
 
 @pytest.fixture
-async def upstream(fake_upstream):
-    return await fake_upstream(FloodingUpstream(api_key=None))
+def upstream(flooding_upstream):
+    return flooding_upstream
 
 
 @pytest.fixture
@@ -187,4 +131,7 @@ class KeepAliveUpstream(FakeUpstream):
         if transport is not None:  # closed unless another request came meanwhile
             count = len(self.requests)
             loop.call_later(0.2, lambda: len(self.requests) == count and transport.close())
-        return web.json_response(_completion())
+        return web.json_response({
+            "id": "c2", "object": "chat.completion", "created": 1, "model": "gpt-close",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
+        })  # fmt: skip
