@@ -40,6 +40,7 @@ from .stream_contract import StreamContract
 from .tally import StreamTally
 from .tracing import upstream_trace_headers
 from .uploads import Upload
+from .write_deadline import WriteDeadline
 
 log = structlog.get_logger("relaygate.request")
 
@@ -261,24 +262,28 @@ class ProtocolEndpoint:
         tally = StreamTally(ctx.started)
         error: GatewayError | None = None
         self.services.metrics.stream_started()
+        deadline = WriteDeadline(send, self.services.config.write_timeout)  # a client that stopped reading
         try:
-            error = await watch.run(_pump(reply, contract, writer, tally, send))
+            error = await watch.run(_pump(reply, contract, writer, tally, deadline.send))
             end_reason = "done" if error is None else end_reason_of(error)
         except ClientGone:
             end_reason = "client_gone"
-        except asyncio.CancelledError:  # the server gave up on the request (its shutdown grace ran out)
-            await asyncio.shield(self._cut_by_shutdown(ctx, tally, writer, send))
-            raise
+        except asyncio.CancelledError:
+            if not deadline.expired or asyncio.current_task().uncancel():  # type: ignore[union-attr]
+                # the server gave up on the request (its shutdown grace ran out)
+                await asyncio.shield(self._cut_by_shutdown(ctx, tally, writer, send))
+                raise
+            end_reason = "write_timeout"  # the client stopped reading: ended here; the server closes the connection
         finally:
             self.services.metrics.stream_ended()
+            deadline.close()
             await reply.close()
         await settle(ctx, _streamed(ctx, tally, end_reason, error), self.services)
-        if end_reason == "client_gone":
+        if end_reason in _CLIENT_ENDED:
             return None
         tail = writer.end() if error is None else writer.fail(error, ctx.request_id)
         await send({"type": "http.response.body", "body": tail, "more_body": False})
         return error
-
 
     async def _cut_by_shutdown(self, ctx: RequestContext, tally: StreamTally, writer: StreamWriter, send) -> None:
         """A stream the server's shutdown cut: charge what it delivered (``shutdown``),
@@ -292,9 +297,12 @@ class ProtocolEndpoint:
             log.info("shutdown error event not sent", request_id=ctx.request_id, error=repr(exc))
 
 
+_CLIENT_ENDED = frozenset(("client_gone", "write_timeout"))  # the client left, or stopped reading
+
+
 def _streamed(ctx: RequestContext, tally: StreamTally, end_reason: str, error: GatewayError | None) -> Outcome:
     """The outcome of a stream that ended for ``end_reason``: what it delivered."""
-    status = 499 if end_reason == "client_gone" else 200
+    status = 499 if end_reason in _CLIENT_ENDED else 200
     return answered(
         tally.usage, ctx.text_input_tokens(), tally.output_chars, status=status, end_reason=end_reason,
         error=error, first_token_ms=tally.first_token_ms(), input_reported=tally.input_usage,

@@ -128,8 +128,9 @@ FLOOD_CHUNK = b"x" * 65536
 class FloodingUpstream(FakeUpstream):
     """An OpenAI-like upstream that sends more than anyone should read: ``mode`` is
     ``declared`` (a Content-Length far over any bound), ``endless`` (a JSON answer
-    that never ends), ``frame`` (a stream whose second frame never ends) or
-    ``ok`` (a normal small answer). ``sent`` says how much each flooding request
+    that never ends), ``frame`` (a stream whose second frame never ends),
+    ``stream`` (a stream of valid frames that never ends) or ``ok`` (a normal
+    small answer). ``sent`` says how much each flooding request
     wrote, ``cut`` how many were hung up on by the gateway."""
 
     mode: str = "ok"
@@ -153,6 +154,13 @@ class FloodingUpstream(FakeUpstream):
         await response.prepare(request)
         sent = 0
         try:
+            if self.mode == "stream":
+                delta = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": model,
+                         "choices": [{"index": 0, "delta": {"content": "y" * 60000}, "finish_reason": None}]}  # fmt: skip
+                frame = b"data: " + orjson.dumps(delta) + b"\n\n"
+                while sent < 2 * 10**9:
+                    await response.write(frame)
+                    sent += len(frame)
             if self.mode == "frame":
                 first = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": model,
                          "choices": [{"index": 0, "delta": {"role": "assistant", "content": "hel"}, "finish_reason": None}]}  # fmt: skip
