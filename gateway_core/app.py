@@ -215,4 +215,7 @@ def create_app(
 
 def create_app_from_env() -> RequestIdMiddleware:
     """The app as configured by ``RELAYGATE_DB`` and ``RELAYGATE_PLUGINS`` (worker processes)."""
+    from .http_errors import install
+
+    install()  # a worker process serves hypercorn's own error answers in JSON too
     return create_app(load_config())
