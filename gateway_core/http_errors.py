@@ -5,9 +5,9 @@ forbids, headers larger than the server reads (16 KiB), a ``Transfer-Encoding``
 other than chunked, a broken chunk — never reaches the app: hypercorn answers
 400, 431 or 501 itself, with an empty body. :func:`install` makes those answers
 JSON errors with a request id (also in ``X-Request-Id`` and the log), in a
-shape every client protocol's SDK reads (OpenAI's and Anthropic's ``error``
-with ``type`` and ``message``, Gemini's ``code`` and ``status``): no protocol is
-known for a request whose head could not be read. The connection closes after
+shape the bundled client protocols' SDKs all read (``error`` with ``type`` and
+``message``, a numeric ``code`` and a ``status`` name): no protocol is known for
+a request whose head could not be read. The connection closes after
 them, as before.
 """
 
