@@ -99,12 +99,15 @@ async def chunked_forever(port: int, secret: str) -> tuple[int, bool]:
     sender = asyncio.ensure_future(send_forever())
     try:
         status_line = await asyncio.wait_for(reader.readline(), 30)
-        closed = False
-        with contextlib.suppress(ConnectionError):
+        closed = True  # read to its end, or reset: the gateway closed it
+        try:
             async with asyncio.timeout(30):
                 while await reader.read(65536):
                     pass
-                closed = True
+        except ConnectionError:
+            pass
+        except TimeoutError:
+            closed = False
         return int(status_line.split()[1]), closed
     finally:
         sender.cancel()
