@@ -13,7 +13,7 @@ import structlog
 from starlette.datastructures import Headers, QueryParams
 from starlette.routing import Route, Router
 
-from .asgi import send_body
+from .asgi import announces_body, finish_early_answer, send_body
 from .client_protocol import ClientProtocol, RouteSpec
 from .config import Config, load_config
 from .context import new_request_id
@@ -112,21 +112,37 @@ class RequestIdMiddleware:
         structlog.contextvars.bind_contextvars(request_id=request_id)
         header = (b"x-request-id", request_id.encode())
         started = False
+        unread = announces_body(scope)  # part of the request body not read yet
+        status = 0
+
+        async def receive_noting_end():
+            nonlocal unread
+            message = await receive()
+            if not message.get("more_body", False):
+                unread = False
+            return message
 
         async def send_with_id(message) -> None:
-            nonlocal started
+            nonlocal started, status
             if message["type"] == "http.response.start":
-                started = True
-                message["headers"] = [*message.get("headers", ()), header]
+                started, status = True, message["status"]
+                # answered before the whole body came (refused, or the body ignored):
+                # the connection cannot carry another request, and the client must know
+                message["headers"] = [*message.get("headers", ()), header, *_CLOSE[unread]]
+            elif unread and message["type"] == "http.response.body" and not message.get("more_body", False):
+                return await finish_early_answer(scope, receive, send, message, drain=status != 408)
             await send(message)
 
         try:
-            await self.app(scope, receive, send_with_id)
+            await self.app(scope, receive_noting_end if unread else receive, send_with_id)
         except Exception:
             log.exception("unhandled error", path=scope.get("path"))
             if not started:
                 error = InternalError(f"The gateway failed to handle the request (request id: {request_id}).")
                 await render_error(self.protocols, scope, send_with_id, error)
+
+
+_CLOSE = {False: (), True: ((b"connection", b"close"),)}
 
 
 class StatusEndpoint:
@@ -199,4 +215,7 @@ def create_app(
 
 def create_app_from_env() -> RequestIdMiddleware:
     """The app as configured by ``RELAYGATE_DB`` and ``RELAYGATE_PLUGINS`` (worker processes)."""
+    from .http_errors import install
+
+    install()  # a worker process serves hypercorn's own error answers in JSON too
     return create_app(load_config())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -43,28 +44,113 @@ def declared_length(scope: Scope, limit: int) -> int | None:
     return None
 
 
-async def read_body(scope: Scope, receive, limit: int) -> bytes:
-    """The whole request body, refusing more than ``limit`` bytes with 413."""
+async def read_body(scope: Scope, receive, limit: int, timeout: float) -> bytes:
+    """The whole request body, refusing more than ``limit`` bytes with 413 (at once
+    when ``Content-Length`` says so; otherwise as soon as the bytes read pass it,
+    dropping them) and a body still incomplete ``timeout`` seconds after the
+    headers with 408."""
     declared_length(scope, limit)
     chunks: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientGone()
-        chunk = message.get("body", b"")
-        if chunk:
-            size += len(chunk)
-            if size > limit:
-                raise too_large(limit)
-            chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientGone()
+                chunk = message.get("body", b"")
+                if chunk:
+                    size += len(chunk)
+                    if size > limit:
+                        chunks.clear()  # released now, not when the error is
+                        raise too_large(limit)
+                    chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+    except TimeoutError:
+        raise body_timeout(timeout) from None
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def too_large(limit: int) -> RequestTooLargeError:
     return RequestTooLargeError(f"The request body is larger than the limit of {limit} bytes.")
+
+
+def body_timeout(seconds: float) -> InvalidRequestError:
+    return InvalidRequestError(
+        f"The request body did not arrive within {seconds:g} s of its headers.", status=408, code="request_timeout"
+    )
+
+
+DRAIN_BYTES = 64 * 1024 * 1024  # bytes of an unwanted body read and dropped after an early answer
+DRAIN_SECONDS = 10.0
+
+
+def announces_body(scope: Scope) -> bool:
+    """Whether the request says a body follows its headers (a ``Content-Length``
+    other than 0, or a ``Transfer-Encoding``)."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return value.strip() != b"0"
+        if name == b"transfer-encoding":
+            return True
+    return False
+
+
+async def finish_early_answer(scope: Scope, receive, send, message: dict[str, Any], *, drain: bool = True) -> None:
+    """Send ``message``, the last of an answer given before the request body was
+    read to its end (its head said ``Connection: close``), and end the connection.
+
+    The whole answer goes out first. Then the rest of the body is read and dropped,
+    up to :data:`DRAIN_BYTES` and :data:`DRAIN_SECONDS` (nothing when the declared
+    ``Content-Length`` is larger, or without ``drain``: a body too slow): HTTP clients that send their whole body before
+    reading (httpx, so the official SDKs) see the answer only when they could send
+    all of it, and one cut off mid-upload reports a broken connection instead. Memory
+    stays flat: each chunk is dropped as it comes. Last, the server closes the
+    connection — it hands the app an ``http.disconnect`` first, through the queue
+    of body messages, which a still-sending client keeps full: a drain runs
+    meanwhile (a few messages: the server stops reading the request once the
+    answer is complete)."""
+    await send({"type": "http.response.body", "body": message.get("body", b""), "more_body": True})
+    declared = _content_length(scope)
+    if drain and (declared is None or declared <= DRAIN_BYTES):
+        await drop_body(receive, DRAIN_BYTES, DRAIN_SECONDS)
+    dropping = asyncio.ensure_future(_drop_until_disconnect(receive))
+    try:
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    finally:
+        if not dropping.done():
+            dropping.cancel()
+
+
+async def drop_body(receive, max_bytes: int, seconds: float) -> None:
+    """Read and drop the rest of a request body, at most ``max_bytes`` of it for at
+    most ``seconds``; returns at once when the client has left."""
+    dropped = 0
+    try:
+        async with asyncio.timeout(seconds):
+            while dropped <= max_bytes:
+                message = await receive()
+                if message["type"] == "http.disconnect" or not message.get("more_body", False):
+                    return
+                dropped += len(message.get("body", b""))
+    except TimeoutError:
+        return
+
+
+async def _drop_until_disconnect(receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
 
 
 class ClientGone(Exception):

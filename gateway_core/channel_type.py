@@ -34,6 +34,15 @@ class Timeouts:
 
 
 @attrs.frozen
+class AnswerLimits:
+    """Bytes an upstream may send: a whole non-streaming answer, one frame of a
+    stream (a bigger one is a 502, see :mod:`gateway_core.upstream`)."""
+
+    answer_bytes: int = 32 * 1024 * 1024
+    frame_bytes: int = 32 * 1024 * 1024
+
+
+@attrs.frozen
 class Target:
     """Where one attempt goes: the channel, the upstream key chosen, the mapped model."""
 
@@ -59,6 +68,7 @@ class Exchange:
     request_id: str
     # W3C trace context to send upstream (only when the channel forwards it), added by upstream.post
     trace_headers: Mapping[str, str] = attrs.field(default=NO_HEADERS)
+    limits: AnswerLimits = AnswerLimits()
 
     @property
     def passthrough(self) -> bool:

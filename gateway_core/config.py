@@ -46,6 +46,13 @@ class Config:
     plugins: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     trusted_proxies: tuple[str, ...] = ()
     max_body_bytes: int = 32 * 1024 * 1024
+    # seconds from a request's headers to the end of its body (408 past them)
+    body_timeout: float = 120.0
+    # an upstream's non-streaming answer, and one frame of its stream, at most (502 past them)
+    max_answer_bytes: int = 32 * 1024 * 1024
+    max_frame_bytes: int = 32 * 1024 * 1024
+    # seconds one write of a stream to the client may wait for the client to read (0: no limit)
+    write_timeout: float = 60.0
     timeouts: Timeouts = Timeouts()
     max_attempts: int = 3
     # failover: every attempt of a request starts within this many seconds of its arrival
@@ -142,6 +149,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
         "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds", "redis_faults",
         "hold_lease_seconds", "replica", "shutdown_grace_seconds",
         "budget_timezone", "budget_window", "cost_header",
+        "body_timeout", "max_answer_bytes", "max_frame_bytes", "write_timeout",
     }  # fmt: skip
     unknown = set(gateway) - known
     if unknown:
@@ -155,6 +163,10 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             plugins={str(k): dict(v) for k, v in plugins.items()},
             trusted_proxies=tuple(gateway.get("trusted_proxies", ())),
             max_body_bytes=int(gateway.get("max_body_bytes", defaults.max_body_bytes)),
+            body_timeout=_seconds(gateway, "body_timeout", defaults.body_timeout),
+            max_answer_bytes=_positive_int(gateway, "max_answer_bytes", defaults.max_answer_bytes),
+            max_frame_bytes=_positive_int(gateway, "max_frame_bytes", defaults.max_frame_bytes),
+            write_timeout=_seconds(gateway, "write_timeout", defaults.write_timeout, zero=True),
             timeouts=Timeouts(**{k: float(v) for k, v in timeouts.items()}),
             max_attempts=_positive_int(gateway, "max_attempts", defaults.max_attempts),
             attempt_deadline=_seconds(gateway, "attempt_deadline", defaults.attempt_deadline),

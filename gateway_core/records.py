@@ -199,7 +199,7 @@ class UsageRow:
     duration_ms: float = 0.0
     first_token_ms: float | None = None
     status: int = 0
-    end_reason: str | None = None  # done, client_gone, upstream_error, timeout
+    end_reason: str | None = None  # done, client_gone, write_timeout, upstream_error, timeout
     error_type: str | None = None
     error_message: str | None = None
     upstream_status: int | None = None

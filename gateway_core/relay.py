@@ -22,7 +22,7 @@ from starlette.datastructures import Headers, QueryParams
 
 from . import endpoints
 from .asgi import ClientGone, encode_headers, read_body, send_body, stream_headers
-from .channel_type import Exchange, JsonReply, StreamReply, Target
+from .channel_type import AnswerLimits, Exchange, JsonReply, StreamReply, Target
 from .client_protocol import Call, ClientProtocol, RouteSpec, StreamWriter
 from .context import RequestContext
 from .disconnect import DisconnectWatch
@@ -39,7 +39,8 @@ from .settlement import settle
 from .stream_contract import StreamContract
 from .tally import StreamTally
 from .tracing import upstream_trace_headers
-from .uploads import Upload, discard_unread
+from .uploads import Upload
+from .write_deadline import WriteDeadline
 
 log = structlog.get_logger("relaygate.request")
 
@@ -56,6 +57,7 @@ class ProtocolEndpoint:
         self.services = services
         self.protocol = protocol
         self.route = route
+        self.limits = AnswerLimits(services.config.max_answer_bytes, services.config.max_frame_bytes)
 
     async def __call__(self, scope, receive, send) -> None:
         services = self.services
@@ -65,17 +67,16 @@ class ProtocolEndpoint:
             headers=headers, endpoint=self.route.endpoint,
         )
         services.metrics.started()
-        upload: Upload | None = None
         try:
             query = QueryParams(scope["query_string"])
             ctx.secret = self.protocol.read_key(headers, query)
             path_params, limit = scope.get("path_params", {}), self.route.max_body_bytes or services.config.max_body_bytes
             if self.route.stream_body:  # an upload: only its head is read here, the channel streams the rest
-                upload = Upload.open(scope, receive, limit)
+                upload: Upload = Upload.open(scope, receive, limit, services.config.body_timeout)
                 call = await self.protocol.parse_upload(self.route, upload, headers, query, path_params)
                 ctx.body_size = upload.text_size
             else:
-                body = await read_body(scope, receive, limit)
+                body = await read_body(scope, receive, limit, services.config.body_timeout)
                 ctx.body_size = len(body)
                 call = self.protocol.parse(self.route, body, headers, query, path_params)
             ctx.call = call
@@ -86,9 +87,7 @@ class ProtocolEndpoint:
                 await self._respond(ctx, send, DONE, payload, JSON_TYPE)
             else:
                 await self._relay(ctx, call, receive, send)
-        except GatewayError as error:
-            if self.route.stream_body:  # the client may still be sending: answered on unread bytes, its connection resets
-                await discard_unread(upload, receive)
+        except GatewayError as error:  # on a body not read to its end, the answer closes the connection (app.py)
             await self._fail(ctx, send, error)
         except ClientGone:
             await settle(ctx, CLIENT_GONE, services)
@@ -101,8 +100,6 @@ class ProtocolEndpoint:
         except Exception:
             log.exception("request failed", path=scope.get("path"))
             internal = InternalError(f"The gateway failed to handle the request (request id: {ctx.request_id}).")
-            if self.route.stream_body:
-                await discard_unread(upload, receive)
             await self._fail(ctx, send, internal)
 
     # --- answering -----------------------------------------------------------
@@ -172,6 +169,7 @@ class ProtocolEndpoint:
                     timeouts=plan.timeouts(lease),
                     request_id=ctx.request_id,
                     trace_headers=upstream_trace_headers(services.tracing, ctx, target),
+                    limits=self.limits,
                 )
                 ctx.target = target
                 started = time.perf_counter()
@@ -264,24 +262,28 @@ class ProtocolEndpoint:
         tally = StreamTally(ctx.started)
         error: GatewayError | None = None
         self.services.metrics.stream_started()
+        deadline = WriteDeadline(send, self.services.config.write_timeout)  # a client that stopped reading
         try:
-            error = await watch.run(_pump(reply, contract, writer, tally, send))
+            error = await watch.run(_pump(reply, contract, writer, tally, deadline.send))
             end_reason = "done" if error is None else end_reason_of(error)
         except ClientGone:
             end_reason = "client_gone"
-        except asyncio.CancelledError:  # the server gave up on the request (its shutdown grace ran out)
-            await asyncio.shield(self._cut_by_shutdown(ctx, tally, writer, send))
-            raise
+        except asyncio.CancelledError:
+            if not deadline.expired or asyncio.current_task().uncancel():  # type: ignore[union-attr]
+                # the server gave up on the request (its shutdown grace ran out)
+                await asyncio.shield(self._cut_by_shutdown(ctx, tally, writer, send))
+                raise
+            end_reason = "write_timeout"  # the client stopped reading: ended here; the server closes the connection
         finally:
             self.services.metrics.stream_ended()
+            deadline.close()
             await reply.close()
         await settle(ctx, _streamed(ctx, tally, end_reason, error), self.services)
-        if end_reason == "client_gone":
+        if end_reason in _CLIENT_ENDED:
             return None
         tail = writer.end() if error is None else writer.fail(error, ctx.request_id)
         await send({"type": "http.response.body", "body": tail, "more_body": False})
         return error
-
 
     async def _cut_by_shutdown(self, ctx: RequestContext, tally: StreamTally, writer: StreamWriter, send) -> None:
         """A stream the server's shutdown cut: charge what it delivered (``shutdown``),
@@ -295,9 +297,12 @@ class ProtocolEndpoint:
             log.info("shutdown error event not sent", request_id=ctx.request_id, error=repr(exc))
 
 
+_CLIENT_ENDED = frozenset(("client_gone", "write_timeout"))  # the client left, or stopped reading
+
+
 def _streamed(ctx: RequestContext, tally: StreamTally, end_reason: str, error: GatewayError | None) -> Outcome:
     """The outcome of a stream that ended for ``end_reason``: what it delivered."""
-    status = 499 if end_reason == "client_gone" else 200
+    status = 499 if end_reason in _CLIENT_ENDED else 200
     return answered(
         tally.usage, ctx.text_input_tokens(), tally.output_chars, status=status, end_reason=end_reason,
         error=error, first_token_ms=tally.first_token_ms(), input_reported=tally.input_usage,

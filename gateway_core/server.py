@@ -27,6 +27,7 @@ import structlog
 from hypercorn.config import Config as HypercornConfig
 
 from .config import Config
+from .http_errors import install as install_error_bodies
 from .logs import configure_logging, wants_json
 
 log = structlog.get_logger("relaygate.server")
@@ -42,6 +43,7 @@ def bind_address(host: str, port: int) -> str:
 def hypercorn_config(bind: str, grace: float = GRACEFUL_TIMEOUT) -> HypercornConfig:
     """Hypercorn's settings for one serving process; ``bind`` is ``HOST:PORT`` or
     ``fd://N`` (a listening socket inherited from the supervisor)."""
+    install_error_bodies()  # hypercorn's own 400/431/501 answers in JSON, with a request id
     config = HypercornConfig()
     config.bind = [bind]
     config.graceful_timeout = grace

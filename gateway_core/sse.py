@@ -19,17 +19,41 @@ class SSESplitter:
     Frames are returned with their terminating blank line, byte for byte as
     received, so the fast path can forward them untouched. CRLF and LF line ends
     are both understood. A frame larger than ``max_bytes`` raises
-    :class:`gateway_core.framing.FrameTooLargeError`.
+    :class:`gateway_core.framing.FrameTooLargeError` and drops what was held of it.
+
+    Each byte is scanned once: a frame spread over many chunks is kept in a
+    growing buffer whose scanned part is not searched again (the usual chunk,
+    made of whole frames, is cut without being copied).
     """
 
-    __slots__ = ("_buffer", "max_bytes")
+    __slots__ = ("_buffer", "_scanned", "max_bytes")
 
     def __init__(self, max_bytes: int = MAX_FRAME_BYTES) -> None:
-        self._buffer = b""
+        self._buffer = bytearray()  # the start of a frame whose end has not come
+        self._scanned = 0  # bytes of ``_buffer`` known to hold no frame end
         self.max_bytes = max_bytes
 
     def feed(self, chunk: bytes) -> Iterator[bytes]:
-        buffer = self._buffer + chunk if self._buffer else chunk
+        buffer: bytes = chunk
+        if self._buffer:
+            pending = self._buffer
+            pending += chunk
+            # a frame end may straddle the old bytes and the new: look back 3 bytes
+            end, width = _frame_end(pending, max(0, self._scanned - 3))
+            if end < 0:
+                self._scanned = len(pending)
+                if len(pending) > self.max_bytes:
+                    head = bytes(pending[:512])
+                    self._drop()
+                    raise frame_too_large("event", self.max_bytes, head)
+                return
+            if end + width > self.max_bytes:
+                head = bytes(pending[:512])
+                self._drop()
+                raise frame_too_large("event", self.max_bytes, head)
+            yield bytes(pending[: end + width])
+            buffer = bytes(pending[end + width :])
+            self._drop()
         start = 0
         while True:
             end, width = _frame_end(buffer, start)
@@ -39,19 +63,27 @@ class SSESplitter:
                 raise frame_too_large("event", self.max_bytes, buffer[start : start + 512])
             yield buffer[start : end + width]
             start = end + width
-        self._buffer = buffer[start:]
-        if len(self._buffer) > self.max_bytes:
-            raise frame_too_large("event", self.max_bytes, self._buffer[:512])
+        if start < len(buffer):
+            if len(buffer) - start > self.max_bytes:
+                raise frame_too_large("event", self.max_bytes, buffer[start : start + 512])
+            self._buffer += buffer[start:] if start else buffer
+            self._scanned = len(self._buffer)
 
     def flush(self) -> bytes:
         """What is left when the stream ends (an unterminated last frame)."""
-        rest, self._buffer = self._buffer, b""
+        rest = bytes(self._buffer)
+        self._drop()
         return rest
 
+    def _drop(self) -> None:
+        self._buffer = bytearray()  # a new one: the old may be large, released now
+        self._scanned = 0
 
-def _frame_end(buffer: bytes, start: int) -> tuple[int, int]:
+
+def _frame_end(buffer: bytes | bytearray, start: int) -> tuple[int, int]:
+    """Where the first frame end at or after ``start`` is (``-1`` when none), and its width."""
     lf = buffer.find(b"\n\n", start)
-    if b"\r" not in buffer:
+    if buffer.find(b"\r", start, len(buffer) if lf < 0 else lf) < 0:
         return lf, 2
     crlf = buffer.find(b"\r\n\r\n", start)
     if crlf >= 0 and (lf < 0 or crlf < lf):

@@ -23,15 +23,13 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 
 import attrs
 
-from .asgi import ClientGone, declared_length, too_large
+from .asgi import ClientGone, body_timeout, declared_length, too_large
 from .errors import GatewayError, InvalidRequestError
 from .types import Receive, Scope
 
 HEAD_LIMIT = 256 * 1024  # bytes of a form kept in memory to find its fields
 FIELD_LIMIT = 64 * 1024  # bytes of one text field's value
 _HEADERS_LIMIT = 16 * 1024  # bytes of one part's headers
-DISCARD_LIMIT = 256 * 1024 * 1024  # bytes of an unwanted upload read and dropped after an early answer
-DISCARD_SECONDS = 10.0
 
 
 @attrs.frozen
@@ -141,9 +139,13 @@ def form_boundary(content_type: str | None) -> bytes:
 class Upload:
     """A request body read as it arrives (see the module's docstring)."""
 
-    def __init__(self, receive: Receive, *, limit: int, content_type: str | None, content_length: int | None) -> None:
+    def __init__(
+        self, receive: Receive, *, limit: int, content_type: str | None, content_length: int | None, timeout: float | None = None
+    ) -> None:
         self._receive = receive
         self.limit = limit
+        self.timeout = timeout  # seconds for the whole body to arrive (408 past them)
+        self._deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
         self.content_type = content_type
         self.content_length = content_length
         self.received = 0  # bytes read from the client so far
@@ -156,11 +158,11 @@ class Upload:
         self._live = False  # bytes past the head have been handed out
 
     @classmethod
-    def open(cls, scope: Scope, receive: Receive, limit: int) -> Upload:
+    def open(cls, scope: Scope, receive: Receive, limit: int, timeout: float | None = None) -> Upload:
         """An upload of ``scope``'s body; 413 at once when its ``Content-Length`` exceeds ``limit``."""
         length = declared_length(scope, limit)
         content_type = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"content-type"), None)
-        return cls(receive, limit=limit, content_type=content_type, content_length=length)
+        return cls(receive, limit=limit, content_type=content_type, content_length=length, timeout=timeout)
 
     @property
     def consumed(self) -> bool:
@@ -177,7 +179,11 @@ class Upload:
         if not self._more:
             return b""
         try:
-            message = await self._receive()
+            try:
+                async with asyncio.timeout_at(self._deadline):
+                    message = await self._receive()
+            except TimeoutError:
+                raise body_timeout(self.timeout or 0.0) from None
             if message["type"] == "http.disconnect":
                 raise ClientGone()
             chunk: bytes = message.get("body", b"")
@@ -189,16 +195,9 @@ class Upload:
         except ClientGone as error:
             self.error, self._more = error, False
             raise
-        except GatewayError as error:  # too large: what the client still sends is dropped before the answer
+        except GatewayError as error:  # too large, too slow: the answer closes the connection
             self.error = error
             raise
-
-    async def discard_rest(self) -> None:
-        """Drop what the client is still sending after the gateway answered early
-        (see :func:`discard_body`); nothing to do once the body was read."""
-        if self._more:
-            self._more = False
-            await discard_body(self._receive)
 
     async def read_all(self) -> bytes:
         """The whole body, in memory (for routes that need it whole)."""
@@ -271,33 +270,3 @@ class Upload:
                 yield chunk
         if on_end is not None:
             on_end()
-
-
-async def discard_body(receive: Receive, *, max_bytes: int = DISCARD_LIMIT, seconds: float = DISCARD_SECONDS) -> None:
-    """Read and drop the rest of a request body the gateway answered without reading
-    (a 413, a refusal): closing a connection with unread bytes resets it, and the
-    client would see a broken connection instead of the answer. Bounded in bytes and
-    time; returns at once when the client has left."""
-    dropped = 0
-    try:
-        async with asyncio.timeout(seconds):
-            while dropped <= max_bytes:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
-                dropped += len(message.get("body", b""))
-                if not message.get("more_body", False):
-                    return
-    except TimeoutError:
-        return
-
-
-async def discard_unread(upload: Upload | None, receive: Receive) -> None:
-    """Before answering an upload route early (a 413, a refusal): drop the rest of
-    its body — what its :class:`Upload` has not read, or all of it when none was
-    opened. The server closes a connection whose request body was not read, and a
-    client still sending would see a reset instead of the answer."""
-    if upload is not None:
-        await upload.discard_rest()
-    else:
-        await discard_body(receive)

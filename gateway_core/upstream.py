@@ -11,13 +11,15 @@ streaming response into frames as they arrive.
 from __future__ import annotations
 
 import asyncio
+import errno
+import weakref
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import aiohttp
 import orjson
 
-from .channel_type import Exchange
+from .channel_type import AnswerLimits, Exchange
 from .client_protocol import Frame
 from .errors import (
     GatewayError,
@@ -29,10 +31,17 @@ from .errors import (
     UpstreamUnavailableError,
     excerpt,
 )
-from .framing import MAX_FRAME_BYTES, JSONArraySplitter, NDJSONSplitter
+from .framing import JSONArraySplitter, NDJSONSplitter
 from .sse import SSESplitter
 
 ERROR_BODY_LIMIT = 64 * 1024
+
+# the limits of the exchange each successful response answers (set by ``post``)
+_LIMITS: weakref.WeakKeyDictionary[aiohttp.ClientResponse, AnswerLimits] = weakref.WeakKeyDictionary()
+_DEFAULT_LIMITS = AnswerLimits()
+# a pooled connection the upstream closed as the request went out: it never got the
+# request (None: aiohttp could not write the body to the closing connection)
+_STALE_ERRNOS = frozenset((errno.ECONNRESET, errno.EPIPE, None))
 
 ErrorMessage = Callable[[int, bytes], str]
 
@@ -67,9 +76,18 @@ async def post(
     client_timeout = aiohttp.ClientTimeout(total=None, connect=timeouts.connect, sock_read=sock_read)
     try:
         async with asyncio.timeout(timeouts.first_byte):
-            response = await exchange.session.post(
-                url, data=body, headers=headers, timeout=client_timeout, allow_redirects=False
-            )
+            try:
+                response = await exchange.session.post(
+                    url, data=body, headers=headers, timeout=client_timeout, allow_redirects=False
+                )
+            except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+                if not _stale_connection(exc):
+                    raise
+                # the upstream closed an idle pooled connection as the request went out
+                # (its keep-alive ended): the request never reached it; once more, on another
+                response = await exchange.session.post(
+                    url, data=body, headers=headers, timeout=client_timeout, allow_redirects=False
+                )
     except TimeoutError:
         raise UpstreamTimeoutError(
             f"the upstream did not answer within {timeouts.first_byte:g} s", retryable=True
@@ -83,6 +101,7 @@ async def post(
     if response.status < 400:
         if timeouts.idle < sock_read:
             _idle_timeout(response, timeouts.idle)
+        _LIMITS[response] = exchange.limits
         return response
     try:
         data = await response.content.read(ERROR_BODY_LIMIT)
@@ -145,31 +164,37 @@ def error_for_status(
 
 
 def sse_frames(
-    response: aiohttp.ClientResponse, decode: Callable[[bytes], Frame], *, max_frame_bytes: int = MAX_FRAME_BYTES
+    response: aiohttp.ClientResponse, decode: Callable[[bytes], Frame], *, max_frame_bytes: int | None = None
 ) -> AsyncGenerator[Frame, None]:
     """Yield each SSE frame of ``response`` as soon as it is complete.
 
     ``decode`` turns a frame's bytes into a :class:`Frame` (and may raise a
     ``GatewayError`` for an error event). A silent or dropped upstream ends the
-    iteration with a ``GatewayError``, as does a frame over ``max_frame_bytes``.
+    iteration with a ``GatewayError``, as does a frame over ``max_frame_bytes``
+    (default: the exchange's ``limits.frame_bytes``, the ``max_frame_bytes``
+    setting), which closes the upstream connection.
     """
-    return _frames(response, SSESplitter(max_frame_bytes), decode, b"\n\n")
+    return _frames(response, SSESplitter(_frame_limit(response, max_frame_bytes)), decode, b"\n\n")
 
 
 def ndjson_frames(
-    response: aiohttp.ClientResponse, decode: Callable[[bytes], Frame], *, max_frame_bytes: int = MAX_FRAME_BYTES
+    response: aiohttp.ClientResponse, decode: Callable[[bytes], Frame], *, max_frame_bytes: int | None = None
 ) -> AsyncGenerator[Frame, None]:
     """Like :func:`sse_frames` for newline-delimited JSON: ``decode`` gets each
     line with its line end (a blank line too, which it may take for a keep-alive)."""
-    return _frames(response, NDJSONSplitter(max_frame_bytes), decode, b"")
+    return _frames(response, NDJSONSplitter(_frame_limit(response, max_frame_bytes)), decode, b"")
 
 
 def json_array_frames(
-    response: aiohttp.ClientResponse, decode: Callable[[bytes], Frame], *, max_frame_bytes: int = MAX_FRAME_BYTES
+    response: aiohttp.ClientResponse, decode: Callable[[bytes], Frame], *, max_frame_bytes: int | None = None
 ) -> AsyncGenerator[Frame, None]:
     """Like :func:`sse_frames` for a JSON array streamed element by element:
     ``decode`` gets each element's bytes. An array left unclosed is an error."""
-    return _frames(response, JSONArraySplitter(max_frame_bytes), decode, b"")
+    return _frames(response, JSONArraySplitter(_frame_limit(response, max_frame_bytes)), decode, b"")
+
+
+def _frame_limit(response: aiohttp.ClientResponse, given: int | None) -> int:
+    return given if given is not None else _LIMITS.get(response, _DEFAULT_LIMITS).frame_bytes
 
 
 async def _frames(
@@ -206,10 +231,29 @@ def _idle_timeout(response: aiohttp.ClientResponse, seconds: float) -> None:
         protocol.start_timeout()
 
 
-async def read_all(response: aiohttp.ClientResponse) -> bytes:
-    """The whole body of a successful response, then the connection back to the pool."""
+async def read_all(response: aiohttp.ClientResponse, max_bytes: int | None = None) -> bytes:
+    """The whole body of a successful response, then the connection back to the pool.
+
+    A body over ``max_bytes`` (default: the exchange's ``limits.answer_bytes``, the
+    ``max_answer_bytes`` setting) is not read on: a retryable 502 (the channel's
+    failure), its connection closed — refused at once when ``Content-Length`` says
+    so, else as soon as the bytes read pass it (what was read is dropped)."""
+    limit = max_bytes if max_bytes is not None else _LIMITS.get(response, _DEFAULT_LIMITS).answer_bytes
+    finished = False
     try:
-        return await response.read()
+        declared = response.content_length
+        if declared is not None and declared > limit:
+            raise _answer_too_large(limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.content.iter_any():
+            size += len(chunk)
+            if size > limit:
+                chunks.clear()
+                raise _answer_too_large(limit)
+            chunks.append(chunk)
+        finished = True
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
     except (TimeoutError, aiohttp.ServerTimeoutError):
         raise UpstreamTimeoutError("the upstream went silent while sending its answer", retryable=True) from None
     except aiohttp.ClientError as exc:
@@ -217,7 +261,25 @@ async def read_all(response: aiohttp.ClientResponse) -> bytes:
             f"the upstream connection failed while reading the answer ({type(exc).__name__})", retryable=True
         ) from None
     finally:
-        response.release()
+        if finished:
+            response.release()
+        else:  # a body left half-read cannot go back to the pool
+            response.close()
+
+
+def _answer_too_large(limit: int) -> UpstreamError:
+    return UpstreamError(
+        f"the upstream's answer is larger than {limit} bytes, the most the gateway reads (max_answer_bytes)",
+        retryable=True,
+    )
+
+
+def _stale_connection(exc: aiohttp.ClientError) -> bool:
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return True
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return False  # not connected at all: nothing was pooled
+    return isinstance(exc, aiohttp.ClientOSError) and exc.errno in _STALE_ERRNOS
 
 
 def parse_answer(data: bytes) -> dict[str, Any]:

@@ -10,23 +10,29 @@
   (``REDIS_URL``), its keys deleted after the test.
 - ``private_redis``: a ``redis-server`` of the test's own on a free port, to stop
   and start (never the shared one); skipped when redis-server is not installed.
+- ``flooding_upstream``: a :class:`FloodingUpstream` served on loopback (an
+  OpenAI-like upstream that can send more than any bound).
 """
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
+import orjson
 import pytest
+from aiohttp import web
 
 from gateway_core.request_store import RequestStore
 from gateway_core.store import Store, open_store
 from gateway_core.store.postgres import PostgresStore
-from gateway_core.testing import free_port
+from gateway_core.testing import FakeUpstream, free_port
 from gateway_core.types import Migration
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -113,3 +119,74 @@ def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
     server.start()
     yield server
     server.stop()
+
+
+FLOOD_CHUNK = b"x" * 65536
+
+
+@attrs.define
+class FloodingUpstream(FakeUpstream):
+    """An OpenAI-like upstream that sends more than anyone should read: ``mode`` is
+    ``declared`` (a Content-Length far over any bound), ``endless`` (a JSON answer
+    that never ends), ``frame`` (a stream whose second frame never ends),
+    ``stream`` (a stream of valid frames that never ends) or ``ok`` (a normal
+    small answer). ``sent`` says how much each flooding request
+    wrote, ``cut`` how many were hung up on by the gateway."""
+
+    mode: str = "ok"
+    sent: list[int] = attrs.field(factory=list)
+    cut: int = 0
+
+    def add_routes(self, router: web.UrlDispatcher) -> None:
+        router.add_post("/v1/chat/completions", self.chat)
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        await self.admit(request, body)
+        model = str(body.get("model"))
+        if self.mode == "ok":
+            return web.json_response(completion_of(model))
+        if self.mode == "declared":
+            response = web.StreamResponse(headers={"Content-Type": "application/json", "Content-Length": str(10**10)})
+        else:
+            content_type = "text/event-stream" if self.mode == "frame" else "application/json"
+            response = web.StreamResponse(headers={"Content-Type": content_type})
+        await response.prepare(request)
+        sent = 0
+        try:
+            if self.mode == "stream":
+                delta = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": model,
+                         "choices": [{"index": 0, "delta": {"content": "y" * 60000}, "finish_reason": None}]}  # fmt: skip
+                frame = b"data: " + orjson.dumps(delta) + b"\n\n"
+                while sent < 2 * 10**9:
+                    await response.write(frame)
+                    sent += len(frame)
+            if self.mode == "frame":
+                first = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": model,
+                         "choices": [{"index": 0, "delta": {"role": "assistant", "content": "hel"}, "finish_reason": None}]}  # fmt: skip
+                await response.write(b"data: " + orjson.dumps(first) + b"\n\n" + b'data: {"choices": "')
+            else:
+                await response.write(b'{"id": "c1", "choices": [], "padding": "')
+            while sent < 2 * 10**9:  # until the gateway hangs up
+                await response.write(FLOOD_CHUNK)
+                sent += len(FLOOD_CHUNK)
+        except (ConnectionError, asyncio.CancelledError):
+            self.cut += 1
+            raise
+        finally:
+            self.sent.append(sent)
+        return response
+
+
+def completion_of(model: str) -> dict[str, Any]:
+    return {
+        "id": "c2", "object": "chat.completion", "created": 1, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }  # fmt: skip
+
+
+@pytest.fixture
+async def flooding_upstream(fake_upstream) -> FloodingUpstream:
+    upstream: FloodingUpstream = await fake_upstream(FloodingUpstream(api_key=None))
+    return upstream

@@ -9,7 +9,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -103,14 +103,32 @@ def routes() -> list:
     ]
 
 
-async def http_error(request: Request, exc: HTTPException) -> HTMLResponse:
-    """Unknown console paths and wrong methods, as a page (no session needed)."""
+async def http_error(request: Request, exc: HTTPException) -> Response:
+    """Unknown console paths and wrong methods, as a page (no session needed) —
+    or, to an API client (one sending an API key, or not asking for HTML), as a
+    JSON error in the shape every client protocol's SDK reads."""
     message = {404: "No such page.", 405: "That method is not allowed here."}.get(exc.status_code, str(exc.detail))
+    if _api_client(request):
+        text = f"Unknown path: {request.method} {request.url.path} (the console serves pages here; the API is under /v1)."
+        error = {"type": "not_found_error" if exc.status_code == 404 else "invalid_request_error", "message": text,
+                 "code": exc.status_code, "status": "NOT_FOUND" if exc.status_code == 404 else "INVALID_ARGUMENT"}  # fmt: skip
+        return JSONResponse({"type": "error", "error": error}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
     html = TEMPLATES.get_template("error.html").render(
         base=request.scope.get("root_path", "").rstrip("/"), viewer=None, notice=None, path=request.url.path,
         status_code=exc.status_code, message=message,
     )  # fmt: skip
     return HTMLResponse(html, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+
+_API_KEY_HEADERS = ("authorization", "x-api-key", "x-goog-api-key")
+
+
+def _api_client(request: Request) -> bool:
+    headers = request.headers
+    if any(name in headers for name in _API_KEY_HEADERS):
+        return True
+    accept = headers.get("accept", "")
+    return "text/html" not in accept and "*/*" not in accept or "application/json" in accept.split(",")[0]
 
 
 def console_app(settings: dict[str, Any] | None = None) -> Starlette:

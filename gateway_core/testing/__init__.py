@@ -118,6 +118,9 @@ class GatewayThread:
         from hypercorn.asyncio import serve
         from hypercorn.config import Config as HypercornConfig
 
+        from ..http_errors import install as install_error_bodies
+
+        install_error_bodies()  # as relaygate serve does
         hconfig = HypercornConfig()
         hconfig.bind = [f"fd://{self._socket.detach()}"]  # hypercorn owns it from here
         hconfig.graceful_timeout = 5
