@@ -77,6 +77,7 @@ PUBLIC_MODULES = (
     "gateway_core.admin.usage",
     "gateway_core.admin.users",
     "gateway_core.admin.wallet",
+    "gateway_core.api.sessions",  # SessionReader, SessionUser: sign-in sessions on the management API
     "gateway_core.channel_settings",  # Setting: per-channel settings a channel type declares, validate_settings
     "gateway_core.channel_type",  # ChannelType and what a channel type returns
     "gateway_core.client_protocol",  # ClientProtocol, Call and what a protocol renders

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         RegisterMigration,
         RegisterPolicy,
         RegisterRoute,
+        RegisterSessionReader,
     )
 
 PROJECT = "relaygate"
@@ -95,4 +96,17 @@ def register_commands(register: RegisterCommand, config: Config) -> None:
     arguments to an ``argparse`` parser and ``run(args, cli)`` performs the
     command with a :class:`gateway_core.commands.kit.CommandContext` and returns an exit
     status. Called once per CLI invocation.
+    """
+
+
+@hookspec
+def register_session_readers(register: RegisterSessionReader, config: Config) -> None:
+    """Register readers of sign-in sessions for the management API (the console does).
+
+    Call ``register(reader)`` with a :class:`gateway_core.api.sessions.SessionReader`:
+    ``await reader.read_session(scope)`` returns a ``SessionUser`` (the user of
+    the request's live session, and whether the request carries the session's
+    CSRF token in ``X-CSRF-Token``) or ``None``. An API request without a bearer
+    token is asked of each reader in turn; writes need the CSRF token. Called
+    once per app.
     """

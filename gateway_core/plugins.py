@@ -37,6 +37,8 @@ DEFAULT_PLUGINS = {
     "core.billing": "gateway_core.commands.billing",
     "core.codes": "gateway_core.commands.codes",
     "core.new_adapter": "gateway_core.commands.new_adapter",
+    "core.tokens": "gateway_core.commands.tokens",
+    "core.api": "gateway_core.api.plugin",
 }
 
 
@@ -111,6 +113,7 @@ def collect(config: Config, extra_plugins: Iterable[Any] = ()) -> Registry:
     hook.register_routes(register=registry.routes.append, config=config)
     hook.register_migrations(register=add_migration, config=config)
     hook.register_commands(register=add_command, config=config)
+    hook.register_session_readers(register=registry.session_readers.append, config=config)
     registry.policies.sort(key=lambda policy: policy.order)
     registry.migrations.sort(key=lambda item: item[0])
     return registry

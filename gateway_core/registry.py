@@ -36,6 +36,7 @@ class Registry:
     routes: list[Any] = attrs.field(factory=list)
     migrations: list[Migration] = attrs.field(factory=list)
     commands: list[Command] = attrs.field(factory=list)
+    session_readers: list[Any] = attrs.field(factory=list)  # api.sessions.SessionReader
 
     def channel_type(self, name: str) -> ChannelType:
         try:

@@ -32,3 +32,4 @@ RegisterPolicy = Callable[["Policy"], None]
 RegisterRoute = Callable[[Any], None]  # a starlette.routing.BaseRoute
 RegisterMigration = Callable[[str, Migrate], None]
 RegisterCommand = Callable[[str, str, ConfigureCommand, RunCommand], None]
+RegisterSessionReader = Callable[[Any], None]  # a gateway_core.api.sessions.SessionReader

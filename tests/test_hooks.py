@@ -121,6 +121,10 @@ class EchoPlugin:
         register(Route("/echo-status", lambda request: PlainTextResponse("echo plugin here")))
 
     @hookimpl
+    def register_session_readers(self, register):
+        register(EchoSessions())
+
+    @hookimpl
     def register_migrations(self, register):
         register("9000_echo_notes", lambda schema: schema.execute("CREATE TABLE echo_notes (id INTEGER PRIMARY KEY, note TEXT)"))
 
@@ -134,6 +138,19 @@ class EchoPlugin:
             return 0
 
         register("echo say", "print the words", configure, run)
+
+
+class EchoSessions:
+    """A session reader: the header ``x-echo-session: USER_ID`` is a session of that user."""
+
+    async def read_session(self, scope):
+        from gateway_core.api.sessions import SessionUser
+
+        headers = dict(scope["headers"])
+        user_id = headers.get(b"x-echo-session")
+        if user_id is None:
+            return None
+        return SessionUser(int(user_id), "eve", False, headers.get(b"x-csrf-token") == b"right")
 
 
 async def _echo_gateway(seed: Seed, start_gateway):
@@ -190,6 +207,26 @@ async def test_hook_register_routes(seed, start_gateway):
             assert response.status == 200
             assert await response.text() == "echo plugin here"
             assert response.headers["x-request-id"].startswith("req_")
+
+
+async def test_hook_register_session_readers(seed, start_gateway):
+    gateway, _ = await _echo_gateway(seed, start_gateway)
+    user_id = Seed(seed.config, extra_plugins=[EchoPlugin()]).rows("SELECT id FROM users WHERE name = 'eve'")[0]["id"]
+    async with aiohttp.ClientSession() as http:
+        async with http.get(gateway.url + "/api/v1/me", headers={"x-echo-session": str(user_id)}) as response:
+            assert response.status == 200
+            me = await response.json()
+            assert (me["user"]["name"], me["via"], me["scope"]) == ("eve", "session", "write")
+        async with http.get(gateway.url + "/api/v1/me") as response:
+            assert response.status == 401
+        new_key = {"name": "from-a-session"}
+        async with http.post(gateway.url + "/api/v1/keys", json=new_key, headers={"x-echo-session": str(user_id)}) as response:
+            assert response.status == 403  # a write without the session's CSRF token
+            assert (await response.json())["error"]["code"] == "csrf"
+        headers = {"x-echo-session": str(user_id), "x-csrf-token": "right"}
+        async with http.post(gateway.url + "/api/v1/keys", json=new_key, headers=headers) as response:
+            assert response.status == 201
+            assert (await response.json())["key"]["name"] == "from-a-session"
 
 
 def test_hook_register_migrations(tmp_path):

@@ -24,3 +24,10 @@ def register_routes(register: Callable[[Any], None], config: Any) -> None:
 @hookimpl
 def register_migrations(register: Callable[[str, Callable[[Any], None]], None]) -> None:
     register(MIGRATION_NAME, migrate_console)
+
+
+@hookimpl
+def register_session_readers(register: Callable[[Any], None]) -> None:
+    from .api_session import ConsoleSessionReader
+
+    register(ConsoleSessionReader())

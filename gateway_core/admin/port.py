@@ -36,6 +36,7 @@ from ..records import (
 )
 from ..billing.codes import Redeemed, RedemptionCode
 from ..request_store import BreakerReport
+from .port_access import AccessStore
 
 LimitChanges = Mapping[str, int | None]  # rpm / tpm / concurrency -> value (None: not set)
 ChannelFields = Mapping[str, Any]  # the fields of ChannelRecord to store (all when adding)
@@ -43,7 +44,7 @@ UsageRowDict = dict[str, Any]  # a usage-log row by column (attempts decoded)
 
 
 @runtime_checkable
-class AdminStore(Protocol):
+class AdminStore(AccessStore, Protocol):
     # --- users ---------------------------------------------------------------
 
     async def create_user(self, name: str, *, is_admin: bool, password_hash: str | None, groups: Sequence[str]) -> UserRecord:

@@ -86,3 +86,9 @@ def parse_cursor(text: str) -> Cursor:
         return float(created_at), int(row_id)
     except ValueError:
         raise ValueError(f"not a page cursor: {text!r} (use the one printed under a page)") from None
+
+
+async def find_request(admin: Admin, request_id: str, *, owner: int | None = None) -> dict[str, Any] | None:
+    """The usage row of the request with this id (``X-Request-Id``); with ``owner``, only that user's."""
+    row = await admin.store.find_request(request_id)
+    return None if row is None or (owner is not None and row["user_id"] != owner) else row

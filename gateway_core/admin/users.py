@@ -91,3 +91,22 @@ async def set_user_limits(admin: Admin, user: UserRecord, changes: LimitChanges)
         raise NotFound(f"no user named {user.name!r}")
     admin.caches.user_changed(user.id)
     return stored
+
+
+async def set_role(admin: Admin, user_id: int, is_admin: bool, *, by: int | None = None) -> UserRecord:
+    """Make a user an admin or not. ``by`` is the operator acting: nobody takes
+    their own admin role away (the gateway would be left without an operator)."""
+    if not is_admin and by == user_id:
+        raise Invalid("You cannot take away your own admin role.", "is_admin")
+    if not await admin.store.set_user_admin(user_id, is_admin):
+        raise NotFound(f"no user with id {user_id}")
+    admin.caches.user_changed(user_id)
+    return await get_user(admin, user_id)
+
+
+async def search_users(admin: Admin, *, query: str = "", after_id: int = 0, limit: int = 50) -> tuple[list[UserOverview], bool]:
+    """Users whose name contains ``query`` (any case), by id, after ``after_id``;
+    and whether more follow."""
+    needle = query.casefold()
+    matching = [item for item in await admin.store.list_users() if item.user.id > after_id and needle in item.user.name.casefold()]
+    return matching[:limit], len(matching) > limit

@@ -20,6 +20,7 @@ import sqlite_utils
 from ..hookspecs import hookimpl
 from ..records import DEFAULT_GROUP, LIMIT_COLUMNS
 from ..types import Migrate, Migration
+from .access_schema import migrate_0007_access_tokens_audit
 from .billing_schema import migrate_0003_billing
 from .billing_v2_schema import migrate_0008_billing_v2, migrate_0009_billing_budgets, migrate_0010_billing_prices
 from .connection import atomic
@@ -262,6 +263,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0004_channel_health", sqlite_only(migrate_0004_channel_health)),
     ("0005_user_group_order", sqlite_only(migrate_0005_user_group_order)),
     ("0006_ledger_money_only", sqlite_only(migrate_0006_ledger_money_only)),
+    ("0007_access_tokens_audit", sqlite_only(migrate_0007_access_tokens_audit)),
     ("0008_billing_v2", sqlite_only(migrate_0008_billing_v2)),
     ("0009_billing_budgets", sqlite_only(migrate_0009_billing_budgets)),
     ("0010_billing_prices", sqlite_only(migrate_0010_billing_prices)),

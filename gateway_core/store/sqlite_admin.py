@@ -41,12 +41,13 @@ from . import budgets, channel_health, channels, codes, groups, keys, prices, se
 from .audit import audit
 from .connection import atomic
 from .limits import get_limits, set_key_limits, set_user_limits
+from .sqlite_access import SqliteAccess
 from .sqlite_store import Store
 
 T = TypeVar("T")
 
 
-class SqliteAdmin:
+class SqliteAdmin(SqliteAccess):
     """The admin port of a running :class:`Store`."""
 
     def __init__(self, store: Store) -> None:

@@ -16,6 +16,7 @@ from ...admin.errors import Conflict
 from ...admin.port import ChannelFields
 from ...records import DEFAULT_GROUP, InitResult, PriceRecord, UserRecord
 from ..setup import ADMIN_NAME
+from .access import AccessAdmin
 from .admin_base import found
 from .admin_channels import ChannelsAdmin, add_channel, set_price
 from .admin_codes import CodesAdmin
@@ -26,7 +27,7 @@ _INIT_LOCK = 0x72656C6179  # the advisory lock one `relaygate init` at a time ho
 _FIRST_ADMIN = "u.is_admin = 1 ORDER BY u.name != 'admin', u.id LIMIT 1"
 
 
-class PostgresAdmin(UsersAdmin, ChannelsAdmin, MoneyAdmin, CodesAdmin):
+class PostgresAdmin(UsersAdmin, ChannelsAdmin, MoneyAdmin, CodesAdmin, AccessAdmin):
     """The admin port of a running :class:`~.store.PostgresStore`."""
 
     async def initialize(self, *, admin_password_hash: str, first_channel: ChannelFields | None) -> InitResult:

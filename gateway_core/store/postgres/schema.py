@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 from ...types import Migration
 from ..migrations import LEDGER_KINDS, UNIT_RATIO_PPM
+from .access_schema import CORE_0007
 from .migrate import script
 from .schema_billing_v2 import BILLING_BUDGETS, BILLING_PRICES, BILLING_V2
 
@@ -251,6 +252,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0004_channel_health", script(CORE_0004)),
     ("0005_user_group_order", script(CORE_0005)),
     ("0006_ledger_money_only", script(CORE_0006)),
+    ("0007_access_tokens_audit", script(CORE_0007)),
     ("0008_billing_v2", script(BILLING_V2)),
     ("0009_billing_budgets", script(BILLING_BUDGETS)),
     ("0010_billing_prices", script(BILLING_PRICES)),

@@ -1,0 +1,38 @@
+"""The audit log: one row per write made through the management API (and the
+token commands): who, through which token or session, which action on which
+record, the record before and after, and when. Readable by admins."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import attrs
+
+from ..access_records import Actor, AuditEntry
+from .context import Admin
+
+MAX_PAGE = 500
+
+
+async def record(admin: Admin, actor: Actor, action: str, target: str, before: Any = None, after: Any = None) -> AuditEntry:
+    """Append one audit row; ``before`` and ``after`` are JSON values of the
+    record (``None``: it did not exist, or was not read)."""
+    entry = AuditEntry(
+        id=0, created_at=time.time(), via=actor.via, user_id=actor.user_id, user_name=actor.user_name,
+        token_id=actor.token_id, request_id=actor.request_id, action=action, target=target,
+        before=_as_object(before), after=_as_object(after),
+    )  # fmt: skip
+    entry_id = await admin.store.record_audit(entry)
+    return attrs.evolve(entry, id=entry_id)
+
+
+async def list_entries(admin: Admin, *, before_id: int | None = None, limit: int = 50, target: str | None = None) -> list[AuditEntry]:
+    """Audit rows newest first, older than ``before_id``, about ``target`` (``"key 7"``) when given."""
+    return await admin.store.list_audit(before_id=before_id, limit=max(1, min(int(limit), MAX_PAGE)), target=target)
+
+
+def _as_object(value: Any) -> dict[str, Any] | None:
+    if value is None or isinstance(value, dict):
+        return value
+    return {"value": value}

@@ -1,0 +1,13 @@
+"""The JSON management API under ``/api/v1/``: one module per resource, each
+operation a thin front over the admin layer (:mod:`gateway_core.admin`).
+
+- :mod:`.operation`: the declaration of an operation (method, path, scope,
+  schemas) and the endpoint that authenticates, validates and runs it;
+- :mod:`.auth`: personal access tokens and console sessions;
+- :mod:`.errors`: the one error shape; :mod:`.schema`: the JSON schemas and
+  their validator; :mod:`.openapi`: the OpenAPI document built from the
+  declarations, and its page;
+- resources: :mod:`.tokens`, :mod:`.keys`, :mod:`.usage`, :mod:`.wallet`,
+  :mod:`.users`, :mod:`.catalog` (groups and prices), :mod:`.channels`,
+  :mod:`.audit`.
+"""

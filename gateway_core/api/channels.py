@@ -1,0 +1,109 @@
+"""``/api/v1/channels`` (admin): upstream channels, their upstream keys shown
+masked. Create, change, enable, disable, delete and test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..admin import channels
+from ..jsonable import to_jsonable
+from .operation import ApiCall, Operation
+from .schema import ID, NAME, NAMES, Schema, array, obj
+
+STRINGS = {"type": "object", "additionalProperties": {"type": "string", "maxLength": 2000}, "maxProperties": 50}
+TIMEOUT = {"type": ["number", "null"], "minimum": 0, "maximum": 86400}
+FIELDS: dict[str, Schema] = {
+    "name": NAME, "type": {"type": "string", "minLength": 1, "maxLength": 100},
+    "base_url": {"type": "string", "minLength": 1, "maxLength": 2000}, "api_keys": NAMES, "models": NAMES,
+    "model_map": STRINGS, "groups": NAMES, "priority": {"type": "integer", "minimum": -1000000, "maximum": 1000000},
+    "weight": {"type": "integer", "minimum": 0, "maximum": 1000000}, "enabled": {"type": "boolean"}, "endpoints": NAMES,
+    "headers": STRINGS, "settings": {"type": "object"}, "concurrency": {"type": "integer", "minimum": 0, "maximum": 1000000},
+    "timeout_connect": TIMEOUT, "timeout_first_byte": TIMEOUT, "timeout_idle": TIMEOUT,
+}  # fmt: skip
+CREATE = obj(FIELDS, ("name", "type", "base_url", "models"))
+UPDATE = obj(FIELDS)
+CHANNEL = obj(
+    {"id": ID, "name": {"type": "string"}, "type": {"type": "string"}, "base_url": {"type": "string"}, "api_keys": NAMES,
+     "models": NAMES, "groups": NAMES, "enabled": {"type": "boolean"}, "priority": {"type": "integer"}, "weight": {"type": "integer"}},
+    ("id", "name", "type", "base_url", "models", "groups", "enabled"),
+    closed=False,
+)  # fmt: skip
+PROBE = obj(
+    {"ok": {"type": "boolean"}, "model": {"type": "string"}, "latency_ms": {"type": "number"}, "message": {"type": "string"},
+     "status": {"type": ["integer", "null"]}, "key_index": {"type": ["integer", "null"]}},
+    ("ok", "model", "latency_ms", "message"),
+)  # fmt: skip
+TEST = obj({"model": {"type": "string", "minLength": 1, "maxLength": 200}})
+
+
+def channel_json(channel: Any) -> dict[str, Any]:
+    data: dict[str, Any] = to_jsonable(channel)
+    return data
+
+
+async def list_channels(call: ApiCall) -> list[dict[str, Any]]:
+    return [channel_json(channel) for channel in await channels.list_channels(call.admin)]
+
+
+async def create_channel(call: ApiCall) -> dict[str, Any]:
+    channel = await channels.add_channel(call.admin, call.body)
+    await call.audit("channel.create", f"channel {channel.id}", None, channel_json(channel))
+    return channel_json(channel)
+
+
+async def get_channel(call: ApiCall) -> dict[str, Any]:
+    return channel_json(await channels.get_channel(call.admin, call.path["channel_id"]))
+
+
+async def update_channel(call: ApiCall) -> dict[str, Any]:
+    channel_id = call.path["channel_id"]
+    before = await channels.get_channel(call.admin, channel_id)
+    after = await channels.update_channel(call.admin, channel_id, call.body)
+    await call.audit("channel.update", f"channel {channel_id}", channel_json(before), channel_json(after))
+    return channel_json(after)
+
+
+async def enable_channel(call: ApiCall) -> dict[str, Any]:
+    channel_id = call.path["channel_id"]
+    before = await channels.get_channel(call.admin, channel_id)
+    after, _ = await channels.enable_channel(call.admin, channel_id)
+    await call.audit("channel.enable", f"channel {channel_id}", channel_json(before), channel_json(after))
+    return channel_json(after)
+
+
+async def disable_channel(call: ApiCall) -> dict[str, Any]:
+    channel_id = call.path["channel_id"]
+    before = await channels.get_channel(call.admin, channel_id)
+    after = await channels.disable_channel(call.admin, channel_id)
+    await call.audit("channel.disable", f"channel {channel_id}", channel_json(before), channel_json(after))
+    return channel_json(after)
+
+
+async def delete_channel(call: ApiCall) -> None:
+    channel_id = call.path["channel_id"]
+    before = await channels.delete_channel(call.admin, channel_id)
+    await call.audit("channel.delete", f"channel {channel_id}", channel_json(before), None)
+
+
+async def test_channel(call: ApiCall) -> dict[str, Any]:
+    services = call.services
+    _, result = await channels.test_channel(
+        call.admin, call.path["channel_id"], timeouts=services.config.timeouts, session=services.session,
+        request_id=call.request_id, model=call.body.get("model"),
+    )  # fmt: skip
+    data: dict[str, Any] = to_jsonable(result)
+    return data
+
+
+ONE = "/channels/{channel_id}"
+E = (400, 401, 403, 404)
+OPERATIONS = (
+    Operation("GET", "/channels", "List channels, upstream keys masked (admin)", "channels", "admin", list_channels, array(CHANNEL)),
+    Operation("POST", "/channels", "Add a channel (admin)", "channels", "admin", create_channel, CHANNEL, body=CREATE, status=201, errors=(400, 401, 403, 409)),
+    Operation("GET", ONE, "Get a channel (admin)", "channels", "admin", get_channel, CHANNEL, errors=E),
+    Operation("PATCH", ONE, "Change a channel's fields; api_keys replaces the upstream keys (admin)", "channels", "admin", update_channel, CHANNEL, body=UPDATE, errors=(400, 401, 403, 404, 409)),
+    Operation("POST", ONE + "/enable", "Enable a channel and its disabled upstream keys (admin)", "channels", "admin", enable_channel, CHANNEL, errors=E),
+    Operation("POST", ONE + "/disable", "Disable a channel (admin)", "channels", "admin", disable_channel, CHANNEL, errors=E),
+    Operation("DELETE", ONE, "Delete a channel (admin)", "channels", "admin", delete_channel, None, status=204, errors=E),
+    Operation("POST", ONE + "/test", "Send one small real request through the channel (admin)", "channels", "admin", test_channel, PROBE, body=TEST, errors=E),
+)

@@ -1,0 +1,63 @@
+"""The management API's plugin: ``/api/v1/…``, ``/api/openapi.json`` and
+``/api/docs``, mounted on the gateway through ``register_routes``."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from importlib import metadata
+from typing import Any
+
+import orjson
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Mount, Route
+
+from ..hookspecs import hookimpl
+from ..relay import REQUEST_ID
+from . import audit, catalog, channels, keys, tokens, usage, users, wallet
+from .errors import ApiError, error_response
+from .openapi import PREFIX, document, page
+from .operation import MethodDispatch, Operation
+
+OPERATIONS: tuple[Operation, ...] = (
+    *tokens.OPERATIONS, *keys.OPERATIONS, *usage.OPERATIONS, *wallet.OPERATIONS, *users.OPERATIONS,
+    *catalog.OPERATIONS, *channels.OPERATIONS, *audit.OPERATIONS,
+)  # fmt: skip
+
+
+def _version() -> str:
+    try:
+        return metadata.version("relaygate")
+    except metadata.PackageNotFoundError:
+        return "0"
+
+
+def api_mount() -> Mount:
+    spec = document(OPERATIONS, _version())
+    spec_body = orjson.dumps(spec)
+    docs_body = page(spec)
+
+    async def openapi_json(request: Any) -> Response:
+        return Response(spec_body, media_type="application/json")
+
+    async def docs(request: Any) -> Response:
+        return HTMLResponse(docs_body)
+
+    by_path: dict[str, list[Operation]] = defaultdict(list)
+    for operation in OPERATIONS:
+        by_path[operation.path].append(operation)
+    routes = [Route("/openapi.json", openapi_json, methods=["GET"]), Route("/docs", docs, methods=["GET"])]
+    literal_first = sorted(by_path, key=lambda path: (path.count("{"), path))
+    routes += [Route(PREFIX.removeprefix("/api") + path, MethodDispatch(by_path[path])) for path in literal_first]
+    routes.append(Route("/{rest:path}", _unknown))
+    return Mount("/api", routes=routes)
+
+
+async def _unknown(request: Any) -> Response:
+    error = ApiError(404, f"Unknown path: {request.method} {request.url.path}. See /api/docs for the operations served here.")
+    return error_response(error, str(request.scope.get(REQUEST_ID, "")))
+
+
+@hookimpl
+def register_routes(register: Callable[[Any], None]) -> None:
+    register(api_mount())

@@ -1,0 +1,157 @@
+"""``/api/v1/usage``: the caller's usage log (filters, cursor pages, CSV) and
+its summary per day and model; ``/api/v1/logs`` and ``/api/v1/site/usage``:
+everyone's, for admins."""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from typing import Any
+
+import attrs
+from starlette.responses import Response
+
+from ..admin import usage
+from ..money import format_usd
+from ..records import UsageFilter
+from .errors import ApiError
+from .operation import ApiCall, Operation, Param
+from .schema import ID, TIME, array, micros, obj, page, usd
+
+DAY = 86_400.0
+ROW = obj(
+    {
+        "id": ID, "request_id": {"type": "string"}, "created_at": TIME, "user_id": {"type": ["integer", "null"]},
+        "key_id": {"type": ["integer", "null"]}, "model": {"type": ["string", "null"]}, "status": {"type": ["integer", "null"]},
+        "input_tokens": {"type": ["integer", "null"]}, "output_tokens": {"type": ["integer", "null"]},
+        "cost": usd("cost"), "cost_micros": micros("cost"),
+    },
+    ("id", "request_id", "created_at", "cost", "cost_micros"),
+    closed=False,
+)  # fmt: skip
+FILTERS = (
+    Param("key_id", ID, "only this key's requests"),
+    Param("model", {"type": "string", "minLength": 1, "maxLength": 200}, "only this model"),
+    Param("status", {"type": "integer", "minimum": 100, "maximum": 599}, "only this HTTP status"),
+    Param("errors", {"type": "boolean"}, "only failed requests (status 400 and above)"),
+    Param("since", {"type": "number", "minimum": 0, "maximum": 1e11}, "from this Unix time"),
+    Param("until", {"type": "number", "minimum": 0, "maximum": 1e11}, "before this Unix time"),
+    Param("request_id", {"type": "string", "minLength": 1, "maxLength": 200}, "only the request with this id (X-Request-Id)"),
+)
+PAGING = (
+    Param("cursor", {"type": "string", "maxLength": 100}, "next_cursor of the previous page"),
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": usage.MAX_PAGE}, "rows per page (default 50)"),
+)
+USER_FILTER = Param("user_id", ID, "only this user's requests")
+SPAN = (
+    Param("since", {"type": "number", "minimum": 0, "maximum": 1e11}, "from this Unix time (default: 30 days ago)"),
+)
+DAILY = obj(
+    {"day": {"type": "string"}, "model": {"type": "string"}, "cost": usd("cost"), "cost_micros": micros("cost"),
+     "requests": {"type": "integer"}, "errors": {"type": "integer"}},
+    ("day", "model", "cost", "cost_micros", "requests", "errors"),
+)  # fmt: skip
+MODEL_TOTAL = obj(
+    {"model": {"type": "string"}, "cost": usd("cost"), "cost_micros": micros("cost"), "requests": {"type": "integer"}, "errors": {"type": "integer"}},
+    ("model", "cost", "cost_micros", "requests", "errors"),
+)
+SUMMARY = obj({"since": TIME, "days": array(DAILY), "models": array(MODEL_TOTAL)}, ("since", "days", "models"))
+TOTAL = obj(
+    {"label": {"type": ["string", "null"]}, "requests": {"type": "integer"}, "input_tokens": {"type": "integer"},
+     "output_tokens": {"type": "integer"}, "cost": usd("cost"), "cost_micros": micros("cost"), "errors": {"type": "integer"}},
+    ("label", "requests", "cost", "cost_micros"),
+)  # fmt: skip
+SITE = obj({"since": TIME, "by_model": array(TOTAL), "by_user": array(TOTAL), "by_channel": array(TOTAL), "days": array(DAILY)},
+           ("since", "by_model", "by_user", "by_channel", "days"))  # fmt: skip
+CSV_COLUMNS = (
+    "id", "request_id", "created_at", "key_id", "key_name", "model", "channel_name", "status", "input_tokens",
+    "output_tokens", "cached_tokens", "cost", "cost_micros", "duration_ms", "error_type",
+)  # fmt: skip
+
+
+def row_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "cost": format_usd(row.get("cost_micros") or 0), "cost_micros": row.get("cost_micros") or 0}
+
+
+async def _page(call: ApiCall, user_id: int | None, limit: int | None = None) -> dict[str, Any]:
+    query = call.query
+    if "request_id" in query:
+        return await _by_request_id(call, user_id)
+    filters = UsageFilter(
+        key_id=query.get("key_id"), user_id=user_id if user_id is not None else query.get("user_id"), model=query.get("model"),
+        status=query.get("status"), errors=bool(query.get("errors", False)), since=query.get("since"), until=query.get("until"),
+    )  # fmt: skip
+    before = None
+    if "cursor" in query:
+        try:
+            before = usage.parse_cursor(query["cursor"])
+        except ValueError as exc:
+            raise ApiError(400, str(exc), field="cursor") from None
+    found = await usage.page_usage(call.admin, filters, before=before, limit=limit or query.get("limit", 50))
+    cursor = usage.page_cursor(found.rows[-1]) if found.more and found.rows else None
+    return {"items": [row_json(row) for row in found.rows], "next_cursor": cursor}
+
+
+async def _by_request_id(call: ApiCall, user_id: int | None) -> dict[str, Any]:
+    row = await usage.find_request(call.admin, call.query["request_id"], owner=user_id)
+    return {"items": [row_json(row)] if row is not None else [], "next_cursor": None}
+
+
+async def list_usage(call: ApiCall) -> dict[str, Any]:
+    return await _page(call, call.user_id)
+
+
+async def export_usage(call: ApiCall) -> Response:
+    """At most one page of ``limit`` rows (default and most: 1000) per file; page with the cursor in ``X-Next-Cursor``."""
+    found = await _page(call, call.user_id, call.query.get("limit", usage.MAX_PAGE))
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for row in found["items"]:
+        writer.writerow(["" if row.get(name) is None else row.get(name) for name in CSV_COLUMNS])
+    headers = {"content-disposition": 'attachment; filename="usage.csv"'}
+    if found["next_cursor"]:
+        headers["x-next-cursor"] = found["next_cursor"]
+    return Response(out.getvalue(), media_type="text/csv", headers=headers)
+
+
+async def usage_summary(call: ApiCall) -> dict[str, Any]:
+    since = call.query.get("since", time.time() - 30 * DAY)
+    days = await usage.daily_spending(call.admin, since, call.user_id)
+    models: dict[str, dict[str, int]] = {}
+    for day in days:
+        total = models.setdefault(day.model, {"cost_micros": 0, "requests": 0, "errors": 0})
+        for name in total:
+            total[name] += getattr(day, name)
+    return {
+        "since": since,
+        "days": [_money(attrs.asdict(day)) for day in days],
+        "models": [_money({"model": model, **total}) for model, total in sorted(models.items())],
+    }
+
+
+async def list_logs(call: ApiCall) -> dict[str, Any]:
+    return await _page(call, None)
+
+
+async def site_usage(call: ApiCall) -> dict[str, Any]:
+    since = call.query.get("since", time.time() - 30 * DAY)
+    result: dict[str, Any] = {"since": since}
+    for by in usage.TOTALS_BY:
+        result[f"by_{by}"] = [_money(attrs.asdict(total)) for total in await usage.usage_totals(call.admin, by, since)]
+    result["days"] = [_money(attrs.asdict(day)) for day in await usage.daily_spending(call.admin, since)]
+    return result
+
+
+def _money(item: dict[str, Any]) -> dict[str, Any]:
+    return {**item, "cost": format_usd(item["cost_micros"])}
+
+
+OPERATIONS = (
+    Operation("GET", "/usage", "Your usage log, newest first (filters; cursor pages)", "usage", "read", list_usage, page(ROW), query=FILTERS + PAGING),
+    Operation("GET", "/usage.csv", "Your usage log as CSV (one page; the next cursor in X-Next-Cursor)", "usage", "read", export_usage, {"type": "string"}, query=FILTERS + PAGING, media_type="text/csv"),
+    Operation("GET", "/usage/summary", "Your cost and requests per day and per model", "usage", "read", usage_summary, SUMMARY, query=SPAN),
+    Operation("GET", "/logs", "Everyone's usage log (admin)", "site", "admin", list_logs, page(ROW), query=(USER_FILTER, *FILTERS, *PAGING)),
+    Operation("GET", "/site/usage", "Totals by model, user and channel, and per day (admin)", "site", "admin", site_usage, SITE, query=SPAN),
+)

@@ -1,0 +1,76 @@
+"""``relaygate token create|list|revoke``: personal access tokens for the
+management API (``/api/v1/``)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from ..access_records import CLI_ACTOR, SCOPES, AccessTokenRecord
+from ..admin import Admin, audit, tokens, users
+from ..hookspecs import hookimpl
+from ..jsonable import to_jsonable
+from .kit import CommandContext, parse_expires
+
+
+@hookimpl
+def register_commands(register: Callable[..., None]) -> None:
+    register("token create", "create a personal access token for the management API (shown once)", _configure_create, _run_create)
+    register("token list", "list access tokens (a user's, or everyone's)", _configure_list, _run_list)
+    register("token revoke", "revoke an access token", _configure_revoke, _run_revoke)
+
+
+def _configure_create(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("user", metavar="USER")
+    parser.add_argument("--scope", choices=SCOPES, default="read", help="read (default), write, or admin (admins only)")
+    parser.add_argument("--expires", metavar="ISO8601", help="expiry, e.g. 2026-12-31 or 2026-12-31T18:00:00Z (default: never)")
+    parser.add_argument("--name", default="", help="a label for the token")
+
+
+def _run_create(args: argparse.Namespace, cli: CommandContext) -> int:
+    expires_at = parse_expires(args.expires) if args.expires is not None else None
+
+    async def create(admin: Admin) -> tuple[AccessTokenRecord, str]:
+        user = await users.find_user(admin, args.user)
+        token, secret = await tokens.create_token(admin, user.id, scope=args.scope, name=args.name, expires_at=expires_at)
+        await audit.record(admin, CLI_ACTOR, "token.create", f"token {token.id}", None, to_jsonable(token))
+        return token, secret
+
+    token, secret = cli.run(create)
+    if cli.json:
+        cli.print_record({"id": token.id, "token": secret})
+        return 0
+    print(f"Created access token {token.id} ({token.name!r}, scope {token.scope}) for {token.user_name!r}:")
+    print(f"    {secret}")
+    print("This token is shown only now: store it safely, it cannot be displayed again.")
+    return 0
+
+
+def _configure_list(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("user", metavar="USER", nargs="?", help="whose tokens (default: everyone's)")
+
+
+def _run_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    async def listed(admin: Admin) -> list[AccessTokenRecord]:
+        user_id = (await users.find_user(admin, args.user)).id if args.user else None
+        return await tokens.list_tokens(admin, user_id)
+
+    columns = ["id", "user_name", "name", "prefix", "scope", "created_at", "expires_at", "revoked_at"]
+    cli.print_table(cli.run(listed), columns)
+    return 0
+
+
+def _configure_revoke(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", type=int, metavar="ID")
+
+
+def _run_revoke(args: argparse.Namespace, cli: CommandContext) -> int:
+    async def revoke(admin: Admin) -> AccessTokenRecord:
+        before = await tokens.get_token(admin, args.id)
+        token = await tokens.revoke_token(admin, args.id)
+        await audit.record(admin, CLI_ACTOR, "token.revoke", f"token {token.id}", to_jsonable(before), to_jsonable(token))
+        return token
+
+    token = cli.run(revoke)
+    cli.print_record(token, text=f"Access token {token.id} ({token.name!r}, {token.prefix}) of {token.user_name!r} revoked.")
+    return 0
