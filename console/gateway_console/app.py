@@ -14,10 +14,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from gateway_core.ratelimit import SignInRule
+
+from .sessions import MOUNT_PATH
 from .views import admin_channels, admin_site, admin_users, auth, keys, logs, models, quickstart, wallet
 from .web import TEMPLATES, ConsoleState
 
-MOUNT_PATH = "/console"
 STATIC = Path(__file__).parent / "static"
 GET, POST, BOTH = ["GET"], ["POST"], ["GET", "POST"]
 

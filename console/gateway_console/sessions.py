@@ -18,7 +18,8 @@ import hashlib
 import hmac
 import secrets
 
-SESSION_COOKIE = "rg_session"
+MOUNT_PATH = "/console"  # where the gateway mounts the console
+SESSION_COOKIE = "rg_session"  # path: the gateway's root, so the management API reads it too
 SIGNIN_COOKIE = "rg_signin"
 CSRF_FIELD = "csrf"
 

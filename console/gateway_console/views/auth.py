@@ -13,7 +13,7 @@ from gateway_core.secrets import hash_password, verify_password
 
 from .. import queries
 from ..forms import text
-from ..sessions import CSRF_FIELD, SESSION_COOKIE, SIGNIN_COOKIE, new_token, session_id
+from ..sessions import CSRF_FIELD, MOUNT_PATH, SESSION_COOKIE, SIGNIN_COOKIE, new_token, session_id
 from ..web import Ctx, now, page, safe_next
 
 
@@ -23,9 +23,9 @@ def _decoy_hash() -> str:
     return hash_password("relaygate-console-decoy")
 
 
-def _cookie(ctx: Ctx, response: Response, name: str, value: str, max_age: int) -> None:
+def _cookie(ctx: Ctx, response: Response, name: str, value: str, max_age: int, path: str | None = None) -> None:
     response.set_cookie(
-        name, value, max_age=max_age, path=ctx.base or "/", httponly=True, samesite="lax",
+        name, value, max_age=max_age, path=path or ctx.base or "/", httponly=True, samesite="lax",
         secure=bool(ctx.state.settings.get("secure_cookies")) or ctx.request.url.scheme == "https",
     )  # fmt: skip
 
@@ -83,7 +83,7 @@ async def sign_in(ctx: Ctx) -> Response:
     seconds = int(ctx.state.session_seconds)
     await queries.create_session(ctx.sql, session_id(token), record[0], now() + seconds, address)
     response = RedirectResponse(safe_next(ctx.base, form.get("next")), status_code=303)
-    _cookie(ctx, response, SESSION_COOKIE, ctx.signer.session_cookie(token), seconds)
+    _cookie(ctx, response, SESSION_COOKIE, ctx.signer.session_cookie(token), seconds, _session_path(ctx))
     response.delete_cookie(SIGNIN_COOKIE, path=ctx.base or "/")
     return response
 
@@ -99,7 +99,7 @@ def _duration(seconds: int) -> str:
 async def sign_out(ctx: Ctx) -> Response:
     await queries.delete_session(ctx.sql, session_id(ctx.user.token))
     response = ctx.redirect("/login", "signed-out")
-    response.delete_cookie(SESSION_COOKIE, path=ctx.base or "/")
+    response.delete_cookie(SESSION_COOKIE, path=_session_path(ctx))
     return response
 
 
@@ -117,3 +117,9 @@ async def account(ctx: Ctx) -> Response:
         return ctx.render("account.html", status=400, error=error)
     await users.set_password(ctx.admin, ctx.user.id, new)
     return ctx.redirect("/account", "password")
+
+
+def _session_path(ctx: Ctx) -> str:
+    """The session cookie's path: the gateway's root, so the management API
+    (``/api/v1/``) reads the session too (the sign-in nonce stays under the console)."""
+    return ctx.base.removesuffix(MOUNT_PATH) or "/"
