@@ -32,7 +32,7 @@ def migrate_0007_access_tokens_audit(db: sqlite_utils.Database) -> None:
     db.execute(
         "CREATE TABLE idempotency_keys (key TEXT PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users (id), "
         "kind TEXT NOT NULL, amount_micros INTEGER NOT NULL, note TEXT, "
-        "ledger_id INTEGER NOT NULL REFERENCES ledger (id), created_at REAL NOT NULL)"
+        "ledger_id INTEGER NOT NULL, created_at REAL NOT NULL)"
     )
 
 

@@ -43,7 +43,7 @@ CREATE TABLE idempotency_keys (
     kind TEXT NOT NULL,
     amount_micros BIGINT NOT NULL,
     note TEXT,
-    ledger_id BIGINT NOT NULL REFERENCES ledger (id),
+    ledger_id BIGINT NOT NULL,
     created_at DOUBLE PRECISION NOT NULL
 );
 """
