@@ -11,6 +11,7 @@ from typing import Any
 
 from .errors import CODES, ERROR_SCHEMA
 from .operation import Operation
+from .schema import PATH_ID, PATH_TEXT
 
 PREFIX = "/api/v1"
 _PARAM = re.compile(r"\{(\w+)\}")
@@ -48,7 +49,7 @@ def document(operations: Sequence[Operation], version: str) -> dict[str, Any]:
 def _operation(operation: Operation) -> dict[str, Any]:
     parameters: list[dict[str, Any]] = []
     for name in _PARAM.findall(operation.path):
-        schema = {"type": "string", "minLength": 1, "maxLength": 200} if name in operation.text_params else {"type": "integer", "minimum": 1, "maximum": 2**62}
+        schema = PATH_TEXT if name in operation.text_params else PATH_ID
         parameters.append({"name": name, "in": "path", "required": True, "schema": schema})
     for param in operation.query:
         parameters.append({"name": param.name, "in": "query", "required": False, "schema": param.schema, "description": param.description})

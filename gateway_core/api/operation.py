@@ -26,7 +26,7 @@ from ..jsonable import to_jsonable
 from ..relay import REQUEST_ID
 from .auth import Principal, authenticate, authorize
 from .errors import ApiError, error_response, from_admin
-from .schema import Schema, validate
+from .schema import MAX_PATH_ID, PATH_TEXT, Schema, validate
 
 MAX_BODY = 1 << 20
 log = structlog.get_logger("relaygate.api")
@@ -138,9 +138,9 @@ def _path_params(operation: Operation, request: Request) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for name, text in request.path_params.items():
         if name in operation.text_params:
-            values[name] = text
+            values[name] = validate(text, PATH_TEXT, name)
             continue
-        if not text.isdigit() or len(text) > 18 or int(text) < 1:
+        if not text.isdigit() or len(text) > 18 or not 1 <= int(text) <= MAX_PATH_ID:
             raise ApiError(404, f"No such {name.removesuffix('_id')}: {text!r} is not an id.")
         values[name] = int(text)
     return values

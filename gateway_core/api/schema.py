@@ -24,6 +24,9 @@ INT64 = {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
 ID = {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}
 TIME = {"type": "number", "description": "Unix time in seconds"}
 TIME_OR_NULL = {"type": ["number", "null"], "description": "Unix time in seconds"}
+MAX_PATH_ID = 2**62
+PATH_ID: Schema = {"type": "integer", "minimum": 1, "maximum": MAX_PATH_ID}
+PATH_TEXT: Schema = {"type": "string", "minLength": 1, "maxLength": 200}
 NAME = {"type": "string", "minLength": 1, "maxLength": 100}
 NAMES = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 200}, "maxItems": 500}
 
