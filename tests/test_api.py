@@ -146,6 +146,7 @@ def test_tokens_are_listed_created_once_and_revoked_by_their_owner_only(site):
     assert token["id"] in [item["id"] for item in listed]
     assert token["token"] not in json.dumps(listed)
     assert all(item["user_name"] == "alice" for item in listed)
+    assert [item["last_used_at"] is not None for item in listed] == [True, False, False]  # the write token in use; the read one, the new one
     assert Api(gateway.url, token["token"]).get("/me").json()["scope"] == "read"
     error_of(apis["bob"].delete(f"/tokens/{token['id']}"), 404)
     assert apis["alice"].delete(f"/tokens/{token['id']}").json()["revoked_at"] is not None
@@ -159,26 +160,27 @@ def test_tokens_are_listed_created_once_and_revoked_by_their_owner_only(site):
 def test_keys_create_list_get_update_switch_and_delete_for_the_owner(site):
     gateway, _, _, apis, _ = site
     alice = apis["alice"]
-    created = alice.post("/keys", {"name": "ci", "quota": "2.50", "models": ["demo-1"], "allow_ips": ["127.0.0.1/32"]})
+    created = alice.post("/keys", {"name": "ci", "quota": "2.50", "models": ["demo-1"], "allow_ips": ["127.0.0.1/32"], "rpm": 100})
     assert created.status_code == 201, created.text
     key, secret = created.json()["key"], created.json()["secret"]
     assert secret.startswith("sk-") and key["quota"] == "2.50" and key["quota_micros"] == 2_500_000
-    assert key["used"] == "0.00" and key["used_micros"] == 0
+    assert key["used"] == "0.00" and key["used_micros"] == 0 and key["limits"]["requests_per_minute"] == 100
     assert secret not in alice.get("/keys").text and secret not in alice.get(f"/keys/{key['id']}").text
     assert [item["id"] for item in alice.get("/keys").json()] == [key["id"]]
 
-    answer = requests.post(gateway.url + "/v1/chat/completions", headers={"authorization": f"Bearer {secret}"},
-                           json={"model": "demo-1", "messages": [{"role": "user", "content": "hi"}]}, timeout=30)  # fmt: skip
-    assert answer.status_code == 200, answer.text
+    assert _chat(gateway, secret, "hi").status_code == 200
 
     changed = alice.patch(f"/keys/{key['id']}", {"name": "ci-2", "quota_micros": 1_000_000, "expires_at": "2099-01-01T00:00:00Z"})
     assert changed.status_code == 200, changed.text
     assert (changed.json()["name"], changed.json()["quota"], changed.json()["models"]) == ("ci-2", "1.00", ["demo-1"])
     assert changed.json()["expires_at"] == 4070908800.0
+    limited = alice.patch(f"/keys/{key['id']}", {"rpm": 1, "concurrency": 2}).json()
+    assert (limited["limits"]["requests_per_minute"], limited["limits"]["concurrency"], limited["name"]) == (1, 2, "ci-2")
+    assert _chat(gateway, secret, "one").status_code == 200
+    assert _chat(gateway, secret, "two").status_code == 429  # the key's own limit, changed through the API
+    assert alice.patch(f"/keys/{key['id']}", {"rpm": 0}).json()["limits"]["requests_per_minute"] == 0
     assert alice.post(f"/keys/{key['id']}/disable").json()["enabled"] is False
-    refused = requests.post(gateway.url + "/v1/chat/completions", headers={"authorization": f"Bearer {secret}"},
-                            json={"model": "demo-1", "messages": [{"role": "user", "content": "hi"}]}, timeout=30)  # fmt: skip
-    assert refused.status_code == 401
+    assert _chat(gateway, secret, "hi").status_code == 401
     assert alice.post(f"/keys/{key['id']}/enable").json()["enabled"] is True
     assert alice.delete(f"/keys/{key['id']}").status_code == 204
     error_of(alice.get(f"/keys/{key['id']}"), 404)

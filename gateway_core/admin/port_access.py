@@ -21,6 +21,9 @@ class AccessStore(Protocol):
     async def list_tokens(self, user_id: int | None) -> list[AccessTokenRecord]:
         """A user's tokens (everyone's for ``None``), oldest first."""
 
+    async def touch_token(self, token_id: int, used_at: float) -> None:
+        """Record when a token was last used."""
+
     async def revoke_token(self, token_id: int) -> bool:
         """Revoke a live token; ``False`` when there is none (or it was revoked)."""
 

@@ -18,6 +18,7 @@ from .errors import Invalid, NotFound
 from .users import get_user
 
 MAX_NAME = 100
+TOUCH_EVERY = 60.0  # seconds between two records of a token's last use
 
 
 async def create_token(
@@ -58,12 +59,15 @@ async def revoke_token(admin: Admin, token_id: int, *, owner: int | None = None)
 
 async def token_holder(admin: Admin, secret: str) -> AccessTokenRecord | None:
     """The usable token whose secret is ``secret`` (not revoked, not expired,
-    its user enabled), else ``None``."""
+    its user enabled), else ``None``. Its last use is recorded (to the minute)."""
     if not secret.startswith(TOKEN_PREFIX):
         return None
     token = await admin.store.find_token(hash_key(secret))
-    if token is None or not token.usable(time.time()):
+    now = time.time()
+    if token is None or not token.usable(now):
         return None
+    if token.last_used_at is None or now - token.last_used_at >= TOUCH_EVERY:
+        await admin.store.touch_token(token.id, now)
     return token
 
 

@@ -39,6 +39,7 @@ TOKEN_INSERT = (
     "INSERT INTO access_tokens (user_id, name, token_hash, prefix, scope, created_at, expires_at) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
+TOKEN_TOUCH = "UPDATE access_tokens SET last_used_at = ? WHERE id = ?"
 TOKEN_REVOKE = "UPDATE access_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL"
 AUDIT_INSERT = (
     "INSERT INTO audit_log (created_at, via, user_id, user_name, token_id, request_id, action, target, before_json, after_json) "
@@ -108,6 +109,10 @@ def find_token(conn: sqlite3.Connection, token_hash: str) -> AccessTokenRecord |
 def list_tokens(conn: sqlite3.Connection, user_id: int | None) -> list[AccessTokenRecord]:
     rows = fetch_all(conn, f"{TOKEN_SELECT} WHERE ? IS NULL OR t.user_id = ? ORDER BY t.id", (user_id, user_id))
     return [token_record(row) for row in rows]
+
+
+def touch_token(conn: sqlite3.Connection, token_id: int, used_at: float) -> None:
+    conn.execute(TOKEN_TOUCH, (used_at, token_id))
 
 
 def revoke_token(conn: sqlite3.Connection, token_id: int) -> bool:

@@ -32,6 +32,9 @@ class SqliteAccess:
         tokens: list[AccessTokenRecord] = await self._read(access.list_tokens, user_id)
         return tokens
 
+    async def touch_token(self, token_id: int, used_at: float) -> None:
+        await self._write(access.touch_token, token_id, used_at)
+
     async def revoke_token(self, token_id: int) -> bool:
         return bool(await self._write(access.revoke_token, token_id))
 

@@ -26,6 +26,7 @@ from ..access import (
     SET_ADMIN,
     TOKEN_INSERT,
     TOKEN_REVOKE,
+    TOKEN_TOUCH,
     TOKEN_SELECT,
     audit_entry,
     audit_values,
@@ -86,6 +87,12 @@ class AccessAdmin(AdminBase):
             return [token_record(row) for row in await conn.fetch(_TOKENS, user_id, user_id)]
 
         return await self._read("list_tokens", tokens)
+
+    async def touch_token(self, token_id: int, used_at: float) -> None:
+        async def touch(conn: asyncpg.Connection) -> None:
+            await conn.execute(numbered(TOKEN_TOUCH), used_at, token_id)
+
+        await self._write("touch_token", touch)
 
     async def revoke_token(self, token_id: int) -> bool:
         async def revoke(conn: asyncpg.Connection) -> bool:
