@@ -67,6 +67,7 @@ from .uploads import Upload
 PUBLIC_MODULES = (
     "gateway_core",
     "gateway_core.admin",  # the admin layer: Admin, its port, its errors
+    "gateway_core.admin.audit",  # the audit log of writes
     "gateway_core.admin.channels",  # admin operations by subject (the CLI's and the console's)
     "gateway_core.admin.budgets",
     "gateway_core.admin.codes",
@@ -74,6 +75,7 @@ PUBLIC_MODULES = (
     "gateway_core.admin.keys",
     "gateway_core.admin.prices",
     "gateway_core.admin.setup",
+    "gateway_core.admin.tokens",  # personal access tokens of the management API
     "gateway_core.admin.usage",
     "gateway_core.admin.users",
     "gateway_core.admin.wallet",

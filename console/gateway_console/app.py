@@ -16,7 +16,7 @@ from starlette.staticfiles import StaticFiles
 from gateway_core.ratelimit import SignInRule
 
 from .sessions import MOUNT_PATH
-from .views import admin_channels, admin_site, admin_users, auth, keys, logs, models, quickstart, wallet
+from .views import admin_audit, admin_channels, admin_site, admin_users, auth, keys, logs, models, quickstart, tokens, wallet
 from .web import TEMPLATES, ConsoleState
 
 STATIC = Path(__file__).parent / "static"
@@ -76,6 +76,10 @@ def routes() -> list:
         Route("/wallet", wallet.wallet, methods=GET),
         Route("/wallet/redeem", wallet.redeem, methods=POST),
         Route("/models", models.model_list, methods=GET),
+        Route("/tokens", tokens.token_list, methods=GET),
+        Route("/tokens/new", tokens.token_new, methods=POST),
+        Route("/tokens/{token_id:int}/revoke", tokens.token_revoke, methods=POST),
+        Route("/admin/audit", admin_audit.audit_list, methods=GET),
         Route("/quickstart", quickstart.quickstart, methods=GET),
         Route("/admin/channels", admin_channels.channel_list, methods=GET),
         Route("/admin/channels/new", admin_channels.channel_new, methods=BOTH),

@@ -52,6 +52,7 @@ NOTICES = {
     "password": "Password changed.",
     "redeemed": "Code redeemed: your balance is credited.",
     "locked": "This key was disabled by the gateway's operator: only they can enable it.",
+    "revoked": "Revoked.",
 }
 
 

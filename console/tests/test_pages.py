@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 
+import aiohttp
 import openai
 import pytest
 
@@ -237,3 +238,30 @@ async def test_admin_sees_site_wide_usage(browsers, seed, users):
     assert logs.count("data-log-id=") == 1
     log_id = re.search(r'data-log-id="(\d+)"', logs).group(1)
     assert (await root.get(f"/console/admin/logs/{log_id}"))[0] == 200
+
+
+async def test_users_create_and_revoke_access_tokens_and_admins_read_the_audit_log(browsers, users, gateway):
+    alice = await browsers("alice")
+    status, page = await alice.get("/console/tokens")
+    assert status == 200 and "You have no access tokens yet." in page and '<option value="admin"' not in page
+    status, page = await alice.post("/console/tokens/new", {"name": "billing", "scope": "read"}, csrf_from="/console/tokens")
+    assert status == 200 and "shown only this once" in page
+    secret = re.search(r'<code id="secret">(rgt-[^<]+)</code>', page).group(1)
+    async with aiohttp.ClientSession() as http:
+        async with http.get(gateway.url + "/api/v1/me", headers={"authorization": f"Bearer {secret}"}) as response:
+            assert response.status == 200 and (await response.json())["scope"] == "read"
+        _, listed = await alice.get("/console/tokens")
+        assert secret not in listed and secret[:8] in listed and "billing" in listed
+        token_id = re.search(r'data-token-id="(\d+)"', listed).group(1)
+        assert (await alice.post("/console/tokens/new", {"scope": "admin"}, csrf_from="/console/tokens"))[0] == 400
+        bob = await browsers("bob")
+        assert (await bob.post(f"/console/tokens/{token_id}/revoke", {}, csrf_from="/console/tokens"))[0] == 404
+        status, page = await alice.post(f"/console/tokens/{token_id}/revoke", {}, csrf_from="/console/tokens")
+        assert status == 200 and "Revoked." in page
+        async with http.get(gateway.url + "/api/v1/me", headers={"authorization": f"Bearer {secret}"}) as response:
+            assert response.status == 401
+
+    root = await browsers("root")
+    status, page = await root.get(f"/console/admin/audit?target=token+{token_id}")
+    assert status == 200 and "token.revoke" in page and "token.create" in page and "alice" in page
+    assert (await alice.get("/console/admin/audit"))[0] == 403

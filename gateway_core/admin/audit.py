@@ -10,18 +10,24 @@ from typing import Any
 import attrs
 
 from ..access_records import Actor, AuditEntry
+from ..jsonable import to_jsonable
 from .context import Admin
 
 MAX_PAGE = 500
 
 
+def actor(via: str, user_id: int | None = None, user_name: str | None = None, *, token_id: int | None = None, request_id: str | None = None) -> Actor:
+    """Who acts: ``via`` is ``"token"``, ``"session"`` or ``"cli"``."""
+    return Actor(via, user_id, user_name, token_id, request_id)
+
+
 async def record(admin: Admin, actor: Actor, action: str, target: str, before: Any = None, after: Any = None) -> AuditEntry:
-    """Append one audit row; ``before`` and ``after`` are JSON values of the
-    record (``None``: it did not exist, or was not read)."""
+    """Append one audit row; ``before`` and ``after`` are the record (a record
+    or its JSON value; ``None``: it did not exist, or was not read)."""
     entry = AuditEntry(
         id=0, created_at=time.time(), via=actor.via, user_id=actor.user_id, user_name=actor.user_name,
         token_id=actor.token_id, request_id=actor.request_id, action=action, target=target,
-        before=_as_object(before), after=_as_object(after),
+        before=_as_object(to_jsonable(before)), after=_as_object(to_jsonable(after)),
     )  # fmt: skip
     entry_id = await admin.store.record_audit(entry)
     return attrs.evolve(entry, id=entry_id)

@@ -22,7 +22,6 @@ from starlette.responses import Response
 from ..access_records import AuditEntry
 from ..admin import Admin, AdminError, audit
 from ..app_state import services_from_scope
-from ..jsonable import to_jsonable
 from ..relay import REQUEST_ID
 from .auth import Principal, authenticate, authorize
 from .errors import ApiError, error_response, from_admin
@@ -81,11 +80,7 @@ class ApiCall:
     async def audit(self, action: str, target: str, before: Any = None, after: Any = None) -> AuditEntry:
         """Record this write in the audit log (records as their JSON values)."""
         actor = self.principal.actor(self.request_id)
-        return await audit.record(self.admin, actor, action, target, _json(before), _json(after))
-
-
-def _json(value: Any) -> Any:
-    return None if value is None else to_jsonable(value)
+        return await audit.record(self.admin, actor, action, target, before, after)
 
 
 class MethodDispatch:

@@ -1,0 +1,53 @@
+"""A user's personal access tokens for the management API: list, create (the
+token shown once), revoke. Another user's token is not found."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+
+from gateway_core.admin import audit, tokens
+
+from ..forms import text, when
+from ..web import Ctx, page
+
+
+def _scopes(ctx: Ctx) -> list[str]:
+    return ["read", "write", "admin"] if ctx.user.is_admin else ["read", "write"]
+
+
+def _actor(ctx: Ctx) -> audit.Actor:
+    return audit.actor("session", ctx.user.id, ctx.user.name, request_id=ctx.request.scope.get("relaygate.request_id"))
+
+
+@page()
+async def token_list(ctx: Ctx) -> Response:
+    listed = await tokens.list_tokens(ctx.admin, ctx.user.id)
+    return ctx.render("tokens.html", tokens=listed, scopes=_scopes(ctx), error=None, values={})
+
+
+@page()
+async def token_new(ctx: Ctx) -> Response:
+    try:
+        scope = text(ctx.form, "scope") or "read"
+        if scope not in _scopes(ctx):
+            raise ValueError(f"The scope {scope!r} is not yours to give.")
+        token, secret = await tokens.create_token(
+            ctx.admin, ctx.user.id, scope=scope, name=text(ctx.form, "name", max_length=100),
+            expires_at=when(text(ctx.form, "expires"), "Expiry"),
+        )  # fmt: skip
+    except ValueError as exc:  # FormError, Invalid
+        listed = await tokens.list_tokens(ctx.admin, ctx.user.id)
+        return ctx.render("tokens.html", status=400, tokens=listed, scopes=_scopes(ctx), error=str(exc), values=dict(ctx.form))
+    await audit.record(ctx.admin, _actor(ctx), "token.create", f"token {token.id}", None, token)
+    response = ctx.render("token_created.html", token=token, secret=secret)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@page()
+async def token_revoke(ctx: Ctx) -> Response:
+    token_id = ctx.path_int("token_id")
+    before = await tokens.get_token(ctx.admin, token_id, owner=ctx.user.id)
+    after = await tokens.revoke_token(ctx.admin, token_id, owner=ctx.user.id)
+    await audit.record(ctx.admin, _actor(ctx), "token.revoke", f"token {token_id}", before, after)
+    return ctx.redirect("/tokens", "revoked")
