@@ -5,6 +5,7 @@ here, with nothing fetched from elsewhere."""
 from __future__ import annotations
 
 import html
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -99,8 +100,10 @@ def page(spec: dict[str, Any]) -> str:
         for method, operation in methods.items():
             by_tag.setdefault(operation["tags"][0], []).append((method.upper(), path, operation))
     out = [f"<!doctype html><html lang=en><meta charset=utf-8><title>{_e(info['title'])}</title><style>{STYLE}</style>",
-           f"<h1>{_e(info['title'])} <span class=s>{_e(info['version'])}</span></h1><p>{_e(info['description'])}</p>",
-           '<p>The machine-readable document: <a href="openapi.json">openapi.json</a>.</p>']  # fmt: skip
+           f"<h1>{_e(info['title'])} <span class=s>{_e(info['version'])}</span></h1><p>{_code(info['description'])}</p>",
+           '<p>The machine-readable document: <a href="openapi.json">openapi.json</a>. '
+           + " · ".join(f"<a href='#{_e(tag)}'>{_e(tag)}</a>" for tag in by_tag) + "</p>",
+           _schema_block("Every error: the one shape", spec["components"]["schemas"]["Error"])]  # fmt: skip
     for tag, operations in by_tag.items():
         out.append(f"<h2 id='{_e(tag)}'>{_e(tag)}</h2>")
         for method, path, operation in operations:
@@ -124,10 +127,13 @@ def page(spec: dict[str, Any]) -> str:
 
 
 def _schema_block(title: str, schema: dict[str, Any]) -> str:
-    import json
-
     return f"<details><summary>{_e(title)}</summary><pre>{_e(json.dumps(schema, indent=2))}</pre></details>"
 
 
 def _e(text: Any) -> str:
     return html.escape(str(text))
+
+
+def _code(text: str) -> str:
+    """Escaped text with its `backticked` spans as code."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", _e(text))
