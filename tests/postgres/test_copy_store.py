@@ -10,6 +10,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+import aiohttp
 import asyncpg
 import attrs
 import openai
@@ -36,6 +37,7 @@ class Installation:
     plugins: str
     secret: str
     request_ids: list[str]
+    token: str  # a personal access token of alice's
 
 
 def cli(*argv: str) -> None:
@@ -69,6 +71,8 @@ async def installation(tmp_path, upstream, capsys) -> Installation:
     capsys.readouterr()
     cli("key", "create", "alice", "--name", "ci", "--quota", "5", "--json", *common)
     secret = json.loads(capsys.readouterr().out)["key"]
+    cli("token", "create", "alice", "--scope", "write", "--json", *common)  # an access token and its audit row
+    token = json.loads(capsys.readouterr().out)["token"]
     ids: list[str] = []
     with GatewayProcess(db, plugins_file=str(plugins)) as gateway:
         client = openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=secret, max_retries=0, timeout=30)
@@ -82,7 +86,7 @@ async def installation(tmp_path, upstream, capsys) -> Installation:
             pass
         with pytest.raises(openai.APIStatusError):  # no price: refused before any upstream call
             await client.chat.completions.create(model=UNPRICED_MODEL, messages=CHAT, max_tokens=20)
-    return Installation(db, str(plugins), secret, ids)
+    return Installation(db, str(plugins), secret, ids, token)
 
 
 def sqlite_counts(path: Path) -> dict[str, int]:
@@ -108,6 +112,7 @@ async def test_an_installation_moves_to_postgresql_whole(installation, pg_url, c
     counts = sqlite_counts(installation.path)
     assert report["tables"] == counts and report["check"] == "ok"
     assert counts["usage_logs"] == 5 and counts["ledger"] == 5 and counts["console_settings"] == 1  # a top-up, 4 captures
+    assert counts["access_tokens"] == 1 and counts["audit_log"] == 1
     assert list(report["tables"]).index("users") < list(report["tables"]).index("api_keys")
 
     registry = collect(load_config(None, installation.plugins))
@@ -144,6 +149,9 @@ async def test_an_installation_moves_to_postgresql_whole(installation, pg_url, c
         raw = await client.chat.completions.with_raw_response.create(model=MODEL, messages=CHAT, max_tokens=20)
         usage = raw.parse().usage
         assert usage is not None
+        async with aiohttp.ClientSession() as http:  # the access token came along
+            async with http.get(gateway.url + "/api/v1/me", headers={"authorization": f"Bearer {installation.token}"}) as me:
+                assert me.status == 200 and (await me.json())["user"]["name"] == "alice"
     cost = expected_cost(usage.prompt_tokens, usage.completion_tokens)  # the key's group: default, ratio 1
     conn = await asyncpg.connect(pg_url)
     try:
