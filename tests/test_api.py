@@ -270,6 +270,7 @@ def test_the_usage_log_filters_pages_exports_csv_and_sums_per_day_and_model(site
     assert sum(day["cost_micros"] for day in summary["days"]) == spent
     by_model = {item["model"]: item for item in summary["models"]}
     assert by_model["demo-1"]["requests"] == 4 and by_model["demo-1"]["cost_micros"] == spent
+    assert alice.get("/usage/summary", params={"since": time.time() - 3600, "until": time.time() - 3 * 86400}).json()["days"] == []
 
 
 def test_the_wallet_shows_balance_holds_and_a_paged_ledger(site):

@@ -5,6 +5,7 @@ everyone's, for admins."""
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import time
 from typing import Any
@@ -46,6 +47,9 @@ PAGING = (
 USER_FILTER = Param("user_id", ID, "only this user's requests")
 SPAN = (
     Param("since", {"type": "number", "minimum": 0, "maximum": 1e11}, "from this Unix time (default: 30 days ago)"),
+)
+SUMMARY_SPAN = SPAN + (
+    Param("until", {"type": "number", "minimum": 0, "maximum": 1e11}, "to the UTC day of this Unix time, included (default: today)"),
 )
 DAILY = obj(
     {"day": {"type": "string"}, "model": {"type": "string"}, "cost": usd("cost"), "cost_micros": micros("cost"),
@@ -119,6 +123,9 @@ async def export_usage(call: ApiCall) -> Response:
 async def usage_summary(call: ApiCall) -> dict[str, Any]:
     since = call.query.get("since", time.time() - 30 * DAY)
     days = await usage.daily_spending(call.admin, since, call.user_id)
+    if "until" in call.query:
+        last_day = dt.datetime.fromtimestamp(call.query["until"], dt.timezone.utc).strftime("%Y-%m-%d")
+        days = [day for day in days if day.day <= last_day]
     models: dict[str, dict[str, int]] = {}
     for day in days:
         total = models.setdefault(day.model, {"cost_micros": 0, "requests": 0, "errors": 0})
@@ -151,7 +158,7 @@ def _money(item: dict[str, Any]) -> dict[str, Any]:
 OPERATIONS = (
     Operation("GET", "/usage", "Your usage log, newest first (filters; cursor pages)", "usage", "read", list_usage, page(ROW), query=FILTERS + PAGING),
     Operation("GET", "/usage.csv", "Your usage log as CSV (one page; the next cursor in X-Next-Cursor)", "usage", "read", export_usage, {"type": "string"}, query=FILTERS + PAGING, media_type="text/csv"),
-    Operation("GET", "/usage/summary", "Your cost and requests per day and per model", "usage", "read", usage_summary, SUMMARY, query=SPAN),
+    Operation("GET", "/usage/summary", "Your cost and requests per UTC day and per model", "usage", "read", usage_summary, SUMMARY, query=SUMMARY_SPAN),
     Operation("GET", "/logs", "Everyone's usage log (admin)", "site", "admin", list_logs, page(ROW), query=(USER_FILTER, *FILTERS, *PAGING)),
     Operation("GET", "/site/usage", "Totals by model, user and channel, and per day (admin)", "site", "admin", site_usage, SITE, query=SPAN),
 )

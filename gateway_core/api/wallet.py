@@ -40,11 +40,12 @@ IDEMPOTENCY = Param("idempotency-key", {"type": "string", "minLength": 1, "maxLe
 
 
 async def get_wallet(call: ApiCall) -> dict[str, Any]:
-    found = await wallets.wallet(call.admin, call.user_id, limit=0)
+    user = await users.get_user(call.admin, call.user_id)
     holds = await call.admin.store.list_holds(call.user_id)
+    held = sum(hold.amount_micros for hold in holds)
     return {
-        "user_id": call.user_id, "balance": format_usd(found.user.balance_micros), "balance_micros": found.user.balance_micros,
-        "held": format_usd(found.held_micros), "held_micros": found.held_micros,
+        "user_id": user.id, "balance": format_usd(user.balance_micros), "balance_micros": user.balance_micros,
+        "held": format_usd(held), "held_micros": held,
         "holds": [{"request_id": hold.request_id, "key_id": hold.key_id, "amount": format_usd(hold.amount_micros),
                    "amount_micros": hold.amount_micros, "created_at": hold.created_at} for hold in holds],
     }  # fmt: skip
