@@ -262,7 +262,10 @@ def test_the_usage_log_filters_pages_exports_csv_and_sums_per_day_and_model(site
     csv_answer = alice.get("/usage.csv", params={"key_id": key_a})
     assert csv_answer.status_code == 200 and csv_answer.headers["content-type"].startswith("text/csv")
     lines = csv_answer.text.strip().splitlines()
-    assert lines[0].startswith("id,request_id,created_at") and len(lines) == 5
+    assert lines[0].startswith("id,request_id,created_at") and len(lines) == 5  # the header and key a's four rows
+    assert len(alice.get("/usage.csv").text.strip().splitlines()) == 6
+    assert len(alice.get("/usage.csv", params={"limit": 2}).text.strip().splitlines()) == 3
+    assert len(alice.get("/usage.csv", params={"cursor": first["next_cursor"]}).text.strip().splitlines()) == 4
 
     summary = alice.get("/usage/summary").json()
     spent = sum(row["cost_micros"] for row in every["items"])

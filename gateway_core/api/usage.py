@@ -8,14 +8,15 @@ import csv
 import datetime as dt
 import io
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import attrs
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from ..admin import usage
 from ..money import format_usd
-from ..records import UsageFilter
+from ..records import Cursor, UsageFilter
 from .errors import ApiError
 from .operation import ApiCall, Operation, Param
 from .schema import ID, TIME, array, micros, obj, page, usd
@@ -43,6 +44,10 @@ FILTERS = (
 PAGING = (
     Param("cursor", {"type": "string", "maxLength": 100}, "next_cursor of the previous page"),
     Param("limit", {"type": "integer", "minimum": 1, "maximum": usage.MAX_PAGE}, "rows per page (default 50)"),
+)
+EXPORT = FILTERS + (
+    Param("cursor", {"type": "string", "maxLength": 100}, "start after this row (a next_cursor of GET /usage)"),
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": 10_000_000}, "at most this many rows (default: all)"),
 )
 USER_FILTER = Param("user_id", ID, "only this user's requests")
 SPAN = (
@@ -78,28 +83,28 @@ def row_json(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "cost": format_usd(row.get("cost_micros") or 0), "cost_micros": row.get("cost_micros") or 0}
 
 
-async def _page(call: ApiCall, user_id: int | None, limit: int | None = None) -> dict[str, Any]:
+def _filters(call: ApiCall, user_id: int | None) -> tuple[UsageFilter, Cursor | None]:
     query = call.query
-    if "request_id" in query:
-        return await _by_request_id(call, user_id)
     filters = UsageFilter(
         key_id=query.get("key_id"), user_id=user_id if user_id is not None else query.get("user_id"), model=query.get("model"),
         status=query.get("status"), errors=bool(query.get("errors", False)), since=query.get("since"), until=query.get("until"),
     )  # fmt: skip
-    before = None
-    if "cursor" in query:
-        try:
-            before = usage.parse_cursor(query["cursor"])
-        except ValueError as exc:
-            raise ApiError(400, str(exc), field="cursor") from None
-    found = await usage.page_usage(call.admin, filters, before=before, limit=limit or query.get("limit", 50))
+    if "cursor" not in query:
+        return filters, None
+    try:
+        return filters, usage.parse_cursor(query["cursor"])
+    except ValueError as exc:
+        raise ApiError(400, str(exc), field="cursor") from None
+
+
+async def _page(call: ApiCall, user_id: int | None) -> dict[str, Any]:
+    if "request_id" in call.query:
+        row = await usage.find_request(call.admin, call.query["request_id"], owner=user_id)
+        return {"items": [row_json(row)] if row is not None else [], "next_cursor": None}
+    filters, before = _filters(call, user_id)
+    found = await usage.page_usage(call.admin, filters, before=before, limit=call.query.get("limit", 50))
     cursor = usage.page_cursor(found.rows[-1]) if found.more and found.rows else None
     return {"items": [row_json(row) for row in found.rows], "next_cursor": cursor}
-
-
-async def _by_request_id(call: ApiCall, user_id: int | None) -> dict[str, Any]:
-    row = await usage.find_request(call.admin, call.query["request_id"], owner=user_id)
-    return {"items": [row_json(row)] if row is not None else [], "next_cursor": None}
 
 
 async def list_usage(call: ApiCall) -> dict[str, Any]:
@@ -107,17 +112,41 @@ async def list_usage(call: ApiCall) -> dict[str, Any]:
 
 
 async def export_usage(call: ApiCall) -> Response:
-    """At most one page of ``limit`` rows (default and most: 1000) per file; page with the cursor in ``X-Next-Cursor``."""
-    found = await _page(call, call.user_id, call.query.get("limit", usage.MAX_PAGE))
+    """Every matching row (``limit``: at most that many), streamed page by page:
+    memory stays bounded whatever the range."""
+    if "request_id" in call.query:
+        rows = (await _page(call, call.user_id))["items"]
+        return Response(_csv_lines([CSV_COLUMNS, *map(_csv_row, rows)]), media_type="text/csv", headers=CSV_HEADERS)
+    filters, before = _filters(call, call.user_id)
+    most = call.query.get("limit")
+
+    async def lines() -> AsyncIterator[str]:
+        yield _csv_lines([CSV_COLUMNS])
+        cursor, sent = before, 0
+        while most is None or sent < most:
+            size = usage.MAX_PAGE if most is None else min(usage.MAX_PAGE, most - sent)
+            found = await usage.page_usage(call.admin, filters, before=cursor, limit=size)
+            if found.rows:
+                yield _csv_lines([_csv_row(row_json(row)) for row in found.rows])
+                sent += len(found.rows)
+            if not found.more or not found.rows:
+                return
+            cursor = usage.cursor_of(found.rows[-1])
+
+    return StreamingResponse(lines(), media_type="text/csv", headers=CSV_HEADERS)
+
+
+CSV_HEADERS = {"content-disposition": 'attachment; filename="usage.csv"'}
+
+
+def _csv_row(row: dict[str, Any]) -> list[Any]:
+    return ["" if row.get(name) is None else row.get(name) for name in CSV_COLUMNS]
+
+
+def _csv_lines(rows: list[Any]) -> str:
     out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(CSV_COLUMNS)
-    for row in found["items"]:
-        writer.writerow(["" if row.get(name) is None else row.get(name) for name in CSV_COLUMNS])
-    headers = {"content-disposition": 'attachment; filename="usage.csv"'}
-    if found["next_cursor"]:
-        headers["x-next-cursor"] = found["next_cursor"]
-    return Response(out.getvalue(), media_type="text/csv", headers=headers)
+    csv.writer(out).writerows(rows)
+    return out.getvalue()
 
 
 async def usage_summary(call: ApiCall) -> dict[str, Any]:
@@ -157,7 +186,7 @@ def _money(item: dict[str, Any]) -> dict[str, Any]:
 
 OPERATIONS = (
     Operation("GET", "/usage", "Your usage log, newest first (filters; cursor pages)", "usage", "read", list_usage, page(ROW), query=FILTERS + PAGING),
-    Operation("GET", "/usage.csv", "Your usage log as CSV (one page; the next cursor in X-Next-Cursor)", "usage", "read", export_usage, {"type": "string"}, query=FILTERS + PAGING, media_type="text/csv"),
+    Operation("GET", "/usage.csv", "Your usage log as CSV: every matching row (at most limit), streamed", "usage", "read", export_usage, {"type": "string"}, query=EXPORT, media_type="text/csv"),
     Operation("GET", "/usage/summary", "Your cost and requests per UTC day and per model", "usage", "read", usage_summary, SUMMARY, query=SUMMARY_SPAN),
     Operation("GET", "/logs", "Everyone's usage log (admin)", "site", "admin", list_logs, page(ROW), query=(USER_FILTER, *FILTERS, *PAGING)),
     Operation("GET", "/site/usage", "Totals by model, user and channel, and per day (admin)", "site", "admin", site_usage, SITE, query=SPAN),
