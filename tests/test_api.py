@@ -136,8 +136,8 @@ def test_scopes_read_cannot_write_and_only_admin_tokens_of_admins_run_admin_oper
 # --- tokens ------------------------------------------------------------------------------
 
 
-def test_tokens_are_listed_created_once_and_revoked_by_their_owner_only(site):
-    gateway, _, _, apis, _ = site
+def test_tokens_are_listed_created_once_and_revoked_by_their_owner_or_an_admin(site):
+    gateway, _, ids, apis, _ = site
     created = apis["alice"].post("/tokens", {"name": "ci", "scope": "read", "expires_at": "2099-12-31"})
     assert created.status_code == 201
     token = created.json()
@@ -152,6 +152,13 @@ def test_tokens_are_listed_created_once_and_revoked_by_their_owner_only(site):
     assert apis["alice"].delete(f"/tokens/{token['id']}").json()["revoked_at"] is not None
     error_of(Api(gateway.url, token["token"]).get("/me"), 401)
     error_of(apis["alice"].post("/tokens", {"expires_at": "2001-01-01"}), 400)
+
+    other = apis["alice"].post("/tokens", {"name": "leaked", "scope": "read"}).json()
+    root = apis["root"]
+    assert "leaked" in [item["name"] for item in root.get(f"/users/{listed[0]['user_id']}/tokens").json()]
+    error_of(root.delete(f"/users/{ids['bob']}/tokens/{other['id']}"), 404)  # not bob's
+    assert root.delete(f"/users/{listed[0]['user_id']}/tokens/{other['id']}").json()["revoked_at"] is not None
+    error_of(Api(gateway.url, other["token"]).get("/me"), 401)
 
 
 # --- keys ----------------------------------------------------------------------------------

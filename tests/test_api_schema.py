@@ -33,10 +33,11 @@ def cli(db: str, *argv: str) -> str:
 
 
 class Tokens:
-    """Admin tokens: a case that revokes the one in use (``DELETE /tokens/{id}``
-    may draw its id) moves the run to the next."""
+    """Admin tokens: when a case revokes the one in use (``DELETE /tokens/{id}``
+    and ``DELETE /users/{user_id}/tokens/{token_id}`` may draw its id), the run
+    moves to the next."""
 
-    def __init__(self, db: str, count: int = 8) -> None:
+    def __init__(self, db: str, count: int = 12) -> None:
         self.left = [json.loads(cli(db, "token", "create", "root", "--scope", "admin", "--json"))["token"] for _ in range(count)]
 
     def current(self) -> str:

@@ -48,10 +48,25 @@ async def revoke_token(call: ApiCall) -> dict[str, Any]:
     return token_json(after)
 
 
+async def list_user_tokens(call: ApiCall) -> list[dict[str, Any]]:
+    user = await users.get_user(call.admin, call.path["user_id"])
+    return [token_json(token) for token in await tokens.list_tokens(call.admin, user.id)]
+
+
+async def revoke_user_token(call: ApiCall) -> dict[str, Any]:
+    user_id, token_id = call.path["user_id"], call.path["token_id"]
+    before = await tokens.get_token(call.admin, token_id, owner=user_id)
+    after = await tokens.revoke_token(call.admin, token_id, owner=user_id)
+    await call.audit("token.revoke", f"token {token_id}", token_json(before), token_json(after))
+    return token_json(after)
+
+
 TAG = "tokens"
 OPERATIONS = (
     Operation("GET", "/me", "Who the caller is: the user, and the scope of the token or session", TAG, "read", get_me, ME, errors=(401,)),
     Operation("GET", "/tokens", "List your access tokens", TAG, "read", list_tokens, array(TOKEN), errors=(401,)),
     Operation("POST", "/tokens", "Create an access token (of your scope or below; its secret is in this response only)", TAG, "write", create_token, NEW_TOKEN, body=CREATE, status=201),
     Operation("DELETE", "/tokens/{token_id}", "Revoke one of your access tokens", TAG, "write", revoke_token, TOKEN, errors=(401, 403, 404)),
+    Operation("GET", "/users/{user_id}/tokens", "List a user's access tokens (admin)", "users", "admin", list_user_tokens, array(TOKEN), errors=(401, 403, 404)),
+    Operation("DELETE", "/users/{user_id}/tokens/{token_id}", "Revoke a user's access token (admin)", "users", "admin", revoke_user_token, TOKEN, errors=(401, 403, 404)),
 )
