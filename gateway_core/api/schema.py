@@ -20,7 +20,6 @@ from .errors import ApiError
 Schema = dict[str, Any]
 
 USD_PATTERN = r"^-?[0-9]{1,13}(\.[0-9]{1,6})?$"
-INT64 = {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
 ID = {"type": "integer", "minimum": 1, "maximum": 2**63 - 1}
 TIME = {"type": "number", "description": "Unix time in seconds"}
 TIME_OR_NULL = {"type": ["number", "null"], "description": "Unix time in seconds"}

@@ -12,7 +12,7 @@ from ..jsonable import to_jsonable
 from ..money import MAX_MICROS, format_usd, parse_usd
 from ..records import KeyRecord, UserRecord
 from .errors import ApiError
-from .schema import ID, NAME, NAMES, TIME, TIME_OR_NULL, Schema, micros, obj, usd
+from .schema import ID, NAMES, TIME, TIME_OR_NULL, Schema, micros, obj, usd
 
 LIMITS = obj({name: {"type": "integer", "minimum": 0} for name in ("requests_per_minute", "tokens_per_minute", "concurrency")}, closed=False)
 
@@ -75,7 +75,6 @@ AMOUNT_FIELDS: dict[str, Schema] = {
     "amount": usd("the amount", signed=True),
     "amount_micros": micros("the amount", signed=True),
 }
-NAME_SCHEMA = NAME
 
 
 def money(micros_value: int | None) -> str | None:

@@ -8,7 +8,7 @@ from typing import Any
 from ..admin import users
 from ..records import UserOverview
 from .operation import ApiCall, Operation, Param
-from .schema import ID, NAME, NAMES, obj, page
+from .schema import NAME, NAMES, obj, page
 from .shapes import USER, user_json
 
 CREATE = obj(
