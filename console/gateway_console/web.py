@@ -20,7 +20,7 @@ from urllib.parse import quote
 import attrs
 import jinja2
 from gateway_core import services_from_scope
-from gateway_core.admin import Admin, NotFound
+from gateway_core.admin import Admin, NotFound, audit
 from gateway_core.admin.codes import RedeemThrottle
 from gateway_core.sql import SqlHandle
 from starlette.datastructures import FormData
@@ -141,6 +141,11 @@ class Ctx:
 
     def not_found(self, what: str = "page") -> HTMLResponse:
         return self.error(404, f"No such {what}.")
+
+    async def audit(self, action: str, target: str, before: Any = None, after: Any = None) -> None:
+        """Record a write made in this session in the audit log (records or their JSON)."""
+        who = audit.actor("session", self.user.id, self.user.name, request_id=self.request.scope.get("relaygate.request_id"))
+        await audit.record(self.admin, who, action, target, before, after)
 
 
 async def load_viewer(ctx: Ctx) -> Viewer | None:

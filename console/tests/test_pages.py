@@ -265,3 +265,19 @@ async def test_users_create_and_revoke_access_tokens_and_admins_read_the_audit_l
     status, page = await root.get(f"/console/admin/audit?target=token+{token_id}")
     assert status == 200 and "token.revoke" in page and "token.create" in page and "alice" in page
     assert (await alice.get("/console/admin/audit"))[0] == 403
+
+
+async def test_the_consoles_writes_are_in_the_audit_log_as_the_session(browsers, users, gateway, seed):
+    alice = await browsers("alice")
+    status, _ = await alice.post("/console/keys/new", {"name": "audited", "group": "default"}, csrf_from="/console/keys/new")
+    assert status == 200
+    key_id = seed.rows("SELECT id FROM api_keys WHERE name = 'audited'")[0]["id"]
+    assert (await alice.post(f"/console/keys/{key_id}/disable", {}, csrf_from="/console/keys"))[0] == 200
+    root = await browsers("root")
+    assert (await root.post(f"/console/admin/users/{users['bob']}/topup", {"amount": "2.50"}, csrf_from=f"/console/admin/users/{users['bob']}"))[0] == 200
+    assert (await root.post("/console/admin/prices", {"model": "demo-chat", "input": "1", "output": "2"}, csrf_from="/console/admin/prices"))[0] == 200
+    _, page = await root.get(f"/console/admin/audit?target=key+{key_id}")
+    assert "key.disable" in page and "key.create" in page and "session" in page and "alice" in page
+    _, page = await root.get(f"/console/admin/audit?target=user+{users['bob']}")
+    assert "wallet.topup" in page and "root" in page
+    assert "price.set" in (await root.get("/console/admin/audit"))[1]

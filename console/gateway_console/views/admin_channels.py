@@ -89,9 +89,10 @@ async def channel_new(ctx: Ctx) -> Response:
     if ctx.request.method == "GET":
         return _form(ctx, None)
     try:
-        await channels.add_channel(ctx.admin, _fields(ctx, None))
+        added = await channels.add_channel(ctx.admin, _fields(ctx, None))
     except (ValueError, AdminError) as exc:  # FormError, Invalid, Conflict
         return _form(ctx, None, 400, str(exc))
+    await ctx.audit("channel.create", f"channel {added.id}", None, added)
     return ctx.redirect("/admin/channels", "created")
 
 
@@ -101,27 +102,33 @@ async def channel_edit(ctx: Ctx) -> Response:
     if ctx.request.method == "GET":
         return _form(ctx, channel)
     try:
-        await channels.update_channel(ctx.admin, channel.id, _fields(ctx, channel))
+        after = await channels.update_channel(ctx.admin, channel.id, _fields(ctx, channel))
     except (ValueError, AdminError) as exc:
         return _form(ctx, channel, 400, str(exc))
+    await ctx.audit("channel.update", f"channel {channel.id}", channel, after)
     return ctx.redirect("/admin/channels", "saved")
 
 
 @page(admin=True)
 async def channel_enable(ctx: Ctx) -> Response:
-    await channels.enable_channel(ctx.admin, ctx.path_int("channel_id"))
+    before = await channels.get_channel(ctx.admin, ctx.path_int("channel_id"))
+    after, _ = await channels.enable_channel(ctx.admin, before.id)
+    await ctx.audit("channel.enable", f"channel {before.id}", before, after)
     return ctx.redirect("/admin/channels", "enabled")
 
 
 @page(admin=True)
 async def channel_disable(ctx: Ctx) -> Response:
-    await channels.disable_channel(ctx.admin, ctx.path_int("channel_id"))
+    before = await channels.get_channel(ctx.admin, ctx.path_int("channel_id"))
+    after = await channels.disable_channel(ctx.admin, before.id)
+    await ctx.audit("channel.disable", f"channel {before.id}", before, after)
     return ctx.redirect("/admin/channels", "disabled")
 
 
 @page(admin=True)
 async def channel_delete(ctx: Ctx) -> Response:
-    await channels.delete_channel(ctx.admin, ctx.path_int("channel_id"))
+    before = await channels.delete_channel(ctx.admin, ctx.path_int("channel_id"))
+    await ctx.audit("channel.delete", f"channel {before.id}", before, None)
     return ctx.redirect("/admin/channels", "deleted")
 
 

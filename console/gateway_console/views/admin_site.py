@@ -35,9 +35,11 @@ async def group_save(ctx: Ctx) -> Response:
         name = text(form, "name", required="Name the group.", max_length=100)
         ratio = groups.parse_ratio(text(form, "ratio") or "1")
         limits = {column: optional_int(text(form, column), column) for column in LIMIT_COLUMNS}
-        await groups.set_group(ctx.admin, name, ratio_ppm=ratio, limits=limits)
+        before = next((group for group in await groups.list_groups(ctx.admin) if group.name == name), None)
+        after = await groups.set_group(ctx.admin, name, ratio_ppm=ratio, limits=limits)
     except ValueError as exc:  # FormError, Invalid
         return await _group_page(ctx, 400, str(exc))
+    await ctx.audit("group.set", f"group {name}", before, after)
     return ctx.redirect("/admin/groups", "saved")
 
 
@@ -80,15 +82,20 @@ async def price_save(ctx: Ctx) -> Response:
             cache_write_micros_per_mtok=_per_mtok(text(form, "cache_write"), "cache write"),
             free=free,
         )
-        await prices.set_price(ctx.admin, price)
+        before = next((item for item in await prices.list_prices(ctx.admin) if item.model == price.model), None)
+        after = await prices.set_price(ctx.admin, price)
     except ValueError as exc:
         return await _price_page(ctx, 400, str(exc))
+    await ctx.audit("price.set", f"price {price.model}", before, after)
     return ctx.redirect("/admin/prices", "saved")
 
 
 @page(admin=True)
 async def price_delete(ctx: Ctx) -> Response:
-    await prices.delete_price(ctx.admin, text(ctx.form, "model", max_length=200))
+    model = text(ctx.form, "model", max_length=200)
+    before = next((item for item in await prices.list_prices(ctx.admin) if item.model == model), None)
+    await prices.delete_price(ctx.admin, model)
+    await ctx.audit("price.delete", f"price {model}", before, None)
     return ctx.redirect("/admin/prices", "deleted")
 
 

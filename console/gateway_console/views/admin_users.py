@@ -33,9 +33,10 @@ async def user_create(ctx: Ctx) -> Response:
             users.check_password(password)
         groups_opened = split_list(text(form, "groups")) or ["default"]
         is_admin = form.get("is_admin") == "on"
-        await users.create_user(ctx.admin, name, is_admin=is_admin, password=password, groups=groups_opened)
+        created = await users.create_user(ctx.admin, name, is_admin=is_admin, password=password, groups=groups_opened)
     except (ValueError, AdminError) as exc:  # FormError, Invalid, Conflict
         return await _list_page(ctx, 400, str(exc))
+    await ctx.audit("user.create", f"user {created.id}", None, created)
     return ctx.redirect("/admin/users", "created")
 
 
@@ -61,9 +62,13 @@ async def user_topup(ctx: Ctx) -> Response:
         amount = optional_usd(text(ctx.form, "amount"), "Amount")
         if not amount:
             raise FormError("Enter an amount of USD above zero, like 10 or 2.50.")
-        await wallet.topup(ctx.admin, user_id, amount, text(ctx.form, "note", max_length=500) or None)
+        before = await users.get_user(ctx.admin, user_id)
+        note = text(ctx.form, "note", max_length=500) or None
+        await wallet.topup(ctx.admin, user_id, amount, note)
     except ValueError as exc:
         return await _user_page(ctx, 400, str(exc))
+    after = await users.get_user(ctx.admin, user_id)
+    await ctx.audit("wallet.topup", f"user {user_id}", before, after)  # the balance before and after; the ledger row has the note
     return ctx.redirect(f"/admin/users/{user_id}", "topped-up")
 
 
@@ -72,24 +77,30 @@ async def user_groups(ctx: Ctx) -> Response:
     user_id = ctx.path_int("user_id")
     try:
         opened, closed = split_list(text(ctx.form, "open")), split_list(text(ctx.form, "close"))
-        await users.change_groups(ctx.admin, user_id, opened=opened, closed=closed)
+        before = await users.get_user(ctx.admin, user_id)
+        after = await users.change_groups(ctx.admin, user_id, opened=opened, closed=closed)
     except ValueError as exc:
         return await _user_page(ctx, 400, str(exc))
+    await ctx.audit("user.update", f"user {user_id}", before, after)
     return ctx.redirect(f"/admin/users/{user_id}", "saved")
 
 
 @page(admin=True)
 async def user_enable(ctx: Ctx) -> Response:
-    await users.set_user_enabled(ctx.admin, ctx.path_int("user_id"), True, by=ctx.user.id)
+    before = await users.get_user(ctx.admin, ctx.path_int("user_id"))
+    after = await users.set_user_enabled(ctx.admin, before.id, True, by=ctx.user.id)
+    await ctx.audit("user.enable", f"user {before.id}", before, after)
     return ctx.redirect(f"/admin/users/{ctx.path_int('user_id')}", "enabled")
 
 
 @page(admin=True)
 async def user_disable(ctx: Ctx) -> Response:
     try:
-        await users.set_user_enabled(ctx.admin, ctx.path_int("user_id"), False, by=ctx.user.id)
+        before = await users.get_user(ctx.admin, ctx.path_int("user_id"))
+        after = await users.set_user_enabled(ctx.admin, before.id, False, by=ctx.user.id)
     except ValueError as exc:  # Invalid: not oneself
         return await _user_page(ctx, 400, str(exc))
+    await ctx.audit("user.disable", f"user {before.id}", before, after)
     return ctx.redirect(f"/admin/users/{ctx.path_int('user_id')}", "disabled")
 
 
@@ -99,4 +110,5 @@ async def user_password(ctx: Ctx) -> Response:
         await users.set_password(ctx.admin, ctx.path_int("user_id"), str(ctx.form.get("password") or ""))
     except ValueError as exc:  # Invalid: too short
         return await _user_page(ctx, 400, str(exc))
+    await ctx.audit("user.password", f"user {ctx.path_int('user_id')}", None, {"password": "changed"})
     return ctx.redirect(f"/admin/users/{ctx.path_int('user_id')}", "password")

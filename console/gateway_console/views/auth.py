@@ -116,6 +116,7 @@ async def account(ctx: Ctx) -> Response:
         error = f"The new password needs {users.MIN_PASSWORD} characters or more, typed the same twice."
         return ctx.render("account.html", status=400, error=error)
     await users.set_password(ctx.admin, ctx.user.id, new)
+    await ctx.audit("user.password", f"user {ctx.user.id}", None, {"password": "changed"})
     return ctx.redirect("/account", "password")
 
 

@@ -41,6 +41,7 @@ async def key_new(ctx: Ctx) -> Response:
         fields = _limits(ctx)
         group = text(ctx.form, "group") or None
         key, secret = await keys.create_key(ctx.admin, ctx.user.id, group=group, owner=ctx.user.id, **fields)
+        await ctx.audit("key.create", f"key {key.id}", None, key)
     except ValueError as exc:  # FormError, Invalid
         return ctx.render("key_form.html", status=400, key=None, groups=groups, values=dict(ctx.form), error=str(exc))
     response = ctx.render("key_created.html", key=key, secret=secret)
@@ -54,7 +55,8 @@ async def key_edit(ctx: Ctx) -> Response:
     if ctx.request.method == "GET":
         return ctx.render("key_form.html", key=key, groups=(key.group,), values={}, error=None)
     try:
-        await keys.update_key(ctx.admin, key.id, owner=ctx.user.id, **_limits(ctx))
+        after = await keys.update_key(ctx.admin, key.id, owner=ctx.user.id, **_limits(ctx))
+        await ctx.audit("key.update", f"key {key.id}", key, after)
     except ValueError as exc:
         return ctx.render("key_form.html", status=400, key=key, groups=(key.group,), values=dict(ctx.form), error=str(exc))
     return ctx.redirect("/keys", "saved")
@@ -63,7 +65,7 @@ async def key_edit(ctx: Ctx) -> Response:
 @page()
 async def key_enable(ctx: Ctx) -> Response:
     try:
-        await keys.set_key_enabled(ctx.admin, ctx.path_int("key_id"), True, owner=ctx.user.id)
+        await _switch(ctx, True)
     except Locked:
         return ctx.redirect("/keys", "locked")
     return ctx.redirect("/keys", "enabled")
@@ -71,11 +73,19 @@ async def key_enable(ctx: Ctx) -> Response:
 
 @page()
 async def key_disable(ctx: Ctx) -> Response:
-    await keys.set_key_enabled(ctx.admin, ctx.path_int("key_id"), False, owner=ctx.user.id)
+    await _switch(ctx, False)
     return ctx.redirect("/keys", "disabled")
 
 
 @page()
 async def key_delete(ctx: Ctx) -> Response:
-    await keys.delete_key(ctx.admin, ctx.path_int("key_id"), owner=ctx.user.id)
+    before = await keys.get_key(ctx.admin, ctx.path_int("key_id"), owner=ctx.user.id)
+    after = await keys.delete_key(ctx.admin, before.id, owner=ctx.user.id)
+    await ctx.audit("key.delete", f"key {before.id}", before, after)
     return ctx.redirect("/keys", "deleted")
+
+
+async def _switch(ctx: Ctx, enabled: bool) -> None:
+    before = await keys.get_key(ctx.admin, ctx.path_int("key_id"), owner=ctx.user.id)
+    after = await keys.set_key_enabled(ctx.admin, before.id, enabled, owner=ctx.user.id)
+    await ctx.audit("key.enable" if enabled else "key.disable", f"key {before.id}", before, after)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from gateway_core.admin import audit, tokens
+from gateway_core.admin import tokens
 
 from ..forms import text, when
 from ..web import Ctx, page
@@ -13,10 +13,6 @@ from ..web import Ctx, page
 
 def _scopes(ctx: Ctx) -> list[str]:
     return ["read", "write", "admin"] if ctx.user.is_admin else ["read", "write"]
-
-
-def _actor(ctx: Ctx) -> audit.Actor:
-    return audit.actor("session", ctx.user.id, ctx.user.name, request_id=ctx.request.scope.get("relaygate.request_id"))
 
 
 @page()
@@ -38,7 +34,7 @@ async def token_new(ctx: Ctx) -> Response:
     except ValueError as exc:  # FormError, Invalid
         listed = await tokens.list_tokens(ctx.admin, ctx.user.id)
         return ctx.render("tokens.html", status=400, tokens=listed, scopes=_scopes(ctx), error=str(exc), values=dict(ctx.form))
-    await audit.record(ctx.admin, _actor(ctx), "token.create", f"token {token.id}", None, token)
+    await ctx.audit("token.create", f"token {token.id}", None, token)
     response = ctx.render("token_created.html", token=token, secret=secret)
     response.headers["Cache-Control"] = "no-store"
     return response
@@ -49,5 +45,5 @@ async def token_revoke(ctx: Ctx) -> Response:
     token_id = ctx.path_int("token_id")
     before = await tokens.get_token(ctx.admin, token_id, owner=ctx.user.id)
     after = await tokens.revoke_token(ctx.admin, token_id, owner=ctx.user.id)
-    await audit.record(ctx.admin, _actor(ctx), "token.revoke", f"token {token_id}", before, after)
+    await ctx.audit("token.revoke", f"token {token_id}", before, after)
     return ctx.redirect("/tokens", "revoked")
