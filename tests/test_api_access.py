@@ -40,12 +40,12 @@ def token(db: str, user: str, scope: str, *extra: str) -> tuple[int, str]:
 def world(tmp_path_factory):
     db = str(tmp_path_factory.mktemp("api-access") / "relaygate.db")
     config = Config(db_path=db)
-    seed = Seed(config)
-    alice = seed.user("alice", balance_usd=1)
-    seed.user("bob")
-    seed.user("root", admin=True)
-    alices_key, _ = seed.key(alice, name="alices-secret-name")
-    channel = seed.channel("demo", type="demo", base_url="local://demo", models=["demo-1"])
+    with Seed(config) as seed:
+        alice = seed.user("alice", balance_usd=1)
+        seed.user("bob")
+        seed.user("root", admin=True)
+        alices_key, _ = seed.key(alice, name="alices-secret-name")
+        channel = seed.channel("demo", type="demo", base_url="local://demo", models=["demo-1"])
     alices_token, _ = token(db, "alice", "write")
     tokens = {
         "bob_read": token(db, "bob", "read")[1], "bob_write": token(db, "bob", "write")[1],

@@ -52,12 +52,12 @@ class Tokens:
 def gateway(tmp_path_factory):
     db = str(tmp_path_factory.mktemp("api-schema") / "relaygate.db")
     config = Config(db_path=db)
-    seed = Seed(config)
-    root = seed.user("root", admin=True, balance_usd=10)
-    alice = seed.user("alice", balance_usd=1)
-    seed.key(root, name="roots")
-    seed.key(alice, name="alices")
-    seed.channel("demo", type="demo", base_url="local://demo", models=["demo-1"])
+    with Seed(config) as seed:
+        root = seed.user("root", admin=True, balance_usd=10)
+        alice = seed.user("alice", balance_usd=1)
+        seed.key(root, name="roots")
+        seed.key(alice, name="alices")
+        seed.channel("demo", type="demo", base_url="local://demo", models=["demo-1"])
     tokens = Tokens(db)
     with GatewayThread(config) as running:
         served = requests.get(running.url + "/api/openapi.json", timeout=10).json()

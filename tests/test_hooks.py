@@ -211,7 +211,7 @@ async def test_hook_register_routes(seed, start_gateway):
 
 async def test_hook_register_session_readers(seed, start_gateway):
     gateway, _ = await _echo_gateway(seed, start_gateway)
-    user_id = Seed(seed.config, extra_plugins=[EchoPlugin()]).rows("SELECT id FROM users WHERE name = 'eve'")[0]["id"]
+    user_id = seed.rows("SELECT id FROM users WHERE name = 'eve'")[0]["id"]
     async with aiohttp.ClientSession() as http:
         async with http.get(gateway.url + "/api/v1/me", headers={"x-echo-session": str(user_id)}) as response:
             assert response.status == 200
