@@ -171,6 +171,7 @@ FOUND = {
     "anthropic tool_choice type a list": ("anthropic", "/v1/messages", {"model": "via-openai", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": ["auto"]}}),
     "anthropic max_tokens past 64 bits as a float": ("anthropic", "/v1/messages", {"model": "via-openai", "max_tokens": 1e30, "messages": [{"role": "user", "content": "x"}]}),
     "gemini maxOutputTokens past 64 bits as a string": ("gemini", "/v1beta/models/via-openai:generateContent", {"contents": [{"parts": [{"text": "x"}]}], "generationConfig": {"maxOutputTokens": "99999999999999999999999"}}),
+    "openai max_tokens past 64 bits to a gemini channel": ("openai", "/v1/chat/completions", {"model": "via-gemini", "max_tokens": 10**30, "messages": [{"role": "user", "content": "x"}]}),
     "openai seed past 64 bits": ("openai", "/v1/chat/completions", {"model": "via-anthropic", "seed": 2**64 - 1, "messages": [{"role": "user", "content": "x"}]}),
     "anthropic count_tokens junk messages": ("anthropic", "/v1/messages/count_tokens", {"model": "via-openai", "messages": [1, "x", None]}),
     "anthropic count_tokens role a list": ("anthropic", "/v1/messages/count_tokens", {"model": "via-gemini", "messages": [{"role": [], "content": "x"}]}),
