@@ -7,7 +7,7 @@ PROJECTS := pyproject.toml adapters/openai/pyproject.toml adapters/anthropic/pyp
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: install browser postgres redis run test bench bench-peers clean
+.PHONY: install browser postgres redis run test fuzz bench bench-peers clean
 
 install: $(STAMP)
 
@@ -44,6 +44,10 @@ redis:
 test: install browser postgres redis
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
+
+# the property tests with many examples each (the normal suite runs a few): RELAYGATE_EXAMPLES=N to change
+fuzz: install postgres redis
+	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q -k "property or any_json" tests adapters
 
 bench: install
 	$(BIN)/python bench/overhead.py

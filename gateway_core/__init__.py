@@ -88,6 +88,7 @@ PUBLIC_MODULES = (
     "gateway_core.endpoints",  # endpoint names
     "gateway_core.errors",  # GatewayError and its kinds
     "gateway_core.framing",  # non-SSE stream framing: newline-delimited JSON, streamed JSON arrays
+    "gateway_core.json_body",  # reading a client's JSON body within limits
     "gateway_core.key_header",  # reading an API key from headers
     "gateway_core.model",  # the normalized model
     "gateway_core.money",  # micro-USD parsing and formatting, for the edges

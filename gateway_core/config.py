@@ -30,6 +30,7 @@ from typing import Any
 import attrs
 
 from .channel_type import Timeouts
+from .json_body import DEFAULT_LIMITS, JsonLimits
 from .ratelimit.faults import FaultPolicy
 
 DEFAULT_DB = "./data/relaygate.db"
@@ -97,6 +98,14 @@ class Config:
     shutdown_drain_seconds: float = 0.0
     # Redis unreachable while serving: open or closed per kind ([gateway.redis_faults], ratelimit/faults.py)
     redis_faults: FaultPolicy = FaultPolicy()
+    # bounds on a client's JSON body ([gateway.json]): depth, string length, items, integers
+    json_limits: JsonLimits = DEFAULT_LIMITS
+    # the address ``relaygate serve`` listens on (None elsewhere), for plugins that
+    # warn at start-up about what it exposes
+    serve_host: str | None = None
+    # a key asking for a model it may not use is told why (403), not only "not found
+    # or not permitted" (400), which it also gets for a model that does not exist
+    detailed_model_errors: bool = False
 
     def plugin_settings(self, name: str) -> dict[str, Any]:
         return self.plugins.get(name, {})
@@ -148,7 +157,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
         "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "db_pool_size", "db_timeout",
         "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds", "redis_faults",
         "hold_lease_seconds", "replica", "shutdown_grace_seconds",
-        "budget_timezone", "budget_window", "cost_header",
+        "budget_timezone", "budget_window", "cost_header", "json", "detailed_model_errors",
         "body_timeout", "max_answer_bytes", "max_frame_bytes", "write_timeout",
     }  # fmt: skip
     unknown = set(gateway) - known
@@ -190,6 +199,8 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             metrics_allow=_networks(gateway, "metrics_allow"),
             shutdown_drain_seconds=_seconds(gateway, "shutdown_drain_seconds", defaults.shutdown_drain_seconds, zero=True),
             redis_faults=_redis_faults(gateway),
+            json_limits=_json_limits(gateway.get("json", {})),
+            detailed_model_errors=_flag(gateway, "detailed_model_errors", defaults.detailed_model_errors),
             source=source,
         )
     except (TypeError, ValueError) as exc:
@@ -247,6 +258,15 @@ def _choice(table: dict[str, Any], name: str, choices: tuple[str, ...], default:
     if value not in choices:
         raise ValueError(f"[gateway] {name} must be one of {', '.join(choices)}, got {value!r}")
     return str(value)
+
+
+def _json_limits(table: object) -> JsonLimits:
+    if not isinstance(table, dict):
+        raise ValueError("[gateway.json] must be a table")
+    unknown = set(table) - {field.name for field in attrs.fields(JsonLimits)}
+    if unknown:
+        raise ValueError(f"unknown [gateway.json] setting(s): {', '.join(sorted(unknown))}")
+    return JsonLimits(**table)
 
 
 def _flag(table: dict[str, Any], name: str, default: bool) -> bool:

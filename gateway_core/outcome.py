@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import attrs
+import structlog
 
 from .errors import GatewayError, InternalError, UpstreamTimeoutError
 from .model import MediaUsage, Usage
-from .tally import estimate_tokens
+from .tally import estimate_tokens, plausible
 
 NO_USAGE = Usage()
+log = structlog.get_logger("relaygate.request")
 
 
 @attrs.frozen
@@ -56,7 +58,11 @@ def answered(
     reported, else an estimate (marked so): the input the upstream counted before
     the answer ended (``input_reported``), else ``input_tokens`` (the local
     estimate from the request's text), and the characters of output delivered;
-    estimated too when ``media`` is."""
+    estimated too when ``media`` is. A report
+    with a count that is no count (negative, not an integer, past a billion) is taken as none."""
+    if reported is not None and not plausible(reported):
+        log.warning("implausible usage from the upstream: estimated instead", usage=repr(reported)[:300])
+        reported = None
     if reported is None:
         output = estimate_tokens(output_chars)
         if input_reported is not None:

@@ -39,6 +39,7 @@ DEFAULT_PLUGINS = {
     "core.new_adapter": "gateway_core.commands.new_adapter",
     "core.tokens": "gateway_core.commands.tokens",
     "core.api": "gateway_core.api.plugin",
+    "core.secrets": "gateway_core.commands.secrets",
 }
 
 
@@ -59,6 +60,10 @@ def build_plugin_manager(config: Config, extra_plugins: Iterable[Any] = ()) -> t
     loaded = [LoadedPlugin(name, module, "relaygate", core_version) for name, module in DEFAULT_PLUGINS.items()]
     available = {ep.name: ep for ep in installed_entry_points()}
     if config.load is not None:
+        twice = sorted({name for name in config.load if config.load.count(name) > 1})
+        if twice:
+            where = config.source or "plugins.toml"
+            raise ConfigError(f"{where}: plugin(s) named twice in 'load': {', '.join(map(repr, twice))}")
         unknown = [name for name in config.load if name not in available]
         if unknown:
             have = ", ".join(sorted(available)) or "none"
@@ -74,11 +79,17 @@ def build_plugin_manager(config: Config, extra_plugins: Iterable[Any] = ()) -> t
             module = ep.load()
         except Exception as exc:  # a broken plugin is a start-up error, said in one line
             raise ConfigError(f"plugin {ep.name!r} failed to load: {exc}") from exc
-        pm.register(module, name=ep.name)
+        try:
+            pm.register(module, name=ep.name)
+        except ValueError as exc:  # one module under two entry-point names
+            raise ConfigError(f"plugin {ep.name!r} cannot be loaded twice: {exc}") from None
         dist = ep.dist.name if ep.dist else None
         loaded.append(LoadedPlugin(ep.name, ep.value, dist, _version(dist) if dist else None))
     for plugin in extra_plugins:
-        pm.register(plugin)
+        try:
+            pm.register(plugin)
+        except ValueError as exc:
+            raise ConfigError(f"a plugin cannot be registered twice: {exc}") from None
         name = pm.get_name(plugin) or repr(plugin)
         loaded.append(LoadedPlugin(name, getattr(plugin, "__name__", type(plugin).__name__), None, None))
     try:

@@ -23,6 +23,7 @@ from starlette.datastructures import Headers, QueryParams
 from . import endpoints
 from .asgi import ClientGone, encode_headers, read_body, send_body, stream_headers
 from .channel_type import AnswerLimits, Exchange, JsonReply, StreamReply, Target
+from .client_input import reading_client_input
 from .client_protocol import Call, ClientProtocol, RouteSpec, StreamWriter
 from .context import RequestContext
 from .disconnect import DisconnectWatch
@@ -73,12 +74,14 @@ class ProtocolEndpoint:
             path_params, limit = scope.get("path_params", {}), self.route.max_body_bytes or services.config.max_body_bytes
             if self.route.stream_body:  # an upload: only its head is read here, the channel streams the rest
                 upload: Upload = Upload.open(scope, receive, limit, services.config.body_timeout)
-                call = await self.protocol.parse_upload(self.route, upload, headers, query, path_params)
+                with reading_client_input(ctx.request_id, "parse"):
+                    call = await self.protocol.parse_upload(self.route, upload, headers, query, path_params)
                 ctx.body_size = upload.text_size
             else:
                 body = await read_body(scope, receive, limit, services.config.body_timeout)
                 ctx.body_size = len(body)
-                call = self.protocol.parse(self.route, body, headers, query, path_params)
+                with reading_client_input(ctx.request_id, "parse"):
+                    call = self.protocol.parse(self.route, body, headers, query, path_params)
             ctx.call = call
             await services.pipeline.admit(ctx, services)
             if call.endpoint == endpoints.MODELS:
@@ -130,7 +133,10 @@ class ProtocolEndpoint:
         try:
             routes = await services.router.candidates(ctx.authenticated_key(), call.model, call.endpoint)
         except NotFoundError as error:
-            answer = await self.protocol.answer_locally(call) if error.code == endpoints.UNSUPPORTED_ENDPOINT else None
+            answer = None
+            if error.code == endpoints.UNSUPPORTED_ENDPOINT:
+                with reading_client_input(ctx.request_id, "answer_locally"):
+                    answer = await self.protocol.answer_locally(call)
             if answer is None:
                 raise
             ctx.response_headers.extend(encode_headers(dict(answer.headers)))
@@ -159,7 +165,8 @@ class ProtocolEndpoint:
                 channel_type = services.registry.channel_types[channel.type]
                 passthrough = channel_type.wire(call.endpoint) == call.wire
                 if not passthrough and request is None:
-                    request = self.protocol.to_core(call)
+                    with reading_client_input(ctx.request_id, "to_core"):
+                        request = self.protocol.to_core(call)
                 target = Target(channel=channel, api_key=lease.api_key, upstream_model=channel.upstream_model(call.model))
                 exchange = Exchange(
                     call=call,

@@ -96,15 +96,37 @@ class ChannelIndex:
 
 
 MODELS_HINT = "GET /v1/models lists the models your key may use."
+MODEL_NOT_FOUND = "model_not_found"
+MODEL_NOT_ALLOWED = "model_not_allowed"
 
 
-def model_refusal(index: ChannelIndex, key: KeyRecord, model: str) -> GatewayError | None:
+def model_refusal(index: ChannelIndex, key: KeyRecord, model: str, *, detailed: bool = False) -> GatewayError | None:
     """Why ``key`` may not call ``model``, or ``None`` when it may.
 
-    A model no enabled channel serves is a 400 ``model_not_found``; one outside
-    the key's own model restriction, or not served to the key's group, is a 403
-    ``model_not_allowed``. Model names match exactly (case and hyphens count).
+    A model no enabled channel serves, one outside the key's own model
+    restriction and one not served to the key's group are all the same 400
+    ``model_not_found`` (a key cannot learn which models exist in groups it
+    cannot use); the reason is logged. ``detailed`` (``[gateway]
+    detailed_model_errors``) tells the client the reason instead: 400
+    ``model_not_found`` for an unknown model, 403 ``model_not_allowed`` for the
+    others. Model names match exactly (case and hyphens count).
     """
+    refusal = _model_refusal(index, key, model)
+    return None if refusal is None else _as_shown(refusal, model, detailed)
+
+
+def _as_shown(refusal: GatewayError, model: str, detailed: bool) -> GatewayError:
+    """The refusal as the client sees it: the same for a model that does not exist
+    and one the key may not use, unless ``detailed``."""
+    if detailed or refusal.code not in (MODEL_NOT_FOUND, MODEL_NOT_ALLOWED):
+        return refusal
+    log.info("model refused", model=model, reason=refusal.message)
+    return InvalidRequestError(
+        f"The model '{model}' was not found or is not permitted for this key. {MODELS_HINT}", code=MODEL_NOT_FOUND, param="model"
+    )
+
+
+def _model_refusal(index: ChannelIndex, key: KeyRecord, model: str) -> GatewayError | None:
     missing = index.unloaded.get((key.group, model))
     if missing and model not in index.group_models.get(key.group, ()) and (not key.models or model in key.models):
         types = ", ".join(f"'{name}'" for name in sorted(missing))
@@ -116,14 +138,14 @@ def model_refusal(index: ChannelIndex, key: KeyRecord, model: str) -> GatewayErr
     if model not in index.models:
         return InvalidRequestError(
             f"The model '{model}' does not exist or no channel serves it. {MODELS_HINT}",
-            code="model_not_found",
+            code=MODEL_NOT_FOUND,
             param="model",
         )
     if key.models and model not in key.models:
         return PermissionDeniedError(
             f"The model '{model}' is not allowed for this API key: the key is restricted to "
             f"{len(key.models)} model(s). {MODELS_HINT}",
-            code="model_not_allowed",
+            code=MODEL_NOT_ALLOWED,
             param="model",
         )
     if model not in index.group_models.get(key.group, ()):
@@ -134,7 +156,7 @@ def model_refusal(index: ChannelIndex, key: KeyRecord, model: str) -> GatewayErr
 def _group_refusal(key: KeyRecord, model: str) -> PermissionDeniedError:
     return PermissionDeniedError(
         f"The model '{model}' is not available to the group '{key.group}' of this key. {MODELS_HINT}",
-        code="model_not_allowed",
+        code=MODEL_NOT_ALLOWED,
         param="model",
     )
 
@@ -148,8 +170,10 @@ class Router:
         ttl: float = 1.0,
         rng: random.Random | None = None,
         timeouts: Timeouts = Timeouts(),
+        detailed_model_errors: bool = False,
     ) -> None:
         self._store = store
+        self.detailed_model_errors = detailed_model_errors
         self._channel_types = channel_types
         self._rng = rng or random.Random()
         self._timeouts = timeouts
@@ -214,7 +238,8 @@ class Router:
         index = await self.index()
         routes = index.by_group_model.get((key.group, model))
         if not routes:
-            raise model_refusal(index, key, model) or _group_refusal(key, model)
+            refusal = _model_refusal(index, key, model) or _group_refusal(key, model)
+            raise _as_shown(refusal, model, self.detailed_model_errors)
         serving = [r for r in routes if self._serves(r.channel, endpoint)]
         if not serving:
             raise NotFoundError(

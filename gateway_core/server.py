@@ -16,6 +16,7 @@ lifespan closes upstream connections and flushes pending writes.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import signal
@@ -23,6 +24,7 @@ import socket
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import structlog
 from hypercorn.config import Config as HypercornConfig
 
@@ -38,6 +40,26 @@ BACKLOG = 1024
 
 def bind_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
+def listen_problem(host: str, port: int) -> str | None:
+    """Why the gateway cannot listen on ``host:port``, in one line, or ``None``
+    (a socket is bound and closed again, as the server will bind it)."""
+    if not 0 <= port <= 65535:
+        return f"--port must be from 0 to 65535, not {port}"
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
+        return f"cannot listen on {host!r}: {reason} (--host takes an address or a name of this machine)"
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            hint = ": another process listens there (stop it, or choose another --port)" if exc.errno == errno.EADDRINUSE else ""
+            return f"cannot listen on {bind_address(host, port)}: {exc.strerror or exc}{hint}"
+    return None
 
 
 def hypercorn_config(bind: str, grace: float = GRACEFUL_TIMEOUT) -> HypercornConfig:
@@ -81,13 +103,14 @@ def serve(
     address = f"http://{bind_address(host, port)}"
     if workers == 1:
         os.environ.update(env)
-        app = create_app(config)  # loads plugins now: a bad configuration fails before binding
+        # loads plugins now: a bad configuration fails before binding (and they see the address, once)
+        app = create_app(attrs.evolve(config, serve_host=host))
         log.info("serving", address=address, workers=1, db=config.db_path, redis=config.redis)
         import uvloop
 
         uvloop.run(serve_until_stopped(app, hypercorn_config(bind_address(host, port), grace)))
         return 0
-    create_app(config)  # the same check before any worker starts
+    create_app(attrs.evolve(config, serve_host=host))  # the same check before any worker starts (and the same warnings, once)
     # every worker's socket bound now: an address in use fails here, in one line
     first = [listening_socket(host, port)]
     port = first[0].getsockname()[1]  # port 0: the others join the one the first got

@@ -76,7 +76,7 @@ class Services:
         from .store import admin_ports
 
         admin, sql = admin_ports(store)
-        router = Router(store, registry.channel_types, timeouts=config.timeouts)
+        router = Router(store, registry.channel_types, timeouts=config.timeouts, detailed_model_errors=config.detailed_model_errors)
         metrics = Metrics(known_model=router.known_model)
         metrics.watch_store(store, sql.dialect)
         health = HealthBoard(failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, metrics=metrics)

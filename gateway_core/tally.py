@@ -19,6 +19,32 @@ from .model import InputReport, PartDelta, StopReason, StreamEvent, StreamFinish
 CHARS_PER_TOKEN = 4
 _BINARY_MIN_CHARS = 256  # shorter strings are counted as text whatever they hold
 _BASE64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=-_\r\n")
+# no answer holds a billion tokens: a larger count is implausible, not a bill to pay
+_COUNT_MAX = 10**9
+
+
+class ImplausibleUsage(ValueError):
+    """An upstream reported a token count that is not a non-negative integer."""
+
+
+def token_count(value: object) -> int:
+    """One token count as an upstream reported it: 0 when absent (``None``), an
+    integral float taken as its integer. Anything else that is not an integer
+    from 0 to a billion raises :class:`ImplausibleUsage`: an adapter then reports
+    no usage at all, and the request is billed on an estimate marked so."""
+    if value is None:
+        return 0
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    if type(value) is not int or not 0 <= value <= _COUNT_MAX:
+        raise ImplausibleUsage(f"a token count of {value!r}")
+    return value
+
+
+def plausible(usage: Usage) -> bool:
+    """Whether every count of ``usage`` is an integer from 0 to a billion."""
+    counts = (usage.input_tokens, usage.output_tokens, usage.cached_input_tokens, usage.cache_write_tokens, usage.reasoning_tokens)
+    return all(type(n) is int and 0 <= n <= _COUNT_MAX for n in counts)
 
 
 def estimate_tokens(chars: int) -> int:

@@ -6,19 +6,42 @@ without it when ``plugins.toml`` leaves it out.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 from typing import Any
+
+import structlog
 
 from gateway_core import hookimpl
 
 from .migrations import MIGRATION_NAME, migrate_console
+
+log = structlog.get_logger("relaygate.console")
 
 
 @hookimpl
 def register_routes(register: Callable[[Any], None], config: Any) -> None:
     from .app import console_mount
 
-    register(console_mount(config.plugin_settings("console")))
+    settings = config.plugin_settings("console")
+    host = getattr(config, "serve_host", None)
+    if host is not None and not is_loopback(host) and not settings.get("secure_cookies"):
+        log.warning(
+            "console served on a non-loopback address without secure_cookies",
+            host=host,
+            advice="serve it only behind TLS and set [plugins.console] secure_cookies = true (docs/configuration.md)",
+        )
+    register(console_mount(settings))
+
+
+def is_loopback(host: str) -> bool:
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to any address
 
 
 @hookimpl

@@ -28,10 +28,13 @@ async def create_session(sql: SqlHandle, sid: str, user_id: int, expires_at: flo
 
 
 async def find_session(sql: SqlHandle, sid: str) -> dict[str, Any] | None:
-    """The live session ``sid`` with its user, when the user is enabled."""
+    """The live session ``sid`` with its user, when the user is enabled and the
+    session began after the user's ``sessions_after`` (set when the password is
+    changed or reset, and when the user is disabled or enabled again)."""
     return await sql.fetch_one(
         "SELECT s.id AS sid, s.expires_at, u.id, u.name, u.is_admin FROM console_sessions AS s "
-        "JOIN users AS u ON u.id = s.user_id WHERE s.id = ? AND s.expires_at > ? AND u.enabled = 1",
+        "JOIN users AS u ON u.id = s.user_id WHERE s.id = ? AND s.expires_at > ? AND u.enabled = 1 "
+        "AND s.created_at > COALESCE(u.sessions_after, 0)",
         (sid, time.time()),
     )
 

@@ -95,6 +95,18 @@ async def update_channel(admin: Admin, channel_id: int, changes: ChannelFields) 
     return channel
 
 
+async def reseal_keys(admin: Admin) -> int:
+    """Write every channel's upstream keys again, so the store seals them under the
+    current secret key (``relaygate rotate-secrets``); the number of channels."""
+    count = 0
+    for channel in await admin.store.list_channels():
+        if channel.api_keys:
+            await admin.store.update_channel(channel.id, {"api_keys": list(channel.api_keys)})
+            count += 1
+    admin.caches.channels_changed()
+    return count
+
+
 async def enable_channel(admin: Admin, channel_id: int) -> tuple[ChannelRecord, list[DisabledKey]]:
     """Route to the channel again and use its disabled upstream keys again; the
     channel and the marks removed (each key's position and why it was disabled)."""

@@ -10,7 +10,7 @@ import attrs
 from ..admin import setup
 from ..config import redis_url
 from ..hookspecs import hookimpl
-from .kit import CommandContext, CommandError, run_async
+from .kit import EXIT_ERROR, EXIT_USAGE, CommandContext, CommandError, run_async
 
 
 @hookimpl
@@ -38,17 +38,24 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
     if args.grace is not None and not args.grace >= 0:
         raise ValueError("--grace must be a number of seconds, 0 or more")
     try:
-        from ..server import serve
+        from ..server import listen_problem, serve
     except ImportError as exc:
         raise CommandError(f"the server is not available: {exc}") from None
+    from ..store import is_postgresql
     from ..store.maintenance import configured_limits, startup_problem
 
     config = cli.config
     if args.redis:
         config = attrs.evolve(config, redis=redis_url(args.redis, "--redis"))
+    problem = listen_problem(args.host, args.port)
+    if problem is not None:  # a bad --host or --port, or the port taken: one line, before anything else
+        raise CommandError(problem, EXIT_USAGE)
     problem = run_async(startup_problem(config.db_path, cli.registry.migrations, timeout=config.db_timeout))
-    if problem is not None:  # PostgreSQL unreachable or not migrated: one line, before binding
-        raise CommandError(problem)
+    if problem is not None:
+        # PostgreSQL unreachable or not migrated (may pass by itself: 1); a SQLite file that is
+        # corrupt, cut short, another application's or read-only (fix the --db: 2)
+        raise CommandError(problem, EXIT_ERROR if is_postgresql(config.db_path) else EXIT_USAGE)
+    _check_sealed_keys(cli)
     if config.redis:
         problem = run_async(redis_problem(config.redis))
         if problem is not None:  # Redis unreachable: one line, before binding
@@ -80,6 +87,17 @@ def workers_without_redis(workers: int, limits: dict[str, int]) -> tuple[str | N
         f"{workers} workers without Redis: each counts channel concurrency caps and circuit breakers on its own, "
         "and limits set on keys, users or groups while serving would be multiplied by the workers; add --redis to share them"
     )
+
+
+def _check_sealed_keys(cli: CommandContext) -> None:
+    """Every channel's upstream keys open with the configured secret keys (one line, 2, otherwise)."""
+    from ..admin import channels
+    from ..store.sealing import SealingError
+
+    try:
+        cli.run(channels.list_channels)
+    except SealingError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from None
 
 
 async def redis_problem(url: str) -> str | None:

@@ -1,7 +1,9 @@
 """Refuses models the key may not use, before any quota is reserved.
 
-Unknown models (served by no enabled channel) are a 400 ``model_not_found``;
-models outside the key's restriction or its group a 403 ``model_not_allowed``.
+Unknown models (served by no enabled channel) and models outside the key's
+restriction or its group are the same 400 ``model_not_found`` ("not found or not
+permitted for this key"); with ``[gateway] detailed_model_errors`` the latter
+are a 403 ``model_not_allowed`` saying why.
 The router's channel index — an in-memory snapshot rebuilt at most once a
 second — knows which models exist and which groups they serve: no store call.
 """
@@ -17,11 +19,14 @@ class ModelAccess(Policy):
     name = "model_access"
     order = 400
 
+    def __init__(self, detailed: bool = False) -> None:
+        self.detailed = detailed  # [gateway] detailed_model_errors
+
     async def admit(self, ctx: RequestContext, services) -> None:
         call = ctx.call
         if call is None or not call.model:  # listing models: the router filters them
             return
         index = await services.router.index()
-        refusal = model_refusal(index, ctx.authenticated_key(), call.model)
+        refusal = model_refusal(index, ctx.authenticated_key(), call.model, detailed=self.detailed)
         if refusal is not None:
             raise refusal

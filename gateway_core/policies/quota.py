@@ -31,6 +31,9 @@ from ..request_store import HoldRefused
 from .budget_refusal import budget_refusal
 
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
+# no wallet holds a billion USD: a reservation beyond it (max_tokens near 2**63) is refused
+# here, before the store, whose 64-bit columns it would overflow
+MAX_HOLD_MICROS = 10**15
 FREE_ENDPOINTS = frozenset({endpoints.MODELS, endpoints.COUNT_TOKENS})
 
 
@@ -66,6 +69,13 @@ class Quota(Policy):
             price, ratio, endpoint=call.endpoint, hints=hints,
             input_tokens=ctx.estimated_input_tokens(), default_max_output=self.default_max_output_tokens,
         )
+        if needed > MAX_HOLD_MICROS:
+            max_output = hints.max_output_tokens or self.default_max_output_tokens
+            raise InsufficientQuotaError(
+                f"This request may cost up to {format_usd(needed)} USD (for up to {max_output} output tokens), "
+                "more than any balance can cover: lower max_tokens.",
+                code="insufficient_quota",
+            )
         # set before the write: a request cancelled while waiting for it still settles (releases) it
         ctx.charge = Charge(user_id=key.user_id, key_id=key.id, price=price, ratio_ppm=ratio, held_micros=needed, hints=hints)
         budgets: tuple[BudgetUse, ...] = ()

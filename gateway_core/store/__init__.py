@@ -40,12 +40,13 @@ def open_store(
     (or ``postgres://``) for PostgreSQL, which runs the core's PostgreSQL
     migrations in place of SQLite's (:mod:`gateway_core.store.postgres.schema`)
     with at most ``pool_size`` connections, each call waiting at most ``timeout``
-    seconds (``[gateway] db_pool_size`` and ``db_timeout``; SQLite has no pool)."""
+    seconds (``[gateway] db_pool_size`` and ``db_timeout``; SQLite has no pool, and
+    waits ``timeout`` seconds for a lock another process holds)."""
     if is_postgresql(url):
         from .postgres import PostgresStore, for_postgresql
 
         return PostgresStore(url, migrations=for_postgresql(migrations), max_size=pool_size, timeout=timeout)
-    return Store(sqlite_path(url), migrations)
+    return Store(sqlite_path(url), migrations, busy_timeout_ms=max(1, round(timeout * 1000)))
 
 
 def is_postgresql(url: str) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..records import ChannelRecord, DisabledKey, key_fingerprint
 from .connection import fetch_all, fetch_one, from_json, inserted_id, to_json
+from .sealing import seal, unseal
 
 _SELECT = (
     "SELECT id, name, type, base_url, api_keys, models, model_map, groups, priority, weight, "
@@ -84,7 +85,7 @@ def channel_values(
         name.strip(),
         type,
         base_url,
-        to_json(_unique(api_keys)),
+        to_json([seal(key) for key in _unique(api_keys)]),
         to_json(_unique(models)),
         to_json(dict(model_map or {})),
         to_json(_unique(groups)),
@@ -158,7 +159,7 @@ def with_key_disabled(api_keys: str | None, disabled_keys: str | None, fingerpri
     """A channel's ``disabled_keys`` text once its upstream key ``fingerprint`` is
     marked (unchanged when it is already: the first reason stays), given its
     ``api_keys`` text; ``None`` when the channel has no such key."""
-    positions = {key_fingerprint(key): n for n, key in enumerate(from_json(api_keys, []))}
+    positions = {key_fingerprint(unseal(key)): n for n, key in enumerate(from_json(api_keys, []))}
     if fingerprint not in positions:
         return None
     disabled = _disabled(disabled_keys)
@@ -236,6 +237,8 @@ def _seconds(name: str, value: float | None) -> float | None:
 
 
 def _stored(field: str, kind: str, value: Any) -> Any:
+    if field == "api_keys":
+        return to_json([seal(key) for key in _unique(value)])
     if kind == "list":
         return to_json(_unique(value))
     if kind == "map":
@@ -268,7 +271,7 @@ def _channel(row: sqlite3.Row) -> ChannelRecord:
         name=row["name"],
         type=row["type"],
         base_url=row["base_url"],
-        api_keys=tuple(from_json(row["api_keys"], [])),
+        api_keys=tuple(unseal(key) for key in from_json(row["api_keys"], [])),
         models=tuple(from_json(row["models"], [])),
         model_map=from_json(row["model_map"], {}),
         groups=tuple(from_json(row["groups"], [])),

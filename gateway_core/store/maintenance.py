@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 from ..request_store import StoreUnavailable
 from ..types import Migration
-from . import admin_ports, is_postgresql, open_store
+from . import admin_ports, is_postgresql, open_store, sqlite_path
+from .sqlite_check import sqlite_startup_problem
 from .sqlite_store import Store
 
 
@@ -28,9 +29,10 @@ async def startup_problem(url: str, migrations: Sequence[Migration], *, timeout:
 
     A PostgreSQL database must be reachable and migrated (``relaygate migrate``:
     several replicas never race to change a shared schema); the embedded SQLite
-    store migrates itself when it starts, as it always has."""
+    store migrates itself, after checking that its file is a Relaygate database
+    it can write (:mod:`~gateway_core.store.sqlite_check`)."""
     if not is_postgresql(url):
-        return None
+        return await asyncio.to_thread(sqlite_startup_problem, sqlite_path(url), migrations)
     store = open_store(url, migrations, timeout=timeout)
     assert not isinstance(store, Store)
     try:

@@ -256,6 +256,13 @@ def migrate_0005_user_group_order(db: sqlite_utils.Database) -> None:
     )
 
 
+def migrate_0011_user_sessions_after(db: sqlite_utils.Database) -> None:
+    """``users.sessions_after`` (Unix time): sign-ins started before it are over
+    (a front such as the console checks it). Set when a password is changed or
+    reset and when a user is disabled or enabled again."""
+    db.execute("ALTER TABLE users ADD COLUMN sessions_after REAL")
+
+
 CORE_MIGRATIONS: list[Migration] = [
     ("0001_core", sqlite_only(migrate_0001_core)),
     ("0002_limits", sqlite_only(migrate_0002_limits)),
@@ -267,6 +274,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0008_billing_v2", sqlite_only(migrate_0008_billing_v2)),
     ("0009_billing_budgets", sqlite_only(migrate_0009_billing_budgets)),
     ("0010_billing_prices", sqlite_only(migrate_0010_billing_prices)),
+    ("0011_user_sessions_after", sqlite_only(migrate_0011_user_sessions_after)),
 ]
 
 

@@ -12,16 +12,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+import structlog
+
 from ..records import ChannelRecord, KeyRecord, UsageRow
-from ..request_store import BreakerReport, BudgetWindow, HoldOwner, PriceSnapshot
+from ..request_store import BreakerReport, BudgetWindow, HoldOwner, PriceSnapshot, StoreUnavailable
 from ..types import Migration
 from . import budgets as budget_counts
 from . import channel_health, channels, hold_owners, keys, requests, wallet
-from .connection import BUSY_TIMEOUT_MS, connect
+from .connection import BUSY_TIMEOUT_MS, connect, is_busy
 from .migrations import apply_migrations
 from .writer import GroupCommitWriter, WriteJob
 
 T = TypeVar("T")
+log = structlog.get_logger("relaygate.store")
 
 
 class Store:
@@ -91,7 +94,7 @@ class Store:
             return
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self.migrate)
-        writer = GroupCommitWriter(self.connect)
+        writer = GroupCommitWriter(self.connect, busy_timeout_ms=self.busy_timeout_ms)
         writer.on_commit = self.on_commit
         await asyncio.get_running_loop().run_in_executor(None, writer.start)
         self._pool = ThreadPoolExecutor(max_workers=self.readers, thread_name_prefix="relaygate-reader")
@@ -131,7 +134,12 @@ class Store:
         if self._pool is None or self._closed:
             raise RuntimeError("store is not running (call start() first)" if not self._closed else "store is closed")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self._call_reader, fn, args)
+        try:
+            return await loop.run_in_executor(self._pool, self._call_reader, fn, args)
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):
+                raise self._unavailable(exc) from exc
+            raise
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         """Queue ``fn(conn, *args)``; resolve with its result once committed.
@@ -145,7 +153,17 @@ class Store:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         writer.submit(WriteJob(fn, args, future, loop))
-        return await future
+        try:
+            return await future
+        except sqlite3.OperationalError as exc:
+            if is_busy(exc):  # BEGIN IMMEDIATE was retried for twice the busy timeout: nothing was written
+                raise self._unavailable(exc) from exc
+            raise
+
+    def _unavailable(self, exc: sqlite3.OperationalError) -> StoreUnavailable:
+        """A 503 for a lock another process held past the busy timeout (logged with its cause)."""
+        log.warning("store.locked", db=self.path, busy_timeout_ms=self.busy_timeout_ms, error=str(exc))
+        return StoreUnavailable("The gateway's database is locked by another process; try again shortly.")
 
     def write_nowait(self, fn: Callable[..., Any], *args: Any) -> None:
         """Queue ``fn(conn, *args)`` without waiting; its errors are logged."""

@@ -85,11 +85,15 @@ def get_password_hash(conn: sqlite3.Connection, name: str) -> str | None:
 
 
 def set_password_hash(conn: sqlite3.Connection, user_id: int, password_hash: str | None) -> bool:
-    return conn.execute("UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id)).rowcount > 0
+    """Set the hash; the user's sign-ins from before end (``sessions_after``)."""
+    sql = "UPDATE users SET password_hash = ?, sessions_after = ? WHERE id = ?"
+    return conn.execute(sql, (password_hash, time.time(), user_id)).rowcount > 0
 
 
 def set_user_enabled(conn: sqlite3.Connection, user_id: int, enabled: bool) -> bool:
-    return conn.execute("UPDATE users SET enabled = ? WHERE id = ?", (int(bool(enabled)), user_id)).rowcount > 0
+    """Enable or disable; the user's sign-ins from before end either way (``sessions_after``)."""
+    sql = "UPDATE users SET enabled = ?, sessions_after = ? WHERE id = ?"
+    return conn.execute(sql, (int(bool(enabled)), time.time(), user_id)).rowcount > 0
 
 
 def open_groups(conn: sqlite3.Connection, user_id: int, groups: Iterable[str]) -> None:

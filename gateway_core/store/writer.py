@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import structlog
 
-from .connection import begin_immediate, commit
+from .connection import BUSY_TIMEOUT_MS, begin_immediate, commit
 
 log = structlog.get_logger("relaygate.store")
 
@@ -50,8 +50,11 @@ class WriterStats:
 class GroupCommitWriter:
     """Owns the writer thread. Thread-safe ``submit``; ``stop`` drains the queue first."""
 
-    def __init__(self, connect: Callable[[], sqlite3.Connection], *, max_batch: int = MAX_BATCH) -> None:
+    def __init__(
+        self, connect: Callable[[], sqlite3.Connection], *, max_batch: int = MAX_BATCH, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+    ) -> None:
         self._connect = connect
+        self._busy_timeout_ms = busy_timeout_ms  # how long a lock another process holds is waited for
         self._max_batch = max_batch
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
@@ -134,7 +137,7 @@ class GroupCommitWriter:
         while batch:
             started = time.perf_counter()
             try:
-                begin_immediate(conn)
+                begin_immediate(conn, busy_timeout_ms=self._busy_timeout_ms)
             except Exception as exc:
                 outcomes.extend((job, False, exc) for job in batch)
                 break
@@ -146,7 +149,7 @@ class GroupCommitWriter:
                 batch = [job for job, _, _ in done] + batch[len(done) + 1 :]
                 continue
             try:
-                commit(conn)
+                commit(conn, busy_timeout_ms=self._busy_timeout_ms)
             except Exception as exc:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")

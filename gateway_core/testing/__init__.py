@@ -11,6 +11,8 @@
   wire format over loopback HTTP, with fault injection (:class:`Fault`);
   :class:`UpstreamServers` serves them (the ``fake_upstream`` fixture).
 - :class:`Examples` reads recorded wire examples from a ``tests/examples`` folder.
+- :func:`paths_of` and :func:`replaced` put another value at each place of a JSON
+  value (property tests: any value in any field).
 - :func:`make_key_record` and :func:`make_context` build what a policy's
   ``admit`` and ``finish`` receive, for unit tests of policies.
 
@@ -41,6 +43,7 @@ from ..model import CoreRequest, CoreResponse, ModelInfo
 from ..records import KeyRecord, UsageRow
 from .examples import Examples
 from .fake_upstream import FakeUpstream, Fault, UpstreamServers
+from .json_paths import paths_of, replaced
 from .seed import Seed
 
 if TYPE_CHECKING:
@@ -59,6 +62,8 @@ __all__ = [
     "free_port",
     "make_context",
     "make_key_record",
+    "paths_of",
+    "replaced",
     "wait_until_up",
 ]
 

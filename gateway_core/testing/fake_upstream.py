@@ -171,6 +171,9 @@ class FakeUpstream:
         except asyncio.CancelledError:
             self.cancelled += 1  # the gateway hung up on this request
             raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            # a body whose shape the fake cannot read: a provider validates and answers 400
+            return self.error(400, f"fake upstream: invalid request ({type(exc).__name__}: {exc})")
         finally:
             self.requests_in_flight -= 1
 

@@ -28,6 +28,7 @@ from typing import Any, NoReturn
 import orjson
 
 from gateway_core.errors import InvalidRequestError
+from gateway_core.json_body import loads_checked
 from gateway_core.model import ImagePart, Part, ReasoningPart, TextPart, ToolCallPart, ToolResultPart
 
 JSON = dict[str, Any]
@@ -160,9 +161,9 @@ def tool_input(arguments: str) -> Any:
     """A tool call's JSON text as the ``input`` object Anthropic requires."""
     if not arguments.strip():
         return {}
-    try:
-        value = orjson.loads(arguments)
-    except orjson.JSONDecodeError:
+    try:  # within the default limits, or kept as text: it must serialise again
+        value = loads_checked(arguments)
+    except InvalidRequestError:
         return {"arguments": arguments}
     return value if isinstance(value, dict) else {"arguments": arguments}
 

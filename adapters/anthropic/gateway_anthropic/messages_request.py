@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import Any
 
 from gateway_core.errors import InvalidRequestError
+from gateway_core.json_body import INT64_MAX
 from gateway_core.model import (
     ChatRequest,
     Message,
@@ -136,7 +137,8 @@ def _read_system(system: Any) -> tuple[Part, ...]:
 def _read_message(raw: Any, p: str) -> Message:
     if not isinstance(raw, dict):
         fail(f"{p}: expected a message object, but got {kind_of(raw)}.")
-    role = _ROLES.get(raw.get("role"))  # type: ignore[arg-type]
+    name = raw.get("role")
+    role = _ROLES.get(name) if isinstance(name, str) else None
     if role is None:
         fail(f"{p}.role: expected 'user', 'assistant' or 'system', but got {raw.get('role')!r}.")
     if "content" not in raw:
@@ -166,7 +168,7 @@ def _read_tool(tool: Any, p: str) -> Tool:
 def _read_tool_choice(choice: Any) -> tuple[ToolChoice | None, bool | None]:
     if choice is None:
         return None, None
-    if not isinstance(choice, dict) or choice.get("type") not in _CHOICES:
+    if not isinstance(choice, dict) or not isinstance(choice.get("type"), str) or choice["type"] not in _CHOICES:
         fail("tool_choice: expected an object whose 'type' is 'auto', 'any', 'tool' or 'none'.")
     mode = _CHOICES[choice["type"]]
     name = None
@@ -182,8 +184,8 @@ def _read_tool_choice(choice: Any) -> tuple[ToolChoice | None, bool | None]:
 def _count(value: Any, param: str) -> int | None:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-        fail(f"{param}: expected a non-negative integer, but got {value!r}.")
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= INT64_MAX):
+        fail(f"{param}: expected a non-negative 64-bit integer, but got {value!r}.")
     return value
 
 

@@ -31,6 +31,7 @@ import orjson
 
 from gateway_core.errors import UpstreamError, excerpt
 from gateway_core.model import ChatResponse, Part, StopReason, TextPart, ToolCallPart, Usage
+from gateway_core.tally import ImplausibleUsage, token_count
 
 from .content import block_to_part, parts_to_blocks
 
@@ -72,20 +73,23 @@ def usage_from_wire(usage: Any) -> Usage | None:
     """The core usage of an Anthropic ``usage`` object (``None`` when absent)."""
     if not isinstance(usage, dict):
         return None
-    cache_read = _int(usage.get("cache_read_input_tokens"))
-    cache_write = _int(usage.get("cache_creation_input_tokens"))
-    creation = usage.get("cache_creation")  # by lifetime: ephemeral_5m_input_tokens, ephemeral_1h_input_tokens
-    cache_write_1h = min(cache_write, _int(creation.get("ephemeral_1h_input_tokens"))) if isinstance(creation, dict) else 0
-    details = usage.get("output_tokens_details")
-    reasoning = _int(details.get("thinking_tokens", details.get("reasoning_tokens"))) if isinstance(details, dict) else 0
-    return Usage(
-        input_tokens=_int(usage.get("input_tokens")) + cache_read + cache_write,
-        output_tokens=_int(usage.get("output_tokens")),
-        cached_input_tokens=cache_read,
-        cache_write_tokens=cache_write,
-        reasoning_tokens=reasoning,
-        cache_write_1h_tokens=cache_write_1h,
-    )
+    try:  # a count that is no count (a string, a negative number): no usage, estimated
+        cache_read = token_count(usage.get("cache_read_input_tokens"))
+        cache_write = token_count(usage.get("cache_creation_input_tokens"))
+        creation = usage.get("cache_creation")  # by lifetime: ephemeral_5m_input_tokens, ephemeral_1h_input_tokens
+        cache_write_1h = min(cache_write, token_count(creation.get("ephemeral_1h_input_tokens"))) if isinstance(creation, dict) else 0
+        details = usage.get("output_tokens_details")
+        reasoning = token_count(details.get("thinking_tokens", details.get("reasoning_tokens"))) if isinstance(details, dict) else 0
+        return Usage(
+            input_tokens=token_count(usage.get("input_tokens")) + cache_read + cache_write,
+            output_tokens=token_count(usage.get("output_tokens")),
+            cached_input_tokens=cache_read,
+            cache_write_tokens=cache_write,
+            reasoning_tokens=reasoning,
+            cache_write_1h_tokens=cache_write_1h,
+        )
+    except ImplausibleUsage:
+        return None
 
 
 def usage_to_wire(usage: Usage | None) -> JSON:
@@ -144,9 +148,6 @@ def message_id(upstream_id: str | None) -> str:
         return upstream_id
     return "msg_" + (upstream_id or os.urandom(12).hex())
 
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _malformed(body: Any) -> UpstreamError:

@@ -19,8 +19,8 @@ from .protocol import AnthropicProtocol
 
 
 @hookimpl
-def register_client_protocols(register) -> None:
-    register(AnthropicProtocol())
+def register_client_protocols(register, config) -> None:
+    register(AnthropicProtocol(limits=config.json_limits))
 
 
 @hookimpl

@@ -35,6 +35,7 @@ from gateway_core import (
     capped_output,
     endpoints,
 )
+from gateway_core.json_body import DEFAULT_LIMITS, JsonLimits, read_json_object
 from gateway_core.key_header import bearer_key, plain_key
 
 from .error_body import error_status_and_body
@@ -60,6 +61,9 @@ def is_anthropic_request(headers: Mapping[str, str], query: Mapping[str, str]) -
 
 class AnthropicProtocol(ClientProtocol):
     name = "anthropic"
+
+    def __init__(self, limits: JsonLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
 
     def routes(self) -> Sequence[RouteSpec]:
         return (
@@ -89,7 +93,7 @@ class AnthropicProtocol(ClientProtocol):
         options = _options(headers, query)
         if route.endpoint == endpoints.MODELS:
             return Call(self.name, route.endpoint, "anthropic.models", "", False, {}, options)
-        data = _json_object(body)
+        data = read_json_object(body, self.limits)
         model = data.get("model")
         if not isinstance(model, str) or not model:
             raise InvalidRequestError("model: Field required (a non-empty string).", param="model")
@@ -206,14 +210,3 @@ def _options(headers: Mapping[str, str], query: Mapping[str, str]) -> dict[str, 
         options["beta"] = query["beta"]
     return options
 
-
-def _json_object(body: bytes) -> dict[str, Any]:
-    if not body:
-        raise InvalidRequestError("The request body is empty; send a JSON object.")
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequestError(f"The request body is not valid JSON: {exc}.") from None
-    if not isinstance(data, dict):
-        raise InvalidRequestError("The request body must be a JSON object.")
-    return data

@@ -37,7 +37,8 @@ def test_usage_counts_every_input_token_in_the_core() -> None:
     assert usage.uncached_input_tokens == 2095
     assert usage_to_wire(usage) == {"input_tokens": 2095, "output_tokens": 503, "cache_creation_input_tokens": 2051, "cache_read_input_tokens": 1024}
     assert usage_from_wire(None) is None
-    assert usage_from_wire({"input_tokens": None, "output_tokens": True}) == Usage()
+    assert usage_from_wire({"input_tokens": None}) == Usage()  # absent counts are 0
+    assert usage_from_wire({"input_tokens": 3, "output_tokens": True}) is None  # a count that is no count: estimated
 
 
 @pytest.mark.parametrize(

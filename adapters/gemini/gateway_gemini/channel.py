@@ -30,6 +30,7 @@ from gateway_core import (
     ChannelType,
     Exchange,
     Frame,
+    InvalidRequestError,
     JsonReply,
     Reply,
     Setting,
@@ -122,7 +123,11 @@ class GeminiChannel(ChannelType):
         usage = usage_from_wire(field(answer, "usageMetadata"))
         if exchange.passthrough:
             return JsonReply(body=data, response=None, usage=usage, model=field(answer, "modelVersion"))
-        return JsonReply(body=None, response=response_from_wire(answer), usage=usage)
+        try:
+            converted = response_from_wire(answer)
+        except InvalidRequestError as error:  # the shared readers of parts say 400: here it is the upstream's fault
+            raise malformed_answer(error, data) from None
+        return JsonReply(body=None, response=converted, usage=usage)
 
     def _method_and_body(self, exchange: Exchange) -> tuple[str, JSON]:
         call, upstream = exchange.call, exchange.target.upstream_model
@@ -166,6 +171,13 @@ def _channel_error(error: GatewayError) -> GatewayError:
     return error
 
 
+def malformed_answer(error: InvalidRequestError, data: bytes | str) -> UpstreamError:
+    """A 502 for an upstream answer whose parts have the wrong shape (never the client's 400)."""
+    failed = UpstreamError(f"the upstream's answer is malformed: {error.message}")
+    failed.upstream_body = excerpt(data)
+    return failed
+
+
 class FrameDecoder:
     """Decodes one upstream stream's SSE frames into core events."""
 
@@ -184,4 +196,6 @@ class FrameDecoder:
         except UpstreamError as error:
             error.upstream_body = excerpt(data)
             raise
+        except InvalidRequestError as error:  # the shared readers of parts say 400: here it is the upstream's fault
+            raise malformed_answer(error, data) from None
         return Frame(raw, tuple(events))

@@ -29,6 +29,8 @@ from typing import Any
 
 import orjson
 
+from gateway_core.errors import InvalidRequestError
+from gateway_core.json_body import loads_checked
 from gateway_core.model import (
     ImagePart,
     Message,
@@ -310,9 +312,9 @@ def arguments_object(arguments: str) -> JSON:
     """Tool-call arguments (JSON text) as the object Gemini's ``args`` must be."""
     if not arguments.strip():
         return {}
-    try:
-        value = orjson.loads(arguments)
-    except orjson.JSONDecodeError:
+    try:  # within the default limits, or kept as text: it must serialise again
+        value = loads_checked(arguments)
+    except InvalidRequestError:
         return {"arguments": arguments}
     return value if isinstance(value, dict) else {"value": value}
 

@@ -9,8 +9,8 @@ from .protocol import GeminiProtocol
 
 
 @hookimpl
-def register_client_protocols(register) -> None:
-    register(GeminiProtocol())
+def register_client_protocols(register, config) -> None:
+    register(GeminiProtocol(limits=config.json_limits))
 
 
 @hookimpl

@@ -39,6 +39,7 @@ from gateway_core import (
     capped_output,
     endpoints,
 )
+from gateway_core.json_body import DEFAULT_LIMITS, JsonLimits, read_json_object
 from gateway_core.key_header import bearer_key, plain_key
 
 from .count_tokens import count_request_from_wire, count_to_wire, estimate_input_tokens
@@ -72,6 +73,9 @@ def is_gemini_request(headers: Mapping[str, str], query: Mapping[str, str]) -> b
 
 class GeminiProtocol(ClientProtocol):
     name = "gemini"
+
+    def __init__(self, limits: JsonLimits = DEFAULT_LIMITS) -> None:
+        self.limits = limits
 
     def routes(self) -> Sequence[RouteSpec]:
         out: list[RouteSpec] = []
@@ -127,7 +131,7 @@ class GeminiProtocol(ClientProtocol):
         method = route.path.rsplit(":", 1)[1]
         if not model:
             raise InvalidRequestError("The path must name a model: models/{model}:" + method, param="model")
-        data = parse_json_object(body)
+        data = read_json_object(body, self.limits)
         options: dict[str, Any] = {"method": method}
         if route.endpoint == endpoints.CHAT:
             contents = field(data, "contents")
@@ -193,18 +197,6 @@ def billing_hints(config: Any) -> BillingHints:
     """What billing reads of a ``generationConfig``: its ``maxOutputTokens`` (an
     int64, which Google's JSON may write as a string)."""
     return capped_output(as_int(field(config, "maxOutputTokens")))
-
-
-def parse_json_object(body: bytes) -> dict[str, Any]:
-    if not body:
-        raise InvalidRequestError("The request body is empty; send a JSON object.")
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequestError(f"Invalid JSON payload received: {exc}.") from None
-    if not isinstance(data, dict):
-        raise InvalidRequestError("Invalid JSON payload received: the body must be a JSON object.")
-    return data
 
 
 def _check_embed_body(data: dict[str, Any], method: str) -> None:

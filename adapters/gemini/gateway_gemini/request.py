@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway_core.json_body import INT64_MAX
 from gateway_core.model import ChatRequest, Role, Tool, ToolChoice, ToolChoiceMode
 
 from .content import contents_to_wire, messages_from_wire, system_from_wire, system_to_wire
@@ -173,8 +174,8 @@ def _mapped_config(config: JSON) -> JSON:
 def _positive(value: Any, param: str) -> int | None:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        fail(f"Invalid value at '{param}': expected a positive integer, got {value!r}.", param)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= INT64_MAX):
+        fail(f"Invalid value at '{param}': expected a positive integer (int64), got {value!r}.", param)
     return value
 
 

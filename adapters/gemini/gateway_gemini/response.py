@@ -28,6 +28,7 @@ import orjson
 
 from gateway_core.errors import UpstreamError, excerpt
 from gateway_core.model import ChatResponse, Part, StopReason, ToolCallPart, Usage
+from gateway_core.tally import ImplausibleUsage, token_count
 
 from .content import CallIds, part_from_wire, part_to_wire, safe_name
 from .wire import JSON, as_dict, as_int, as_list, field, without_fields
@@ -68,14 +69,22 @@ def usage_from_wire(metadata: Any) -> Usage | None:
     """The core usage of a ``usageMetadata`` object (``None`` when absent)."""
     if not isinstance(metadata, dict):
         return None
-    thoughts = as_int(field(metadata, "thoughtsTokenCount"))
-    candidates = as_int(field(metadata, "candidatesTokenCount")) or as_int(field(metadata, "responseTokenCount"))
-    return Usage(
-        input_tokens=as_int(field(metadata, "promptTokenCount")) + as_int(field(metadata, "toolUsePromptTokenCount")),
-        output_tokens=candidates + thoughts,
-        cached_input_tokens=as_int(field(metadata, "cachedContentTokenCount")),
-        reasoning_tokens=thoughts,
-    )
+
+    def count(name: str) -> int:  # int64 counts, which Google's JSON may write as strings
+        value = field(metadata, name)
+        return token_count(int(value) if isinstance(value, str) and value.isdigit() and len(value) <= 18 else value)
+
+    try:  # a count that is no count (a negative number, an object): no usage, estimated
+        thoughts = count("thoughtsTokenCount")
+        candidates = count("candidatesTokenCount") or count("responseTokenCount")
+        return Usage(
+            input_tokens=count("promptTokenCount") + count("toolUsePromptTokenCount"),
+            output_tokens=candidates + thoughts,
+            cached_input_tokens=count("cachedContentTokenCount"),
+            reasoning_tokens=thoughts,
+        )
+    except ImplausibleUsage:
+        return None
 
 
 def usage_to_wire(usage: Usage) -> JSON:

@@ -59,7 +59,7 @@ def to_json_schema(schema: Any) -> Any:
             out[key] = [to_json_schema(sub) for sub in value]
         elif key in _SCHEMA_ONE:
             out[key] = [to_json_schema(s) for s in value] if isinstance(value, list) else to_json_schema(value)
-        elif key in _INT_FIELDS and isinstance(value, str) and value.isdigit():
+        elif key in _INT_FIELDS and isinstance(value, str) and value.isdigit() and len(value) <= 18:
             out[key] = int(value)
         else:
             out[key] = value

@@ -13,6 +13,7 @@ import re
 from typing import Any, NoReturn
 
 from gateway_core.errors import InvalidRequestError
+from gateway_core.json_body import INT64_MAX
 
 JSON = dict[str, Any]
 
@@ -61,16 +62,18 @@ def as_list(value: Any) -> list[Any]:
 
 
 def as_int(value: Any) -> int:
-    """An int64 field, which Google's JSON may write as a string (``"12"``)."""
+    """An int64 field, which Google's JSON may write as a string (``"12"``);
+    0 when it is none, or outside the int64 range."""
+    number = 0
     if isinstance(value, bool):
         return 0
     if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return 0
+        number = value
+    elif isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) <= 24:
+        number = int(value)
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    return number if -INT64_MAX - 1 <= number <= INT64_MAX else 0
 
 
 def kind_of(value: Any) -> str:

@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from gateway_core import BillingHints, Call, InvalidRequestError, MediaUsage, RouteSpec, capped_output, endpoints
 from gateway_core.uploads import Upload
 
@@ -39,18 +37,6 @@ TRANSCRIPTIONS_WIRE = "openai.audio.transcriptions"
 PROTOCOL = "openai"
 MAX_IMAGES = 10
 ENCODINGS = ("float", "base64")
-
-
-def parse_json_object(body: bytes) -> dict[str, Any]:
-    if not body:
-        raise InvalidRequestError("The request body is empty; send a JSON object.")
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise InvalidRequestError(f"The request body is not valid JSON: {exc}.") from None
-    if not isinstance(data, dict):
-        raise InvalidRequestError("The request body must be a JSON object.")
-    return data
 
 
 def required_model(data: Mapping[str, Any]) -> str:

@@ -46,6 +46,7 @@ from typing import Any, NoReturn
 import attrs
 
 from gateway_core.errors import InvalidRequestError
+from gateway_core.json_body import INT64_MAX
 from gateway_core.model import (
     ChatRequest,
     ImagePart,
@@ -278,8 +279,8 @@ def _read_stop(stop: Any) -> tuple[str, ...]:
 def _count(value: Any, param: str) -> int | None:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        _fail(f"Invalid value for '{param}': expected a positive integer, but got {value!r}.", param)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= INT64_MAX):
+        _fail(f"Invalid value for '{param}': expected a positive integer (at most {INT64_MAX}), but got {value!r}.", param)
     return value
 
 

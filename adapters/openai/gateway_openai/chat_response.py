@@ -37,6 +37,7 @@ from gateway_core.model import (
     ToolCallPart,
     Usage,
 )
+from gateway_core.tally import ImplausibleUsage, token_count
 
 from .chat_request import tool_call_to_wire
 
@@ -84,13 +85,16 @@ def usage_from_wire(usage: JSON | None) -> Usage | None:
         return None
     prompt = _dict(usage.get("prompt_tokens_details"))
     completion = _dict(usage.get("completion_tokens_details"))
-    return Usage(
-        input_tokens=_int(usage.get("prompt_tokens", usage.get("input_tokens"))),
-        output_tokens=_int(usage.get("completion_tokens", usage.get("output_tokens"))),
-        cached_input_tokens=_int(prompt.get("cached_tokens")) or _int(usage.get("prompt_cache_hit_tokens")),
-        cache_write_tokens=_int(prompt.get("cache_write_tokens")),
-        reasoning_tokens=_int(completion.get("reasoning_tokens")),
-    )
+    try:  # a count that is no count (a string, a negative number): no usage, estimated
+        return Usage(
+            input_tokens=token_count(usage.get("prompt_tokens", usage.get("input_tokens"))),
+            output_tokens=token_count(usage.get("completion_tokens", usage.get("output_tokens"))),
+            cached_input_tokens=token_count(prompt.get("cached_tokens")) or token_count(usage.get("prompt_cache_hit_tokens")),
+            cache_write_tokens=token_count(prompt.get("cache_write_tokens")),
+            reasoning_tokens=token_count(completion.get("reasoning_tokens")),
+        )
+    except ImplausibleUsage:
+        return None
 
 
 def usage_to_wire(usage: Usage) -> JSON:
@@ -212,9 +216,6 @@ def _refusal(part: TextPart) -> bool:
 def _dict(value: Any) -> JSON:
     return value if isinstance(value, dict) else {}
 
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _malformed(body: Any, message: str) -> UpstreamError:

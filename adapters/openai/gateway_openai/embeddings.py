@@ -73,7 +73,7 @@ def decode_base64(data: str) -> list[float]:
 def usage_from_wire(answer: Any, body: JSON) -> Usage:
     """The reported prompt tokens, else an estimate over the input."""
     usage = answer.get("usage") if isinstance(answer, dict) else None
-    if isinstance(usage, dict) and type(usage.get("prompt_tokens")) is int:
+    if isinstance(usage, dict) and type(usage.get("prompt_tokens")) is int and usage["prompt_tokens"] >= 0:
         return Usage(input_tokens=usage["prompt_tokens"])
     return Usage(input_tokens=estimated_tokens(body.get("input")))
 

@@ -20,7 +20,8 @@ from .protocol import DEFAULT_MAX_UPLOAD_BYTES, OpenAIProtocol
 @hookimpl
 def register_client_protocols(register, config) -> None:
     settings = config.plugin_settings("openai")
-    register(OpenAIProtocol(max_upload_bytes=_positive(settings.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES))))
+    max_upload_bytes = _positive(settings.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES))
+    register(OpenAIProtocol(max_upload_bytes=max_upload_bytes, limits=config.json_limits))
 
 
 @hookimpl

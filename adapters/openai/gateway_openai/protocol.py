@@ -27,6 +27,7 @@ from gateway_core import (
     StreamWriter,
     endpoints,
 )
+from gateway_core.json_body import DEFAULT_LIMITS, JsonLimits, read_json_object
 from gateway_core.key_header import bearer_key
 from gateway_core.model import ChatResponse, CoreRequest, CoreResponse, EmbeddingsResponse
 
@@ -59,8 +60,9 @@ _UPLOAD_PARSERS = {
 class OpenAIProtocol(ClientProtocol):
     name = "openai"
 
-    def __init__(self, max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES) -> None:
+    def __init__(self, max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES, limits: JsonLimits = DEFAULT_LIMITS) -> None:
         self.max_upload_bytes = max_upload_bytes
+        self.limits = limits
 
     def routes(self) -> Sequence[RouteSpec]:
         upload = {"stream_body": True, "max_body_bytes": self.max_upload_bytes}
@@ -84,7 +86,7 @@ class OpenAIProtocol(ClientProtocol):
     def parse(self, route, body, headers, query, path_params) -> Call:
         if route.endpoint == endpoints.MODELS:
             return Call(protocol=self.name, endpoint=route.endpoint, wire="openai.models", model="", stream=False, body={})
-        return _JSON_PARSERS[route.endpoint](route, calls.parse_json_object(body))
+        return _JSON_PARSERS[route.endpoint](route, read_json_object(body, self.limits))
 
     async def parse_upload(self, route, upload, headers, query, path_params) -> Call:
         return await _UPLOAD_PARSERS[route.endpoint](route, upload)

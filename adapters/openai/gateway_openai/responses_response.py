@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from gateway_core.model import ChatResponse, Part, ReasoningPart, StopReason, TextPart, ToolCallPart, Usage
+from gateway_core.tally import ImplausibleUsage, token_count
 
 from .responses_request import REASONING_PREFIX
 from .responses_tools import ToolName, custom_input, tool_names
@@ -49,13 +50,16 @@ def usage_from_wire(usage: Any) -> Usage | None:
         return None
     inputs = usage.get("input_tokens_details") if isinstance(usage.get("input_tokens_details"), dict) else {}
     outputs = usage.get("output_tokens_details") if isinstance(usage.get("output_tokens_details"), dict) else {}
-    return Usage(
-        input_tokens=_int(usage.get("input_tokens")),
-        output_tokens=_int(usage.get("output_tokens")),
-        cached_input_tokens=_int(inputs.get("cached_tokens")),
-        cache_write_tokens=_int(inputs.get("cache_write_tokens")),
-        reasoning_tokens=_int(outputs.get("reasoning_tokens")),
-    )
+    try:  # a count that is no count (a string, a negative number): no usage, estimated
+        return Usage(
+            input_tokens=token_count(usage.get("input_tokens")),
+            output_tokens=token_count(usage.get("output_tokens")),
+            cached_input_tokens=token_count(inputs.get("cached_tokens")),
+            cache_write_tokens=token_count(inputs.get("cache_write_tokens")),
+            reasoning_tokens=token_count(outputs.get("reasoning_tokens")),
+        )
+    except ImplausibleUsage:
+        return None
 
 
 def usage_to_wire(usage: Usage) -> JSON:
@@ -191,6 +195,3 @@ def encode_reasoning(metadata: JSON) -> str:
 def _meta(part: Part) -> JSON:
     return part.provider_metadata or {}
 
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -79,11 +79,8 @@ async def sign_in(ctx: Ctx) -> Response:
     if not (ok and record and record[1]):
         return _signin_form(ctx, 401, "Wrong user name or password.", name)
     await throttle.succeeded(name, address)
-    token = new_token()
-    seconds = int(ctx.state.session_seconds)
-    await queries.create_session(ctx.sql, session_id(token), record[0], now() + seconds, address)
     response = RedirectResponse(safe_next(ctx.base, form.get("next")), status_code=303)
-    _cookie(ctx, response, SESSION_COOKIE, ctx.signer.session_cookie(token), seconds, _session_path(ctx))
+    await _start_session(ctx, response, record[0], address)
     response.delete_cookie(SIGNIN_COOKIE, path=ctx.base or "/")
     return response
 
@@ -93,6 +90,14 @@ def _duration(seconds: int) -> str:
     if seconds < 120:
         return f"{seconds} second{'s' if seconds != 1 else ''}"
     return f"{-(-seconds // 60)} minutes"
+
+
+async def _start_session(ctx: Ctx, response: Response, user_id: int, address: str) -> None:
+    """A new session for ``user_id``, its cookie set on ``response``."""
+    token = new_token()
+    seconds = int(ctx.state.session_seconds)
+    await queries.create_session(ctx.sql, session_id(token), user_id, now() + seconds, address)
+    _cookie(ctx, response, SESSION_COOKIE, ctx.signer.session_cookie(token), seconds, _session_path(ctx))
 
 
 @page()
@@ -115,9 +120,11 @@ async def account(ctx: Ctx) -> Response:
     if len(new) < users.MIN_PASSWORD or new != again:
         error = f"The new password needs {users.MIN_PASSWORD} characters or more, typed the same twice."
         return ctx.render("account.html", status=400, error=error)
-    await users.set_password(ctx.admin, ctx.user.id, new)
+    await users.set_password(ctx.admin, ctx.user.id, new)  # ends every session of the user's, this one too
     await ctx.audit("user.password", f"user {ctx.user.id}", None, {"password": "changed"})
-    return ctx.redirect("/account", "password")
+    response = ctx.redirect("/account", "password")
+    await _start_session(ctx, response, ctx.user.id, ctx.services.client_address(ctx.request.scope) or "unknown")
+    return response
 
 
 def _session_path(ctx: Ctx) -> str:

@@ -163,12 +163,14 @@ class UsersAdmin(AdminBase):
         return await self._read("list_users", overviews)
 
     async def set_user_enabled(self, user_id: int, enabled: bool) -> bool:
-        sql = "UPDATE users SET enabled = $1 WHERE id = $2"
-        return await self._write("set_user_enabled", lambda conn: _updated(conn, sql, int(bool(enabled)), user_id))
+        """Enable or disable; the user's sign-ins from before end either way (``sessions_after``)."""
+        sql = "UPDATE users SET enabled = $1, sessions_after = $2 WHERE id = $3"
+        return await self._write("set_user_enabled", lambda conn: _updated(conn, sql, int(bool(enabled)), time.time(), user_id))
 
     async def set_password_hash(self, user_id: int, password_hash: str | None) -> bool:
-        sql = "UPDATE users SET password_hash = $1 WHERE id = $2"
-        return await self._write("set_password_hash", lambda conn: _updated(conn, sql, password_hash, user_id))
+        """Set the hash; the user's sign-ins from before end (``sessions_after``)."""
+        sql = "UPDATE users SET password_hash = $1, sessions_after = $2 WHERE id = $3"
+        return await self._write("set_password_hash", lambda conn: _updated(conn, sql, password_hash, time.time(), user_id))
 
     async def change_user_groups(self, user_id: int, *, opened: Sequence[str], closed: Sequence[str]) -> bool:
         async def change(conn: asyncpg.Connection) -> bool:

@@ -245,6 +245,8 @@ WHERE ledger.id = chained.id AND ledger.balance_after_micros <> chained.running;
 ALTER TABLE ledger ENABLE TRIGGER ledger_append_only;
 """
 
+USER_SESSIONS_AFTER = "ALTER TABLE users ADD COLUMN sessions_after DOUBLE PRECISION;"
+
 CORE_MIGRATIONS: list[Migration] = [
     ("0001_core", script(CORE_0001)),
     ("0002_limits", script(CORE_0002)),
@@ -256,6 +258,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0008_billing_v2", script(BILLING_V2)),
     ("0009_billing_budgets", script(BILLING_BUDGETS)),
     ("0010_billing_prices", script(BILLING_PRICES)),
+    ("0011_user_sessions_after", script(USER_SESSIONS_AFTER)),
 ]
 
 
