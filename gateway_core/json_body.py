@@ -73,34 +73,50 @@ def loads_checked(text: bytes | str, limits: JsonLimits = DEFAULT_LIMITS, what: 
         data = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise InvalidRequestError(f"{what} is not valid JSON: {exc}.") from None
-    check_json(data, limits)
+    check_json(data, limits, len(text))
     return data
 
 
-def check_json(value: Any, limits: JsonLimits = DEFAULT_LIMITS) -> None:
-    """Raise ``InvalidRequestError`` when ``value`` (parsed JSON) crosses a limit."""
-    max_depth, max_chars, max_items = limits.max_depth, limits.max_string_chars, limits.max_items
-    high, low = limits.max_integer, -limits.max_integer - 1
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, depth = stack.pop()
-        kind = type(node)
-        if kind is dict:
-            if depth > max_depth or len(node) > max_items:
-                _refuse(value, limits)
-            for key, item in node.items():
-                if len(key) > max_chars:
-                    _refuse(value, limits)
-                stack.append((item, depth + 1))
-        elif kind is list:
-            if depth > max_depth or len(node) > max_items:
-                _refuse(value, limits)
-            stack.extend((item, depth + 1) for item in node)
+def check_json(value: Any, limits: JsonLimits = DEFAULT_LIMITS, size: int | None = None) -> None:
+    """Raise ``InvalidRequestError`` when ``value`` (parsed JSON) crosses a limit.
+
+    ``size``, the length of the text ``value`` was parsed from, lets the walk skip
+    what that length already rules out: a string has at most as many characters as
+    its text has bytes, and an array or object of N items takes at least 2N - 1."""
+    strings = size is None or size > limits.max_string_chars
+    items = size is None or size >= 2 * limits.max_items - 1
+    if not _within(value, 1, limits, strings, items):
+        _refuse(value, limits)
+
+
+def _within(node: Any, depth: int, limits: JsonLimits, strings: bool, items: bool) -> bool:
+    """Whether ``node`` (a container at ``depth``, or a scalar) stays within ``limits``."""
+    kind = type(node)
+    if kind is dict:
+        members: Any = node.values()
+        if strings and any(len(key) > limits.max_string_chars for key in node):
+            return False
+    elif kind is list:
+        members = node
+    elif kind is str:
+        return not strings or len(node) <= limits.max_string_chars
+    elif kind is int:
+        return bool(-limits.max_integer - 1 <= node <= limits.max_integer)
+    else:
+        return True
+    if depth > limits.max_depth or (items and len(node) > limits.max_items):
+        return False
+    for item in members:
+        kind = type(item)
+        if kind is dict or kind is list:
+            if not _within(item, depth + 1, limits, strings, items):
+                return False
         elif kind is str:
-            if len(node) > max_chars:
-                _refuse(value, limits)
-        elif kind is int and not low <= node <= high:
-            _refuse(value, limits)
+            if strings and len(item) > limits.max_string_chars:
+                return False
+        elif kind is int and not -limits.max_integer - 1 <= item <= limits.max_integer:
+            return False
+    return True
 
 
 def _refuse(value: Any, limits: JsonLimits) -> None:
