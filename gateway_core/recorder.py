@@ -21,9 +21,6 @@ class Recorder:
         its row; return once they are committed."""
         billed = charge is not None and (charge.held_micros or row.cost_micros)
         await self._store.record(row, charge.user_id if charge is not None and billed else None)
-        if charge is not None and charge.budgets and row.cost_micros != charge.held_micros:
-            # the budgets counted the reservation: they count the cost from now on
-            await self._store.adjust_budgets(charge.budgets, row.cost_micros - charge.held_micros)
         log.info(
             "request",
             status=row.status,

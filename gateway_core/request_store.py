@@ -87,15 +87,6 @@ class BreakerReport:
 
 
 @attrs.frozen
-class BudgetWindow:
-    """The window of a budget a reservation was counted in (its settlement moves the count there)."""
-
-    subject: str
-    period: str
-    start: float
-
-
-@attrs.frozen
 class HoldOwner:
     """A gateway process that makes reservations: its id (unique per start), its
     replica (host) and pid, and the Unix time its lease on its holds runs out."""
@@ -136,14 +127,12 @@ class RequestStore(Protocol):
 
     async def hold_within_budgets(
         self, user_id: int, amount_micros: int, request_id: str, key_id: int | None, budgets: Sequence[Any]
-    ) -> tuple[int, tuple[BudgetWindow, ...]]:
-        """:meth:`hold`, and the amount counted against each budget
-        (:class:`~gateway_core.billing.budgets.BudgetUse`) in the same transaction:
-        the balance and the windows counted in, or :class:`HoldRefused` (``budget``)."""
-
-    async def adjust_budgets(self, windows: Sequence[BudgetWindow], change: int) -> None:
-        """Move the budgets' counts by ``change`` (a settled request's cost less its
-        reservation), in the windows given only."""
+    ) -> int:
+        """:meth:`hold` once each budget (:class:`~gateway_core.billing.budgets.BudgetUse`)
+        has room for ``amount_micros``, checked in the same transaction and serialized
+        per user: the balance, or :class:`HoldRefused` (``budget``). A budget counts
+        its window's captured cost and the open reservations, so a settlement or a
+        released reservation needs no further write."""
 
     async def record(self, row: UsageRow, user_id: int | None) -> None:
         """Settle the request's charge against ``user_id`` (``None``: nothing is

@@ -1,11 +1,13 @@
-"""Budgets that reset, over real HTTP with a clock the test moves: a key's daily
-budget refuses at its cap naming the budget and its reset (Retry-After when near),
-and serves again once the window turns at local midnight; a user's weekly budget;
-calendar windows in a time zone (DST, month ends) and rolling windows."""
+"""Budgets that reset, over real HTTP with a clock the test moves (spend is
+captured at the real time, in its hour's bucket): a key's daily budget refuses at
+its cap naming the budget and its reset (Retry-After when near), and serves again
+once the window turns at local midnight; a user's weekly budget; calendar windows
+in a time zone (DST, month ends); rolling windows that slide by the hour."""
 
 from __future__ import annotations
 
 import datetime as dt
+import time
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -53,18 +55,28 @@ async def post(gateway, secret: str) -> tuple[int, Any, dict]:
             return response.status, response.headers.copy(), await response.json()
 
 
+def utc_text(when: float) -> str:
+    return dt.datetime.fromtimestamp(when, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+async def spent(seed, subject: str) -> int:
+    return seed.rows("SELECT coalesce(sum(spent_micros), 0) AS spent FROM budget_buckets WHERE subject = ?", (subject,))[0]["spent"]
+
+
 async def test_a_keys_daily_budget_refuses_at_its_cap_and_resets_at_local_midnight(start_gateway, seed, upstream):
     user_id, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url)
     seed._write(set_key_limits, key_id, {"daily_budget_micros": RESERVATION})  # room for one reservation
     gateway = start_gateway()
-    clock = gateway.services.clock = Clock(dt.datetime(2026, 3, 10, 23, 50, tzinfo=PARIS))
+    # spend is counted in the hour it is captured (real time); the window is the clock's day in Paris
+    midnight = calendar_window("daily", time.time(), "Europe/Paris")[1]
+    clock = gateway.services.clock = Clock(dt.datetime.fromtimestamp(midnight - 600, PARIS))
 
     status, _, _ = await post(gateway, secret)
     assert status == 200  # 0 + the reservation fits; it settles to its (smaller) cost
     status, headers, answer = await post(gateway, secret)
     assert status == 429 and answer["error"]["code"] == "budget_exceeded"
     message = answer["error"]["message"]
-    assert message.startswith("This API key's daily budget of ") and "resets at 2026-03-10 23:00 UTC (in 10 minutes)" in message
+    assert message.startswith("This API key's daily budget of ") and f"resets at {utc_text(midnight)} (in 10 minutes)" in message
     assert headers["retry-after"] == "600"
     # the same through the SDK: a RateLimitError naming the budget
     client = openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=secret, max_retries=0)
@@ -72,27 +84,28 @@ async def test_a_keys_daily_budget_refuses_at_its_cap_and_resets_at_local_midnig
         await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi"}], max_tokens=50)
     assert refused.value.code == "budget_exceeded"
 
-    clock.now = dt.datetime(2026, 3, 10, 23, 59, 59, tzinfo=PARIS).timestamp()
+    clock.now = midnight - 1
     assert (await post(gateway, secret))[0] == 429  # still the same day in Paris
-    clock.now = dt.datetime(2026, 3, 11, 0, 0, 0, tzinfo=PARIS).timestamp()
+    cost = seed.rows("SELECT cost_micros FROM usage_logs WHERE status = 200")[0]["cost_micros"]
+    assert await spent(seed, f"k:{key_id}") == await spent(seed, f"u:{user_id}") == cost  # the settled cost, not the reservation
+    clock.now = midnight
     assert (await post(gateway, secret))[0] == 200  # a new day: a new window
-    assert (await post(gateway, secret))[0] == 429
-    spent = seed.rows("SELECT spent_micros, window_start FROM budget_spend WHERE subject = ?", (f"k:{key_id}",))[0]
-    last = seed.rows("SELECT cost_micros FROM usage_logs WHERE status = 200 ORDER BY id DESC LIMIT 1")[0]["cost_micros"]
-    assert spent == {"spent_micros": last, "window_start": clock.now}  # the settled cost, not the reservation
     kit.assert_invariants(seed)
     await client.close()
 
 
-async def test_a_users_weekly_budget_names_the_user_and_gives_no_retry_after_when_far(start_gateway, seed, upstream):
+async def test_a_users_weekly_budget_names_the_user_and_its_reset(start_gateway, seed, upstream):
     user_id, _, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url)
     seed._write(set_user_limits, user_id, {"weekly_budget_micros": RESERVATION})
     gateway = start_gateway()
-    gateway.services.clock = Clock(dt.datetime(2026, 3, 11, 12, 0, tzinfo=PARIS))  # a Wednesday
+    now = time.time()
+    monday = calendar_window("weekly", now, "Europe/Paris")[1]
+    assert dt.datetime.fromtimestamp(monday, PARIS).strftime("%a %H:%M") == "Mon 00:00"
     assert (await post(gateway, secret))[0] == 200
     status, headers, answer = await post(gateway, secret)
     assert status == 429 and answer["error"]["message"].startswith("Your weekly budget of ")
-    assert "resets at 2026-03-15 23:00 UTC (in 4 days)" in answer["error"]["message"] and "retry-after" not in headers
+    assert f"resets at {utc_text(monday)}" in answer["error"]["message"]
+    assert ("retry-after" in headers) == (monday - now <= 3600)
 
 
 def test_calendar_windows_follow_the_time_zone():
@@ -120,14 +133,18 @@ def rolling_config(tmp_path):
     return kit.config(tmp_path, ("openai", "demo"), budget_window="rolling")
 
 
-async def test_a_rolling_window_resets_a_day_after_it_opened(start_gateway, seed, upstream, rolling_config):
+async def test_a_rolling_window_slides_hour_by_hour(start_gateway, seed, upstream, rolling_config):
     _, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url)
     seed._write(set_key_limits, key_id, {"daily_budget_micros": RESERVATION})
     gateway = start_gateway(rolling_config)
-    clock = gateway.services.clock = Clock(dt.datetime(2026, 3, 10, 15, 0, tzinfo=dt.timezone.utc))
     assert (await post(gateway, secret))[0] == 200
-    clock.now += 23 * 3600  # midnight has passed, the 24 hours have not
-    status, _, answer = await post(gateway, secret)
-    assert status == 429 and "resets at 2026-03-11 15:00 UTC (in 60 minutes)" in answer["error"]["message"]
-    clock.now += 3600
+    hour = seed.rows("SELECT hour FROM budget_buckets WHERE subject = ?", (f"k:{key_id}",))[0]["hour"]
+    leaves = (hour + 24) * 3600  # the spend's hour leaves the last 24 hours
+    clock = gateway.services.clock = Clock(dt.datetime.fromtimestamp(leaves - 3600, dt.timezone.utc))
+    status, headers, answer = await post(gateway, secret)  # midnight may have passed, the 24 hours have not
+    assert status == 429 and f"resets at {utc_text(leaves)} (in 60 minutes)" in answer["error"]["message"]
+    assert headers["retry-after"] == "3600"
+    clock.now = leaves - 1
+    assert (await post(gateway, secret))[0] == 429
+    clock.now = leaves
     assert (await post(gateway, secret))[0] == 200

@@ -1,55 +1,62 @@
-"""Where a user's budgets stand: each cap of the user and of their keys, what its
-current window has counted, and when it resets (see :mod:`gateway_core.billing.budgets`)."""
+"""Budgets: where a user's caps and their keys' caps stand (what the current
+window counts and when it resets), and setting them (see
+:mod:`gateway_core.billing.budgets`)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 import attrs
 
-from ..billing.budgets import BudgetUse, budget_uses
-from ..records import KeyRecord
+from ..billing.budgets import BudgetUse, budget_use
+from ..records import Budgets
 from .context import Admin
-from .keys import list_keys
-from .users import get_user
+from .keys import get_key, list_keys
+from .users import get_user, set_user_limits
+
+PERIODS = ("daily", "weekly", "monthly")
 
 
 @attrs.frozen
 class BudgetStatus:
     """One cap: whose (``"user"`` or the key's name and id), its period, the cap, what
-    the current window counted (reservations in progress included) and its reset."""
+    the current window counts (reservations in progress included) and when it resets
+    (a rolling window: when its oldest counted hour leaves it; ``None``: nothing
+    captured in it yet)."""
 
     whose: str
     key_id: int | None
     period: str
     cap_micros: int
     spent_micros: int
-    resets_at: float | None  # None: a rolling window not opened yet
+    resets_at: float | None
 
 
 async def budget_status(
-    admin: Admin, user_id: int, *, timezone: str = "UTC", window: str = "calendar", now: float | None = None
+    admin: Admin, user_id: int, *, timezone: str = "UTC", window: str = "calendar", now: float | None = None, key_id: int | None = None
 ) -> list[BudgetStatus]:
-    """The user's caps and their keys' caps, with their current windows."""
-    await get_user(admin, user_id)
+    """The user's caps and their keys' caps (only the key ``key_id``'s and the
+    user's when given), with their current windows."""
+    user = await get_user(admin, user_id)
+    limits = await set_user_limits(admin, user, {})  # no change: the stored limits
     now = time.time() if now is None else now
-    keys = await list_keys(admin, user_id)
-    uses: list[tuple[BudgetUse, KeyRecord]] = []
+    keys = [await get_key(admin, key_id, owner=user_id)] if key_id is not None else await list_keys(admin, user_id)
+    wanted: list[tuple[BudgetUse, str, int | None]] = []
+    for period, cap in budgets_of(limits).items():
+        wanted.append((budget_use(f"u:{user.id}", period, cap, now, timezone=timezone, window=window), "user", None))
     for key in keys:
-        for use in budget_uses(key, now, timezone=timezone, window=window):
-            if use.subject.startswith("k:") or not any(u.subject == use.subject and u.period == use.period for u, _ in uses):
-                uses.append((use, key))
-    if not keys:
+        for period, cap in key.budgets.items():
+            wanted.append((budget_use(f"k:{key.id}", period, cap, now, timezone=timezone, window=window), "key " + key.name, key.id))
+    if not wanted:
         return []
-    spending = await admin.store.budget_spending(sorted({use.subject for use, _ in uses}))
-    statuses = []
-    for use, key in uses:
-        start, spent = spending.get((use.subject, use.period), (None, 0))
-        current = start is not None and start >= use.stale_before
-        resets = use.reset_time(start) if current and start is not None else use.resets_at
-        mine = use.subject.startswith("k:")
-        statuses.append(BudgetStatus(
-            "key " + key.name if mine else "user", key.id if mine else None, use.period, use.cap_micros,
-            spent if current else 0, resets,
-        ))  # fmt: skip
-    return statuses
+    spending = await admin.store.budget_spending([use for use, _, _ in wanted])
+    return [
+        BudgetStatus(whose, key, use.period, use.cap_micros, spent, use.reset_time(oldest))
+        for (use, whose, key), (spent, oldest) in zip(wanted, spending)
+    ]
+
+
+def budgets_of(limits: Mapping[str, int | None]) -> Budgets:
+    """The budgets among stored limit columns (``daily_budget_micros``, …)."""
+    return Budgets(*(limits.get(f"{period}_budget_micros") for period in PERIODS))

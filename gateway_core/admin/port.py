@@ -34,6 +34,7 @@ from ..records import (
     UserOverview,
     UserRecord,
 )
+from ..billing.budgets import BudgetUse
 from ..billing.codes import Redeemed, RedemptionCode
 from ..request_store import BreakerReport
 from .port_access import AccessStore
@@ -112,9 +113,9 @@ class AdminStore(AccessStore, Protocol):
     async def set_key_locks(self, key_id: int, locks: Mapping[str, Any]) -> None:
         """Replace the key's operator-set limits."""
 
-    async def budget_spending(self, subjects: Sequence[str]) -> dict[tuple[str, str], tuple[float, int]]:
-        """What the budgets of ``subjects`` (``k:ID``, ``u:ID``) counted: ``(subject, period)``
-        → ``(window_start, spent_micros)``."""
+    async def budget_spending(self, uses: Sequence[BudgetUse]) -> list[tuple[int, int | None]]:
+        """What each budget's current window counts (its captured cost and the open
+        reservations), and its oldest hour with captured cost (``None``: none)."""
 
     async def set_key_cost_header(self, key_id: int, on: bool) -> bool:
         """Whether the key's answers carry ``x-relaygate-cost-usd``; ``False``: no such key."""

@@ -31,7 +31,6 @@ from ..client_protocol import NO_HINTS, BillingHints
 from ..model import MediaUsage
 from ..outcome import NO_USAGE, Outcome
 from ..records import PriceRecord
-from ..request_store import BudgetWindow
 from .cost import NO_COST, CostBreakdown, Metered, cost_breakdown, cost_micros, max_cost_micros
 
 NO_MEDIA = MediaUsage()
@@ -49,7 +48,6 @@ class Charge:
     ratio_ppm: int
     held_micros: int
     hints: BillingHints = NO_HINTS
-    budgets: tuple[BudgetWindow, ...] = ()  # the budget windows the reservation was counted in
 
     def cost(self, outcome: Outcome) -> int:
         """What the finished request is charged (see :func:`request_cost`)."""

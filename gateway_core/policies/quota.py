@@ -85,8 +85,7 @@ class Quota(Policy):
         if needed:
             try:
                 if budgets:
-                    _, windows = await services.store.hold_within_budgets(key.user_id, needed, ctx.request_id, key.id, budgets)
-                    ctx.charge.budgets = windows
+                    await services.store.hold_within_budgets(key.user_id, needed, ctx.request_id, key.id, budgets)
                 else:
                     await services.store.hold(key.user_id, needed, ctx.request_id, key.id)
             except Exception as failed:  # refused, or the write failed: nothing is held

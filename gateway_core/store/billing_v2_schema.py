@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+import time
+
 import sqlite_utils
 
 # the ledger's kinds once this migration ran: money that moved (0006: no more hold
@@ -77,3 +79,49 @@ def migrate_0010_billing_prices(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE api_keys ADD COLUMN cost_header INTEGER NOT NULL DEFAULT 0")
     db.execute("ALTER TABLE usage_logs ADD COLUMN cost_detail TEXT")
 
+
+
+KEEP_BUCKET_HOURS = 32 * 24  # as gateway_core.billing.budgets.KEEP_HOURS (the schema does not import the billing package)
+
+# a capture (the ledger's negative amount) counted in its UTC hour's bucket, for its
+# user and its key, and the subject's buckets past the longest window pruned
+_COUNT_CAPTURE = f"""
+CREATE TRIGGER ledger_budget_buckets AFTER INSERT ON ledger
+WHEN NEW.kind = 'capture' AND NEW.amount_micros < 0 AND NEW.created_at IS NOT NULL
+BEGIN
+    INSERT INTO budget_buckets (subject, hour, spent_micros)
+    SELECT 'u:' || NEW.user_id, CAST(NEW.created_at / 3600 AS INTEGER), -NEW.amount_micros WHERE 1
+    ON CONFLICT (subject, hour) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros;
+    INSERT INTO budget_buckets (subject, hour, spent_micros)
+    SELECT 'k:' || NEW.key_id, CAST(NEW.created_at / 3600 AS INTEGER), -NEW.amount_micros WHERE NEW.key_id IS NOT NULL
+    ON CONFLICT (subject, hour) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros;
+    DELETE FROM budget_buckets WHERE subject IN ('u:' || NEW.user_id, 'k:' || NEW.key_id)
+    AND hour < CAST(NEW.created_at / 3600 AS INTEGER) - {KEEP_BUCKET_HOURS};
+END
+"""
+# ?1: the first hour to keep; the captures since then, per subject and hour
+_BACKFILL = (
+    "INSERT INTO budget_buckets (subject, hour, spent_micros) "
+    "SELECT subject, hour, sum(spent) FROM ("
+    "SELECT 'u:' || user_id AS subject, CAST(created_at / 3600 AS INTEGER) AS hour, -amount_micros AS spent FROM ledger "
+    "WHERE kind = 'capture' AND amount_micros < 0 AND created_at >= ?1 * 3600 "
+    "UNION ALL SELECT 'k:' || key_id, CAST(created_at / 3600 AS INTEGER), -amount_micros FROM ledger "
+    "WHERE kind = 'capture' AND amount_micros < 0 AND key_id IS NOT NULL AND created_at >= ?1 * 3600"
+    ") GROUP BY subject, hour"
+)
+
+
+def migrate_0014_budget_buckets(db: sqlite_utils.Database) -> None:
+    """Budgets count hourly buckets of captured cost plus open reservations
+    (:mod:`gateway_core.billing.budgets`) instead of a counter per window:
+    ``budget_buckets`` (``subject`` ``k:ID`` or ``u:ID``, ``hour`` since the epoch,
+    UTC), filled by a trigger on the ledger's captures in their own transaction and
+    from the last 32 days of captures here; ``budget_spend`` goes."""
+    db.execute(
+        "CREATE TABLE budget_buckets (subject TEXT NOT NULL, hour INTEGER NOT NULL, spent_micros INTEGER NOT NULL, "
+        "PRIMARY KEY (subject, hour))"
+    )
+    db.execute("CREATE INDEX idx_holds_key_id ON holds (key_id)")
+    db.execute(_BACKFILL, (int(time.time() // 3600) - KEEP_BUCKET_HOURS,))
+    db.execute(_COUNT_CAPTURE)
+    db.execute("DROP TABLE budget_spend")

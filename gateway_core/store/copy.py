@@ -8,7 +8,8 @@ their ids. The target is written in one transaction: the money invariants of
 :mod:`.audit` are checked on it before the commit, so a copy whose books do not
 balance leaves nothing behind. On PostgreSQL the identity sequences are then set
 past the largest id copied. The ledger's append-only triggers refuse updates and
-deletes only: the copy inserts.
+deletes only: the copy inserts. Derived tables (:data:`DERIVED`) are not
+copied: the target's triggers fill them from the rows copied.
 
 Both ends are :class:`End` s: :class:`SqliteEnd` here (plain ``sqlite3`` calls:
 this is a command of its own, with nothing else on its event loop) and
@@ -37,6 +38,8 @@ KEEP = "schema_migrations"
 # such as the console's signing secret, and are cleared before the copy.
 CORE_TABLES = ("users", "user_groups", "api_keys", "channels", "prices", "ledger", "holds", "usage_logs", "channel_health")
 SEEDED = {"groups": {"default"}}
+# tables the target's triggers fill from the rows copied (budget_buckets: from the ledger's captures)
+DERIVED = ("budget_buckets",)
 
 
 class CopyRefused(Exception):
@@ -153,8 +156,8 @@ async def _copy(source: End, target: End, tables: list[str]) -> CopyReport:
 
 
 async def _in_dependency_order(end: End) -> list[str]:
-    """``end``'s tables (``schema_migrations`` aside), each after the ones it refers to."""
-    tables = [table for table in await end.tables() if table != KEEP]
+    """``end``'s tables (``schema_migrations`` and derived ones aside), each after the ones it refers to."""
+    tables = [table for table in await end.tables() if table != KEEP and table not in DERIVED]
     parents = {table: (await end.parents(table)) & set(tables) - {table} for table in tables}
     ordered: list[str] = []
     while len(ordered) < len(tables):

@@ -22,7 +22,12 @@ from ..records import DEFAULT_GROUP, LIMIT_COLUMNS
 from ..types import Migrate, Migration
 from .access_schema import migrate_0007_access_tokens_audit
 from .billing_schema import migrate_0003_billing
-from .billing_v2_schema import migrate_0008_billing_v2, migrate_0009_billing_budgets, migrate_0010_billing_prices
+from .billing_v2_schema import (
+    migrate_0008_billing_v2,
+    migrate_0009_billing_budgets,
+    migrate_0010_billing_prices,
+    migrate_0014_budget_buckets,
+)
 from .connection import atomic
 from .health_schema import migrate_0004_channel_health
 from .ledger_schema import migrate_0006_ledger_money_only
@@ -275,6 +280,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0009_billing_budgets", sqlite_only(migrate_0009_billing_budgets)),
     ("0010_billing_prices", sqlite_only(migrate_0010_billing_prices)),
     ("0011_user_sessions_after", sqlite_only(migrate_0011_user_sessions_after)),
+    ("0014_budget_buckets", sqlite_only(migrate_0014_budget_buckets)),
 ]
 
 

@@ -35,6 +35,7 @@ from ..records import (
     UserOverview,
     UserRecord,
 )
+from ..billing.budgets import BudgetUse
 from ..billing.codes import Redeemed, RedemptionCode
 from ..request_store import BreakerReport
 from . import budgets, channel_health, channels, codes, groups, keys, prices, setup, usage, users, wallet
@@ -136,8 +137,8 @@ class SqliteAdmin(SqliteAccess):
     async def set_key_locks(self, key_id: int, locks: Mapping[str, Any]) -> None:
         await self._write(keys.set_key_locks, key_id, locks)
 
-    async def budget_spending(self, subjects: Sequence[str]) -> dict[tuple[str, str], tuple[float, int]]:
-        return await self._read(budgets.budget_spending, list(subjects))
+    async def budget_spending(self, uses: Sequence[BudgetUse]) -> list[tuple[int, int | None]]:
+        return await self._read(budgets.budget_spending, list(uses))
 
     async def set_key_cost_header(self, key_id: int, on: bool) -> bool:
         return await self._write(keys.set_key_cost_header, key_id, on)

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import structlog
 
 from ..records import ChannelRecord, KeyRecord, UsageRow
-from ..request_store import BreakerReport, BudgetWindow, HoldOwner, PriceSnapshot, StoreUnavailable
+from ..request_store import BreakerReport, HoldOwner, PriceSnapshot, StoreUnavailable
 from ..types import Migration
 from . import budgets as budget_counts
 from . import channel_health, channels, hold_owners, keys, requests, wallet
@@ -186,11 +186,8 @@ class Store:
 
     async def hold_within_budgets(
         self, user_id: int, amount_micros: int, request_id: str, key_id: int | None, budgets: Sequence[Any]
-    ) -> tuple[int, tuple[BudgetWindow, ...]]:
+    ) -> int:
         return await self.write(budget_counts.hold_within_budgets, user_id, amount_micros, request_id, key_id, self._owner, budgets)
-
-    async def adjust_budgets(self, windows: Sequence[BudgetWindow], change: int) -> None:
-        await self.write(budget_counts.adjust_budgets, windows, change)
 
     async def record(self, row: UsageRow, user_id: int | None) -> None:
         await self.write(requests.record_request, row, user_id)

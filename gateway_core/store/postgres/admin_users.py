@@ -16,6 +16,7 @@ import asyncpg
 import orjson
 
 from ...admin.port import LimitChanges
+from ...billing.budgets import BudgetUse
 from ...records import LIMIT_COLUMNS, KeyRecord, UserOverview, UserRecord
 from ...secrets import hash_key, key_prefix, new_api_key
 from ..connection import to_json
@@ -30,6 +31,7 @@ from ..migrations import UNIT_RATIO_PPM
 from ..users import check_user_name
 from .admin_base import AdminBase, changed, found
 from .migrate import numbered
+from .statements import BUDGET_SPENT_BY_KEY, BUDGET_SPENT_BY_USER
 
 _USER = (
     "SELECT u.id, u.name, u.is_admin, u.enabled, u.balance_micros, u.created_at, u.password_hash IS NOT NULL AS has_password, "
@@ -252,11 +254,14 @@ class UsersAdmin(AdminBase):
         text = await self._read("get_key_locks", lambda conn: conn.fetchval("SELECT locks FROM api_keys WHERE id = $1", key_id))
         return parse_locks(text)
 
-    async def budget_spending(self, subjects: Sequence[str]) -> dict[tuple[str, str], tuple[float, int]]:
-        sql = "SELECT subject, period, window_start, spent_micros FROM budget_spend WHERE subject = ANY($1::text[])"
-
-        async def read(conn: asyncpg.Connection) -> dict[tuple[str, str], tuple[float, int]]:
-            return {(r["subject"], r["period"]): (r["window_start"], r["spent_micros"]) for r in await conn.fetch(sql, list(subjects))}
+    async def budget_spending(self, uses: Sequence[BudgetUse]) -> list[tuple[int, int | None]]:
+        async def read(conn: asyncpg.Connection) -> list[tuple[int, int | None]]:
+            found = []
+            for use in uses:
+                statement = BUDGET_SPENT_BY_KEY if use.is_key else BUDGET_SPENT_BY_USER
+                spent, oldest = await conn.fetchrow(statement, use.subject, use.first_hour, use.subject_id)
+                found.append((int(spent), oldest))
+            return found
 
         return await self._read("budget_spending", read)
 

@@ -1,6 +1,6 @@
 """The reservation path's parts beyond the plain hold, on PostgreSQL: holds
-counted against budgets (:mod:`gateway_core.billing.budgets`) in one transaction,
-budget counts moved at settlement, and the hold owners' leases
+checked against budgets (:mod:`gateway_core.billing.budgets`) in one transaction
+serialized per user, and the hold owners' leases
 (:mod:`gateway_core.store.hold_owners`)."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, cast
 import asyncpg
 import attrs
 
-from ...request_store import BudgetWindow, HoldOwner, HoldRefused
+from ...billing.budgets import BudgetUse
+from ...request_store import HoldOwner, HoldRefused
 from ..budgets import budget_refused
 from ..hold_owners import FORGET_AFTER as FORGET_OWNERS_AFTER
 from . import statements as sql
@@ -23,47 +24,37 @@ if TYPE_CHECKING:
 
 
 async def hold_within_budgets(
-    store: PostgresStore, user_id: int, amount_micros: int, request_id: str, key_id: int | None, budgets: Sequence[Any]
-) -> tuple[int, tuple[BudgetWindow, ...]]:
-    async def reserve(conn: asyncpg.Connection, attempt: Attempt) -> tuple[int, tuple[BudgetWindow, ...]]:
-        if attempt.after_lost_connection:  # the lost attempt may have committed: never count it twice
+    store: PostgresStore, user_id: int, amount_micros: int, request_id: str, key_id: int | None, budgets: Sequence[BudgetUse]
+) -> int:
+    async def reserve(conn: asyncpg.Connection, attempt: Attempt) -> int:
+        if attempt.after_lost_connection:  # the lost attempt may have committed: never reserve twice
             mine = await conn.fetchrow("SELECT user_id, amount_micros FROM holds WHERE request_id = $1", request_id)
             if mine is not None and (mine["user_id"], mine["amount_micros"]) == (user_id, amount_micros):
-                rows = await conn.fetch(sql.BUDGET_WINDOWS, [use.subject for use in budgets], [use.period for use in budgets])
-                balance = await conn.fetchval("SELECT balance_micros - held_micros FROM users WHERE id = $1", user_id)
-                return balance, tuple(BudgetWindow(row["subject"], row["period"], row["window_start"]) for row in rows)
+                balance: int = await conn.fetchval("SELECT balance_micros - held_micros FROM users WHERE id = $1", user_id)
+                return balance
         async with conn.transaction():
-            windows = []
+            # the user's row first: their reservations and settlements (which update it too) wait for each other
+            await conn.execute(sql.LOCK_USER, user_id, timeout=attempt.remaining)
             for use in budgets:
-                await conn.execute(sql.OPEN_BUDGET, use.subject, use.period, use.fresh_start, use.stale_before, timeout=attempt.remaining)
-                start = await conn.fetchval(sql.COUNT_BUDGET, amount_micros, use.subject, use.period, use.cap_micros, timeout=attempt.remaining)
-                if start is None:
-                    row = await conn.fetchrow(sql.BUDGET_SPENT, use.subject, use.period, timeout=attempt.remaining)
-                    raise budget_refused(use, amount_micros, row["spent_micros"], row["window_start"])
-                windows.append(BudgetWindow(use.subject, use.period, start))
+                statement = sql.BUDGET_SPENT_BY_KEY if use.is_key else sql.BUDGET_SPENT_BY_USER
+                spent, oldest = await conn.fetchrow(statement, use.subject, use.first_hour, use.subject_id, timeout=attempt.remaining)
+                if spent + amount_micros > use.cap_micros:
+                    raise budget_refused(use, amount_micros, int(spent), oldest)
             available = 0
             for _ in range(2):  # a refusal that no longer holds when read is tried once more
                 balance = await conn.fetchval(
                     sql.HOLD, user_id, amount_micros, request_id, key_id, time.time(), store._owner, timeout=attempt.remaining
                 )
                 if balance is not None:
-                    return balance, tuple(windows)
+                    return int(balance)
                 refusal = await store._hold_refusal(conn, attempt, user_id, amount_micros, key_id)
                 if isinstance(refusal, Exception):
                     raise refusal
                 available = refusal
             raise HoldRefused("balance", needed=amount_micros, limit=available)
 
-    return await store._write("hold", reserve)
-
-
-async def adjust_budgets(store: PostgresStore, windows: Sequence[BudgetWindow], change: int) -> None:
-    async def adjust(conn: asyncpg.Connection, attempt: Attempt) -> None:
-        async with conn.transaction():
-            for window in windows:
-                await conn.execute(sql.ADJUST_BUDGET, change, window.subject, window.period, window.start, timeout=attempt.remaining)
-
-    await store._write("adjust_budgets", adjust)
+    result: int = await store._write("hold", reserve)
+    return result
 
 
 async def renew_hold_owner(store: PostgresStore, owner: HoldOwner, gone: Sequence[str] = ()) -> list[HoldOwner]:
@@ -81,7 +72,7 @@ async def renew_hold_owner(store: PostgresStore, owner: HoldOwner, gone: Sequenc
 
 class OwnedHolds:
     """The part of :class:`~.store.PostgresStore` that owns holds: their owner's id,
-    its lease, and holds counted against budgets."""
+    its lease, and holds checked against budgets."""
 
     _owner: str | None = None
 
@@ -93,9 +84,6 @@ class OwnedHolds:
 
     async def hold_within_budgets(
         self, user_id: int, amount_micros: int, request_id: str, key_id: int | None, budgets: Sequence[Any]
-    ) -> tuple[int, tuple[BudgetWindow, ...]]:
+    ) -> int:
         return await hold_within_budgets(cast("PostgresStore", self), user_id, amount_micros, request_id, key_id, budgets)
-
-    async def adjust_budgets(self, windows: Sequence[BudgetWindow], change: int) -> None:
-        await adjust_budgets(cast("PostgresStore", self), windows, change)
 

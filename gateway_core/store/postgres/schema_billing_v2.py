@@ -3,7 +3,7 @@ indexes as SQLite's (:mod:`gateway_core.store.billing_v2_schema`)."""
 
 from __future__ import annotations
 
-from ..billing_v2_schema import BUDGET_PERIODS, KINDS_0008, PRICE_V2_COLUMNS
+from ..billing_v2_schema import BUDGET_PERIODS, KEEP_BUCKET_HOURS, KINDS_0008, PRICE_V2_COLUMNS
 
 _KINDS = ", ".join(f"'{kind}'" for kind in KINDS_0008)
 
@@ -57,3 +57,42 @@ BILLING_PRICES = (
     "ALTER TABLE usage_logs ADD COLUMN cost_detail TEXT;\n"
 )
 
+
+# 0014: budgets count hourly buckets of captured cost plus open reservations (see the SQLite
+# migration, gateway_core.store.billing_v2_schema.migrate_0014_budget_buckets)
+BUDGET_BUCKETS = f"""
+CREATE TABLE budget_buckets (
+    subject TEXT NOT NULL,
+    hour BIGINT NOT NULL,
+    spent_micros BIGINT NOT NULL,
+    PRIMARY KEY (subject, hour)
+);
+CREATE INDEX idx_holds_key_id ON holds (key_id);
+INSERT INTO budget_buckets (subject, hour, spent_micros)
+SELECT subject, hour, sum(spent) FROM (
+    SELECT 'u:' || user_id AS subject, floor(created_at / 3600)::bigint AS hour, -amount_micros AS spent FROM ledger
+    WHERE kind = 'capture' AND amount_micros < 0 AND created_at >= (floor(extract(epoch FROM now()) / 3600) - {KEEP_BUCKET_HOURS}) * 3600
+    UNION ALL
+    SELECT 'k:' || key_id, floor(created_at / 3600)::bigint, -amount_micros FROM ledger
+    WHERE kind = 'capture' AND amount_micros < 0 AND key_id IS NOT NULL
+      AND created_at >= (floor(extract(epoch FROM now()) / 3600) - {KEEP_BUCKET_HOURS}) * 3600
+) AS captures GROUP BY subject, hour;
+CREATE FUNCTION ledger_budget_buckets() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    bucket BIGINT := floor(NEW.created_at / 3600)::bigint;
+BEGIN
+    INSERT INTO budget_buckets (subject, hour, spent_micros) VALUES ('u:' || NEW.user_id, bucket, -NEW.amount_micros)
+    ON CONFLICT (subject, hour) DO UPDATE SET spent_micros = budget_buckets.spent_micros + excluded.spent_micros;
+    IF NEW.key_id IS NOT NULL THEN
+        INSERT INTO budget_buckets (subject, hour, spent_micros) VALUES ('k:' || NEW.key_id, bucket, -NEW.amount_micros)
+        ON CONFLICT (subject, hour) DO UPDATE SET spent_micros = budget_buckets.spent_micros + excluded.spent_micros;
+    END IF;
+    DELETE FROM budget_buckets WHERE subject IN ('u:' || NEW.user_id, 'k:' || NEW.key_id) AND hour < bucket - {KEEP_BUCKET_HOURS};
+    RETURN NULL;
+END;
+$$;
+CREATE TRIGGER ledger_budget_buckets AFTER INSERT ON ledger FOR EACH ROW
+    WHEN (NEW.kind = 'capture' AND NEW.amount_micros < 0 AND NEW.created_at IS NOT NULL)
+    EXECUTE FUNCTION ledger_budget_buckets();
+DROP TABLE budget_spend;
+"""

@@ -171,14 +171,13 @@ SELECT count(*) FROM stale
 """
 
 # budgets that reset (gateway_core.store.budgets: the same statements, numbered)
-OPEN_BUDGET = _budgets.OPEN_WINDOW.replace("?1", "$1").replace("?2", "$2").replace("?3", "$3::double precision").replace("?4", "$4::double precision")
-COUNT_BUDGET = _budgets.COUNT.replace("?1", "$1::bigint").replace("?2", "$2").replace("?3", "$3").replace("?4", "$4::bigint")
-BUDGET_SPENT = _budgets.SPENT.replace("subject = ?", "subject = $1").replace("period = ?", "period = $2")
-BUDGET_WINDOWS = (
-    "SELECT b.subject, b.period, b.window_start FROM budget_spend AS b "
-    "JOIN unnest($1::text[], $2::text[]) AS w (subject, period) ON w.subject = b.subject AND w.period = b.period"
-)
-ADJUST_BUDGET = _budgets.ADJUST.replace("?1", "$1::bigint").replace("?2", "$2").replace("?3", "$3").replace("?4", "$4::double precision")
+def _numbered_spent(statement: str) -> str:
+    return statement.replace("?1", "$1::text").replace("?2", "$2::bigint").replace("?3", "$3::bigint")
+
+
+BUDGET_SPENT_BY_KEY = _numbered_spent(_budgets.SPENT_BY_KEY)
+BUDGET_SPENT_BY_USER = _numbered_spent(_budgets.SPENT_BY_USER)
+LOCK_USER = "SELECT 1 FROM users WHERE id = $1::bigint FOR UPDATE"  # reservations of one user checked one at a time
 
 # the processes that own reservations (see gateway_core.store.hold_owners)
 RENEW_OWNER = (
