@@ -100,7 +100,6 @@ PUBLIC_MODULES = (
     "gateway_core.sse",  # stream framing
     "gateway_core.tally",  # token estimates
     "gateway_core.testing",  # the test kit
-    "gateway_core.throttle",  # attempts counted in a sliding window (sign-in, redemption codes)
     "gateway_core.types",  # ASGI and callback types
     "gateway_core.uploads",  # streamed multipart uploads
     "gateway_core.upstream",  # calling an upstream from a channel type

@@ -58,6 +58,7 @@ class Services:
     shared: SharedState | None = None  # Redis: limits, breakers, caps, invalidations (gateway_core.shared)
     redis_faults: RedisFaults = attrs.field(factory=RedisFaults)  # times Redis was unreachable, by kind
     signin: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # console sign-in attempts
+    redeem: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # redemption-code attempts (gateway_core.admin.codes)
     clock: Callable[[], float] = time.time  # Unix time, for budgets' windows (tests move it)
 
     @classmethod
@@ -100,6 +101,7 @@ class Services:
             shared=shared,
             redis_faults=faults,
             signin=shared.signin if shared is not None else InProcessSignInThrottle(),
+            redeem=shared.redeem if shared is not None else InProcessSignInThrottle(),
             pipeline=Pipeline(registry.policies),
             recorder=Recorder(store),
             client_address=ClientAddress(config.trusted_proxies),

@@ -21,7 +21,6 @@ import attrs
 import jinja2
 from gateway_core import services_from_scope
 from gateway_core.admin import Admin, NotFound, audit
-from gateway_core.admin.codes import RedeemThrottle
 from gateway_core.sql import SqlHandle
 from starlette.datastructures import FormData
 from starlette.requests import Request
@@ -66,7 +65,6 @@ class ConsoleState:
     services: Any = None
     admin: Admin | None = None
     signer: Signer | None = None
-    redeem_throttle: RedeemThrottle = attrs.field(factory=RedeemThrottle)
     _lock: asyncio.Lock = attrs.field(factory=asyncio.Lock)
 
     async def resolve(self, scope: dict) -> tuple[Any, Admin, Signer]:

@@ -4,19 +4,24 @@
 their owner's hands (the store keeps their hashes). :func:`redeem_code` credits
 the code's value and opens its group in one transaction, or raises
 :class:`RedeemRefused` saying why (``wrong``, ``used``, ``expired``,
-``disabled``, or ``throttled``). A user's (or an address's) failed attempts are
-throttled with a :class:`RedeemThrottle` the front keeps (the console, the API);
-an operator redeeming for a user (the CLI) is not throttled.
+``disabled``, or ``throttled``).
+
+Attempts are throttled per user and per client address by the gateway's
+redemption throttle (``services.redeem``: the sign-in throttle's counters,
+:mod:`gateway_core.ratelimit.signin`, in their own namespace; in Redis when it
+is configured, so every worker and replica counts the same attempts) under
+:data:`REDEEM_RULE`: an attempt counts as a failure when it starts and is taken
+back when the code is credited. An operator redeeming for a user (the CLI) is
+not throttled.
 """
 
 from __future__ import annotations
 
-import math
 import secrets
 import time
 
 from ..billing.codes import REFUSALS, Redeemed, RedemptionCode, code_prefix, hash_code, new_code, normalize_code
-from ..throttle import SlidingWindow
+from ..ratelimit.signin import SignInRule, SignInThrottle, SignInThrottled, SignInThrottleUnavailable
 from .context import Admin
 from .errors import Conflict, Invalid, NotFound
 from .users import get_user
@@ -34,24 +39,13 @@ class RedeemRefused(Conflict):
         self.retry_after = retry_after
 
 
-class RedeemThrottle:
-    """Failed redemption attempts, at most ``per_user`` per user and ``per_address``
-    per client address in ``window`` seconds (in this process's memory)."""
-
-    def __init__(self, per_user: int = 5, per_address: int = 10, window: float = 900.0) -> None:
-        self.users = SlidingWindow(per_user, window)
-        self.addresses = SlidingWindow(per_address, window)
-
-    def retry_after(self, user_id: int, address: str | None) -> float:
-        waits = [self.users.retry_after(str(user_id))]
-        if address:
-            waits.append(self.addresses.retry_after(address))
-        return max(waits)
-
-    def failed(self, user_id: int, address: str | None) -> None:
-        self.users.add(str(user_id))
-        if address:
-            self.addresses.add(address)
+# five free failures per user (from any address) and ten per address (for any user),
+# then a wait of 2 s doubling with each failure up to 15 minutes; forgotten 15 minutes
+# after the last attempt
+REDEEM_RULE = SignInRule(
+    free_failures=5, address_free_failures=10, account_free_failures=5, base_delay=2.0, max_delay=900.0, window=900.0,
+    account_everywhere=True,
+)
 
 
 async def create_codes(
@@ -94,24 +88,30 @@ async def disable_code(admin: Admin, code_id: int) -> None:
 
 
 async def redeem_code(
-    admin: Admin, user_id: int, code: str, *, address: str | None = None, throttle: RedeemThrottle | None = None
+    admin: Admin, user_id: int, code: str, *, address: str | None = None, throttle: SignInThrottle | None = None
 ) -> Redeemed:
-    """Credit ``code`` to the user's wallet, once; :class:`RedeemRefused` says why not."""
+    """Credit ``code`` to the user's wallet, once; :class:`RedeemRefused` says why not.
+    ``throttle`` (the gateway's ``services.redeem``) counts the attempt for the user
+    and ``address`` first."""
     await get_user(admin, user_id)
+    account, place = f"redeem:{user_id}", address or f"user:{user_id}"
     if throttle is not None:
-        wait = throttle.retry_after(user_id, address)
-        if wait > 0:
+        try:
+            await throttle.attempt(account, place, REDEEM_RULE)
+        except SignInThrottled as wait:
             raise RedeemRefused(
-                "throttled", f"Too many wrong codes: try again in {math.ceil(wait)} seconds.", retry_after=wait
-            )
+                "throttled", f"Too many wrong codes: try again in {wait.retry_after} seconds.", retry_after=wait.retry_after
+            ) from None
+        except SignInThrottleUnavailable:
+            raise RedeemRefused("throttled", "Codes cannot be checked right now: try again in a minute.", retry_after=60) from None
     result = None
     if len(normalize_code(code)) == CODE_CHARS:  # anything else cannot be a code
         result = await admin.store.redeem_code(user_id, hash_code(code), time.time())
     if isinstance(result, Redeemed):
+        if throttle is not None:
+            await throttle.succeeded(account, place)
         if result.group is not None:
             admin.caches.user_changed(user_id)
         return result
     reason = result or "wrong"
-    if throttle is not None:
-        throttle.failed(user_id, address)
     raise RedeemRefused(reason, REFUSALS[reason])

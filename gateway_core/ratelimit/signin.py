@@ -40,6 +40,9 @@ class SignInRule:
     base_delay: float = 1.0
     max_delay: float = 300.0
     window: float = 900.0
+    # the account's count delays every address, not only those that failed on it
+    # (for an account the attempts come from: a signed-in user redeeming codes)
+    account_everywhere: bool = False
 
     def delay(self, failures: int, free: int) -> float:
         """Seconds between the last attempt and the next one after ``failures``."""
@@ -51,7 +54,7 @@ class SignInRule:
     def wait(self, now: float, pair: tuple[int, float], address: tuple[int, float], account: tuple[int, float]) -> float:
         """Seconds until an attempt may start, from each counter's ``(failures, last)``."""
         waits = [pair[1] + self.delay(pair[0], self.free_failures), address[1] + self.delay(address[0], self.address_free_failures)]
-        if pair[0] > 0:  # only an address that failed on this account feels the account's count
+        if pair[0] > 0 or self.account_everywhere:  # else only an address that failed on this account feels its count
             waits.append(account[1] + self.delay(account[0], self.account_free_failures))
         return max(0.0, max(waits) - now)
 

@@ -33,6 +33,7 @@ class SharedState:
     health: SharedHealth
     faults: RedisFaults
     signin: RedisSignInThrottle
+    redeem: RedisSignInThrottle  # redemption-code attempts: the same counters in their own namespace
 
     @classmethod
     def open(cls, config: Config, board: HealthBoard, router: Router, faults: RedisFaults) -> SharedState:
@@ -47,7 +48,11 @@ class SharedState:
         health = SharedHealth(board, client, config.redis_prefix, slots=slots, faults=faults, origin=origin, find_key=router.secret_of)
         board.shared = health
         bus = RedisBus(client, config.redis_prefix, origin=origin)
-        return cls(client=client, scripts=scripts, bus=bus, health=health, faults=faults, signin=RedisSignInThrottle(client, config.redis_prefix, faults))
+        return cls(
+            client=client, scripts=scripts, bus=bus, health=health, faults=faults,
+            signin=RedisSignInThrottle(client, config.redis_prefix, faults),
+            redeem=RedisSignInThrottle(client, f"{config.redis_prefix}:redeem", faults),
+        )  # fmt: skip
 
     def rate_limiter(self, config: Config) -> RedisRateLimiter:
         """The key and user limits, on the same connection."""

@@ -1,16 +1,22 @@
 """Redemption codes on both stores: fifty users redeeming one code at once, through
 two stores on one database (as two gateway processes or replicas would), credit it
-exactly once; wrong, used, expired and disabled codes say so; a code's group opens."""
+exactly once; wrong, used, expired and disabled codes say so; a code's group opens;
+attempts are throttled per user and per address, in memory or shared through Redis."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 
 import pytest
 
 from gateway_core.admin import Admin
-from gateway_core.admin.codes import RedeemRefused, RedeemThrottle, create_codes, disable_code, list_codes, redeem_code
+from gateway_core.admin.codes import REDEEM_RULE, RedeemRefused, create_codes, disable_code, list_codes, redeem_code
+from gateway_core.ratelimit.faults import RedisFaults
+from gateway_core.ratelimit.redis import connect
+from gateway_core.ratelimit.redis_signin import RedisSignInThrottle
+from gateway_core.ratelimit.signin import InProcessSignInThrottle
 from gateway_core.store import admin_ports
 
 from .conftest import Books, open_books
@@ -68,21 +74,46 @@ async def test_each_refusal_says_why_and_a_codes_group_opens(books: Books):
     assert await books.seed.balance(user) == VALUE and await books.seed.problems() == []
 
 
-async def test_failed_attempts_are_throttled_per_user_and_per_address(books: Books):
+@pytest.fixture(params=["memory", "redis"])
+async def throttles(request, redis_prefix):
+    """One throttle in this process's memory, or two on Redis (two replicas' clients)."""
+    if request.param == "memory":
+        yield [InProcessSignInThrottle()]
+        return
+    clients = [connect("redis://127.0.0.1:6379/0") for _ in range(2)]
+    yield [RedisSignInThrottle(client, f"{redis_prefix}:redeem", RedisFaults()) for client in clients]
+    for client in clients:
+        await client.aclose()
+
+
+async def test_failed_attempts_are_throttled_per_user_and_per_address(books: Books, throttles):
+    """Five wrong codes per user (any address), ten per address (any user); with Redis
+    the attempts through one replica count on the other."""
     admin = Admin(admin_ports(books.store)[0])
-    alice, bob = await books.seed.user("alice"), await books.seed.user("bob")
+    alice, bob, carol = await books.seed.user("alice"), await books.seed.user("bob"), await books.seed.user("carol")
     [(_, code)] = await create_codes(admin, count=1, value_micros=VALUE)
-    throttle = RedeemThrottle(per_user=3, per_address=5, window=60)
-    for _ in range(3):
+    attempts = itertools.cycle(throttles)
+    wrong = "RG-AAAA-BBBB-CCCC-DDDD"
+    for n in range(REDEEM_RULE.free_failures):
+        with pytest.raises(RedeemRefused) as refused:
+            await redeem_code(admin, alice, wrong, address=f"10.0.0.{n % 2 + 1}", throttle=next(attempts))
+        assert refused.value.reason == "wrong"
+    with pytest.raises(RedeemRefused) as refused:  # even the right code, from a new address: alice must wait
+        await redeem_code(admin, alice, code, address="10.0.0.9", throttle=next(attempts))
+    assert refused.value.reason == "throttled" and 1 <= refused.value.retry_after <= REDEEM_RULE.base_delay
+    assert "try again in" in refused.value.message
+    for _ in range(REDEEM_RULE.address_free_failures - REDEEM_RULE.free_failures):
         with pytest.raises(RedeemRefused):
-            await redeem_code(admin, alice, "RG-AAAA-BBBB-CCCC-DDDD", address="10.0.0.1", throttle=throttle)
-    with pytest.raises(RedeemRefused) as refused:  # even the right code: alice must wait
-        await redeem_code(admin, alice, code, address="10.0.0.2", throttle=throttle)
-    assert refused.value.reason == "throttled" and 0 < refused.value.retry_after <= 60
+            await redeem_code(admin, bob, wrong, address="10.0.0.1", throttle=next(attempts))
+    # 10.0.0.1 has now failed three times for alice and five for bob: not yet ten
+    with pytest.raises(RedeemRefused) as bob_waits:
+        await redeem_code(admin, bob, code, address="10.0.0.3", throttle=next(attempts))
+    assert bob_waits.value.reason == "throttled"  # bob's own five
     for _ in range(2):
         with pytest.raises(RedeemRefused):
-            await redeem_code(admin, bob, "RG-AAAA-BBBB-CCCC-DDDD", address="10.0.0.1", throttle=throttle)
-    with pytest.raises(RedeemRefused) as by_address:  # the address has failed five times
-        await redeem_code(admin, bob, code, address="10.0.0.1", throttle=throttle)
+            await redeem_code(admin, carol, wrong, address="10.0.0.1", throttle=next(attempts))
+    with pytest.raises(RedeemRefused) as by_address:  # ten failures from 10.0.0.1: carol waits there
+        await redeem_code(admin, carol, code, address="10.0.0.1", throttle=next(attempts))
     assert by_address.value.reason == "throttled"
-    assert (await redeem_code(admin, bob, code, address="10.0.0.3", throttle=throttle)).value_micros == VALUE
+    done = await redeem_code(admin, carol, code, address="10.0.0.4", throttle=next(attempts))
+    assert done.value_micros == VALUE

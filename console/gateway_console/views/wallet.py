@@ -41,7 +41,7 @@ async def redeem(ctx: Ctx) -> Response:
     code = text(ctx.form, "code", max_length=100)
     address = ctx.services.client_address(ctx.request.scope)
     try:
-        await codes.redeem_code(ctx.admin, ctx.user.id, code, address=address, throttle=ctx.state.redeem_throttle)
+        await codes.redeem_code(ctx.admin, ctx.user.id, code, address=address, throttle=ctx.services.redeem)
     except codes.RedeemRefused as refused:
         return await _wallet_page(ctx, error=refused.message, status=429 if refused.reason == "throttled" else 400)
     return ctx.redirect("/wallet", "redeemed")
