@@ -52,9 +52,11 @@ def world(tmp_path_factory):
         "revoked": token(db, "bob", "write"), "expired": token(db, "bob", "write", "--expires", "2099-01-01"),
     }  # fmt: skip
     cli(db, "token", "revoke", str(tokens["revoked"][0]))
+    [code] = json.loads(cli(db, "code", "create", "--count", "1", "--value", "1", "--json"))
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE access_tokens SET expires_at = ? WHERE id = ?", (time.time() - 1, tokens["expired"][0]))
-    values = {"key_id": alices_key, "token_id": alices_token, "user_id": alice, "channel_id": channel, "name": "default", "model": "demo-1"}
+    values = {"key_id": alices_key, "token_id": alices_token, "user_id": alice, "channel_id": channel, "name": "default", "model": "demo-1",
+              "code_id": code["id"]}
     with GatewayThread(config) as gateway:
         yield gateway.url, values, {**tokens, "revoked": tokens["revoked"][1], "expired": tokens["expired"][1]}
 

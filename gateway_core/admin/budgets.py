@@ -13,7 +13,7 @@ from ..billing.budgets import BudgetUse, budget_use
 from ..records import Budgets
 from .context import Admin
 from .keys import get_key, list_keys
-from .users import get_user, set_user_limits
+from .users import get_user, user_limits
 
 PERIODS = ("daily", "weekly", "monthly")
 
@@ -39,7 +39,7 @@ async def budget_status(
     """The user's caps and their keys' caps (only the key ``key_id``'s and the
     user's when given), with their current windows."""
     user = await get_user(admin, user_id)
-    limits = await set_user_limits(admin, user, {})  # no change: the stored limits
+    limits = await user_limits(admin, user)
     now = time.time() if now is None else now
     keys = [await get_key(admin, key_id, owner=user_id)] if key_id is not None else await list_keys(admin, user_id)
     wanted: list[tuple[BudgetUse, str, int | None]] = []

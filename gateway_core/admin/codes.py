@@ -56,8 +56,10 @@ async def create_codes(
     expires_at: float | None = None,
     group: str | None = None,
     note: str | None = None,
+    batch: str | None = None,
 ) -> list[tuple[int, str]]:
-    """Create ``count`` codes worth ``value_micros`` each; ``(id, code)`` pairs, the only copy of the codes."""
+    """Create ``count`` codes worth ``value_micros`` each, in ``batch`` (a new
+    name from :func:`new_batch` by default); ``(id, code)`` pairs, the only copy of the codes."""
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_BATCH:
         raise Invalid(f"must be a whole number from 1 to {MAX_BATCH}, got {count!r}", "count")
     if isinstance(value_micros, bool) or not isinstance(value_micros, int) or value_micros <= 0:
@@ -68,12 +70,17 @@ async def create_codes(
     if group is not None and group not in {g.name for g in await admin.store.list_groups()}:
         raise Invalid(f"{group!r} is not a group (create it with 'relaygate group set {group}')", "group")
     codes = [new_code() for _ in range(count)]
-    batch = "b_" + secrets.token_hex(6)
+    batch = batch or new_batch()
     ids = await admin.store.create_codes(
         batch, [(hash_code(code), code_prefix(code)) for code in codes],
         value_micros=value_micros, group=group, expires_at=expires_at, note=note, now=now,
     )  # fmt: skip
     return list(zip(ids, codes))
+
+
+def new_batch() -> str:
+    """A fresh batch name."""
+    return "b_" + secrets.token_hex(6)
 
 
 async def list_codes(admin: Admin, *, batch: str | None = None, limit: int = 1000) -> list[RedemptionCode]:

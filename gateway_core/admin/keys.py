@@ -93,30 +93,37 @@ async def update_key(
     models: Sequence[str],
     allow_ips: Sequence[str],
     owner: int | None = None,
+    limits: LimitChanges | None = None,
 ) -> KeyRecord:
-    """Change a key's name, quota, expiry, models and allowed networks."""
+    """Change a key's name, quota, expiry, models and allowed networks, and its
+    rate limits and budgets when ``limits`` has any (checked against the
+    operator's locks all together before anything is written)."""
     before = await get_key(admin, key_id, owner=owner)
     if owner is not None:
-        wanted = {"quota_micros": quota_micros, "models": list(models), "allow_ips": list(allow_ips)}
+        wanted = {"quota_micros": quota_micros, "models": list(models), "allow_ips": list(allow_ips), **(limits or {})}
         check_owner_change(await admin.store.get_key_locks(key_id), wanted)
     changed = await admin.store.update_key(
         key_id, name=name, quota_micros=quota_micros, expires_at=expires_at, models=list(models), allow_ips=list(allow_ips)
     )
-    if not changed:
+    if not changed or (limits and await admin.store.set_key_limits(key_id, limits) is None):
         raise NotFound(f"no API key with id {key_id}")
     admin.caches.key_changed(key_id)
     return await _changed_by(admin, before, owner)
 
 
-async def set_key_limits(admin: Admin, key_id: int, changes: LimitChanges) -> tuple[KeyRecord, dict[str, int | None]]:
-    """Change a key's own rate limits (an operator's: locked against its owner);
-    the key and its stored limits after."""
-    before = await get_key(admin, key_id)
+async def set_key_limits(
+    admin: Admin, key_id: int, changes: LimitChanges, *, owner: int | None = None
+) -> tuple[KeyRecord, dict[str, int | None]]:
+    """Change a key's own rate limits and budgets (an operator's: locked against its
+    owner; the owner's: within the operator's locks); the key and its stored limits after."""
+    before = await get_key(admin, key_id, owner=owner)
+    if owner is not None:
+        check_owner_change(await admin.store.get_key_locks(key_id), changes)
     stored = await admin.store.set_key_limits(key_id, changes)
     if stored is None:
         raise NotFound(f"no API key with id {key_id}")
     admin.caches.key_changed(key_id)
-    return await _changed_by(admin, before, None), stored
+    return await _changed_by(admin, before, owner), stored
 
 
 async def _changed_by(admin: Admin, before: KeyRecord, owner: int | None) -> KeyRecord:

@@ -65,6 +65,9 @@ class AdminStore(AccessStore, Protocol):
     async def change_user_groups(self, user_id: int, *, opened: Sequence[str], closed: Sequence[str]) -> bool:
         """Open groups (creating missing ones) and close others, in one transaction."""
 
+    async def get_user_limits(self, user_id: int) -> dict[str, int | None] | None:
+        """A user's stored limits and budgets; ``None``: no such user."""
+
     async def set_user_limits(self, user_id: int, changes: LimitChanges) -> dict[str, int | None] | None:
         """Change a user's rate-limit overrides; the stored limits after, ``None``: no such user."""
 

@@ -83,6 +83,14 @@ async def change_groups(admin: Admin, user_id: int, *, opened: Sequence[str] = (
     return await get_user(admin, user_id)
 
 
+async def user_limits(admin: Admin, user: UserRecord) -> dict[str, int | None]:
+    """A user's stored rate-limit overrides and budgets."""
+    stored = await admin.store.get_user_limits(user.id)
+    if stored is None:
+        raise NotFound(f"no user named {user.name!r}")
+    return stored
+
+
 async def set_user_limits(admin: Admin, user: UserRecord, changes: LimitChanges) -> dict[str, int | None]:
     """Change a user's rate-limit overrides (``None``: back to its group's
     defaults); the stored limits after."""

@@ -8,6 +8,6 @@ operation a thin front over the admin layer (:mod:`gateway_core.admin`).
   their validator; :mod:`.openapi`: the OpenAPI document built from the
   declarations, and its page;
 - resources: :mod:`.tokens`, :mod:`.keys`, :mod:`.usage`, :mod:`.wallet`,
-  :mod:`.users`, :mod:`.catalog` (groups and prices), :mod:`.channels`,
-  :mod:`.audit`.
+  :mod:`.codes` (redemption codes), :mod:`.budgets`, :mod:`.users`,
+  :mod:`.catalog` (groups and prices), :mod:`.channels`, :mod:`.audit`.
 """

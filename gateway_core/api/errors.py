@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from ..admin.errors import AdminError, Conflict, Invalid, NotFound, StoreFailure
+from ..admin.errors import AdminError, Conflict, Invalid, Locked, NotFound, StoreFailure
 
 CODES = {
     400: "invalid_request",
@@ -18,6 +18,7 @@ CODES = {
     405: "method_not_allowed",
     409: "conflict",
     413: "too_large",
+    429: "too_many_requests",
     500: "internal_error",
     503: "store_unavailable",
 }
@@ -41,15 +42,20 @@ ERROR_SCHEMA: dict[str, Any] = {
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, *, code: str | None = None, field: str | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, *, code: str | None = None, field: str | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code or CODES.get(status, "error")
         self.field = field
+        self.retry_after = retry_after  # seconds, sent as Retry-After
 
 
 def from_admin(exc: AdminError) -> ApiError:
+    if isinstance(exc, Locked):  # the key's owner loosening what the operator set: not theirs to change
+        return ApiError(403, _sentence(exc.message), code="locked", field=exc.field)
     if isinstance(exc, Invalid):
         return ApiError(400, _sentence(exc.message), field=exc.field)
     if isinstance(exc, NotFound):
@@ -63,7 +69,9 @@ def from_admin(exc: AdminError) -> ApiError:
 
 def error_response(error: ApiError, request_id: str) -> Response:
     body = {"error": {"code": error.code, "message": error.message, "field": error.field, "request_id": request_id}}
-    headers = {"www-authenticate": 'Bearer realm="relaygate"'} if error.status == 401 else None
+    headers = {"www-authenticate": 'Bearer realm="relaygate"'} if error.status == 401 else {}
+    if error.retry_after is not None:
+        headers["retry-after"] = str(max(1, int(-(-error.retry_after // 1))))
     return Response(orjson.dumps(body), status_code=error.status, media_type="application/json", headers=headers)
 
 

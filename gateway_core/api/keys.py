@@ -36,7 +36,8 @@ async def create(call: ApiCall, user_id: int) -> dict[str, Any]:
     key, secret = await keys.create_key(
         call.admin, user_id, name=body.get("name", "default"), group=body.get("group"), quota_micros=quota,
         expires_at=parse_expires(body.get("expires_at")), models=body.get("models", ()), allow_ips=body.get("allow_ips", ()),
-        limits={column: body[column] for column in LIMITS if column in body}, owner=call.user_id,
+        limits={column: body[column] for column in LIMITS if column in body},
+        owner=call.user_id if user_id == call.user_id else None,  # an admin's key for another user: the operator's limits, locked
     )  # fmt: skip
     data = key_json(key)
     await call.audit("key.create", f"key {key.id}", None, data)
@@ -65,10 +66,8 @@ async def update_key(call: ApiCall) -> dict[str, Any]:
     after = await keys.update_key(
         call.admin, key_id, name=body.get("name", before.name), quota_micros=quota, expires_at=expires_at,
         models=body.get("models", before.models), allow_ips=body.get("allow_ips", before.allow_ips), owner=call.user_id,
+        limits={column: body[column] for column in LIMITS if column in body},
     )  # fmt: skip
-    limits = {column: body[column] for column in LIMITS if column in body}
-    if limits:
-        after, _ = await keys.set_key_limits(call.admin, key_id, limits)
     await call.audit("key.update", f"key {key_id}", key_json(before), key_json(after))
     return key_json(after)
 
@@ -112,8 +111,9 @@ OPERATIONS = (
     Operation("GET", "/keys", "List your API keys", TAG, "read", list_keys, array(KEY)),
     Operation("POST", "/keys", "Create an API key (its secret is in this response only)", TAG, "write", create_key, NEW_KEY, body=CREATE, status=201),
     Operation("GET", ONE, "Get one of your API keys", TAG, "read", get_key, KEY, errors=(401, 403, 404)),
-    Operation("PATCH", ONE, "Change a key's name, quota, expiry, models, allowed networks or rate limits", TAG, "write", update_key, KEY, body=UPDATE, errors=(400, 401, 403, 404)),
-    Operation("POST", ONE + "/enable", "Enable a key", TAG, "write", enable_key, KEY, errors=(401, 403, 404)),
+    Operation("PATCH", ONE, "Change a key's name, quota, expiry, models, allowed networks or rate limits "
+              "(a limit the operator set may be tightened, not loosened: 403 locked)", TAG, "write", update_key, KEY, body=UPDATE, errors=(400, 401, 403, 404)),
+    Operation("POST", ONE + "/enable", "Enable a key (not one an operator disabled: 403 locked)", TAG, "write", enable_key, KEY, errors=(401, 403, 404)),
     Operation("POST", ONE + "/disable", "Disable a key", TAG, "write", disable_key, KEY, errors=(401, 403, 404)),
     Operation("DELETE", ONE, "Delete a key (its usage stays in the log)", TAG, "write", delete_key, None, status=204, errors=(401, 403, 404)),
     Operation("GET", "/users/{user_id}/keys", "List a user's API keys (admin)", "users", "admin", list_user_keys, array(KEY), errors=(401, 403, 404)),

@@ -17,7 +17,7 @@ from .schema import PATH_ID, PATH_TEXT
 PREFIX = "/api/v1"
 _PARAM = re.compile(r"\{(\w+)\}")
 REASONS = {200: "OK", 201: "Created", 204: "No Content", 400: "Invalid input (the field is named)", 401: "No valid token or session",
-           403: "Not allowed (scope, role or CSRF)", 404: "Not found (or not yours)", 409: "Conflict", 413: "Body too large",
+           403: "Not allowed (scope, role or CSRF)", 404: "Not found (or not yours)", 409: "Conflict", 413: "Body too large", 429: "Too many attempts (Retry-After says when to try again)",
            503: "The database is unavailable"}  # fmt: skip
 
 

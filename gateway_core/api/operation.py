@@ -72,6 +72,7 @@ class ApiCall:
     headers: dict[str, str]
     request_id: str
     services: Any = None  # the running gateway's (its upstream session, configuration)
+    address: str | None = None  # the client's address (as the relay sees it: trusted proxies applied)
 
     @property
     def user_id(self) -> int:
@@ -112,7 +113,7 @@ async def run(operation: Operation, request: Request, request_id: str) -> Respon
         call = ApiCall(
             admin, principal, _path_params(operation, request), _query(operation, request), await _body(operation, request),
             {param.name: request.headers[param.name] for param in operation.headers if param.name in request.headers}, request_id,
-            services,
+            services, services.client_address(request.scope),
         )  # fmt: skip
         for param in operation.headers:
             if param.name in call.headers:

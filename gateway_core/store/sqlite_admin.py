@@ -77,6 +77,9 @@ class SqliteAdmin(SqliteAccess):
     async def change_user_groups(self, user_id: int, *, opened: Sequence[str], closed: Sequence[str]) -> bool:
         return await self._write(_change_user_groups, user_id, list(opened), list(closed))
 
+    async def get_user_limits(self, user_id: int) -> dict[str, int | None] | None:
+        return await self._read(get_limits, "user", user_id)
+
     async def set_user_limits(self, user_id: int, changes: LimitChanges) -> dict[str, int | None] | None:
         return await self._write(_set_limits, "user", set_user_limits, user_id, changes)
 

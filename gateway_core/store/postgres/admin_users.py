@@ -186,6 +186,9 @@ class UsersAdmin(AdminBase):
 
         return await self._write("change_user_groups", change)
 
+    async def get_user_limits(self, user_id: int) -> dict[str, int | None] | None:
+        return await self._read("get_user_limits", lambda conn: set_limits(conn, "user", user_id, {}))  # no change: a read
+
     async def set_user_limits(self, user_id: int, changes: LimitChanges) -> dict[str, int | None] | None:
         return await self._write("set_user_limits", lambda conn: set_limits(conn, "user", user_id, changes))
 
