@@ -45,9 +45,6 @@ class Actor:
     request_id: str | None = None
 
 
-CLI_ACTOR = Actor("cli")
-
-
 @attrs.frozen
 class AuditEntry:
     """One write: who, through what, which action on which record, the record

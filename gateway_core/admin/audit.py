@@ -1,5 +1,6 @@
-"""The audit log: one row per write made through the management API (and the
-token commands): who, through which token or session, which action on which
+"""The audit log: one row per write made through the management API, the
+console and the ``relaygate`` commands: who (the user and the token or session;
+for a command, ``cli`` and the operating system's user), which action on which
 record, the record before and after, and when. Readable by admins."""
 
 from __future__ import annotations

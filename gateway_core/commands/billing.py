@@ -23,6 +23,7 @@ import attrs
 
 from ..admin import Admin, usage, users, wallet
 from ..hookspecs import hookimpl
+from ..jsonable import to_jsonable
 from ..money import format_usd, parse_usd
 from ..records import Cursor, UsageFilter
 from .kit import EXIT_ERROR, CommandContext, no_arguments
@@ -97,7 +98,10 @@ def _run_wallet_adjust(args: argparse.Namespace, cli: CommandContext) -> int:
 
     async def adjust(admin: Admin) -> tuple[int, int]:
         user = await users.find_user(admin, args.user)
-        return user.id, await wallet.adjust(admin, user.id, amount, args.note)
+        balance = await wallet.adjust(admin, user.id, amount, args.note)
+        after = await users.get_user(admin, user.id)
+        await cli.audit(admin, "wallet.adjustment", f"user {user.id}", user, {**to_jsonable(after), "amount_micros": amount, "note": args.note})
+        return user.id, balance
 
     user_id, balance = cli.run(adjust)
     record = {"user": args.user, "user_id": user_id, "amount_micros": amount, "balance_micros": balance}

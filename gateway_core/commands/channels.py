@@ -122,7 +122,12 @@ def _configure_add(parser: argparse.ArgumentParser) -> None:
 
 def _run_add(args: argparse.Namespace, cli: CommandContext) -> int:
     fields = {"name": args.name, **_fields(args, None), "enabled": not args.disabled}
-    channel = cli.run(lambda admin: channels.add_channel(admin, fields))
+    async def add(admin: Admin) -> ChannelRecord:
+        channel = await channels.add_channel(admin, fields)
+        await cli.audit(admin, "channel.create", f"channel {channel.id}", None, channel)
+        return channel
+
+    channel = cli.run(add)
     text = f"Added channel {channel.name!r} (id {channel.id}, type {channel.type}, {len(channel.api_keys)} upstream key(s)) at {channel.base_url}"
     cli.print_record(channel, text=text + (" (disabled)" if args.disabled else ""))
     return 0
@@ -152,7 +157,9 @@ def _run_edit(args: argparse.Namespace, cli: CommandContext) -> int:
         fields = _fields(args, existing)
         if args.rename is not None:
             fields["name"] = args.rename
-        return await channels.update_channel(admin, existing.id, fields), fields
+        channel = await channels.update_channel(admin, existing.id, fields)
+        await cli.audit(admin, "channel.update", f"channel {channel.id}", existing, channel)
+        return channel, fields
 
     channel, fields = cli.run(edit)
     changed = ", ".join(name.replace("_", " ") for name in fields)
@@ -169,7 +176,10 @@ def _configure_name(parser: argparse.ArgumentParser) -> None:
 
 def _run_enable(args: argparse.Namespace, cli: CommandContext) -> int:
     async def enable(admin: Admin) -> tuple[ChannelRecord, list[DisabledKey]]:
-        return await channels.enable_channel(admin, (await channels.find_channel(admin, args.name)).id)
+        before = await channels.find_channel(admin, args.name)
+        after, restored = await channels.enable_channel(admin, before.id)
+        await cli.audit(admin, "channel.enable", f"channel {before.id}", before, after)
+        return after, restored
 
     channel, restored = cli.run(enable)
     text = f"Enabled channel {channel.name!r}."
@@ -181,7 +191,10 @@ def _run_enable(args: argparse.Namespace, cli: CommandContext) -> int:
 
 def _run_disable(args: argparse.Namespace, cli: CommandContext) -> int:
     async def disable(admin: Admin) -> ChannelRecord:
-        return await channels.disable_channel(admin, (await channels.find_channel(admin, args.name)).id)
+        before = await channels.find_channel(admin, args.name)
+        after = await channels.disable_channel(admin, before.id)
+        await cli.audit(admin, "channel.disable", f"channel {before.id}", before, after)
+        return after
 
     cli.print_record(cli.run(disable), text=f"Disabled channel {args.name!r}.")
     return 0
@@ -189,7 +202,9 @@ def _run_disable(args: argparse.Namespace, cli: CommandContext) -> int:
 
 def _run_delete(args: argparse.Namespace, cli: CommandContext) -> int:
     async def delete(admin: Admin) -> ChannelRecord:
-        return await channels.delete_channel(admin, (await channels.find_channel(admin, args.name)).id)
+        before = await channels.delete_channel(admin, (await channels.find_channel(admin, args.name)).id)
+        await cli.audit(admin, "channel.delete", f"channel {before.id}", before, None)
+        return before
 
     channel = cli.run(delete)
     cli.print_record({"id": channel.id, "name": channel.name, "deleted": True}, text=f"Deleted channel {channel.name!r} (id {channel.id}).")

@@ -19,6 +19,7 @@ from typing import Any
 from ..admin import Admin, codes, users
 from ..billing.codes import Redeemed, RedemptionCode
 from ..hookspecs import hookimpl
+from ..jsonable import to_jsonable
 from ..money import format_usd, parse_usd
 from .kit import CommandContext, parse_expires
 
@@ -42,11 +43,17 @@ def _configure_create(parser: argparse.ArgumentParser) -> None:
 def _run_create(args: argparse.Namespace, cli: CommandContext) -> int:
     value = parse_usd(args.value)
     expires_at = parse_expires(args.expires) if args.expires is not None else None
-    created = cli.run(
-        lambda admin: codes.create_codes(
-            admin, count=args.count, value_micros=value, expires_at=expires_at, group=args.group, note=args.note
+    async def create(admin: Admin) -> list[tuple[int, str]]:
+        batch = codes.new_batch()
+        made = await codes.create_codes(
+            admin, count=args.count, value_micros=value, expires_at=expires_at, group=args.group, note=args.note, batch=batch
         )
-    )
+        summary = {"batch": batch, "count": len(made), "ids": [code_id for code_id, _ in made], "value_micros": value,
+                   "group": args.group, "expires_at": expires_at, "note": args.note}  # fmt: skip
+        await cli.audit(admin, "code.create", f"codes {batch}", None, summary)  # never the codes themselves
+        return made
+
+    created = cli.run(create)
     if cli.json:
         print(json.dumps([{"id": code_id, "code": code} for code_id, code in created]))
     else:
@@ -80,7 +87,11 @@ def _configure_disable(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_disable(args: argparse.Namespace, cli: CommandContext) -> int:
-    cli.run(lambda admin: codes.disable_code(admin, args.id))
+    async def disable(admin: Admin) -> None:
+        await codes.disable_code(admin, args.id)
+        await cli.audit(admin, "code.disable", f"code {args.id}", {"enabled": True}, {"enabled": False})
+
+    cli.run(disable)
     cli.print_record({"id": args.id, "enabled": False}, text=f"Redemption code {args.id} disabled.")
     return 0
 
@@ -93,7 +104,10 @@ def _configure_redeem(parser: argparse.ArgumentParser) -> None:
 def _run_redeem(args: argparse.Namespace, cli: CommandContext) -> int:
     async def redeem(admin: Admin) -> Redeemed:
         user = await users.find_user(admin, args.user)
-        return await codes.redeem_code(admin, user.id, args.code)
+        done = await codes.redeem_code(admin, user.id, args.code)
+        after = await users.get_user(admin, user.id)
+        await cli.audit(admin, "wallet.redeem", f"user {user.id}", user, {**to_jsonable(after), "redemption": to_jsonable(done)})
+        return done
 
     done = cli.run(redeem)
     opened = f"; group {done.group!r} opened" if done.group else ""

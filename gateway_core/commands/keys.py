@@ -41,10 +41,12 @@ def _run_key_create(args: argparse.Namespace, cli: CommandContext) -> int:
 
     async def create(admin: Admin) -> tuple[KeyRecord, str]:
         user = await users.find_user(admin, args.user)
-        return await keys.create_key(
+        key, secret = await keys.create_key(
             admin, user.id, name=args.name, group=args.group, quota_micros=quota, expires_at=expires_at,
             models=split_list(args.models), allow_ips=networks, limits=limits.limit_changes(args),
         )  # fmt: skip
+        await cli.audit(admin, "key.create", f"key {key.id}", None, key)
+        return key, secret
 
     key, secret = cli.run(create)
     if cli.json:
@@ -74,19 +76,25 @@ def _configure_key_id(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_key_disable(args: argparse.Namespace, cli: CommandContext) -> int:
-    return _change_key(cli, lambda admin: keys.set_key_enabled(admin, args.id, False), "disabled")
+    return _change_key(cli, args.id, "key.disable", lambda admin: keys.set_key_enabled(admin, args.id, False), "disabled")
 
 
 def _run_key_enable(args: argparse.Namespace, cli: CommandContext) -> int:
-    return _change_key(cli, lambda admin: keys.set_key_enabled(admin, args.id, True), "enabled")
+    return _change_key(cli, args.id, "key.enable", lambda admin: keys.set_key_enabled(admin, args.id, True), "enabled")
 
 
 def _run_key_delete(args: argparse.Namespace, cli: CommandContext) -> int:
-    return _change_key(cli, lambda admin: keys.delete_key(admin, args.id), "deleted")
+    return _change_key(cli, args.id, "key.delete", lambda admin: keys.delete_key(admin, args.id), "deleted")
 
 
-def _change_key(cli: CommandContext, change: Callable[[Admin], Awaitable[KeyRecord]], done: str) -> int:
-    key = cli.run(change)
+def _change_key(cli: CommandContext, key_id: int, action: str, change: Callable[[Admin], Awaitable[KeyRecord]], done: str) -> int:
+    async def audited(admin: Admin) -> KeyRecord:
+        before = await keys.get_key(admin, key_id)
+        after = await change(admin)
+        await cli.audit(admin, action, f"key {key_id}", before, after)
+        return after
+
+    key = cli.run(audited)
     cli.print_record(key, text=f"API key {key.id} ({key.name!r}, {key.prefix}) of {key.user_name!r} {done}.")
     return 0
 
@@ -98,5 +106,9 @@ def _configure_cost_header(parser: argparse.ArgumentParser) -> None:
 
 def _run_cost_header(args: argparse.Namespace, cli: CommandContext) -> int:
     done = "now carries" if args.state == "on" else "no longer carries"
-    return _change_key(cli, lambda admin: keys.set_key_cost_header(admin, args.id, args.state == "on"), f"{done} its cost in x-relaygate-cost-usd:")
+
+    async def change(admin: Admin) -> KeyRecord:
+        return await keys.set_key_cost_header(admin, args.id, args.state == "on")
+
+    return _change_key(cli, args.id, "key.cost_header", change, f"{done} its cost in x-relaygate-cost-usd:")
 

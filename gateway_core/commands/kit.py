@@ -11,13 +11,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
+import getpass
 import json
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..admin import Admin, Caches
+from ..access_records import Actor
+from ..admin import Admin, Caches, audit
 from ..config import Config
 from ..jsonable import to_jsonable
 from ..money import format_usd
@@ -88,6 +90,11 @@ class CommandContext:
             async with publisher(config.redis, config.redis_prefix) as publish:
                 return await operation(Admin(port, self.registry.channel_types, Caches(publish=publish)))
 
+    async def audit(self, admin: Admin, action: str, target: str, before: Any = None, after: Any = None) -> None:
+        """Record a write made by this command in the audit log, as :func:`cli_actor`
+        (``before`` and ``after``: the record, or its JSON value; ``None``: none)."""
+        await audit.record(admin, cli_actor(), action, target, before, after)
+
     def print_record(self, obj: Any, *, text: str | None = None) -> None:
         """Print one record: JSON on one line with ``--json``, else ``text`` if
         given, else one ``field: value`` line per field."""
@@ -118,6 +125,16 @@ class CommandContext:
         print("  ".join(col.ljust(w) for col, w in zip(columns, widths)).rstrip())
         for row in cells:
             print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+
+
+def cli_actor() -> Actor:
+    """The command line as the audit log names it: via ``cli``, by the operating
+    system's user running it (``cli`` when that cannot be told)."""
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):
+        name = "cli"
+    return Actor("cli", None, name or "cli")
 
 
 def run_async(coroutine: Coroutine[Any, Any, T]) -> T:

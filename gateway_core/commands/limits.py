@@ -19,7 +19,7 @@ from typing import Any
 from ..admin import Admin, groups, keys, users
 from ..hookspecs import hookimpl
 from ..money import format_usd, parse_usd
-from ..records import BUDGET_COLUMNS, LIMIT_COLUMNS, GroupRecord, UserRecord
+from ..records import BUDGET_COLUMNS, LIMIT_COLUMNS, GroupRecord, KeyRecord, UserRecord
 from .kit import CommandContext, no_arguments
 
 DEFAULT = "default"  # clears a user's override: the group's default applies again
@@ -77,7 +77,14 @@ def _configure_group_set(parser: argparse.ArgumentParser) -> None:
 def _run_group_set(args: argparse.Namespace, cli: CommandContext) -> int:
     ratio_ppm = groups.parse_ratio(args.ratio) if args.ratio is not None else None
     changes = limit_changes(args)
-    group = cli.run(lambda admin: groups.set_group(admin, args.name, ratio_ppm=ratio_ppm, limits=changes))
+
+    async def set_group(admin: Admin) -> GroupRecord:
+        before = next((group for group in await groups.list_groups(admin) if group.name == args.name), None)
+        group = await groups.set_group(admin, args.name, ratio_ppm=ratio_ppm, limits=changes)
+        await cli.audit(admin, "group.set", f"group {args.name}", before, group)
+        return group
+
+    group = cli.run(set_group)
     record = _group_record(group)
     cli.print_record(record, text=f"Group {args.name!r}: ratio {record['ratio']}, {_describe(record)}.")
     return 0
@@ -107,7 +114,13 @@ def _configure_user_limits(parser: argparse.ArgumentParser) -> None:
 def _run_user_limits(args: argparse.Namespace, cli: CommandContext) -> int:
     async def change(admin: Admin) -> tuple[UserRecord, dict[str, int | None]]:
         user = await users.find_user(admin, args.user)
-        return user, await users.set_user_limits(admin, user, limit_changes(args))
+        changes = limit_changes(args)
+        if not changes:
+            return user, await users.user_limits(admin, user)
+        before = await users.user_limits(admin, user)
+        stored = await users.set_user_limits(admin, user, changes)
+        await cli.audit(admin, "user.limits", f"user {user.id}", before, stored)
+        return user, stored
 
     user, stored = cli.run(change)
     record = {"user": user.name, "user_id": user.id, **stored}
@@ -123,7 +136,15 @@ def _configure_key_limits(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_key_limits(args: argparse.Namespace, cli: CommandContext) -> int:
-    key, stored = cli.run(lambda admin: keys.set_key_limits(admin, args.id, limit_changes(args)))
+    async def change(admin: Admin) -> tuple[KeyRecord, dict[str, int | None]]:
+        changes = limit_changes(args)
+        before = await keys.get_key(admin, args.id)
+        key, stored = await keys.set_key_limits(admin, args.id, changes)
+        if changes:
+            await cli.audit(admin, "key.limits", f"key {args.id}", before, key)
+        return key, stored
+
+    key, stored = cli.run(change)
     record = {"id": key.id, "name": key.name, **{c: stored[c] or 0 for c in LIMIT_COLUMNS}, **{c: stored.get(c) for c in BUDGET_COLUMNS}}
     cli.print_record(record, text=f"API key {key.id} ({key.name!r}, {key.prefix}): {_describe(stored)}{_budgets_text(stored)}.")
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from ..admin import prices
+from ..admin import Admin, prices
 from ..hookspecs import hookimpl
 from ..money import format_usd, parse_price_per_mtok, parse_usd
 from ..records import PriceRecord
@@ -61,7 +61,13 @@ def _run_price_set(args: argparse.Namespace, cli: CommandContext) -> int:
         tier_output_micros_per_mtok=_optional_price(args.tier_output),
         free=args.free, **per_unit,
     )  # fmt: skip
-    price = cli.run(lambda admin: prices.set_price(admin, wanted))
+    async def set_price(admin: Admin) -> PriceRecord:
+        before = next((price for price in await prices.list_prices(admin) if price.model == args.model), None)
+        price = await prices.set_price(admin, wanted)
+        await cli.audit(admin, "price.set", f"price {args.model}", before, price)
+        return price
+
+    price = cli.run(set_price)
     if price.free:
         text = f"{price.model}: free"
     else:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from ..admin import channels
+from ..admin import Admin, channels
 from ..hookspecs import hookimpl
 from .kit import EXIT_USAGE, CommandContext, CommandError, no_arguments
 
@@ -30,7 +30,12 @@ def _run_rotate(args: argparse.Namespace, cli: CommandContext) -> int:
     try:
         if not sealing_enabled():
             raise CommandError(f"set {SECRET_ENV} (or {SECRET_ENV}_FILE) to the secret key to seal the upstream keys with", EXIT_USAGE)
-        count = cli.run(channels.reseal_keys)
+        async def reseal(admin: Admin) -> int:
+            count = await channels.reseal_keys(admin)
+            await cli.audit(admin, "channel.reseal", "channels", None, {"channels": count})  # which keys: never
+            return count
+
+        count = cli.run(reseal)
     except SealingError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
     if cli.json:

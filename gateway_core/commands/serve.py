@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import attrs
 
-from ..admin import setup
+from ..admin import Admin, setup
 from ..config import redis_url
 from ..hookspecs import hookimpl
 from .kit import EXIT_ERROR, EXIT_USAGE, CommandContext, CommandError, run_async
@@ -119,7 +119,15 @@ def _configure_init(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_init(args: argparse.Namespace, cli: CommandContext) -> int:
-    done = cli.run(setup.initialize)
+    async def initialize(admin: Admin) -> setup.Setup:
+        done = await setup.initialize(admin)
+        made = done.result
+        created = {"admin": made.admin.name if made.admin_created else None, "demo_channel": made.channel_created, "key_id": made.key_id}
+        if made.admin_created or made.channel_created or made.key_id is not None:  # a second run changes nothing
+            await cli.audit(admin, "gateway.init", "gateway", None, created)
+        return done
+
+    done = cli.run(initialize)
     result, password = done.result, done.password
     admin, channel_created, key_id, secret = result.admin, result.channel_created, result.key_id, result.secret
     channel_count, key_count = result.channels, result.admin_keys

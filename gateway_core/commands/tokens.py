@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from ..access_records import CLI_ACTOR, SCOPES, AccessTokenRecord
-from ..admin import Admin, audit, tokens, users
+from ..access_records import SCOPES, AccessTokenRecord
+from ..admin import Admin, tokens, users
 from ..hookspecs import hookimpl
 from .kit import CommandContext, parse_expires
 
@@ -32,7 +32,7 @@ def _run_create(args: argparse.Namespace, cli: CommandContext) -> int:
     async def create(admin: Admin) -> tuple[AccessTokenRecord, str]:
         user = await users.find_user(admin, args.user)
         token, secret = await tokens.create_token(admin, user.id, scope=args.scope, name=args.name, expires_at=expires_at)
-        await audit.record(admin, CLI_ACTOR, "token.create", f"token {token.id}", None, token)
+        await cli.audit(admin, "token.create", f"token {token.id}", None, token)
         return token, secret
 
     token, secret = cli.run(create)
@@ -67,7 +67,7 @@ def _run_revoke(args: argparse.Namespace, cli: CommandContext) -> int:
     async def revoke(admin: Admin) -> AccessTokenRecord:
         before = await tokens.get_token(admin, args.id)
         token = await tokens.revoke_token(admin, args.id)
-        await audit.record(admin, CLI_ACTOR, "token.revoke", f"token {token.id}", before, token)
+        await cli.audit(admin, "token.revoke", f"token {token.id}", before, token)
         return token
 
     token = cli.run(revoke)
