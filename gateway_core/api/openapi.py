@@ -1,11 +1,8 @@
 """The OpenAPI 3.1 document of the management API, built from the operations'
-declarations (:mod:`.operation`), and a readable HTML page of it rendered
-here, with nothing fetched from elsewhere."""
+declarations (:mod:`.operation`); :mod:`.docs_page` renders it for people."""
 
 from __future__ import annotations
 
-import html
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -82,58 +79,3 @@ def _operation(operation: Operation) -> dict[str, Any]:
 
 def _error(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-
-
-STYLE = (
-    "body{font:15px/1.5 system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#222}"
-    "h2{border-bottom:1px solid #ddd;margin-top:2em}code,pre{background:#f5f5f5;border-radius:3px;padding:0 .2em}"
-    "pre{padding:.6em;overflow:auto;font-size:13px}.op{margin:1em 0;padding:.6em 1em;border:1px solid #e3e3e3;border-radius:6px}"
-    ".m{font-weight:bold;display:inline-block;min-width:4.5em}.s{color:#666;font-size:13px}details summary{cursor:pointer}"
-)
-
-
-def page(spec: dict[str, Any]) -> str:
-    """The document as one HTML page: operations by tag, with parameters, bodies and answers."""
-    info = spec["info"]
-    by_tag: dict[str, list[tuple[str, str, dict[str, Any]]]] = {}
-    for path, methods in spec["paths"].items():
-        for method, operation in methods.items():
-            by_tag.setdefault(operation["tags"][0], []).append((method.upper(), path, operation))
-    out = [f"<!doctype html><html lang=en><meta charset=utf-8><title>{_e(info['title'])}</title><style>{STYLE}</style>",
-           f"<h1>{_e(info['title'])} <span class=s>{_e(info['version'])}</span></h1><p>{_code(info['description'])}</p>",
-           '<p>The machine-readable document: <a href="openapi.json">openapi.json</a>. '
-           + " · ".join(f"<a href='#{_e(tag)}'>{_e(tag)}</a>" for tag in by_tag) + "</p>",
-           _schema_block("Every error: the one shape", spec["components"]["schemas"]["Error"])]  # fmt: skip
-    for tag, operations in by_tag.items():
-        out.append(f"<h2 id='{_e(tag)}'>{_e(tag)}</h2>")
-        for method, path, operation in operations:
-            out.append(f"<div class=op><span class=m>{method}</span> <code>{_e(path)}</code> "
-                       f"<span class=s>scope: {_e(operation['x-scope'])}</span><p>{_e(operation['summary'])}</p>")  # fmt: skip
-            params = operation["parameters"]
-            if params:
-                rows = "".join(f"<li><code>{_e(p['name'])}</code> ({p['in']}) {_e(p.get('description', ''))}</li>" for p in params)
-                out.append(f"<ul>{rows}</ul>")
-            if "requestBody" in operation:
-                out.append(_schema_block("Request body", operation["requestBody"]["content"]["application/json"]["schema"]))
-            for status, answer in operation["responses"].items():
-                content = answer.get("content", {})
-                schema = next(iter(content.values()))["schema"] if content else None
-                if status.startswith("2") and schema is not None:
-                    out.append(_schema_block(f"{status} {answer['description']}", schema))
-                else:
-                    out.append(f"<div class=s>{_e(status)}: {_e(answer['description'])}</div>")
-            out.append("</div>")
-    return "\n".join(out) + "</html>"
-
-
-def _schema_block(title: str, schema: dict[str, Any]) -> str:
-    return f"<details><summary>{_e(title)}</summary><pre>{_e(json.dumps(schema, indent=2))}</pre></details>"
-
-
-def _e(text: Any) -> str:
-    return html.escape(str(text))
-
-
-def _code(text: str) -> str:
-    """Escaped text with its `backticked` spans as code."""
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", _e(text))

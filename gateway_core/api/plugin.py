@@ -1,5 +1,6 @@
-"""The management API's plugin: ``/api/v1/…``, ``/api/openapi.json`` and
-``/api/docs``, mounted on the gateway through ``register_routes``."""
+"""The management API's plugin: ``/api/v1/…``, ``/api/openapi.json``, and
+``/api/docs`` with its files under ``/api/static/``, mounted on the gateway
+through ``register_routes``."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from ..hookspecs import hookimpl
 from ..relay import REQUEST_ID
 from . import audit, budgets, catalog, channels, codes, keys, tokens, usage, users, wallet
 from .errors import ApiError, error_response
-from .openapi import PREFIX, document, page
+from .docs_page import PAGE, static_mount
+from .openapi import PREFIX, document
 from .operation import MethodDispatch, Operation
 
 OPERATIONS: tuple[Operation, ...] = (
@@ -35,18 +37,17 @@ def _version() -> str:
 def api_mount() -> Mount:
     spec = document(OPERATIONS, _version())
     spec_body = orjson.dumps(spec)
-    docs_body = page(spec)
 
     async def openapi_json(request: Any) -> Response:
         return Response(spec_body, media_type="application/json")
 
     async def docs(request: Any) -> Response:
-        return HTMLResponse(docs_body)
+        return HTMLResponse(PAGE)
 
     by_path: dict[str, list[Operation]] = defaultdict(list)
     for operation in OPERATIONS:
         by_path[operation.path].append(operation)
-    routes = [Route("/openapi.json", openapi_json, methods=["GET"]), Route("/docs", docs, methods=["GET"])]
+    routes: list[Any] = [Route("/openapi.json", openapi_json, methods=["GET"]), Route("/docs", docs, methods=["GET"]), static_mount()]
     literal_first = sorted(by_path, key=lambda path: (path.count("{"), path))
     routes += [Route(PREFIX.removeprefix("/api") + path, MethodDispatch(by_path[path])) for path in literal_first]
     routes.append(Route("/{rest:path}", _unknown))
