@@ -56,7 +56,8 @@ class BillingHints:
     (:mod:`gateway_core.billing.charge`).
 
     ``max_output_tokens`` is the client's cap on output tokens (``None``: it set
-    none, and ``[gateway] default_max_output_tokens`` is reserved). ``media`` is
+    none, and ``[gateway] default_max_output_tokens`` is reserved); for a request
+    of images, the most one image is billed (0: images priced apiece only). ``media`` is
     what the request says it will use of units priced apiece (the images it asks
     for, the characters it speaks, the audio length estimated from an upload's
     size): reserved, and charged when the answer reports nothing better and

@@ -123,7 +123,8 @@ def max_request_cost(
     if endpoint in NO_OUTPUT_ENDPOINTS:
         max_output = 0
     else:
-        max_output = (hints.max_output_tokens or default_max_output) * max(1, media.images)
+        cap = default_max_output if hints.max_output_tokens is None else hints.max_output_tokens
+        max_output = cap * max(1, media.images)  # an image request's cap is per image
     most = max_cost_micros(price, ratio_ppm, input_tokens=input_tokens, max_output_tokens=max_output)
     if media != NO_MEDIA:
         units = Metered(images=media.images, characters=media.characters, audio_ms=media.audio_ms)

@@ -24,7 +24,7 @@ from typing import Any
 from gateway_core import BillingHints, Call, InvalidRequestError, MediaUsage, RouteSpec, capped_output, endpoints
 from gateway_core.uploads import Upload
 
-from .media import estimated_audio_ms, image_price_variants
+from .media import estimated_audio_ms, image_output_tokens, image_price_variants
 from .responses_request import stateful_reason
 
 CHAT_WIRE = "openai.chat"
@@ -156,9 +156,12 @@ async def transcription_call(route: RouteSpec, upload: Upload) -> Call:
 
 
 def _image_hints(model: str, n: int, size: Any, quality: Any) -> BillingHints:
+    size_text = size if isinstance(size, str) else None
+    quality_text = quality if isinstance(quality, str) else None
     return BillingHints(
+        max_output_tokens=image_output_tokens(model, size_text, quality_text),  # per image
         media=MediaUsage(images=n),
-        price_variants=image_price_variants(model, size if isinstance(size, str) else None, quality if isinstance(quality, str) else None),
+        price_variants=image_price_variants(model, size_text, quality_text),
     )
 
 

@@ -4,6 +4,10 @@
   set among ``model:size:quality``, ``model:size`` and ``model`` (the request's
   own ``size``/``quality``), plus the tokens the upstream reports (``gpt-image-*``
   answers carry ``usage``).
+- An image request reserves, per image asked for, the output tokens its size and
+  quality are billed (:func:`image_output_tokens`: OpenAI's table for
+  ``gpt-image-*``; none for ``dall-e-*``, billed per image only; the gateway's
+  default cap for other models), not a cap meant for text.
 - Speech is billed per character of ``input``.
 - A transcription is billed by what the upstream reports: the tokens of its
   ``usage`` (``type: "tokens"``), else the seconds of its ``usage``
@@ -46,6 +50,30 @@ def image_price_variants(model: str, size: str | None, quality: str | None) -> t
     if size:
         out.append(f"{model}:{size}")
     return tuple(out)
+
+
+# output tokens one image is billed, for gpt-image models: quality -> size -> tokens
+IMAGE_OUTPUT_TOKENS = {
+    "low": {"1024x1024": 272, "1024x1536": 408, "1536x1024": 400},
+    "medium": {"1024x1024": 1056, "1024x1536": 1584, "1536x1024": 1568},
+    "high": {"1024x1024": 4160, "1024x1536": 6240, "1536x1024": 6208},
+}
+TOKEN_BILLED_IMAGES = "gpt-image"
+IMAGE_PRICED_IMAGES = "dall-e"
+
+
+def image_output_tokens(model: str, size: str | None, quality: str | None) -> int | None:
+    """The most output tokens one image of ``model`` at ``size`` and ``quality`` is
+    billed: from the table for token-billed models (``auto`` or another quality: the
+    highest; ``auto`` or another size: the largest), 0 for models billed per image
+    only, ``None`` (the gateway's default cap) for models this does not know."""
+    name = model.lower()
+    if name.startswith(IMAGE_PRICED_IMAGES):
+        return 0
+    if not name.startswith(TOKEN_BILLED_IMAGES):
+        return None
+    by_size = IMAGE_OUTPUT_TOKENS.get(quality or "", IMAGE_OUTPUT_TOKENS["high"])
+    return by_size.get(size or "", max(by_size.values()))
 
 
 def speech_content_type(response_format: str) -> str:

@@ -88,6 +88,15 @@ async def test_token_priced_images_add_their_tokens(client, seed):
     assert row["cost_micros"] == -(-tokens // 10**6) + 1_000 == charged(seed, row)
 
 
+async def test_token_priced_images_reserve_by_size_and_quality_not_a_text_cap(client, seed):
+    await client.images.generate(model=IMAGE, prompt="two foxes", n=2, size="1024x1024", quality="low")
+    row = last_row(seed)
+    floor = 2 * 272 * 40 + 2 * 1_000  # 272 output tokens at 40 USD per million, and the fee, per image
+    assert floor <= row["held_micros"] <= floor + 500  # and the prompt's few input tokens
+    assert row["held_micros"] >= row["cost_micros"] > 0 and row["held_micros"] < 2 * 4096 * 40  # not the 4,096-token default
+    kit.assert_invariants(seed)
+
+
 async def test_speech_is_billed_per_character(client, seed):
     text = "Hello, world! " * 10
     async with client.audio.speech.with_streaming_response.create(model=TTS, voice="alloy", input=text) as response:

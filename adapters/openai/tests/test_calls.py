@@ -38,9 +38,22 @@ def test_responses_cap_their_output_by_max_output_tokens() -> None:
 def test_images_name_their_count_and_price_variants() -> None:
     body = {"model": "dall-e-3", "prompt": "a cat", "n": 2, "size": "1024x1792", "quality": "hd"}
     assert hints(IMAGES, body) == BillingHints(
-        media=MediaUsage(images=2), price_variants=("dall-e-3:1024x1792:hd", "dall-e-3:1024x1792")
-    )
-    assert hints(IMAGES, {"model": "dall-e-3", "prompt": "a cat"}) == BillingHints(media=MediaUsage(images=1))
+        max_output_tokens=0, media=MediaUsage(images=2), price_variants=("dall-e-3:1024x1792:hd", "dall-e-3:1024x1792")
+    )  # priced per image: no tokens reserved
+    assert hints(IMAGES, {"model": "dall-e-3", "prompt": "a cat"}) == BillingHints(max_output_tokens=0, media=MediaUsage(images=1))
+
+
+def test_token_billed_images_reserve_the_tokens_of_their_size_and_quality() -> None:
+    def per_image(**fields: Any) -> int | None:
+        return hints(IMAGES, {"model": "gpt-image-1", "prompt": "a cat", **fields}).max_output_tokens
+
+    assert per_image(size="1024x1024", quality="low") == 272
+    assert per_image(size="1536x1024", quality="medium") == 1568
+    assert per_image(size="1024x1536", quality="high") == 6240
+    assert per_image(size="1024x1024") == per_image(size="1024x1024", quality="auto") == 4160  # auto: the highest
+    assert per_image(quality="low") == per_image(size="auto", quality="low") == 408  # auto size: the largest
+    assert per_image() == 6240
+    assert hints(IMAGES, {"model": "some-image-model", "prompt": "a cat"}).max_output_tokens is None  # unknown: the default cap
 
 
 def test_speech_names_its_characters() -> None:
