@@ -1,6 +1,7 @@
 """After a crash: a gateway that starts releases the reservations of the killed
 process at once (not after an hour), and never those of a process still serving;
-another replica releases a dead one's once its lease runs out."""
+another replica releases a dead one's once its lease runs out; a released
+reservation leaves nothing counted in a budget."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ import asyncio
 import time
 
 import aiohttp
+import orjson
 import pytest
 
 from gateway_core.billing import testing as kit
+from gateway_core.billing.cost import max_cost_micros
 from gateway_core.billing.testing import MODEL
+from gateway_core.store.limits import set_user_limits
+from gateway_core.tally import estimate_tokens
 from gateway_core.testing import GatewayProcess
 from gateway_openai.fake_upstream import FakeOpenAI
 
@@ -89,4 +94,34 @@ async def test_another_replica_releases_a_dead_replicas_holds_when_its_lease_run
     finally:
         first.kill()
     assert kit.available_of(seed, user_id) == kit.balance_of(seed, user_id) == 1000_000_000
+    kit.assert_invariants(seed)
+
+
+async def test_a_crashed_processs_reservation_leaves_nothing_in_a_budget(tmp_path, seed, upstream, relaygate_config):
+    """A daily budget with room for one reservation: the killed process held it; once the
+    restarted gateway released it, the budget has the room again (nothing was left counted)."""
+    user_id, _, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url, balance_usd=1000)
+    body = orjson.dumps(BODY)
+    reservation = max_cost_micros(kit.PRICE, 1_000_000, input_tokens=estimate_tokens(len(body)), max_output_tokens=100)
+    seed._write(set_user_limits, user_id, {"daily_budget_micros": reservation})
+    db = relaygate_config.db_path
+    killed = GatewayProcess(db, plugins_file=plugins(tmp_path, "killed")).start()
+    headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+    try:
+        async with aiohttp.ClientSession() as http:
+            first = await http.post(killed.url + "/v1/chat/completions", data=body, headers=headers)
+            await first.content.readline()  # the answer has begun: its reservation is open
+            assert [h["amount_micros"] for h in seed.rows("SELECT amount_micros FROM holds")] == [reservation]
+            refused = await http.post(killed.url + "/v1/chat/completions", data=body, headers=headers)
+            assert refused.status == 429 and (await refused.json())["error"]["code"] == "budget_exceeded"  # the budget is held
+            killed.kill()
+            first.close()
+            with GatewayProcess(db, plugins_file=plugins(tmp_path, "restarted")) as restarted:
+                assert seed.rows("SELECT request_id FROM holds") == []  # released at start
+                again = await http.post(restarted.url + "/v1/chat/completions", data=body, headers=headers)
+                assert again.status == 200  # the released reservation counts in no budget
+                await again.content.readline()
+                again.close()
+    finally:
+        killed.kill()
     kit.assert_invariants(seed)
