@@ -87,3 +87,26 @@ async def test_a_rolling_window_slides_by_the_hour(books: Books):
         assert refused.used == 600 and refused.resets_at == (spent_hour + 24) * HOUR
     await store.hold_within_budgets(user_id, 500, "slid", key_id, cap(last_inside + 1))
     assert await seed.problems() == []
+
+
+async def test_reservations_and_settlements_at_once_keep_the_cap(books: Books):
+    """Settlements and budgeted reservations of one user and key at once (both lock the key, then
+    the user): every one finishes, and what the window counts never passes the cap."""
+    seed, store = books.seed, books.store
+    user_id = await seed.user("carol", balance_micros=1_000_000)
+    key_id = await seed.key(user_id, "hash-3")
+    for n in range(10):
+        await store.hold(user_id, AMOUNT, f"open-{n}", key_id)
+    cap = 12 * AMOUNT
+    caps = (budget_use(f"k:{key_id}", "daily", cap, time.time()), budget_use(f"u:{user_id}", "weekly", cap, time.time()))
+    work = [store.record(usage(f"open-{n}", user_id, key_id, 300, AMOUNT), user_id) for n in range(10)]
+    work += [store.hold_within_budgets(user_id, AMOUNT, f"new-{n:02d}", key_id, caps) for n in range(20)]
+    results = await asyncio.gather(*work, return_exceptions=True)
+    failures = [r for r in results if isinstance(r, BaseException) and not isinstance(r, HoldRefused)]
+    assert failures == []
+    admitted = sum(1 for r in results[10:] if isinstance(r, int))
+    held = await seed.value("SELECT coalesce(sum(amount_micros), 0) FROM holds")
+    captured = (await buckets(books)).get(f"k:{key_id}", 0)
+    assert captured == 10 * 300 and held == admitted * AMOUNT and captured + held <= cap
+    assert admitted >= 2  # at least what fitted beside the ten open reservations
+    assert await seed.problems() == []

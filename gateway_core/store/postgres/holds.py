@@ -33,8 +33,9 @@ async def hold_within_budgets(
                 balance: int = await conn.fetchval("SELECT balance_micros - held_micros FROM users WHERE id = $1", user_id)
                 return balance
         async with conn.transaction():
-            # the user's row first: their reservations and settlements (which update it too) wait for each other
-            await conn.execute(sql.LOCK_USER, user_id, timeout=attempt.remaining)
+            # the key's and the user's rows first: the user's reservations and settlements (which
+            # update them too) wait for each other, and the budgets read below cannot move meanwhile
+            await conn.execute(sql.LOCK_OWNERS, user_id, key_id, timeout=attempt.remaining)
             for use in budgets:
                 statement = sql.BUDGET_SPENT_BY_KEY if use.is_key else sql.BUDGET_SPENT_BY_USER
                 spent, oldest = await conn.fetchrow(statement, use.subject, use.first_hour, use.subject_id, timeout=attempt.remaining)

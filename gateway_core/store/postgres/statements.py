@@ -177,7 +177,12 @@ def _numbered_spent(statement: str) -> str:
 
 BUDGET_SPENT_BY_KEY = _numbered_spent(_budgets.SPENT_BY_KEY)
 BUDGET_SPENT_BY_USER = _numbered_spent(_budgets.SPENT_BY_USER)
-LOCK_USER = "SELECT 1 FROM users WHERE id = $1::bigint FOR UPDATE"  # reservations of one user checked one at a time
+# $1 user, $2 key (or NULL): both rows locked in the order every other statement takes them
+# (the key first), so that a user's reservations with budgets are checked one at a time
+LOCK_OWNERS = (
+    "WITH locked_key AS (SELECT id FROM api_keys WHERE id = $2::bigint FOR UPDATE) "
+    "SELECT 1 FROM users WHERE id = $1::bigint AND (SELECT count(*) FROM locked_key) >= 0 FOR UPDATE"
+)
 
 # the processes that own reservations (see gateway_core.store.hold_owners)
 RENEW_OWNER = (
