@@ -6,7 +6,7 @@ operation a thin front over the admin layer (:mod:`gateway_core.admin`).
 - :mod:`.auth`: personal access tokens and console sessions;
 - :mod:`.errors`: the one error shape; :mod:`.schema`: the JSON schemas and
   their validator; :mod:`.openapi`: the OpenAPI document built from the
-  declarations, and its page;
+  declarations; :mod:`.docs_page`: its page, Swagger UI from ``static/``;
 - resources: :mod:`.tokens`, :mod:`.keys`, :mod:`.usage`, :mod:`.wallet`,
   :mod:`.codes` (redemption codes), :mod:`.budgets`, :mod:`.users`,
   :mod:`.catalog` (groups and prices), :mod:`.channels`, :mod:`.audit`.
