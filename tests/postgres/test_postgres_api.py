@@ -63,7 +63,8 @@ def test_one_idempotency_key_credits_once_under_concurrency_on_postgresql(api, p
     assert plain["balance_after"] == "8.250001"
     assert "OK" in cli(pg_url, "check")
     audited = root.get(url + "/api/v1/audit", params={"target": f"user {alice_id}"}, timeout=10).json()["items"]
-    assert [entry["action"] for entry in audited] == ["wallet.topup"] * 3
+    assert [entry["action"] for entry in audited] == ["wallet.topup"] * 3 + ["user.create"]  # newest first; made with the CLI
+    assert audited[-1]["via"] == "cli"
 
 
 def test_tokens_roles_audit_and_the_request_filter_on_postgresql(api, pg_url):
