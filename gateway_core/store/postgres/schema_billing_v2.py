@@ -80,14 +80,20 @@ SELECT subject, hour, sum(spent) FROM (
 CREATE FUNCTION ledger_budget_buckets() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     bucket BIGINT := floor(NEW.created_at / 3600)::bigint;
+    fresh BOOLEAN;
 BEGIN
-    INSERT INTO budget_buckets (subject, hour, spent_micros) VALUES ('u:' || NEW.user_id, bucket, -NEW.amount_micros)
-    ON CONFLICT (subject, hour) DO UPDATE SET spent_micros = budget_buckets.spent_micros + excluded.spent_micros;
-    IF NEW.key_id IS NOT NULL THEN
-        INSERT INTO budget_buckets (subject, hour, spent_micros) VALUES ('k:' || NEW.key_id, bucket, -NEW.amount_micros)
-        ON CONFLICT (subject, hour) DO UPDATE SET spent_micros = budget_buckets.spent_micros + excluded.spent_micros;
+    -- the user's and the key's bucket in one statement; a new hour prunes the subjects' old buckets
+    WITH counted AS (
+        INSERT INTO budget_buckets (subject, hour, spent_micros)
+        SELECT subject, bucket, -NEW.amount_micros FROM unnest(ARRAY['u:' || NEW.user_id, 'k:' || NEW.key_id]) AS s (subject)
+        WHERE subject IS NOT NULL
+        ON CONFLICT (subject, hour) DO UPDATE SET spent_micros = budget_buckets.spent_micros + excluded.spent_micros
+        RETURNING xmax = 0 AS inserted
+    )
+    SELECT bool_or(inserted) INTO fresh FROM counted;
+    IF fresh THEN
+        DELETE FROM budget_buckets WHERE subject IN ('u:' || NEW.user_id, 'k:' || NEW.key_id) AND hour < bucket - {KEEP_BUCKET_HOURS};
     END IF;
-    DELETE FROM budget_buckets WHERE subject IN ('u:' || NEW.user_id, 'k:' || NEW.key_id) AND hour < bucket - {KEEP_BUCKET_HOURS};
     RETURN NULL;
 END;
 $$;
