@@ -38,6 +38,7 @@ from . import events
 
 if TYPE_CHECKING:
     from ..health import Breaker, HealthBoard, Lease
+    from ..policies.rate_limit import DeferredLimits
 
 log = structlog.get_logger("relaygate.shared")
 
@@ -124,11 +125,20 @@ class SharedHealth:
 
     # --- taking a channel -------------------------------------------------------
 
-    async def claim(self, lease: Lease) -> str | None:
+    def counts_with(self, limiter: object) -> bool:
+        """Whether ``limiter`` (the request limits') runs its scripts on the
+        connection of the channels' slots: then a request's limits can be taken
+        with its channel's slot (:meth:`claim`), in one script."""
+        return isinstance(limiter, RedisRateLimiter) and limiter.client is self.slots.client
+
+    async def claim(self, lease: Lease, limits: DeferredLimits | None = None) -> str | None:
         """Make ``lease`` hold across replicas: the probe claim when it is a
-        probe, a slot when the channel has a cap. ``None`` when it may go;
-        else why not (the lease is then released). Raises a 503 when the
-        channel's cap cannot be counted and ``channel_concurrency`` fails closed."""
+        probe, a slot when the channel has a cap, and the request's own
+        ``limits`` when they are still to take (with the slot, in one script).
+        ``None`` when it may go; else why not (the lease is then released).
+        Raises a 503 when the channel's cap cannot be counted and
+        ``channel_concurrency`` fails closed, a 429 when the request is over
+        its limits."""
         channel_id = lease.route.channel.id
         if lease.channel_probe and not await self._claim_probe(lease, CHANNEL_SLOT):
             lease.channel_probe = False
@@ -139,7 +149,17 @@ class SharedHealth:
             self._lost_probe(lease, lease.health.keys.get(lease.api_key))
             return "probing a key (on another replica)"
         cap = lease.route.concurrency
-        if cap:
+        if limits is not None:
+            subject = Subject("channel", channel_id, RateLimits(concurrency=cap)) if cap else None
+            try:
+                lease.permit = await limits.take(subject, self.slots)
+            except LimitExceeded:
+                lease.release()
+                return "at its concurrency cap"
+            except GatewayError:
+                lease.release()
+                raise
+        elif cap:
             subject = Subject("channel", channel_id, RateLimits(concurrency=cap))
             try:
                 lease.permit = await self.slots.acquire([subject], 0)
