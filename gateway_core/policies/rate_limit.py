@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ..context import RequestContext
 from ..endpoints import MODELS
-from ..errors import RateLimitError
+from ..errors import GatewayError, RateLimitError
 from ..policy import Policy
 from ..ratelimit import CONCURRENCY, NO_LIMITS, REQUESTS, LimitExceeded, Permit, Subject
 
@@ -100,6 +100,9 @@ class DeferredLimits:
             ctx.response_headers.extend(ctx.protocol.rate_limit_headers(exceeded.state))
             ctx.refused_by = RateLimit.name
             raise RateLimitError(describe(exceeded), retry_after=exceeded.retry_after) from None
+        except GatewayError:  # the limits could not be counted (Redis unreachable, failing closed)
+            ctx.refused_by = RateLimit.name
+            raise
         headers = ctx.protocol.rate_limit_headers(self.permit.state)
         if headers:
             ctx.response_headers.extend(headers)
