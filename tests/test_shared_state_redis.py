@@ -199,3 +199,28 @@ async def test_a_keys_limits_and_its_channels_slot_are_one_count(start_gateway, 
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_requests_in_flight_are_counted_over_every_gateway(start_gateway, seed, fake_upstream):
+    """What the console shows per channel: the requests in flight in every worker
+    and replica, not only in the one answering the page."""
+    upstream = await fake_upstream(FakeOpenAI())
+    channel = seed.channel("slow", type="openai", base_url=upstream.url, models=[MODEL])
+    _, secret = seed.key(seed.user("alice"))
+    a, b = start_gateway(), start_gateway()
+    upstream.fail_next(*[Fault(first_byte_delay=3.0)] * 3)
+    held = [asyncio.ensure_future(ask(a, secret)) for _ in range(2)] + [asyncio.ensure_future(ask(b, secret))]
+    await until(lambda: _true(upstream.requests_in_flight == 3))
+    assert b.services.health.in_flight() == {channel: 1}  # its own
+    everywhere = b.services.health.shared
+
+    async def all_three() -> bool:
+        return await b.on_loop(everywhere.in_flight()) == {channel: 3}
+
+    await until(all_three, timeout=2.5)  # a and b report every second
+    assert await asyncio.gather(*held) == [200, 200, 200]
+
+    async def none() -> bool:
+        return await b.on_loop(everywhere.in_flight()) == {}
+
+    await until(none, timeout=2.5)

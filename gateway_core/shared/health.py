@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("relaygate.shared")
 
 PROBE_RECHECK = 1.0  # seconds a replica that lost the probe claim waits before looking again
+REPORT_EVERY = 1.0  # seconds between two reports of this process's requests in flight per channel
 STATE_MARGIN = 60.0  # seconds a breaker's stored state outlives its cool-down
 
 # KEYS: state, probe claim. ARGV: events channel, the message, cool-down, failures, error.
@@ -116,6 +117,7 @@ class SharedHealth:
         self._unclaim = client.register_script(_UNCLAIM)
         self._snapshot = client.register_script(_SNAPSHOT)
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._reporter: asyncio.Future[None] | None = None
         self.probes_claimed = 0
         self.probes_lost = 0
 
@@ -214,6 +216,58 @@ class SharedHealth:
             await self._unclaim(keys=[claim], args=[self.origin])
         except UNREACHABLE:
             pass  # the claim expires on its own
+
+    # --- requests in flight, for the console ---------------------------------------------
+
+    def report_in_flight(self) -> None:
+        """Keep this process's requests in flight per channel in
+        ``{prefix}:if:{origin}`` (a hash, rewritten every :data:`REPORT_EVERY`
+        seconds while not empty, expiring after three), so that any worker or
+        replica can tell the whole deployment's (:meth:`in_flight`)."""
+        if self._reporter is None or self._reporter.done():
+            self._reporter = asyncio.ensure_future(self._report_in_flight())
+
+    async def _report_in_flight(self) -> None:
+        key = f"{self._prefix}:if:{self.origin}"
+        last: dict[int, int] = {}
+        while True:
+            counts = self.board.in_flight()
+            try:
+                if counts:
+                    async with self._client.pipeline(transaction=True) as pipe:
+                        pipe.delete(key)
+                        pipe.hset(key, mapping={str(c): n for c, n in counts.items()})
+                        pipe.pexpire(key, int(REPORT_EVERY * 3000))
+                        await pipe.execute()
+                elif last:
+                    await self._client.delete(key)
+                last = counts
+            except UNREACHABLE:
+                pass  # the figures expire; the console shows this process's own meanwhile
+            await asyncio.sleep(REPORT_EVERY)
+
+    async def in_flight(self) -> dict[int, int]:
+        """Requests in flight per channel in every worker and replica (reported
+        within the last second or so); this process's own when Redis cannot be reached."""
+        own = self.board.in_flight()
+        totals: dict[int, int] = {}
+        try:
+            names = [name async for name in self._client.scan_iter(match=f"{self._prefix}:if:*", count=500)]
+            mine = f"{self._prefix}:if:{self.origin}".encode()
+            async with self._client.pipeline(transaction=False) as pipe:
+                for name in names:
+                    if name != mine:
+                        pipe.hgetall(name)
+                reports = await pipe.execute()
+        except UNREACHABLE as error:
+            self.faults.record(BREAKERS, error, opened=True)
+            return own
+        for report in reports:
+            for channel, count in report.items():
+                totals[int(channel)] = totals.get(int(channel), 0) + int(count)
+        for channel, count in own.items():  # this process's, as of now
+            totals[channel] = totals.get(channel, 0) + count
+        return {channel: count for channel, count in totals.items() if count > 0}
 
     # --- breakers changing here -------------------------------------------------------
 
@@ -316,5 +370,9 @@ class SharedHealth:
                 self._hold_open(breaker, max(0.0, float(answer[i + 1]) - now), int(answer[i + 2]), error)
 
     async def close(self) -> None:
+        if self._reporter is not None:
+            self._reporter.cancel()
+            await asyncio.gather(self._reporter, return_exceptions=True)
+            self._reporter = None
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
