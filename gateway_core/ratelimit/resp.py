@@ -271,7 +271,7 @@ class RespClient:
             if parts.scheme == "unix":
                 opening = loop.create_unix_connection(lambda: _Connection(self.timeout), parts.path)
             else:
-                context = ssl.create_default_context() if parts.scheme == "rediss" else None
+                context = tls_context(query) if parts.scheme == "rediss" else None
                 opening = loop.create_connection(lambda: _Connection(self.timeout), parts.hostname or "127.0.0.1", parts.port or 6379, ssl=context)
             _, connection = await asyncio.wait_for(opening, self.timeout)
         except (OSError, asyncio.TimeoutError) as error:
@@ -290,6 +290,33 @@ class RespClient:
         if connection is not None and connection.transport is not None:
             connection.closed = True
             connection.transport.close()
+
+
+def tls_context(query: dict[str, list[str]]) -> ssl.SSLContext:
+    """The TLS settings of a ``rediss://`` URL, in redis-py's query names (so the
+    pub/sub connection, on redis-py, reads the same URL alike): ``ssl_ca_certs``
+    (a CA file; default: the system's), ``ssl_cert_reqs`` (``required``, the
+    default, ``optional`` or ``none``), ``ssl_check_hostname`` (``true``/``false``),
+    ``ssl_certfile`` and ``ssl_keyfile`` (a client certificate)."""
+
+    def first(name: str) -> str | None:
+        values = query.get(name)
+        return values[0] if values else None
+
+    context = ssl.create_default_context(cafile=first("ssl_ca_certs"))
+    check = first("ssl_check_hostname")
+    if check is not None and check.lower() in ("0", "false", "no", "off"):
+        context.check_hostname = False
+    requirement = (first("ssl_cert_reqs") or "required").lower()
+    if requirement == "none":
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif requirement == "optional":
+        context.verify_mode = ssl.CERT_OPTIONAL
+    certfile = first("ssl_certfile")
+    if certfile:
+        context.load_cert_chain(certfile, first("ssl_keyfile"))
+    return context
 
 
 def _retrieve(done: asyncio.Future[Any]) -> None:
