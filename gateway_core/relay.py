@@ -83,6 +83,7 @@ class ProtocolEndpoint:
                 ctx.body_size = len(body)
                 with reading_client_input(ctx.request_id, "parse"):
                     call = self.protocol.parse(self.route, body, headers, query, path_params)
+                del body  # parsed: not held for the rest of the request (a large body's memory)
             ctx.call = call
             await services.pipeline.admit(ctx, services)
             if call.endpoint == endpoints.MODELS:
