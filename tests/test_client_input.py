@@ -239,6 +239,16 @@ BASES: dict[str, tuple[str, Any]] = {  # (path, a valid body) per protocol and e
         "generationConfig": {"maxOutputTokens": 20, "temperature": 0.5, "stopSequences": ["x"]},
     }),
     "gemini.count_tokens": ("/v1beta/models/M:countTokens", {"contents": [{"parts": [{"text": "hi"}]}]}),
+    "gemini.stream": ("/v1beta/models/M:streamGenerateContent?alt=sse", {
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}], "generationConfig": {"maxOutputTokens": 20},
+    }),
+    "openai.chat_stream": ("/v1/chat/completions", {
+        "model": "M", "stream": True, "stream_options": {"include_usage": True}, "max_tokens": 20,
+        "messages": [{"role": "user", "content": "hi"}],
+    }),
+    "anthropic.messages_stream": ("/v1/messages", {"model": "M", "max_tokens": 20, "stream": True, "messages": [{"role": "user", "content": "hi"}]}),
+    "openai.images": ("/v1/images/generations", {"model": "M", "prompt": "a lighthouse", "n": 1, "size": "256x256", "response_format": "b64_json"}),
+    "openai.speech": ("/v1/audio/speech", {"model": "M", "input": "hello", "voice": "alloy", "response_format": "mp3"}),
 }
 
 
