@@ -1,11 +1,14 @@
 """CPU of the Redis calls one request makes, beside the same calls in memory.
 
 A request under key limits on a channel with a concurrency cap takes its limits
-(one script), its channel's slot (one script), and gives both back (two
-scripts, not waited for). This runs that sequence N times, one at a time (c1)
-and 50 at once (c50), with the limiters the gateway uses — in memory, then on
-Redis through the request path's pipelined connection — and prints the CPU per
-request of this process (the gateway's side; Redis's own CPU is not in it)::
+and its channel's slot, and gives both back. With Redis the gateway does that
+in one script each way (``acquire_with_slot``, then ``release_with_slot``, not
+waited for); the older sequence — one script for the limits, one for the slot,
+and two to give them back — is measured beside it ("two scripts": what a
+request still runs when its limits are counted without shared channel health).
+Each sequence runs N times, one at a time (c1) and 50 at once (c50), and this
+prints the CPU per request of this process (the gateway's side; Redis's own
+CPU is not in it)::
 
     .venv/bin/python bench/redis_calls.py [--redis redis://127.0.0.1:6379/0] [--requests 3000]
 
@@ -33,6 +36,7 @@ CHANNEL = [Subject("channel", 1, RateLimits(concurrency=10_000))]
 
 
 async def one(limits: Any, slots: Any) -> None:
+    """Limits and slot taken and given back separately (memory, or two scripts)."""
     permit = await limits.acquire(KEY, 10)
     slot = await slots.acquire(CHANNEL, 0)
     await asyncio.sleep(0)  # the upstream call
@@ -43,14 +47,22 @@ async def one(limits: Any, slots: Any) -> None:
     await limits.release(permit, 12)
 
 
-async def measure(limits: Any, slots: Any, requests: int) -> dict[str, float]:
+async def together(limits: RedisRateLimiter, slots: RedisRateLimiter) -> None:
+    """Limits and slot taken in one script and given back in one."""
+    permit, slot = await limits.acquire_with_slot(KEY, 10, CHANNEL[0], slots)
+    await asyncio.sleep(0)  # the upstream call
+    if not limits.release_with_slot(permit, 12, slot, slots):
+        raise RuntimeError("the slot was not given back with the limits")
+
+
+async def measure(limits: Any, slots: Any, requests: int, sequence: Any = one) -> dict[str, float]:
     for _ in range(200):
-        await one(limits, slots)
+        await sequence(limits, slots)
     out = {}
     for concurrency in (1, 50):
         started = time.process_time()
         for _ in range(requests // concurrency):
-            await asyncio.gather(*(one(limits, slots) for _ in range(concurrency)))
+            await asyncio.gather(*(sequence(limits, slots) for _ in range(concurrency)))
         out[f"c{concurrency}"] = (time.process_time() - started) * 1e6 / requests
     return out
 
@@ -60,13 +72,18 @@ async def main(args: argparse.Namespace) -> None:
     client = RespClient(args.redis)
     prefix = f"bench-calls-{os.getpid()}"
     limits, slots = RedisRateLimiter(client, prefix=prefix), RedisRateLimiter(client, prefix=prefix)
-    redis = await measure(limits, slots, args.requests)
+    separate = await measure(limits, slots, args.requests)
+    combined = await measure(limits, slots, args.requests, together)
     await limits.close()
     await slots.close()
     await client.close()
-    print(f"{'':<6} {'memory µs/req':>14} {'Redis µs/req':>13} {'added µs/req':>13}")
+    print(f"{'':<6} {'memory':>8} {'two scripts':>12} {'added':>7} {'one script':>11} {'added':>7}   (µs of CPU per request)")
     for phase in ("c1", "c50"):
-        print(f"{phase:<6} {memory[phase]:>14.1f} {redis[phase]:>13.1f} {redis[phase] - memory[phase]:>13.1f}")
+        base = memory[phase]
+        print(
+            f"{phase:<6} {base:>8.1f} {separate[phase]:>12.1f} {separate[phase] - base:>7.1f}"
+            f" {combined[phase]:>11.1f} {combined[phase] - base:>7.1f}"
+        )
 
 
 if __name__ == "__main__":

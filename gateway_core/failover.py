@@ -14,6 +14,7 @@ arrived); each attempt's first-byte timeout is cut to what is left of it.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 import attrs
 
@@ -22,13 +23,16 @@ from .errors import GatewayError, UpstreamUnavailableError
 from .health import HealthBoard, Lease
 from .router import Route
 
+if TYPE_CHECKING:
+    from .policies.rate_limit import DeferredLimits
+
 NO_CHANNEL = "no_channel_available"
 
 
 class AttemptPlan:
-    __slots__ = ("board", "routes", "model", "max_attempts", "deadline", "position", "attempts", "tried", "last_error", "skipped")
+    __slots__ = ("board", "routes", "model", "max_attempts", "deadline", "position", "attempts", "tried", "last_error", "skipped", "limits")
 
-    def __init__(self, board: HealthBoard, routes: list[Route], model: str, max_attempts: int, deadline: float) -> None:
+    def __init__(self, board: HealthBoard, routes: list[Route], model: str, max_attempts: int, deadline: float, limits: DeferredLimits | None = None) -> None:
         self.board = board
         self.routes = routes
         self.model = model
@@ -39,6 +43,7 @@ class AttemptPlan:
         self.tried: set[tuple[int, str]] | None = None
         self.last_error: GatewayError | None = None
         self.skipped: list[tuple[str, str]] | None = None  # (channel, why), for the 503
+        self.limits = limits  # the request's limits, taken with the first channel's claim (policies.rate_limit)
 
     def next(self) -> Lease | None:
         """The next attempt's lease, or ``None`` when no attempt is left."""
@@ -63,9 +68,10 @@ class AttemptPlan:
         while True:
             lease = self.next()
             shared = self.board.shared
-            if lease is None or shared is None or not (lease.route.concurrency or lease.channel_probe or lease.key_probe):
+            limits = self.limits if self.limits is not None and not self.limits.taken else None
+            if lease is None or shared is None or not (limits or lease.route.concurrency or lease.channel_probe or lease.key_probe):
                 return lease
-            why = await shared.claim(lease)
+            why = await shared.claim(lease, limits)
             if why is None:
                 return lease
             self.attempts -= 1

@@ -33,6 +33,7 @@ from .health import Lease
 from .model import ChatResponse, CoreRequest
 from .money import format_usd
 from .outcome import CLIENT_GONE, CUT_BY_SHUTDOWN, DONE, Outcome, answered, end_reason_of
+from .policies.rate_limit import deferred_limits
 from .request_store import StoreUnavailable
 from .secrets import redact
 from .services import Services
@@ -82,6 +83,7 @@ class ProtocolEndpoint:
                 ctx.body_size = len(body)
                 with reading_client_input(ctx.request_id, "parse"):
                     call = self.protocol.parse(self.route, body, headers, query, path_params)
+                del body  # parsed: not held for the rest of the request (a large body's memory)
             ctx.call = call
             await services.pipeline.admit(ctx, services)
             if call.endpoint == endpoints.MODELS:
@@ -144,7 +146,7 @@ class ProtocolEndpoint:
             return
         config = services.config
         health = services.health
-        plan = AttemptPlan(health, routes, call.model, config.max_attempts, ctx.started + config.attempt_deadline)
+        plan = AttemptPlan(health, routes, call.model, config.max_attempts, ctx.started + config.attempt_deadline, deferred_limits(ctx))
         early = EarlyHead() if call.stream and config.keepalive_interval > 0 else None
         # an upload's body is read by the channel as it sends it: the upload notices a disconnect itself
         watch = DisconnectWatch(receive, enabled=getattr(call, "upload", None) is None)

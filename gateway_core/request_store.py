@@ -59,6 +59,11 @@ class StoreUnavailable(GatewayError):
         super().__init__(message, code="store_unavailable", retry_after=retry_after)
 
 
+class StoreLocked(StoreUnavailable):
+    """Another process held the database's write lock past the busy timeout
+    (SQLite): nothing was written, so the write may be sent again as it is."""
+
+
 @attrs.frozen
 class PriceSnapshot:
     """Every model's price and every group's ratio, read together."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+from collections import Counter
 from typing import Any
 
 import orjson
@@ -112,6 +113,7 @@ class Client:
         self.host, self.port = url.removeprefix("http://").rsplit(":", 1)
         self.key = key
         self.conn: http.client.HTTPConnection | None = None
+        self.statuses: Counter[int] = Counter()  # of every answer, for the fuzz run's report
 
     def post(self, protocol: str, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
         headers = {"content-type": "application/json"}
@@ -127,6 +129,7 @@ class Client:
             try:
                 self.conn.request("POST", path, body=body, headers=headers)
                 response = self.conn.getresponse()
+                self.statuses[response.status] += 1
                 return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
             except (http.client.HTTPException, ConnectionError):
                 self.conn.close()
@@ -236,6 +239,16 @@ BASES: dict[str, tuple[str, Any]] = {  # (path, a valid body) per protocol and e
         "generationConfig": {"maxOutputTokens": 20, "temperature": 0.5, "stopSequences": ["x"]},
     }),
     "gemini.count_tokens": ("/v1beta/models/M:countTokens", {"contents": [{"parts": [{"text": "hi"}]}]}),
+    "gemini.stream": ("/v1beta/models/M:streamGenerateContent?alt=sse", {
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]}], "generationConfig": {"maxOutputTokens": 20},
+    }),
+    "openai.chat_stream": ("/v1/chat/completions", {
+        "model": "M", "stream": True, "stream_options": {"include_usage": True}, "max_tokens": 20,
+        "messages": [{"role": "user", "content": "hi"}],
+    }),
+    "anthropic.messages_stream": ("/v1/messages", {"model": "M", "max_tokens": 20, "stream": True, "messages": [{"role": "user", "content": "hi"}]}),
+    "openai.images": ("/v1/images/generations", {"model": "M", "prompt": "a lighthouse", "n": 1, "size": "256x256", "response_format": "b64_json"}),
+    "openai.speech": ("/v1/audio/speech", {"model": "M", "input": "hello", "voice": "alloy", "response_format": "mp3"}),
 }
 
 
@@ -269,6 +282,7 @@ async def test_any_json_value_in_any_field_is_answered_2xx_or_4xx_in_shape(gatew
         send(gateway, name, model, body)
 
     await asyncio.to_thread(check)
+    report(name, "one field", gateway)
 
 
 @pytest.mark.parametrize("name", BASES)
@@ -278,6 +292,13 @@ async def test_any_json_body_is_answered_2xx_or_4xx_in_shape(gateway, name):
         send(gateway, name, model, body)
 
     await asyncio.to_thread(check)
+    report(name, "any body", gateway)
+
+
+def report(name: str, kind: str, gateway: Client) -> None:
+    """One line per property test (``pytest -s``): how many requests, by status."""
+    statuses = " ".join(f"{status}:{count}" for status, count in sorted(gateway.statuses.items()))
+    print(f"\nfuzz {name} ({kind}): {sum(gateway.statuses.values())} requests, {statuses}")
 
 
 # --- the relay's net: whatever a protocol's parsing raises is the client's 400 ---------------

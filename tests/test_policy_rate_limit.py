@@ -6,6 +6,7 @@ import pytest
 
 from gateway_core.errors import RateLimitError
 from gateway_core.policies.rate_limit import RateLimit
+from gateway_core.health import HealthBoard
 from gateway_core.ratelimit import InProcessRateLimiter, RateLimits
 from gateway_core.records import NO_LIMITS
 from gateway_core.testing import make_context, make_key_record
@@ -25,6 +26,7 @@ class HeaderProtocol:
 class Services:
     def __init__(self):
         self.rate_limiter = InProcessRateLimiter()
+        self.health = HealthBoard()  # no shared health: limits are taken at admission
 
 
 @pytest.fixture

@@ -159,3 +159,68 @@ async def test_a_price_change_is_seen_at_once(start_gateway, seed, fake_upstream
         return b.services.prices.fresh() is None
 
     assert await until(dropped, 1.0) < 0.5
+
+
+async def test_a_keys_limits_and_its_channels_slot_are_one_count(start_gateway, seed, fake_upstream, redis_prefix):
+    """A key's limits are taken with its channel's slot (one script): a request the
+    full channel turns away costs the key nothing, one over the key's limits takes
+    no slot, and everything is given back when the requests end."""
+    upstream = await fake_upstream(FakeOpenAI())
+    channel = seed.channel("capped", type="openai", base_url=upstream.url, models=[MODEL], concurrency=1)
+    key_id, secret = seed.key(seed.user("alice"), limits={"rpm": 3, "concurrency": 5})
+    a, b = start_gateway(), start_gateway()
+    upstream.fail_next(Fault(first_byte_delay=1.0))
+    held = asyncio.ensure_future(ask(a, secret))  # holds the channel's one slot
+    await until(lambda: _true(upstream.requests_in_flight == 1))
+    assert await ask(b, secret) == 503  # the channel is full on every gateway: nothing taken from the key
+    assert await held == 200
+    async with sdk(b, secret) as client:
+        raw = await client.chat.completions.with_raw_response.create(model=MODEL, messages=CHAT)
+        assert raw.headers["x-ratelimit-remaining-requests"] == "1"  # 3 a minute, 2 taken: the 503 took none
+    assert await ask(a, secret) == 200
+    async with sdk(a, secret) as client:
+        with pytest.raises(openai.RateLimitError) as refused:
+            await client.chat.completions.create(model=MODEL, messages=CHAT)
+    assert 18 <= int(refused.value.response.headers["retry-after"]) <= 20  # 60 s / 3, less what refilled meanwhile
+    assert len(upstream.requests) == 3
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        leases = [f"{redis_prefix}:rs:channel:{channel}", f"{redis_prefix}:rs:key:{key_id}"]
+
+        async def all_given_back() -> bool:
+            return all([await client.zcard(name) == 0 for name in leases])
+
+        await until(all_given_back)  # the slot and the key's request in flight, given back together
+    finally:
+        await client.aclose()
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def test_requests_in_flight_are_counted_over_every_gateway(start_gateway, seed, fake_upstream):
+    """What the console shows per channel: the requests in flight in every worker
+    and replica, not only in the one answering the page."""
+    upstream = await fake_upstream(FakeOpenAI())
+    channel = seed.channel("slow", type="openai", base_url=upstream.url, models=[MODEL])
+    _, secret = seed.key(seed.user("alice"))
+    a, b = start_gateway(), start_gateway()
+    upstream.fail_next(*[Fault(first_byte_delay=3.0)] * 3)
+    held = [asyncio.ensure_future(ask(a, secret)) for _ in range(2)] + [asyncio.ensure_future(ask(b, secret))]
+    await until(lambda: _true(upstream.requests_in_flight == 3))
+    assert b.services.health.in_flight() == {channel: 1}  # its own
+    everywhere = b.services.health.shared
+
+    async def all_three() -> bool:
+        return await b.on_loop(everywhere.in_flight()) == {channel: 3}
+
+    await until(all_three, timeout=2.5)  # a and b report every second
+    assert await asyncio.gather(*held) == [200, 200, 200]
+
+    async def none() -> bool:
+        return await b.on_loop(everywhere.in_flight()) == {}
+
+    await until(none, timeout=2.5)

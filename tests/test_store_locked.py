@@ -53,3 +53,38 @@ async def test_a_write_lock_held_by_another_process_is_a_503_in_the_callers_shap
     answer = await chat.chat.completions.create(model="priced", messages=messages)
     assert answer.choices[0].message.content
     assert "store.locked" in capsys.readouterr().out
+
+
+async def test_a_lock_taken_while_a_request_runs_delays_its_settlement_and_loses_nothing(gateway, relaygate_config, upstream, seed, capsys):
+    """The request was admitted (its hold written) before the lock: its settlement,
+    refused past the busy timeout with nothing written, is sent again until the lock
+    is gone — the client gets its answer and the charge and usage row are kept."""
+    from gateway_core.testing import Fault
+
+    server, key = gateway
+    chat = openai.AsyncOpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0)
+    messages = [{"role": "user", "content": "hi"}]
+    await chat.chat.completions.create(model="priced", messages=messages)  # warm: keys and prices cached
+    before = seed.rows("SELECT COUNT(*) AS n FROM usage_logs")[0]["n"]
+    upstream.fail_next(Fault(first_byte_delay=0.5))
+    pending = asyncio.ensure_future(chat.chat.completions.create(model="priced", messages=messages))
+    deadline = asyncio.get_running_loop().time() + 10
+    while upstream.requests_in_flight == 0:  # admitted: its hold is written
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.01)
+    holder = sqlite3.connect(relaygate_config.db_path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # held past the busy timeout (0.3 s) twice over
+    try:
+        await asyncio.sleep(1.5)
+        assert not pending.done()  # the settlement waits for the lock
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    answer = await asyncio.wait_for(pending, 15)
+    assert answer.choices[0].message.content
+    rows = seed.rows("SELECT status, cost_micros FROM usage_logs ORDER BY id")
+    assert len(rows) == before + 1 and rows[-1]["status"] == 200 and rows[-1]["cost_micros"] > 0
+    assert seed.rows("SELECT COUNT(*) AS n FROM holds")[0]["n"] == 0  # settled, not left to the sweeper
+    charged = sum(row["cost_micros"] for row in rows)
+    assert seed.rows("SELECT balance_micros FROM users WHERE name = 'alice'") == [{"balance_micros": 10_000_000 - charged}]
+    assert "store.locked_retry" in capsys.readouterr().out

@@ -33,15 +33,24 @@ sys.exit(status)
 """
 
 
-def supervise(worker: str, *, workers: int, grace: float, stop_after: float | None = None) -> tuple[int, list[dict]]:
+def supervise(worker: str, *, workers: int, grace: float, stop_when_up: bool = False) -> tuple[int, list[dict]]:
+    """Run the driver; with ``stop_when_up``, send it SIGTERM once every worker has
+    said it is up (its signal handlers are set before any worker starts)."""
     process = subprocess.Popen(
         [sys.executable, "-c", DRIVER, worker, str(workers), str(grace)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT
     )
-    if stop_after is not None:
-        time.sleep(stop_after)
+    head: list[bytes] = []
+    if stop_when_up:
+        assert process.stdout is not None
+        deadline = time.monotonic() + 30
+        while sum(b'"event": "up"' in line for line in head) < workers:
+            assert time.monotonic() < deadline, head
+            line = process.stdout.readline()
+            assert line, head  # the driver ended before its workers were up
+            head.append(line)
         process.send_signal(signal.SIGTERM)
     out, _ = process.communicate(timeout=30)
-    return process.returncode, [json.loads(line) for line in out.decode().splitlines() if line.strip()]
+    return process.returncode, [json.loads(line) for line in (b"".join(head) + out).decode().splitlines() if line.strip()]
 
 
 def test_workers_that_keep_crashing_stop_the_server_with_status_3():
@@ -58,7 +67,7 @@ def test_workers_that_keep_crashing_stop_the_server_with_status_3():
 
 def test_a_worker_that_overruns_its_shutdown_is_killed_with_status_4():
     stubborn = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('{\"event\": \"up\"}', flush=True); time.sleep(60)"
-    status, lines = supervise(stubborn, workers=1, grace=0.2, stop_after=1.5)
+    status, lines = supervise(stubborn, workers=1, grace=0.2, stop_when_up=True)
     assert status == EXIT_KILLED
     assert {"event": "up"} in lines  # a worker's JSON line passes as it is
     assert any(r["event"] == "worker overran its shutdown: killed" for r in lines)
@@ -67,7 +76,7 @@ def test_a_worker_that_overruns_its_shutdown_is_killed_with_status_4():
 
 def test_workers_that_stop_on_sigterm_end_with_status_0():
     polite = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); print('{\"event\": \"up\"}', flush=True); time.sleep(60)"
-    status, lines = supervise(polite, workers=2, grace=5, stop_after=1.5)
+    status, lines = supervise(polite, workers=2, grace=5, stop_when_up=True)
     assert status == EXIT_OK
     stopped = [r for r in lines if r["event"] == "worker stopped"]
     assert sorted(r["slot"] for r in stopped) == [1, 2] and {r["status"] for r in stopped} == {0}

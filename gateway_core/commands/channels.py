@@ -67,7 +67,7 @@ def _channel_options(parser: argparse.ArgumentParser, *, adding: bool) -> None:
                         help="a setting of the channel's type (repeat; 'relaygate channel types' lists them)")  # fmt: skip
     if not adding:
         parser.add_argument("--unset-setting", action="append", default=[], metavar="NAME", help="remove a setting: back to its default (repeat)")
-    parser.add_argument("--concurrency", type=_count, metavar="N", help="requests in flight at once, per worker (0: no cap)")
+    parser.add_argument("--concurrency", type=_count, metavar="N", help="requests in flight at once, per worker (across every worker and replica with Redis; 0: no cap)")
     for name, what in (("connect", "connecting"), ("first-byte", "the response head"), ("idle", "silence between chunks")):
         parser.add_argument(f"--timeout-{name}", type=_timeout, metavar="S", help=f"seconds for {what} ('{DEFAULT}': the gateway's)")
 

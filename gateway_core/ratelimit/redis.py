@@ -42,133 +42,16 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from ..errors import GatewayError
 from .faults import RATE_LIMITS, RedisFaults
-from .resp import RespClient, Script
-from .rules import CONCURRENCY_RETRY_AFTER, WINDOW, Level, exceeded, refusal, report
+from .resp import Arg, Encoded, RespClient, Script
+from .redis_scripts import ACQUIRE, REFRESH, RELEASE
+from .rules import CONCURRENCY_RETRY_AFTER, Level, exceeded, refusal, report
 from .state import Permit, RateLimitState, Subject
 
 log = structlog.get_logger("relaygate.ratelimit")
 
 LEASE_SECONDS = 600.0
+MAX_ENCODINGS = 10_000  # subjects whose encoded keys and limits are kept (then forgotten all at once)
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
-
-# Shared by both scripts: the subject's buckets refilled to ``now`` (a missing
-# field is full), and their writing back with an expiry at the time they are
-# full again (plus a second).
-_BUCKETS = f"""
-local WINDOW = {WINDOW!r}
-local EPSILON = 1e-9
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
-
-local function refill(key, rpm, tpm)
-  local r, t = rpm, tpm
-  if rpm > 0 or tpm > 0 then
-    local h = redis.call('HMGET', key, 'r', 't', 'at')
-    local elapsed = math.max(0, now - (tonumber(h[3]) or now))
-    if rpm > 0 and h[1] then r = math.min(rpm, tonumber(h[1]) + elapsed * rpm / WINDOW) end
-    if tpm > 0 and h[2] then t = math.min(tpm, tonumber(h[2]) + elapsed * tpm / WINDOW) end
-  end
-  return r, t
-end
-
--- one dimension's level into ``fields`` (or its field dropped when not limited);
--- returns the seconds until it is full again
-local function put(key, fields, name, limit, level)
-  if limit > 0 then
-    table.insert(fields, name); table.insert(fields, string.format('%.17g', level))
-    return (limit - level) * WINDOW / limit
-  end
-  redis.call('HDEL', key, name)
-  return 0
-end
-
-local function store(key, rpm, tpm, r, t)
-  local fields = {{'at', string.format('%.17g', now)}}
-  local wait = math.max(put(key, fields, 'r', rpm, r), put(key, fields, 't', tpm, t))
-  redis.call('HSET', key, unpack(fields))
-  redis.call('PEXPIRE', key, math.ceil(wait * 1000) + 1000)
-end
-"""
-
-# KEYS: bucket and lease keys, two per subject. ARGV: tokens, lease id, lease
-# seconds, then rpm, tpm, slots per subject. Returns admitted (1/0), now, then
-# requests left, tokens left, requests in flight per subject (after the take
-# when admitted).
-_ACQUIRE = (
-    _BUCKETS
-    + """
-local tokens = tonumber(ARGV[1])
-local lease, ttl = ARGV[2], tonumber(ARGV[3])
-local n = #KEYS / 2
-local seen = {}
-local admitted = 1
-for i = 1, n do
-  local rpm, tpm, slots = tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2]), tonumber(ARGV[3 * i + 3])
-  local r, t = refill(KEYS[2 * i - 1], rpm, tpm)
-  local busy = 0
-  if slots > 0 then
-    redis.call('ZREMRANGEBYSCORE', KEYS[2 * i], '-inf', now)
-    busy = redis.call('ZCARD', KEYS[2 * i])
-  end
-  if (rpm > 0 and r < 1 - EPSILON) or (tpm > 0 and t < math.min(tokens, tpm) - EPSILON)
-      or (slots > 0 and busy >= slots) then
-    admitted = 0
-  end
-  seen[i] = {rpm, tpm, slots, r, t, busy}
-end
-local out = {admitted, string.format('%.17g', now)}
-for i = 1, n do
-  local rpm, tpm, slots, r, t, busy = unpack(seen[i])
-  if admitted == 1 then
-    if rpm > 0 then r = r - 1 end
-    if tpm > 0 then t = t - tokens end
-    if rpm > 0 or tpm > 0 then store(KEYS[2 * i - 1], rpm, tpm, r, t) end
-    if slots > 0 then
-      redis.call('ZADD', KEYS[2 * i], now + ttl, lease)
-      redis.call('PEXPIRE', KEYS[2 * i], math.ceil(ttl * 1000) + 1000)
-      busy = busy + 1
-    end
-  end
-  table.insert(out, string.format('%.17g', r))
-  table.insert(out, string.format('%.17g', t))
-  table.insert(out, busy)
-end
-return out
-"""
-)
-
-# KEYS as for acquire. ARGV: lease id, tokens to give back (negative: to take),
-# then rpm, tpm, slots per subject.
-_RELEASE = (
-    _BUCKETS
-    + """
-local lease, refund = ARGV[1], tonumber(ARGV[2])
-for i = 1, #KEYS / 2 do
-  local rpm, tpm, slots = tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
-  if slots > 0 then redis.call('ZREM', KEYS[2 * i], lease) end
-  if refund ~= 0 and tpm > 0 then
-    local r, t = refill(KEYS[2 * i - 1], rpm, tpm)
-    store(KEYS[2 * i - 1], rpm, tpm, r, math.min(tpm, t + refund))
-  end
-end
-return 1
-"""
-)
-
-# KEYS: sets of leases; ARGV: lease seconds, then the lease to extend in each set.
-_REFRESH = """
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
-local ttl = tonumber(ARGV[1])
-for i = 1, #KEYS do
-  if redis.call('ZSCORE', KEYS[i], ARGV[i + 1]) then
-    redis.call('ZADD', KEYS[i], 'XX', now + ttl, ARGV[i + 1])
-    redis.call('PEXPIRE', KEYS[i], math.ceil(ttl * 1000) + 1000)
-  end
-end
-return 1
-"""
-
 
 class RateLimitStoreUnavailable(GatewayError):
     """Redis could not be reached to count a request's limits (fail closed)."""
@@ -209,11 +92,18 @@ class RedisRateLimiter:
         self.faults = faults if faults is not None else RedisFaults()
         self.kind = kind
         self.lease_seconds = lease_seconds
-        self._acquire = Script(_ACQUIRE)
-        self._release = Script(_RELEASE)
-        self._refresh = Script(_REFRESH)
+        self._acquire = Script(ACQUIRE)
+        self._release = Script(RELEASE)
+        self._refresh = Script(REFRESH)
         self._held: dict[str, RedisPermit] = {}  # the leases this process holds, by id
+        self._encodings: dict[Subject, tuple[Encoded, Encoded]] = {}
+        self._origin = uuid.uuid4().hex[:16] + ":"
+        self._leases = 0
         self._refresher: asyncio.Task[None] | None = None
+
+    @property
+    def client(self) -> RespClient:
+        return self._client
 
     def keys(self, subject: Subject) -> tuple[str, str]:
         """The subject's bucket hash and its set of leases."""
@@ -235,7 +125,7 @@ class RedisRateLimiter:
     async def acquire(self, subjects: Sequence[Subject], tokens: int) -> Permit:
         tokens = max(0, int(tokens))
         keys, args = self._arguments(subjects)
-        lease = uuid.uuid4().hex
+        lease = self._lease()
         try:
             answer = await self._client.run(self._acquire, keys, [tokens, lease, float(self.lease_seconds), *args])
         except UNREACHABLE as error:
@@ -251,11 +141,70 @@ class RedisRateLimiter:
                 worst = (CONCURRENCY_RETRY_AFTER, subjects[0], "requests", subjects[0].limits.requests_per_minute)
             raise exceeded(levels, worst, now)
         permit = RedisPermit(subjects=tuple(subjects), tokens=tokens, state=report(levels, now, None), lease=lease)
-        if any(subject.limits.concurrency for subject in subjects):
-            self._held[lease] = permit
+        self._hold(permit)
+        return permit
+
+    async def acquire_with_slot(self, subjects: Sequence[Subject], tokens: int, slot: Subject, slots: RedisRateLimiter) -> tuple[Permit, Permit]:
+        """:meth:`acquire` of ``subjects`` (a request's own limits) and of a
+        channel's concurrency slot (``slot``, counted by ``slots``) in ONE
+        script, all or nothing: the request's permit and the slot's. Raises
+        :class:`LimitExceeded` naming a subject of ``subjects`` when the
+        request is over its limits, naming ``slot`` when only the channel is
+        full. Both permits carry one lease id, so :meth:`release_with_slot` can
+        give both back in one script too."""
+        tokens = max(0, int(tokens))
+        everyone = (*subjects, slot)
+        keys, args = self._arguments(subjects)
+        slot_keys, slot_args = slots._arguments((slot,))
+        lease = self._lease()
+        try:
+            answer = await self._client.run(self._acquire, keys + slot_keys, [tokens, lease, float(self.lease_seconds), *args, *slot_args])
+        except UNREACHABLE as error:
+            permit = self._unreachable(subjects, tokens, error)  # raises when the limits fail closed
+            return permit, slots._unreachable((slot,), 0, error)
+        admitted, now, counts = int(answer[0]), float(answer[1]), answer[2:]
+        levels = [
+            Level(subject, float(counts[3 * i]), float(counts[3 * i + 1]), int(counts[3 * i + 2]))
+            for i, subject in enumerate(everyone)
+        ]
+        own, channel = levels[:-1], levels[-1:]
+        if not admitted:
+            worst = refusal(own, tokens)
+            if worst is not None:
+                raise exceeded(own, worst, now)
+            worst = refusal(channel, 0) or (CONCURRENCY_RETRY_AFTER, slot, "concurrency", slot.limits.concurrency)
+            raise exceeded(channel, worst, now)
+        permit = RedisPermit(subjects=tuple(subjects), tokens=tokens, state=report(own, now, None), lease=lease)
+        taken = RedisPermit(subjects=(slot,), tokens=0, state=RateLimitState(checked_at=now), lease=lease)  # no headers
+        self._hold(permit)
+        slots._hold(taken)
+        return permit, taken
+
+    def _hold(self, permit: RedisPermit) -> None:
+        """Keep ``permit``'s lease extended while it is held (when it counts a concurrency)."""
+        if any(subject.limits.concurrency for subject in permit.subjects):
+            self._held[permit.lease] = permit
             if self._refresher is None or self._refresher.done():
                 self._refresher = asyncio.create_task(self._refresh_leases(), name="relaygate-lease-refresh")
-        return permit
+
+    def release_with_slot(self, permit: Permit, tokens_used: int, slot: Permit, slots: RedisRateLimiter) -> bool:
+        """Give back a request's permit and the channel slot taken with it
+        (:meth:`acquire_with_slot`) in one script, not waited for. ``False``
+        when that cannot be done (the slot already given back, another lease,
+        not connected): then nothing was sent and nothing marked released."""
+        if permit.released or slot.released or not isinstance(permit, RedisPermit) or not isinstance(slot, RedisPermit):
+            return False
+        if not permit.lease or permit.lease != slot.lease:
+            return False
+        keys, args = self._arguments(permit.subjects)
+        slot_keys, slot_args = slots._arguments(slot.subjects)
+        refund = permit.tokens - max(0, int(tokens_used))
+        if not self._client.run_nowait(self._release, keys + slot_keys, [permit.lease, refund, *args, *slot_args]):
+            return False
+        permit.released = slot.released = True
+        self._held.pop(permit.lease, None)
+        slots._held.pop(slot.lease, None)
+        return True
 
     async def release(self, permit: Permit, tokens_used: int) -> None:
         """Given back without waiting for Redis when connected (this process's
@@ -276,7 +225,7 @@ class RedisRateLimiter:
         if sent is not None and not self._client.run_nowait(self._release, *sent):
             log.warning("rate-limit store unavailable at release: the lease expires on its own")
 
-    def _release_command(self, permit: Permit, tokens_used: int) -> tuple[list[str], list[Any]] | None:
+    def _release_command(self, permit: Permit, tokens_used: int) -> tuple[list[str | Encoded], list[Arg]] | None:
         """The release script's keys and arguments (``None``: nothing to give back)."""
         if permit.released:
             return None
@@ -310,14 +259,29 @@ class RedisRateLimiter:
             except UNREACHABLE as error:
                 log.warning("rate-limit store unavailable: leases not extended", error=str(error))
 
-    def _arguments(self, subjects: Sequence[Subject]) -> tuple[list[str], list[int]]:
-        keys: list[str] = []
-        args: list[int] = []
+    def _arguments(self, subjects: Sequence[Subject]) -> tuple[list[str | Encoded], list[Arg]]:
+        """The scripts' keys and limits for ``subjects`` (each subject's encoded once)."""
+        keys: list[str | Encoded] = []
+        args: list[Arg] = []
+        encodings = self._encodings
         for subject in subjects:
-            keys.extend(self.keys(subject))
-            limits = subject.limits
-            args.extend((limits.requests_per_minute, limits.tokens_per_minute, limits.concurrency))
+            encoded = encodings.get(subject)
+            if encoded is None:
+                if len(encodings) >= MAX_ENCODINGS:
+                    encodings.clear()
+                limits = subject.limits
+                encoded = encodings[subject] = (
+                    Encoded(self.keys(subject)),
+                    Encoded((limits.requests_per_minute, limits.tokens_per_minute, limits.concurrency)),
+                )
+            keys.append(encoded[0])
+            args.append(encoded[1])
         return keys, args
+
+    def _lease(self) -> str:
+        """A new lease id, unique across processes (this limiter's random prefix and a count)."""
+        self._leases += 1
+        return f"{self._origin}{self._leases:x}"
 
     def _unreachable(self, subjects: Sequence[Subject], tokens: int, error: Exception) -> Permit:
         if not self.faults.record(self.kind, error, opened=self.fail_open):

@@ -33,7 +33,18 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-Arg = str | bytes | int | float
+class Encoded:
+    """Arguments already in RESP (``count`` bulk strings in ``data``): what a
+    caller sends with every call (a subject's keys and limits) is encoded once."""
+
+    __slots__ = ("count", "data")
+
+    def __init__(self, args: Sequence[str | bytes | int | float]) -> None:
+        self.count = len(args)
+        self.data = b"".join(_bulk(arg) for arg in args)
+
+
+Arg = str | bytes | int | float | Encoded
 
 
 class Script:
@@ -42,21 +53,36 @@ class Script:
     def __init__(self, source: str) -> None:
         self.source = source.encode("utf-8")
         self.sha = hashlib.sha1(self.source).hexdigest()
+        self.by_sha = Encoded(("EVALSHA", self.sha))
 
 
 def encode(args: Sequence[Arg]) -> bytes:
     """A command in RESP: an array of bulk strings."""
-    parts = [b"*%d\r\n" % len(args)]
+    parts: list[bytes] = []
     append = parts.append
+    count = 0
     for arg in args:
-        data = arg.encode() if type(arg) is str else arg if type(arg) is bytes else _bytes(arg)
-        append(b"$%d\r\n" % len(data))
-        append(data)
-        append(b"\r\n")
-    return b"".join(parts)
+        if type(arg) is Encoded:
+            append(arg.data)
+            count += arg.count
+        else:
+            append(_bulk(arg))  # type: ignore[arg-type]
+            count += 1
+    return b"*%d\r\n%b" % (count, b"".join(parts))
 
 
-def _bytes(arg: Arg) -> bytes:
+def _bulk(arg: str | bytes | int | float) -> bytes:
+    kind = type(arg)
+    if kind is int:
+        data = b"%d" % arg  # type: ignore[str-format]
+    elif kind is str:
+        data = arg.encode()  # type: ignore[union-attr]
+    else:
+        data = _bytes(arg)
+    return b"$%d\r\n%b\r\n" % (len(data), data)
+
+
+def _bytes(arg: str | bytes | int | float) -> bytes:
     if isinstance(arg, bytes):
         return arg
     if isinstance(arg, str):
@@ -64,6 +90,10 @@ def _bytes(arg: Arg) -> bytes:
     if isinstance(arg, float):
         return repr(arg).encode()
     return str(arg).encode()
+
+
+def key_count(keys: Sequence[str | Encoded]) -> int:
+    return sum(key.count if isinstance(key, Encoded) else 1 for key in keys)
 
 
 class _Incomplete(Exception):
@@ -77,7 +107,7 @@ def parse(buffer: bytes | bytearray, pos: int) -> tuple[Any, int]:
     end = buffer.find(b"\r\n", pos)
     if end < 0:
         raise _Incomplete
-    kind, line, pos = buffer[pos], bytes(buffer[pos + 1 : end]), end + 2
+    kind, line, pos = buffer[pos], buffer[pos + 1 : end], end + 2
     if kind == 36:  # $ bulk string
         size = int(line)
         if size < 0:
@@ -97,9 +127,9 @@ def parse(buffer: bytes | bytearray, pos: int) -> tuple[Any, int]:
     if kind == 58:  # : integer
         return int(line), pos
     if kind == 43:  # + simple string
-        return line, pos
+        return bytes(line), pos
     if kind == 45:  # - error
-        message = line.decode("utf-8", "replace")
+        message = bytes(line).decode("utf-8", "replace")
         return (NoScriptError if message.startswith("NOSCRIPT") else ResponseError)(message), pos
     raise RedisConnectionError(f"unexpected reply from Redis: {bytes(buffer[pos:pos + 40])!r}")
 
@@ -190,30 +220,30 @@ class RespClient:
         self._connection: _Connection | None = None
         self._connecting: asyncio.Future[_Connection] | None = None
 
-    async def run(self, script: Script, keys: Sequence[str], args: Sequence[Arg]) -> Any:
+    async def run(self, script: Script, keys: Sequence[str | Encoded], args: Sequence[Arg]) -> Any:
         """The script's reply (``EVALSHA``, then ``EVAL`` when Redis does not know it)."""
         try:
-            return await self.call("EVALSHA", script.sha, len(keys), *keys, *args)
+            return await self.call(script.by_sha, key_count(keys), *keys, *args)
         except NoScriptError:
-            return await self.call("EVAL", script.source, len(keys), *keys, *args)
+            return await self.call("EVAL", script.source, key_count(keys), *keys, *args)
 
-    def run_nowait(self, script: Script, keys: Sequence[str], args: Sequence[Arg]) -> bool:
+    def run_nowait(self, script: Script, keys: Sequence[str | Encoded], args: Sequence[Arg]) -> bool:
         """Send the script without waiting for its reply (a release: nothing
         depends on it but later commands on this connection, which Redis runs
         after it). ``False`` when not connected: nothing was sent."""
         connection = self._connection
         if connection is None or connection.closed:
             return False
-        connection.call(("EVALSHA", script.sha, len(keys), *keys, *args)).add_done_callback(
+        connection.call((script.by_sha, key_count(keys), *keys, *args)).add_done_callback(
             lambda done: self._sent(done, script, keys, args)
         )
         return True
 
-    def _sent(self, done: asyncio.Future[Any], script: Script, keys: Sequence[str], args: Sequence[Arg]) -> None:
+    def _sent(self, done: asyncio.Future[Any], script: Script, keys: Sequence[str | Encoded], args: Sequence[Arg]) -> None:
         error = None if done.cancelled() else done.exception()  # retrieved: no caller awaits it
         connection = self._connection
         if isinstance(error, NoScriptError) and connection is not None and not connection.closed:
-            connection.call(("EVAL", script.source, len(keys), *keys, *args)).add_done_callback(_retrieve)
+            connection.call(("EVAL", script.source, key_count(keys), *keys, *args)).add_done_callback(_retrieve)
 
     async def call(self, *args: Arg) -> Any:
         connection = self._connection
@@ -241,7 +271,7 @@ class RespClient:
             if parts.scheme == "unix":
                 opening = loop.create_unix_connection(lambda: _Connection(self.timeout), parts.path)
             else:
-                context = ssl.create_default_context() if parts.scheme == "rediss" else None
+                context = tls_context(query) if parts.scheme == "rediss" else None
                 opening = loop.create_connection(lambda: _Connection(self.timeout), parts.hostname or "127.0.0.1", parts.port or 6379, ssl=context)
             _, connection = await asyncio.wait_for(opening, self.timeout)
         except (OSError, asyncio.TimeoutError) as error:
@@ -260,6 +290,33 @@ class RespClient:
         if connection is not None and connection.transport is not None:
             connection.closed = True
             connection.transport.close()
+
+
+def tls_context(query: dict[str, list[str]]) -> ssl.SSLContext:
+    """The TLS settings of a ``rediss://`` URL, in redis-py's query names (so the
+    pub/sub connection, on redis-py, reads the same URL alike): ``ssl_ca_certs``
+    (a CA file; default: the system's), ``ssl_cert_reqs`` (``required``, the
+    default, ``optional`` or ``none``), ``ssl_check_hostname`` (``true``/``false``),
+    ``ssl_certfile`` and ``ssl_keyfile`` (a client certificate)."""
+
+    def first(name: str) -> str | None:
+        values = query.get(name)
+        return values[0] if values else None
+
+    context = ssl.create_default_context(cafile=first("ssl_ca_certs"))
+    check = first("ssl_check_hostname")
+    if check is not None and check.lower() in ("0", "false", "no", "off"):
+        context.check_hostname = False
+    requirement = (first("ssl_cert_reqs") or "required").lower()
+    if requirement == "none":
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif requirement == "optional":
+        context.verify_mode = ssl.CERT_OPTIONAL
+    certfile = first("ssl_certfile")
+    if certfile:
+        context.load_cert_chain(certfile, first("ssl_keyfile"))
+    return context
 
 
 def _retrieve(done: asyncio.Future[Any]) -> None:

@@ -38,10 +38,12 @@ from . import events
 
 if TYPE_CHECKING:
     from ..health import Breaker, HealthBoard, Lease
+    from ..policies.rate_limit import DeferredLimits
 
 log = structlog.get_logger("relaygate.shared")
 
 PROBE_RECHECK = 1.0  # seconds a replica that lost the probe claim waits before looking again
+REPORT_EVERY = 1.0  # seconds between two reports of this process's requests in flight per channel
 STATE_MARGIN = 60.0  # seconds a breaker's stored state outlives its cool-down
 
 # KEYS: state, probe claim. ARGV: events channel, the message, cool-down, failures, error.
@@ -115,6 +117,7 @@ class SharedHealth:
         self._unclaim = client.register_script(_UNCLAIM)
         self._snapshot = client.register_script(_SNAPSHOT)
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._reporter: asyncio.Future[None] | None = None
         self.probes_claimed = 0
         self.probes_lost = 0
 
@@ -124,11 +127,20 @@ class SharedHealth:
 
     # --- taking a channel -------------------------------------------------------
 
-    async def claim(self, lease: Lease) -> str | None:
+    def counts_with(self, limiter: object) -> bool:
+        """Whether ``limiter`` (the request limits') runs its scripts on the
+        connection of the channels' slots: then a request's limits can be taken
+        with its channel's slot (:meth:`claim`), in one script."""
+        return isinstance(limiter, RedisRateLimiter) and limiter.client is self.slots.client
+
+    async def claim(self, lease: Lease, limits: DeferredLimits | None = None) -> str | None:
         """Make ``lease`` hold across replicas: the probe claim when it is a
-        probe, a slot when the channel has a cap. ``None`` when it may go;
-        else why not (the lease is then released). Raises a 503 when the
-        channel's cap cannot be counted and ``channel_concurrency`` fails closed."""
+        probe, a slot when the channel has a cap, and the request's own
+        ``limits`` when they are still to take (with the slot, in one script).
+        ``None`` when it may go; else why not (the lease is then released).
+        Raises a 503 when the channel's cap cannot be counted and
+        ``channel_concurrency`` fails closed, a 429 when the request is over
+        its limits."""
         channel_id = lease.route.channel.id
         if lease.channel_probe and not await self._claim_probe(lease, CHANNEL_SLOT):
             lease.channel_probe = False
@@ -139,7 +151,17 @@ class SharedHealth:
             self._lost_probe(lease, lease.health.keys.get(lease.api_key))
             return "probing a key (on another replica)"
         cap = lease.route.concurrency
-        if cap:
+        if limits is not None:
+            subject = Subject("channel", channel_id, RateLimits(concurrency=cap)) if cap else None
+            try:
+                lease.permit = await limits.take(subject, self.slots)
+            except LimitExceeded:
+                lease.release()
+                return "at its concurrency cap"
+            except GatewayError:
+                lease.release()
+                raise
+        elif cap:
             subject = Subject("channel", channel_id, RateLimits(concurrency=cap))
             try:
                 lease.permit = await self.slots.acquire([subject], 0)
@@ -194,6 +216,57 @@ class SharedHealth:
             await self._unclaim(keys=[claim], args=[self.origin])
         except UNREACHABLE:
             pass  # the claim expires on its own
+
+    # --- requests in flight, for the console ---------------------------------------------
+
+    def report_in_flight(self) -> None:
+        """Keep this process's requests in flight per channel in
+        ``{prefix}:if:{origin}`` (a hash, rewritten every :data:`REPORT_EVERY`
+        seconds while not empty, expiring after three), so that any worker or
+        replica can tell the whole deployment's (:meth:`in_flight`)."""
+        if self._reporter is None or self._reporter.done():
+            self._reporter = asyncio.ensure_future(self._report_in_flight())
+
+    async def _report_in_flight(self) -> None:
+        key = f"{self._prefix}:if:{self.origin}"
+        last: dict[int, int] = {}
+        while True:
+            counts = self.board.in_flight()
+            try:
+                if counts:
+                    async with self._client.pipeline(transaction=True) as pipe:
+                        pipe.delete(key)
+                        pipe.hset(key, mapping={str(c): n for c, n in counts.items()})
+                        pipe.pexpire(key, int(REPORT_EVERY * 3000))
+                        await pipe.execute()
+                elif last:
+                    await self._client.delete(key)
+                last = counts
+            except UNREACHABLE:
+                pass  # the figures expire; the console shows this process's own meanwhile
+            await asyncio.sleep(REPORT_EVERY)
+
+    async def in_flight(self) -> dict[int, int]:
+        """Requests in flight per channel in every worker and replica (reported
+        within the last second or so); this process's own when Redis cannot be reached."""
+        own = self.board.in_flight()
+        totals: dict[int, int] = {}
+        try:
+            names = [name async for name in self._client.scan_iter(match=f"{self._prefix}:if:*", count=500)]
+            mine = f"{self._prefix}:if:{self.origin}".encode()
+            async with self._client.pipeline(transaction=False) as pipe:
+                for name in names:
+                    if name != mine:
+                        pipe.hgetall(name)
+                reports = await pipe.execute()
+        except UNREACHABLE:
+            return own  # the page shows this process's own figures meanwhile
+        for report in reports:
+            for channel, count in report.items():
+                totals[int(channel)] = totals.get(int(channel), 0) + int(count)
+        for channel, count in own.items():  # this process's, as of now
+            totals[channel] = totals.get(channel, 0) + count
+        return {channel: count for channel, count in totals.items() if count > 0}
 
     # --- breakers changing here -------------------------------------------------------
 
@@ -296,5 +369,9 @@ class SharedHealth:
                 self._hold_open(breaker, max(0.0, float(answer[i + 1]) - now), int(answer[i + 2]), error)
 
     async def close(self) -> None:
+        if self._reporter is not None:
+            self._reporter.cancel()
+            await asyncio.gather(self._reporter, return_exceptions=True)
+            self._reporter = None
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)

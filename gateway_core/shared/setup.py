@@ -67,6 +67,7 @@ class SharedState:
             await self.health.resync()
 
         self.bus.listen(lambda event: events.apply(services, event, origin), connected)
+        self.health.report_in_flight()
 
     async def close(self) -> None:
         await self.bus.close()

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import structlog
 
 from ..records import ChannelRecord, KeyRecord, UsageRow
-from ..request_store import BreakerReport, HoldOwner, PriceSnapshot, StoreUnavailable
+from ..request_store import BreakerReport, HoldOwner, PriceSnapshot, StoreLocked, StoreUnavailable
 from ..types import Migration
 from . import budgets as budget_counts
 from . import channel_health, channels, hold_owners, keys, requests, wallet
@@ -163,7 +163,7 @@ class Store:
     def _unavailable(self, exc: sqlite3.OperationalError) -> StoreUnavailable:
         """A 503 for a lock another process held past the busy timeout (logged with its cause)."""
         log.warning("store.locked", db=self.path, busy_timeout_ms=self.busy_timeout_ms, error=str(exc))
-        return StoreUnavailable("The gateway's database is locked by another process; try again shortly.")
+        return StoreLocked("The gateway's database is locked by another process; try again shortly.")
 
     def write_nowait(self, fn: Callable[..., Any], *args: Any) -> None:
         """Queue ``fn(conn, *args)`` without waiting; its errors are logged."""

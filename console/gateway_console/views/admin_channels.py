@@ -25,7 +25,9 @@ TIMEOUTS = {"timeout_connect": "Connect timeout", "timeout_first_byte": "First-b
 
 async def _list_page(ctx: Ctx, probe: tuple[ChannelRecord, channels.ProbeResult] | None = None) -> Response:
     """Channels, their traffic over 24 h, and their breakers and keys."""
-    statuses = await channels.channel_statuses(ctx.admin, in_flight=ctx.services.health.in_flight())
+    shared = ctx.services.health.shared  # with Redis: every worker's and replica's requests
+    in_flight = await shared.in_flight() if shared is not None else ctx.services.health.in_flight()
+    statuses = await channels.channel_statuses(ctx.admin, in_flight=in_flight)
     traffic = await channels.channel_traffic(ctx.admin, time.time() - HEALTH_WINDOW)
     breakers = {status.channel.id: status.health for status in statuses}
     listed = [status.channel for status in statuses]
