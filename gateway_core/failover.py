@@ -9,6 +9,13 @@ of the key (429, key refused) it tries the same channel with another key. No
 channel key is tried twice, there are at most ``max_attempts`` attempts, and
 none starts after the deadline (``attempt_deadline`` seconds after the request
 arrived); each attempt's first-byte timeout is cut to what is left of it.
+
+When the routes run out, one last attempt may go to the channel whose breaker
+opened longest ago and is still cooling down (the *last resort*: a channel that
+failed once should not turn every request away for its whole cool-down); a
+cooling channel is taken so at most once per ``breaker_last_resort`` seconds. When
+every candidate is out because the upstream rate-limited its keys, the answer
+is a 429 with the shortest ``Retry-After`` left, not a 503.
 """
 
 from __future__ import annotations
@@ -16,17 +23,21 @@ from __future__ import annotations
 import time
 
 import attrs
+import structlog
 
 from .channel_type import Timeouts
-from .errors import GatewayError, UpstreamUnavailableError
-from .health import HealthBoard, Lease
+from .errors import GatewayError, RateLimitError, UpstreamUnavailableError
+from .health import OPEN, HealthBoard, Lease
 from .router import Route
 
 NO_CHANNEL = "no_channel_available"
+RATE_LIMITED = "upstream_rate_limited"
+
+log = structlog.get_logger("relaygate.failover")
 
 
 class AttemptPlan:
-    __slots__ = ("board", "routes", "model", "max_attempts", "deadline", "position", "attempts", "tried", "last_error", "skipped")
+    __slots__ = ("board", "routes", "model", "max_attempts", "deadline", "position", "attempts", "tried", "last_error", "skipped", "resorted")
 
     def __init__(self, board: HealthBoard, routes: list[Route], model: str, max_attempts: int, deadline: float) -> None:
         self.board = board
@@ -39,6 +50,7 @@ class AttemptPlan:
         self.tried: set[tuple[int, str]] | None = None
         self.last_error: GatewayError | None = None
         self.skipped: list[tuple[str, str]] | None = None  # (channel, why), for the 503
+        self.resorted = False  # the last resort was looked for
 
     def next(self) -> Lease | None:
         """The next attempt's lease, or ``None`` when no attempt is left."""
@@ -55,6 +67,36 @@ class AttemptPlan:
                 self.skipped = []
             self.skipped.append((route.channel.name, lease))  # type: ignore[arg-type]
             self.position += 1
+        if self.resorted:
+            return None
+        self.resorted = True
+        resort = self._last_resort()
+        if resort is not None:
+            self.attempts += 1
+        return resort
+
+    def _last_resort(self) -> Lease | None:
+        """A lease on the channel open in its breaker that failed longest ago, if
+        any: one whose breaker opened (or was last taken as a last resort) at least
+        ``board.last_resort`` seconds ago, so that a channel that is really down
+        gets one such request a second, not every request."""
+        board = self.board
+        spacing = board.last_resort
+        if spacing <= 0:
+            return None
+        now = board.clock()
+        cooling = []
+        for route in self.routes:
+            health = board.channels.get(route.channel.id)
+            if health is not None:
+                breaker = health.breaker
+                if breaker.state is OPEN and now - max(breaker.opened_at, breaker.resorted_at) >= spacing:
+                    cooling.append((breaker.opened_at, route))
+        for _, route in sorted(cooling, key=lambda pair: pair[0]):
+            lease = board.lease(route, self.tried, last_resort=True)
+            if type(lease) is Lease:
+                log.info("last resort", channel=route.channel.name, model=self.model)
+                return lease
         return None
 
     async def take(self) -> Lease | None:
@@ -98,6 +140,13 @@ class AttemptPlan:
     def final_error(self) -> GatewayError:
         """What to answer when no attempt is left: the last attempt's error, or a
         503 naming the model when no channel could be tried."""
+        limited = self._rate_limited()
+        if limited is not None:
+            return RateLimitError(
+                f"Every channel for the model '{self.model}' is rate limited by its upstream right now; "
+                f"retry in {max(1, round(limited))} s.",
+                code=RATE_LIMITED, retry_after=limited,
+            )
         error = self.last_error
         if error is not None:
             if self.attempts > 1 and "attempts)" not in error.message:
@@ -115,4 +164,23 @@ class AttemptPlan:
             health = self.board.channels.get(route.channel.id)
             if health is not None and health.breaker.until > now:
                 waits.append(health.breaker.until - now)
+        return min(waits) if waits else None
+
+    def _rate_limited(self) -> float | None:
+        """The shortest wait left when every candidate is out because the upstream
+        rate-limited each of its usable keys (a 429 with ``Retry-After``), else ``None``."""
+        board = self.board
+        now = board.clock()
+        waits: list[float] = []
+        for route in self.routes:
+            health = board.channels.get(route.channel.id)
+            if health is None or not health.keys or not health.breaker.ready(now):
+                return None
+            for _, api_key in route.keys:
+                if health.recently_disabled.get(api_key) is not None:
+                    continue
+                breaker = health.keys.get(api_key)
+                if breaker is None or breaker.state is not OPEN or breaker.until <= now:
+                    return None
+                waits.append(breaker.until - now)
         return min(waits) if waits else None

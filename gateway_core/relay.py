@@ -199,13 +199,13 @@ class ProtocolEndpoint:
                     ctx.attempts.append(_attempt(lease, started, None, 499))
                     await settle(ctx, answered(None, ctx.text_input_tokens(), 0, status=499, end_reason="client_gone"), services)
                     raise
-                health.succeeded(lease)
+                streaming = isinstance(reply, StreamReply)
+                health.succeeded(lease, streaming)
                 ctx.attempts.append(_attempt(lease, started, None))
-                if isinstance(reply, StreamReply):
+                if streaming:
                     contract = StreamContract(channel_type.name)  # every frame is checked against it
                     broken = await self._stream(ctx, call, reply, contract, passthrough, watch, send, early.writer if early else None)
-                    if broken is not None:
-                        health.stream_failed(lease, broken)
+                    health.stream_ended(lease, broken, ctx.row is not None and ctx.row.end_reason == "done")
                 else:
                     await self._complete(ctx, call, reply, passthrough, send)
                 return

@@ -79,7 +79,9 @@ class Services:
         router = Router(store, registry.channel_types, timeouts=config.timeouts, detailed_model_errors=config.detailed_model_errors)
         metrics = Metrics(known_model=router.known_model)
         metrics.watch_store(store, sql.dialect)
-        health = HealthBoard(failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, metrics=metrics)
+        health = HealthBoard(
+            failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, metrics=metrics, last_resort=config.breaker_last_resort
+        )
         faults = RedisFaults(config.redis_faults)
         shared = None
         if config.redis:
