@@ -21,13 +21,17 @@ is a 429 with the shortest ``Retry-After`` left, not a 503.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
 import structlog
 
+from .affinity import Affinity, Steering, session_digest, session_of
 from .channel_type import Timeouts
 from .errors import GatewayError, RateLimitError, UpstreamUnavailableError
 from .health import OPEN, HealthBoard, Lease
+from .records import key_fingerprint
 from .router import Route
 
 NO_CHANNEL = "no_channel_available"
@@ -37,7 +41,7 @@ log = structlog.get_logger("relaygate.failover")
 
 
 class AttemptPlan:
-    __slots__ = ("board", "routes", "model", "max_attempts", "deadline", "position", "attempts", "tried", "last_error", "skipped", "resorted")
+    __slots__ = ("board", "routes", "model", "max_attempts", "deadline", "position", "attempts", "tried", "last_error", "skipped", "resorted", "steering")
 
     def __init__(self, board: HealthBoard, routes: list[Route], model: str, max_attempts: int, deadline: float) -> None:
         self.board = board
@@ -51,15 +55,20 @@ class AttemptPlan:
         self.last_error: GatewayError | None = None
         self.skipped: list[tuple[str, str]] | None = None  # (channel, why), for the 503
         self.resorted = False  # the last resort was looked for
+        self.steering: Steering | None = None  # the request's session (gateway_core.affinity)
 
     def next(self) -> Lease | None:
         """The next attempt's lease, or ``None`` when no attempt is left."""
         if self.attempts >= self.max_attempts or (self.attempts and time.perf_counter() >= self.deadline):
             return None
         routes = self.routes
+        steering = self.steering
         while self.position < len(routes):
             route = routes[self.position]
-            lease = self.board.lease(route, self.tried)
+            if steering is not None and steering.secret is not None and steering.place is not None and steering.place[0] == route.channel.id:
+                lease = self.board.lease(route, self.tried, prefer=steering.secret)
+            else:
+                lease = self.board.lease(route, self.tried)
             if type(lease) is Lease:
                 self.attempts += 1
                 return lease
@@ -106,15 +115,39 @@ class AttemptPlan:
             lease = self.next()
             shared = self.board.shared
             if lease is None or shared is None or not (lease.route.concurrency or lease.channel_probe or lease.key_probe):
+                if lease is not None and self.steering is not None:
+                    self.steering.taken(lease)
                 return lease
             why = await shared.claim(lease)
             if why is None:
+                if self.steering is not None:
+                    self.steering.taken(lease)
                 return lease
             self.attempts -= 1
             if self.skipped is None:
                 self.skipped = []
             self.skipped.append((lease.route.channel.name, why))
             self.position += 1
+
+    async def follow(self, affinity: Affinity, key_id: int, body: Mapping[str, Any], headers: Any) -> None:
+        """Steer the request to where its session went last, if it names one
+        (that channel first, that key first within it)."""
+        session = session_of(body, headers, affinity.header)
+        if session is None:
+            return
+        digest = session_digest(key_id, session)
+        place = await affinity.recall(digest)
+        steering = self.steering = Steering(affinity, digest, place)
+        if place is None:
+            return
+        channel_id, fingerprint = place
+        for n, route in enumerate(self.routes):
+            if route.channel.id == channel_id:
+                steering.secret = next((key for _, key in route.keys if key_fingerprint(key) == fingerprint), None)
+                if n:
+                    self.routes = [route, *self.routes[:n], *self.routes[n + 1:]]
+                return
+        steering.place = None  # the channel no longer serves this model here
 
     def timeouts(self, lease: Lease) -> Timeouts:
         """The attempt's timeouts: the channel's, the first byte within the deadline."""
@@ -131,6 +164,8 @@ class AttemptPlan:
             key_fault = self.board.failed(lease, error)
         finally:
             lease.release()
+        if self.steering is not None:
+            self.steering.failed(lease)
         if self.tried is None:
             self.tried = set()
         self.tried.add((lease.route.channel.id, lease.api_key))

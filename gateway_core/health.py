@@ -34,10 +34,11 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import structlog
 
+from .breaker import CLOSED, HALF_OPEN, OPEN, Breaker
 from .errors import GatewayError, InternalError
 from .records import key_fingerprint
 from .router import Route
@@ -51,7 +52,8 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("relaygate.health")
 
-CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+__all__ = ["CLOSED", "HALF_OPEN", "OPEN", "Breaker", "ChannelHealth", "HealthBoard", "Lease", "classify"]
+
 # how an attempt's error counts
 CHANNEL_FAULT, KEY_LIMITED, KEY_REFUSED, ALIVE, NEUTRAL = range(5)
 STREAM_FAULTS = frozenset(("upstream", "timeout", "unavailable"))
@@ -73,56 +75,6 @@ def classify(error: GatewayError) -> int:
     if status is not None and 400 <= status < 500 and status != 408:
         return NEUTRAL  # a refusal about this model or path, not the channel's health
     return CHANNEL_FAULT
-
-
-class Breaker:
-    __slots__ = ("state", "failures", "until", "probing", "last_error", "opened_at", "resorted_at")
-
-    def __init__(self) -> None:
-        self.state = CLOSED
-        self.failures = 0
-        self.until = 0.0  # monotonic time the cool-down ends
-        self.probing = False
-        self.last_error: str | None = None
-        self.opened_at = 0.0  # when it last opened (or reopened: its latest failure)
-        self.resorted_at = 0.0  # when a request last took it as its last resort
-
-    def ready(self, now: float) -> bool:
-        """Whether an attempt may go through now."""
-        if self.state is CLOSED:
-            return True
-        if self.state is OPEN:
-            return now >= self.until
-        return not self.probing
-
-    def take(self) -> bool:
-        """Start an attempt the breaker is :meth:`ready` for; ``True`` for a probe."""
-        if self.state is CLOSED:
-            return False
-        self.state = HALF_OPEN
-        self.probing = True
-        return True
-
-    def succeed(self) -> bool:
-        """Record a success; ``True`` when that closed the breaker."""
-        self.failures = 0
-        self.probing = False
-        if self.state is CLOSED:
-            return False
-        self.state = CLOSED
-        return True
-
-    def fail(self, now: float, threshold: int, cooldown: float, message: str, hold: float | None = None) -> bool:
-        """Record a failure; ``True`` when that opened the breaker."""
-        self.failures += 1
-        self.last_error = message
-        self.probing = False
-        if self.state is not CLOSED or self.failures >= threshold or hold:
-            self.state = OPEN
-            self.opened_at = now
-            self.until = now + (hold or cooldown)
-            return True
-        return False
 
 
 class ChannelHealth:
@@ -202,11 +154,12 @@ class HealthBoard:
 
     # --- taking a channel ------------------------------------------------------
 
-    def lease(self, route: Route, tried: set[tuple[int, str]] | None, last_resort: bool = False) -> Lease | str:
+    def lease(self, route: Route, tried: set[tuple[int, str]] | None, last_resort: bool = False, prefer: str | None = None) -> Lease | str:
         """A lease on ``route`` and one of its keys not in ``tried``, or why there is none.
 
         ``last_resort`` leases a channel whose breaker is open and cooling down
-        (its outcome closes or reopens the breaker; it is no probe)."""
+        (its outcome closes or reopens the breaker; it is no probe); ``prefer``
+        is the key to take when it is usable (a session's, :mod:`gateway_core.affinity`)."""
         health = self.health(route.channel.id)
         breaker = health.breaker
         now = 0.0
@@ -216,7 +169,7 @@ class HealthBoard:
                 return "probing" if breaker.state is HALF_OPEN else "cooling down"
         if route.concurrency and health.in_flight >= route.concurrency:
             return "at its concurrency cap"
-        picked = self._pick_key(health, route, tried, now)
+        picked = self._pick_key(health, route, tried, now, prefer)
         if picked is None:
             return "no usable upstream key"
         index, api_key, key_breaker = picked
@@ -230,29 +183,40 @@ class HealthBoard:
         health.in_flight += 1
         return Lease(self, health, route, index, api_key, channel_probe, key_probe)
 
-    def _pick_key(self, health: ChannelHealth, route: Route, tried, now: float) -> tuple[int, str, Breaker | None] | None:
+    def _pick_key(self, health: ChannelHealth, route: Route, tried, now: float, prefer: str | None = None) -> tuple[int, str, Breaker | None] | None:
         keys = route.keys
         count = len(keys)
         if count == 1 and not health.keys and not health.recently_disabled and not tried:
             return keys[0][0], keys[0][1], None
         if count == 0:
             return None
+        channel_id = route.channel.id
+        if prefer is not None:
+            for index, api_key in keys:
+                if api_key == prefer:
+                    breaker = self._usable(health, channel_id, api_key, tried, now)
+                    if breaker is not False:
+                        return index, api_key, breaker
+                    break
         start = health.cursor
         health.cursor = start + 1
-        channel_id = route.channel.id
         for offset in range(count):
             index, api_key = keys[(start + offset) % count]
-            if tried and (channel_id, api_key) in tried:
-                continue
-            if health.recently_disabled and self._recently_disabled(health, api_key):
-                continue
-            breaker = health.keys.get(api_key)
-            if breaker is not None and breaker.state is not CLOSED:
-                now = now or self.clock()
-                if not breaker.ready(now):
-                    continue
-            return index, api_key, breaker
+            breaker = self._usable(health, channel_id, api_key, tried, now)
+            if breaker is not False:
+                return index, api_key, breaker
         return None
+
+    def _usable(self, health: ChannelHealth, channel_id: int, api_key: str, tried, now: float) -> Breaker | None | Literal[False]:
+        """``False`` when the key may not be used now, else its breaker (if it has one)."""
+        if tried and (channel_id, api_key) in tried:
+            return False
+        if health.recently_disabled and self._recently_disabled(health, api_key):
+            return False
+        breaker = health.keys.get(api_key)
+        if breaker is not None and breaker.state is not CLOSED and not breaker.ready(now or self.clock()):
+            return False
+        return breaker
 
     def _recently_disabled(self, health: ChannelHealth, api_key: str) -> bool:
         at = health.recently_disabled.get(api_key)

@@ -145,6 +145,8 @@ class ProtocolEndpoint:
         config = services.config
         health = services.health
         plan = AttemptPlan(health, routes, call.model, config.max_attempts, ctx.started + config.attempt_deadline)
+        if services.affinity is not None:  # session affinity: where the session went last goes first
+            await plan.follow(services.affinity, ctx.authenticated_key().id, call.body, ctx.headers)
         early = EarlyHead() if call.stream and config.keepalive_interval > 0 else None
         # an upload's body is read by the channel as it sends it: the upload notices a disconnect itself
         watch = DisconnectWatch(receive, enabled=getattr(call, "upload", None) is None)

@@ -25,6 +25,7 @@ from .ratelimit.memory import InProcessRateLimiter
 from .recorder import Recorder
 from .router import Router
 from .admin.port import AdminStore
+from .affinity import Affinity, affinity_for
 from .request_store import PriceSnapshot, RequestStore
 from .snapshot import TtlSnapshot
 from .sql import SqlHandle
@@ -59,6 +60,7 @@ class Services:
     redis_faults: RedisFaults = attrs.field(factory=RedisFaults)  # times Redis was unreachable, by kind
     signin: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # console sign-in attempts
     clock: Callable[[], float] = time.time  # Unix time, for budgets' windows (tests move it)
+    affinity: Affinity | None = None  # session affinity ([gateway] session_affinity; gateway_core.affinity)
 
     @classmethod
     def build(
@@ -109,6 +111,7 @@ class Services:
             sql=sql,
             rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
             prices=TtlSnapshot(store.price_snapshot),
+            affinity=affinity_for(config, shared.client if shared is not None else None),
             hold_sweeper=HoldSweeper(store, config.stale_hold_seconds, lease=config.hold_lease_seconds, replica=config.replica),
         )
 
@@ -139,6 +142,8 @@ class Services:
         close = getattr(self.rate_limiter, "close", None)
         if close is not None:
             await close()
+        if self.affinity is not None:
+            await self.affinity.close()
         if self.shared is not None:
             await self.shared.close()
         await self.store.close()
