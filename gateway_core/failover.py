@@ -149,6 +149,16 @@ class AttemptPlan:
                 return
         steering.place = None  # the channel no longer serves this model here
 
+    def switch(self, model: str, routes: list[Route]) -> None:
+        """Go on with another model's routes (a model fallback): attempts counted
+        afresh and a last resort of its own, within the same deadline."""
+        self.model = model
+        self.routes = routes
+        self.position = 0
+        self.attempts = 0
+        self.resorted = False
+        self.steering = None  # the session's place is the first model's
+
     def timeouts(self, lease: Lease) -> Timeouts:
         """The attempt's timeouts: the channel's, the first byte within the deadline."""
         timeouts = lease.route.timeouts

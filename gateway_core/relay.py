@@ -29,6 +29,7 @@ from .context import RequestContext
 from .disconnect import DisconnectWatch
 from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, UpstreamUnavailableError
 from .failover import AttemptPlan
+from .fallbacks import fall_back
 from .health import Lease
 from .model import ChatResponse, CoreRequest
 from .money import format_usd
@@ -158,6 +159,8 @@ class ProtocolEndpoint:
         try:
             while True:
                 lease = await plan.take()
+                if lease is None and await fall_back(services, ctx, plan):  # another model's channels
+                    lease = await plan.take()
                 if lease is None:
                     if early is None or early.writer is None:
                         raise plan.final_error()
@@ -169,7 +172,7 @@ class ProtocolEndpoint:
                 if not passthrough and request is None:
                     with reading_client_input(ctx.request_id, "to_core"):
                         request = self.protocol.to_core(call)
-                target = Target(channel=channel, api_key=lease.api_key, upstream_model=channel.upstream_model(call.model))
+                target = Target(channel=channel, api_key=lease.api_key, upstream_model=channel.upstream_model(plan.model))
                 exchange = Exchange(
                     call=call,
                     target=target,

@@ -78,7 +78,9 @@ class Services:
         from .store import admin_ports
 
         admin, sql = admin_ports(store)
-        router = Router(store, registry.channel_types, timeouts=config.timeouts, detailed_model_errors=config.detailed_model_errors)
+        router = Router(
+            store, registry.channel_types, timeouts=config.timeouts, detailed_model_errors=config.detailed_model_errors, fallbacks=admin.list_fallbacks
+        )
         metrics = Metrics(known_model=router.known_model)
         metrics.watch_store(store, sql.dialect)
         health = HealthBoard(
