@@ -182,3 +182,38 @@ async def test_the_cli_sets_lists_and_removes_fallbacks(seed, world, start_gatew
     upstreams["a"].fail_next(Fault(status=500))
     await client(gateway, secret).chat.completions.create(model=ASKED, messages=CHAT)
     assert last_row(seed)["served_model"] == FALLBACK
+
+
+async def test_the_management_api_sets_lists_and_removes_fallbacks(seed, world, start_gateway, config, capsys):
+    import aiohttp
+
+    upstreams, key_id, secret = world
+    seed.user("root", admin=True)
+    assert main(["--db", config.db_path, "--json", "token", "create", "root", "--scope", "admin"]) == 0
+    token = orjson.loads(capsys.readouterr().out)["token"]
+    gateway = start_gateway(config)
+    headers = {"authorization": f"Bearer {token}"}
+    api = gateway.url + "/api/v1"
+    async with aiohttp.ClientSession(headers=headers) as http:
+        async with http.put(f"{api}/groups/default/fallbacks/{ASKED}", json={"fallback": FALLBACK}) as response:
+            assert response.status == 200 and (await response.json())["fallback"] == FALLBACK
+        async with http.put(f"{api}/keys/{key_id}/fallbacks/{ASKED}", json={"fallback": OTHER}) as response:
+            assert response.status == 200
+        async with http.put(f"{api}/groups/nobody/fallbacks/{ASKED}", json={"fallback": FALLBACK}) as response:
+            assert response.status == 404
+        async with http.put(f"{api}/groups/default/fallbacks/{ASKED}", json={"fallback": ASKED}) as response:
+            assert response.status == 400
+        async with http.get(f"{api}/fallbacks") as response:
+            listed = await response.json()
+        assert [(f["scope"], f["owner"], f["fallback"]) for f in listed] == [("group", "default", FALLBACK), ("key", str(key_id), OTHER)]
+        upstreams["a"].fail_next(Fault(status=500))
+        await client(gateway, secret).chat.completions.create(model=ASKED, messages=CHAT)
+        assert last_row(seed)["served_model"] == OTHER
+        async with http.delete(f"{api}/keys/{key_id}/fallbacks/{ASKED}") as response:
+            assert response.status == 204
+        upstreams["a"].fail_next(Fault(status=500))  # seen at once: the API tells the router
+        await client(gateway, secret).chat.completions.create(model=ASKED, messages=CHAT)
+        assert last_row(seed)["served_model"] == FALLBACK
+        async with http.get(f"{api}/audit") as response:
+            actions = [entry["action"] for entry in (await response.json())["items"]]
+        assert actions.count("fallback.set") == 2 and actions.count("fallback.delete") == 1

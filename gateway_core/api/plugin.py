@@ -14,14 +14,14 @@ from starlette.routing import Mount, Route
 
 from ..hookspecs import hookimpl
 from ..relay import REQUEST_ID
-from . import audit, catalog, channels, keys, tokens, usage, users, wallet
+from . import audit, catalog, channels, fallbacks, keys, tokens, usage, users, wallet
 from .errors import ApiError, error_response
 from .openapi import PREFIX, document, page
 from .operation import MethodDispatch, Operation
 
 OPERATIONS: tuple[Operation, ...] = (
     *tokens.OPERATIONS, *keys.OPERATIONS, *usage.OPERATIONS, *wallet.OPERATIONS, *users.OPERATIONS,
-    *catalog.OPERATIONS, *channels.OPERATIONS, *audit.OPERATIONS,
+    *catalog.OPERATIONS, *fallbacks.OPERATIONS, *channels.OPERATIONS, *audit.OPERATIONS,
 )  # fmt: skip
 
 
