@@ -200,15 +200,23 @@ class HealthBoard:
                     break
         start = health.cursor
         health.cursor = start + 1
-        for offset in range(count):
+        for offset in range(count):  # (inline: the request path's loop)
             index, api_key = keys[(start + offset) % count]
-            breaker = self._usable(health, channel_id, api_key, tried, now)
-            if breaker is not False:
-                return index, api_key, breaker
+            if tried and (channel_id, api_key) in tried:
+                continue
+            if health.recently_disabled and self._recently_disabled(health, api_key):
+                continue
+            breaker = health.keys.get(api_key)
+            if breaker is not None and breaker.state is not CLOSED:
+                now = now or self.clock()
+                if not breaker.ready(now):
+                    continue
+            return index, api_key, breaker
         return None
 
     def _usable(self, health: ChannelHealth, channel_id: int, api_key: str, tried, now: float) -> Breaker | None | Literal[False]:
-        """``False`` when the key may not be used now, else its breaker (if it has one)."""
+        """``False`` when the key may not be used now, else its breaker (if it has
+        one): the test of :meth:`_pick_key`'s loop, for a preferred key."""
         if tried and (channel_id, api_key) in tried:
             return False
         if health.recently_disabled and self._recently_disabled(health, api_key):
