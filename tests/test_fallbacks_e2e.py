@@ -209,6 +209,9 @@ async def test_the_management_api_sets_lists_and_removes_fallbacks(seed, world, 
         upstreams["a"].fail_next(Fault(status=500))
         await client(gateway, secret).chat.completions.create(model=ASKED, messages=CHAT)
         assert last_row(seed)["served_model"] == OTHER
+        async with http.get(f"{api}/logs", params={"limit": "1"}) as response:
+            logged = (await response.json())["items"][0]
+        assert (logged["model"], logged["served_model"]) == (ASKED, OTHER)  # the log shows both
         async with http.delete(f"{api}/keys/{key_id}/fallbacks/{ASKED}") as response:
             assert response.status == 204
         upstreams["a"].fail_next(Fault(status=500))  # seen at once: the API tells the router
