@@ -83,3 +83,27 @@ async def test_a_session_keeps_to_one_channel_across_replicas(start_gateway, see
         assert b"sk-" not in value and 0 < await client.pttl(stored[0]) <= 600_000
     finally:
         await client.aclose()
+
+
+async def test_sessions_are_routed_as_usual_while_redis_is_down(private_redis, start_gateway, seed, fake_upstream, tmp_path):
+    import time
+
+    upstream = await fake_upstream(FakeOpenAI())
+    seed.channel("only", type="openai", base_url=upstream.url, models=[MODEL])
+    _, secret = seed.key(seed.user("alice"))
+    gateway_table = {"redis": private_redis.url, "session_affinity": True}
+    config = config_from_mapping({"load": ["openai", "demo"], "gateway": gateway_table}, db_path=str(tmp_path / "relaygate.db"))
+    gateway = start_gateway(config)
+
+    async def ask() -> str:
+        answer = await sdk(gateway, secret).chat.completions.create(model=MODEL, messages=CHAT, extra_body={"prompt_cache_key": "conv"})
+        return answer.choices[0].message.content or ""
+
+    assert await ask() == "echo: one two three four"
+    private_redis.stop()
+    started = time.monotonic()
+    assert await ask() == "echo: one two three four"  # no session place to read: served as usual
+    assert time.monotonic() - started < 5
+    assert gateway.services.affinity.unreachable >= 1  # type: ignore[union-attr]
+    private_redis.start()
+    assert await ask() == "echo: one two three four"
