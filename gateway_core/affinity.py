@@ -19,7 +19,8 @@ upstream key itself:
   ``{prefix}:af:{digest}`` keys that expire ``session_ttl`` seconds after the
   session's last request, so that every replica sends a session to the same
   place (one ``GETEX`` per request that names a session; writes are not
-  awaited). Redis unreachable: the request is routed as usual.
+  awaited; ``GETEX`` needs Redis 6.2 or later). Redis unreachable (or refusing):
+  the request is routed as usual.
 
 The channel is only preferred: when its breaker is open, its key cooling down
 or it no longer serves the model, the request is routed as usual and the
@@ -140,11 +141,9 @@ class RedisAffinity:
         self.unreachable = 0  # times Redis did not answer (the request was routed as usual)
 
     async def recall(self, digest: str) -> Place | None:
-        from .ratelimit.redis import UNREACHABLE
-
         try:
             value = await self._client.getex(self._prefix + digest, px=self.ttl_ms)
-        except UNREACHABLE as error:
+        except Exception as error:  # unreachable, or refused (GETEX needs Redis 6.2): an optimisation, not a failure
             self._unreachable(error)
             return None
         if not value:
@@ -164,17 +163,15 @@ class RedisAffinity:
         task.add_done_callback(self._tasks.discard)
 
     async def _quietly(self, work: Any) -> None:
-        from .ratelimit.redis import UNREACHABLE
-
         try:
             await work
-        except UNREACHABLE as error:
+        except Exception as error:  # as in recall
             self._unreachable(error)
 
     def _unreachable(self, error: BaseException) -> None:
         self.unreachable += 1
         if self.unreachable == 1 or self.unreachable % 1000 == 0:
-            log.warning("session affinity: Redis unreachable; routing as usual", error=repr(error), times=self.unreachable)
+            log.warning("session affinity: Redis did not answer; routing as usual", error=repr(error), times=self.unreachable)
 
     async def close(self) -> None:
         if self._tasks:
