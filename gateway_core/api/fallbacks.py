@@ -35,7 +35,7 @@ async def set_group_fallback(call: ApiCall) -> dict[str, Any]:
 
 
 async def set_key_fallback(call: ApiCall) -> dict[str, Any]:
-    return await _set(call, key_id=call.path["id"])
+    return await _set(call, key_id=call.path["key_id"])
 
 
 async def delete_group_fallback(call: ApiCall) -> None:
@@ -43,7 +43,7 @@ async def delete_group_fallback(call: ApiCall) -> None:
 
 
 async def delete_key_fallback(call: ApiCall) -> None:
-    await _delete(call, key_id=call.path["id"])
+    await _delete(call, key_id=call.path["key_id"])
 
 
 async def _set(call: ApiCall, **owner: Any) -> dict[str, Any]:
@@ -66,8 +66,8 @@ OPERATIONS = (
               "fallbacks", "admin", set_group_fallback, FALLBACK, body=SET_FALLBACK, errors=ERRORS, text_params=("name", "model")),
     Operation("DELETE", "/groups/{name}/fallbacks/{model}", "Remove a group's model fallback (admin)", "fallbacks", "admin",
               delete_group_fallback, None, status=204, errors=ERRORS, text_params=("name", "model")),
-    Operation("PUT", "/keys/{id}/fallbacks/{model}", "Serve the model with another when every channel of it fails, for one key (admin)",
+    Operation("PUT", "/keys/{key_id}/fallbacks/{model}", "Serve the model with another when every channel of it fails, for one key (admin)",
               "fallbacks", "admin", set_key_fallback, FALLBACK, body=SET_FALLBACK, errors=ERRORS, text_params=("model",)),
-    Operation("DELETE", "/keys/{id}/fallbacks/{model}", "Remove a key's model fallback (admin)", "fallbacks", "admin",
+    Operation("DELETE", "/keys/{key_id}/fallbacks/{model}", "Remove a key's model fallback (admin)", "fallbacks", "admin",
               delete_key_fallback, None, status=204, errors=ERRORS, text_params=("model",)),
 )  # fmt: skip
