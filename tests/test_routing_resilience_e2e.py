@@ -130,6 +130,7 @@ async def test_every_key_rate_limited_is_a_429_with_the_shortest_retry_after(pro
     gateway = start_gateway(attrs.evolve(config, max_attempts=5))
     first.fail_next(Fault(status=429, headers={"retry-after": "40"}), Fault(status=429, headers={"retry-after": "9"}))
     second.fail_next(Fault(status=429, headers={"retry-after": "25"}))
+    first_sent = time.monotonic()
     error = await ask(protocol, gateway, key)
     assert type(error) is RATE_LIMIT_ERRORS[protocol], repr(error)
     status, headers, body = answer_of(error)
@@ -147,8 +148,8 @@ async def test_every_key_rate_limited_is_a_429_with_the_shortest_retry_after(pro
     # the next request finds every key cooling down: 429 at once, no upstream called
     started = time.monotonic()
     again = await ask(protocol, gateway, key)
-    assert type(again) is RATE_LIMIT_ERRORS[protocol] and time.monotonic() - started < 1.5
-    assert int(answer_of(again)[1]["retry-after"]) in (8, 9)
+    assert type(again) is RATE_LIMIT_ERRORS[protocol] and time.monotonic() - started < 3
+    assert 9 - (time.monotonic() - first_sent) - 1 <= int(answer_of(again)[1]["retry-after"]) <= 9
     assert (len(first.requests), len(second.requests)) == (2, 1)
     assert rows(seed)[-1]["attempts"] == []
 
