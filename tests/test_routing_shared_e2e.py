@@ -4,6 +4,7 @@ a session keeps to one channel whichever replica it reaches."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import attrs
@@ -54,7 +55,11 @@ async def test_broken_streams_open_the_breaker_for_every_replica(start_gateway, 
     for _ in range(3):
         assert await stream(a, secret) == ("echo:", True)  # the heads arrive, the streams drop
     assert a.services.health.health(1).breaker.state == "open"
-    # A published the open breaker: B sends nothing to the flaky channel
+    # A published the open breaker: B hears it, and sends nothing to the flaky channel
+    deadline = asyncio.get_running_loop().time() + 5
+    while b.services.health.health(1).breaker.state != "open":
+        assert asyncio.get_running_loop().time() < deadline, "B never heard of the open breaker"
+        await asyncio.sleep(0.02)
     for _ in range(3):
         assert await stream(b, secret) == ("echo: one two three four", False)
     assert b.services.health.health(1).breaker.state == "open"
