@@ -73,16 +73,19 @@ async def test_a_session_keeps_to_one_channel_across_replicas(start_gateway, see
     _, secret = seed.key(seed.user("alice"))
     config = attrs.evolve(relaygate_config, session_affinity=True)
     gateways = [start_gateway(config), start_gateway(config)]
+    client = aioredis.from_url(REDIS_URL)
+    pattern = f"{relaygate_config.redis_prefix}:af:*"
     for n in range(10):
         await sdk(gateways[n % 2], secret).chat.completions.create(model=MODEL, messages=CHAT, extra_body={"prompt_cache_key": "conv-7"})
+        while n == 0 and not [k async for k in client.scan_iter(match=pattern)]:  # the write is not awaited by the request
+            await asyncio.sleep(0.01)
     import orjson
 
     rows = seed.rows("SELECT channel_name, attempts FROM usage_logs ORDER BY id")
     assert len({(r["channel_name"], orjson.loads(r["attempts"])[0]["key_index"]) for r in rows}) == 1
     # the session's place is in Redis (under a digest: neither the session nor the key in clear)
-    client = aioredis.from_url(REDIS_URL)
     try:
-        stored = [k async for k in client.scan_iter(match=f"{relaygate_config.redis_prefix}:af:*")]
+        stored = [k async for k in client.scan_iter(match=pattern)]
         assert len(stored) == 1 and b"conv-7" not in stored[0]
         value = await client.get(stored[0])
         assert b"sk-" not in value and 0 < await client.pttl(stored[0]) <= 600_000
