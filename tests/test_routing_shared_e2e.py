@@ -77,7 +77,9 @@ async def test_a_session_keeps_to_one_channel_across_replicas(start_gateway, see
     pattern = f"{relaygate_config.redis_prefix}:af:*"
     for n in range(10):
         await sdk(gateways[n % 2], secret).chat.completions.create(model=MODEL, messages=CHAT, extra_body={"prompt_cache_key": "conv-7"})
+        deadline = asyncio.get_running_loop().time() + 5
         while n == 0 and not [k async for k in client.scan_iter(match=pattern)]:  # the write is not awaited by the request
+            assert asyncio.get_running_loop().time() < deadline, "the session's place never reached Redis"
             await asyncio.sleep(0.01)
     import orjson
 
