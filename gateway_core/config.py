@@ -63,6 +63,16 @@ class Config:
     # circuit breakers: consecutive failures that open one, seconds it stays open
     breaker_failures: int = 3
     breaker_cooldown: float = 30.0
+    # seconds after a breaker opened (or its last resort was sent) before a request that
+    # finds every channel cooling down may try that one anyway (0: never)
+    breaker_last_resort: float = 1.0
+    # session affinity (gateway_core.affinity): a session's requests go to the channel
+    # and key that served it last while healthy; its header, its lifetime after its
+    # last request, and how many sessions one process remembers (without Redis)
+    session_affinity: bool = False
+    session_header: str = "x-session-id"
+    session_ttl: float = 600.0
+    session_max_entries: int = 100_000
     source: str | None = None
     # billing: the output reserved for a request that names no max tokens; the
     # lease of a process's reservations (renewed every third of it: a dead
@@ -154,7 +164,8 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
         raise ConfigError(f"{where}: [gateway] and [plugins.NAME] must be tables")
     known = {
         "trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds",
-        "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "db_pool_size", "db_timeout",
+        "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "breaker_last_resort", "db_pool_size",
+        "session_affinity", "session_header", "session_ttl", "session_max_entries", "db_timeout",
         "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds", "redis_faults",
         "hold_lease_seconds", "replica", "shutdown_grace_seconds",
         "budget_timezone", "budget_window", "cost_header", "json", "detailed_model_errors",
@@ -182,6 +193,11 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             keepalive_interval=_seconds(gateway, "keepalive_interval", defaults.keepalive_interval, zero=True),
             breaker_failures=_positive_int(gateway, "breaker_failures", defaults.breaker_failures),
             breaker_cooldown=_seconds(gateway, "breaker_cooldown", defaults.breaker_cooldown),
+            breaker_last_resort=_seconds(gateway, "breaker_last_resort", defaults.breaker_last_resort, zero=True),
+            session_affinity=_flag(gateway, "session_affinity", defaults.session_affinity),
+            session_header=str(gateway.get("session_header", defaults.session_header)).strip().lower(),
+            session_ttl=_seconds(gateway, "session_ttl", defaults.session_ttl),
+            session_max_entries=_positive_int(gateway, "session_max_entries", defaults.session_max_entries),
             default_max_output_tokens=_positive_int(gateway, "default_max_output_tokens", defaults.default_max_output_tokens),
             stale_hold_seconds=float(gateway.get("stale_hold_seconds", defaults.stale_hold_seconds)),
             hold_lease_seconds=_seconds(gateway, "hold_lease_seconds", defaults.hold_lease_seconds),

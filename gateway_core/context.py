@@ -62,6 +62,7 @@ class RequestContext:
     settled: bool = False
     refused_by: str | None = None
     trace: Any = None  # the request's spans, when tracing is on (tracing.RequestTrace)
+    served_model: str | None = None  # the model a model fallback served instead of the one asked for
 
     def authenticated_key(self) -> KeyRecord:
         """The request's API key, for the policies and steps after authentication."""

@@ -12,7 +12,10 @@ answers and streams that break are the channel's failures; a 429 is its key's
 (with ``Retry-After`` the key cools down that long at once); a 401/403 — the
 upstream refusing the channel's own key — disables the key for good (stored,
 with the reason, until an operator re-enables it). A request the upstream
-refused for its content (400 …) shows the upstream is alive.
+refused for its content (400 …) shows the upstream is alive. A stream's head
+is not yet a success: the failures counted so far stand until the stream ends
+whole, so a channel whose streams keep breaking after their heads opens like one
+that keeps failing outright.
 
 :class:`HealthBoard` also counts each channel's requests in flight, for its
 concurrency cap, and hands out :class:`Lease`\\ s: one attempt's right to use a
@@ -31,10 +34,11 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import structlog
 
+from .breaker import CLOSED, HALF_OPEN, OPEN, Breaker
 from .errors import GatewayError, InternalError
 from .records import key_fingerprint
 from .router import Route
@@ -48,7 +52,8 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("relaygate.health")
 
-CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+__all__ = ["CLOSED", "HALF_OPEN", "OPEN", "Breaker", "ChannelHealth", "HealthBoard", "Lease", "classify"]
+
 # how an attempt's error counts
 CHANNEL_FAULT, KEY_LIMITED, KEY_REFUSED, ALIVE, NEUTRAL = range(5)
 STREAM_FAULTS = frozenset(("upstream", "timeout", "unavailable"))
@@ -70,55 +75,6 @@ def classify(error: GatewayError) -> int:
     if status is not None and 400 <= status < 500 and status != 408:
         return NEUTRAL  # a refusal about this model or path, not the channel's health
     return CHANNEL_FAULT
-
-
-class Breaker:
-    __slots__ = ("state", "failures", "until", "probing", "last_error", "opened_at")
-
-    def __init__(self) -> None:
-        self.state = CLOSED
-        self.failures = 0
-        self.until = 0.0  # monotonic time the cool-down ends
-        self.probing = False
-        self.last_error: str | None = None
-        self.opened_at = 0.0
-
-    def ready(self, now: float) -> bool:
-        """Whether an attempt may go through now."""
-        if self.state is CLOSED:
-            return True
-        if self.state is OPEN:
-            return now >= self.until
-        return not self.probing
-
-    def take(self) -> bool:
-        """Start an attempt the breaker is :meth:`ready` for; ``True`` for a probe."""
-        if self.state is CLOSED:
-            return False
-        self.state = HALF_OPEN
-        self.probing = True
-        return True
-
-    def succeed(self) -> bool:
-        """Record a success; ``True`` when that closed the breaker."""
-        self.failures = 0
-        self.probing = False
-        if self.state is CLOSED:
-            return False
-        self.state = CLOSED
-        return True
-
-    def fail(self, now: float, threshold: int, cooldown: float, message: str, hold: float | None = None) -> bool:
-        """Record a failure; ``True`` when that opened the breaker."""
-        self.failures += 1
-        self.last_error = message
-        self.probing = False
-        if self.state is HALF_OPEN or self.failures >= threshold or hold:
-            self.state = OPEN
-            self.opened_at = now
-            self.until = now + (hold or cooldown)
-            return True
-        return False
 
 
 class ChannelHealth:
@@ -143,7 +99,7 @@ class Lease:
     with the channel.
     """
 
-    __slots__ = ("board", "health", "route", "key_index", "api_key", "channel_probe", "key_probe", "held", "permit")
+    __slots__ = ("board", "health", "route", "key_index", "api_key", "channel_probe", "key_probe", "held", "permit", "on_trial")
 
     def __init__(self, board: HealthBoard, health: ChannelHealth, route: Route, key_index: int, api_key: str, channel_probe: bool, key_probe: bool) -> None:
         self.board = board
@@ -155,6 +111,7 @@ class Lease:
         self.key_probe = key_probe
         self.held = True
         self.permit: Permit | None = None  # the channel's slot across replicas (shared health)
+        self.on_trial = False  # a probe whose stream head closed the breaker: a break reopens it
 
     def release(self) -> None:
         if not self.held:
@@ -177,9 +134,10 @@ class HealthBoard:
 
     def __init__(
         self, *, failures: int = 3, cooldown: float = 30.0, store: RequestStore | None = None,
-        clock: Callable[[], float] = time.monotonic, metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.monotonic, metrics: Metrics | None = None, last_resort: float = 1.0,
     ) -> None:  # fmt: skip
         self.failures = failures
+        self.last_resort = last_resort  # seconds between last resorts on a cooling channel (0: none)
         self.metrics = metrics  # breaker changes are counted there
         self.cooldown = cooldown
         self.channels: dict[int, ChannelHealth] = {}
@@ -196,37 +154,53 @@ class HealthBoard:
 
     # --- taking a channel ------------------------------------------------------
 
-    def lease(self, route: Route, tried: set[tuple[int, str]] | None) -> Lease | str:
-        """A lease on ``route`` and one of its keys not in ``tried``, or why there is none."""
+    def lease(self, route: Route, tried: set[tuple[int, str]] | None, last_resort: bool = False, prefer: str | None = None) -> Lease | str:
+        """A lease on ``route`` and one of its keys not in ``tried``, or why there is none.
+
+        ``last_resort`` leases a channel whose breaker is open and cooling down
+        (its outcome closes or reopens the breaker; it is no probe); ``prefer``
+        is the key to take when it is usable (a session's, :mod:`gateway_core.affinity`)."""
         health = self.health(route.channel.id)
         breaker = health.breaker
         now = 0.0
         if breaker.state is not CLOSED:
             now = self.clock()
-            if not breaker.ready(now):
+            if not breaker.ready(now) and not last_resort:
                 return "probing" if breaker.state is HALF_OPEN else "cooling down"
         if route.concurrency and health.in_flight >= route.concurrency:
             return "at its concurrency cap"
-        picked = self._pick_key(health, route, tried, now)
+        picked = self._pick_key(health, route, tried, now, prefer)
         if picked is None:
             return "no usable upstream key"
         index, api_key, key_breaker = picked
-        channel_probe = breaker.take() if breaker.state is not CLOSED else False
+        channel_probe = False
+        if breaker.state is not CLOSED:
+            if last_resort:
+                breaker.resorted_at = now
+            else:
+                channel_probe = breaker.take()
         key_probe = key_breaker.take() if key_breaker is not None and key_breaker.state is not CLOSED else False
         health.in_flight += 1
         return Lease(self, health, route, index, api_key, channel_probe, key_probe)
 
-    def _pick_key(self, health: ChannelHealth, route: Route, tried, now: float) -> tuple[int, str, Breaker | None] | None:
+    def _pick_key(self, health: ChannelHealth, route: Route, tried, now: float, prefer: str | None = None) -> tuple[int, str, Breaker | None] | None:
         keys = route.keys
         count = len(keys)
         if count == 1 and not health.keys and not health.recently_disabled and not tried:
             return keys[0][0], keys[0][1], None
         if count == 0:
             return None
+        channel_id = route.channel.id
+        if prefer is not None:
+            for index, api_key in keys:
+                if api_key == prefer:
+                    breaker = self._usable(health, channel_id, api_key, tried, now)
+                    if breaker is not False:
+                        return index, api_key, breaker
+                    break
         start = health.cursor
         health.cursor = start + 1
-        channel_id = route.channel.id
-        for offset in range(count):
+        for offset in range(count):  # (inline: the request path's loop)
             index, api_key = keys[(start + offset) % count]
             if tried and (channel_id, api_key) in tried:
                 continue
@@ -240,6 +214,18 @@ class HealthBoard:
             return index, api_key, breaker
         return None
 
+    def _usable(self, health: ChannelHealth, channel_id: int, api_key: str, tried, now: float) -> Breaker | None | Literal[False]:
+        """``False`` when the key may not be used now, else its breaker (if it has
+        one): the test of :meth:`_pick_key`'s loop, for a preferred key."""
+        if tried and (channel_id, api_key) in tried:
+            return False
+        if health.recently_disabled and self._recently_disabled(health, api_key):
+            return False
+        breaker = health.keys.get(api_key)
+        if breaker is not None and breaker.state is not CLOSED and not breaker.ready(now or self.clock()):
+            return False
+        return breaker
+
     def _recently_disabled(self, health: ChannelHealth, api_key: str) -> bool:
         at = health.recently_disabled.get(api_key)
         if at is None:
@@ -251,20 +237,30 @@ class HealthBoard:
 
     # --- outcomes --------------------------------------------------------------
 
-    def succeeded(self, lease: Lease) -> None:
-        """The attempt got its answer (or its stream's head)."""
+    def succeeded(self, lease: Lease, head: bool = False) -> None:
+        """The attempt got its answer, or with ``head`` its stream's head (the
+        stream's end is told to :meth:`stream_ended`)."""
         health = lease.health
-        self._channel_alive(lease)
+        self._channel_alive(lease, head)
         if health.keys:
             breaker = health.keys.get(lease.api_key)
             lease.key_probe = False
             if breaker is not None and breaker.succeed():
                 self._report(lease, key_fingerprint(lease.api_key), breaker)
 
-    def _channel_alive(self, lease: Lease) -> None:
+    def _channel_alive(self, lease: Lease, head: bool = False) -> None:
+        """The channel answered. A stream's head does not erase the failures
+        counted so far (a channel whose streams keep breaking must still pass the
+        threshold); it closes an open or half-open breaker, on trial until the
+        stream ends."""
         breaker = lease.health.breaker
         lease.channel_probe = False
-        if (breaker.state is not CLOSED or breaker.failures) and breaker.succeed():
+        if breaker.state is CLOSED:
+            if breaker.failures and not head:
+                breaker.failures = 0
+            return
+        lease.on_trial = head
+        if breaker.succeed():
             self._report(lease, CHANNEL_SLOT, breaker)
 
     def failed(self, lease: Lease, error: GatewayError) -> bool:
@@ -301,13 +297,29 @@ class HealthBoard:
             self._report(lease, CHANNEL_SLOT, health.breaker)
         return False
 
+    def stream_ended(self, lease: Lease, error: GatewayError | None, done: bool) -> None:
+        """A stream whose head arrived ended: ``done`` (whole), broken by ``error``,
+        or neither (the client left: it says nothing of the channel)."""
+        if error is not None:
+            self.stream_failed(lease, error)
+        elif done and lease.health.breaker.failures and lease.health.breaker.state is CLOSED:
+            lease.health.breaker.failures = 0
+        lease.on_trial = False
+
     def stream_failed(self, lease: Lease, error: GatewayError) -> None:
         """A stream broke after its head arrived: the channel's failure (dropped,
-        silent, malformed, an error event), unless the gateway itself failed."""
+        silent, malformed, an error event), unless the gateway itself failed. It
+        adds to the failures counted before the head; a probe's stream that breaks
+        opens the breaker again at once."""
         if error.kind in STREAM_FAULTS:
             health = lease.health
-            if health.breaker.fail(self.clock(), self.failures, self.cooldown, redact(error.message, lease.api_key)[:300]):
+            message = redact(error.message, lease.api_key)[:300]
+            hold = self.cooldown if lease.on_trial else None
+            if health.breaker.fail(self.clock(), self.failures, self.cooldown, message, hold):
+                log.warning("circuit breaker open", channel=lease.route.channel.name, cooldown_s=self.cooldown,
+                            failures=health.breaker.failures, error=message, stream=True)  # fmt: skip
                 self._report(lease, CHANNEL_SLOT, health.breaker)
+        lease.on_trial = False
 
     def _disable_key(self, lease: Lease, error: GatewayError, now: float) -> None:
         channel = lease.route.channel

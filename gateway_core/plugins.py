@@ -34,6 +34,7 @@ DEFAULT_PLUGINS = {
     "core.plugins": "gateway_core.commands.plugins",
     "core.channels": "gateway_core.commands.channels",
     "core.limits": "gateway_core.commands.limits",
+    "core.fallbacks": "gateway_core.commands.fallbacks",
     "core.billing": "gateway_core.commands.billing",
     "core.codes": "gateway_core.commands.codes",
     "core.new_adapter": "gateway_core.commands.new_adapter",

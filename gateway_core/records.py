@@ -206,6 +206,7 @@ class UsageRow:
     upstream_error: str | None = None
     attempts: list[dict[str, Any]] = attrs.field(factory=list)
     cost_detail: dict[str, Any] | None = None  # the cost by component (billing.cost.CostBreakdown.as_dict)
+    served_model: str | None = None  # the model that served it, when a model fallback did (gateway_core.fallbacks)
 
 
 @attrs.frozen
@@ -393,3 +394,4 @@ class InitResult:
     secret: str | None = attrs.field(repr=False)  # the new key's secret, shown once
     channels: int = 0
     admin_keys: int = 0
+

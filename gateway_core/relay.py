@@ -29,6 +29,7 @@ from .context import RequestContext
 from .disconnect import DisconnectWatch
 from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, UpstreamUnavailableError
 from .failover import AttemptPlan
+from .fallbacks import fall_back
 from .health import Lease
 from .model import ChatResponse, CoreRequest
 from .money import format_usd
@@ -147,6 +148,8 @@ class ProtocolEndpoint:
         config = services.config
         health = services.health
         plan = AttemptPlan(health, routes, call.model, config.max_attempts, ctx.started + config.attempt_deadline, deferred_limits(ctx))
+        if services.affinity is not None:  # session affinity: where the session went last goes first
+            await plan.follow(services.affinity, ctx.authenticated_key().id, call.body, ctx.headers)
         early = EarlyHead() if call.stream and config.keepalive_interval > 0 else None
         # an upload's body is read by the channel as it sends it: the upload notices a disconnect itself
         watch = DisconnectWatch(receive, enabled=getattr(call, "upload", None) is None)
@@ -158,6 +161,8 @@ class ProtocolEndpoint:
         try:
             while True:
                 lease = await plan.take()
+                if lease is None and await fall_back(services, ctx, plan):  # another model's channels
+                    lease = await plan.take()
                 if lease is None:
                     if early is None or early.writer is None:
                         raise plan.final_error()
@@ -169,7 +174,7 @@ class ProtocolEndpoint:
                 if not passthrough and request is None:
                     with reading_client_input(ctx.request_id, "to_core"):
                         request = self.protocol.to_core(call)
-                target = Target(channel=channel, api_key=lease.api_key, upstream_model=channel.upstream_model(call.model))
+                target = Target(channel=channel, api_key=lease.api_key, upstream_model=channel.upstream_model(plan.model))
                 exchange = Exchange(
                     call=call,
                     target=target,
@@ -201,13 +206,13 @@ class ProtocolEndpoint:
                     ctx.attempts.append(_attempt(lease, started, None, 499))
                     await settle(ctx, answered(None, ctx.text_input_tokens(), 0, status=499, end_reason="client_gone"), services)
                     raise
-                health.succeeded(lease)
+                streaming = isinstance(reply, StreamReply)
+                health.succeeded(lease, streaming)
                 ctx.attempts.append(_attempt(lease, started, None))
-                if isinstance(reply, StreamReply):
+                if streaming:
                     contract = StreamContract(channel_type.name)  # every frame is checked against it
                     broken = await self._stream(ctx, call, reply, contract, passthrough, watch, send, early.writer if early else None)
-                    if broken is not None:
-                        health.stream_failed(lease, broken)
+                    health.stream_ended(lease, broken, ctx.row is not None and ctx.row.end_reason == "done")
                 else:
                     await self._complete(ctx, call, reply, passthrough, send)
                 return

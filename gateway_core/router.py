@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 
 import attrs
 import structlog
@@ -21,6 +21,7 @@ from . import endpoints
 from .channel_type import Timeouts
 from .errors import GatewayError, InvalidRequestError, NotFoundError, PermissionDeniedError, UpstreamUnavailableError
 from .model import ModelInfo
+from .fallbacks import ModelFallback
 from .records import ChannelRecord, KeyRecord, key_fingerprint
 from .request_store import RequestStore
 from .snapshot import TtlSnapshot
@@ -171,6 +172,7 @@ class Router:
         rng: random.Random | None = None,
         timeouts: Timeouts = Timeouts(),
         detailed_model_errors: bool = False,
+        fallbacks: Callable[[], Awaitable[list[ModelFallback]]] | None = None,
     ) -> None:
         self._store = store
         self.detailed_model_errors = detailed_model_errors
@@ -178,10 +180,23 @@ class Router:
         self._rng = rng or random.Random()
         self._timeouts = timeouts
         self._snapshot = TtlSnapshot(self._read_index, ttl=ttl)
+        # model fallbacks by (scope, owner, model), read only when a request needs one
+        self._fallbacks = None if fallbacks is None else TtlSnapshot(_fallback_table(fallbacks), ttl=ttl)
         self._warned: set[tuple[int, str]] = set()  # channels already reported as of a type not loaded
 
     def invalidate(self) -> None:
         self._snapshot.invalidate()
+        if self._fallbacks is not None:
+            self._fallbacks.invalidate()
+
+    async def fallback_for(self, key: KeyRecord, model: str) -> str | None:
+        """The model that serves ``key``'s request for ``model`` when every channel
+        of ``model`` failed before its first byte: the key's own fallback, else its
+        group's (:mod:`gateway_core.fallbacks`)."""
+        if self._fallbacks is None:
+            return None
+        table = await self._fallbacks.current()
+        return table.get(("key", str(key.id), model)) or table.get(("group", key.group, model))
 
     def secret_of(self, channel_id: int, fingerprint: str) -> str | None:
         """The upstream key of a channel with this fingerprint, as last read (for
@@ -267,3 +282,10 @@ class Router:
             return routes
         rng = self._rng
         return sorted(routes, key=lambda r: rng.random() ** (1.0 / max(r.channel.weight, 1e-9)), reverse=True)
+
+
+def _fallback_table(read: Callable[[], Awaitable[list[ModelFallback]]]) -> Callable[[], Awaitable[dict[tuple[str, str, str], str]]]:
+    async def table() -> dict[tuple[str, str, str], str]:
+        return {(f.scope, f.owner, f.model): f.fallback for f in await read()}
+
+    return table

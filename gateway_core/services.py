@@ -25,6 +25,7 @@ from .ratelimit.memory import InProcessRateLimiter
 from .recorder import Recorder
 from .router import Router
 from .admin.port import AdminStore
+from .affinity import Affinity, affinity_for
 from .request_store import PriceSnapshot, RequestStore
 from .snapshot import TtlSnapshot
 from .sql import SqlHandle
@@ -60,6 +61,7 @@ class Services:
     signin: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # console sign-in attempts
     redeem: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # redemption-code attempts (gateway_core.admin.codes)
     clock: Callable[[], float] = time.time  # Unix time, for budgets' windows (tests move it)
+    affinity: Affinity | None = None  # session affinity ([gateway] session_affinity; gateway_core.affinity)
 
     @classmethod
     def build(
@@ -77,10 +79,14 @@ class Services:
         from .store import admin_ports
 
         admin, sql = admin_ports(store)
-        router = Router(store, registry.channel_types, timeouts=config.timeouts, detailed_model_errors=config.detailed_model_errors)
+        router = Router(
+            store, registry.channel_types, timeouts=config.timeouts, detailed_model_errors=config.detailed_model_errors, fallbacks=admin.list_fallbacks
+        )
         metrics = Metrics(known_model=router.known_model)
         metrics.watch_store(store, sql.dialect)
-        health = HealthBoard(failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, metrics=metrics)
+        health = HealthBoard(
+            failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, metrics=metrics, last_resort=config.breaker_last_resort
+        )
         faults = RedisFaults(config.redis_faults)
         shared = None
         if config.redis:
@@ -109,6 +115,7 @@ class Services:
             sql=sql,
             rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
             prices=TtlSnapshot(store.price_snapshot),
+            affinity=affinity_for(config, shared.client if shared is not None else None),
             hold_sweeper=HoldSweeper(store, config.stale_hold_seconds, lease=config.hold_lease_seconds, replica=config.replica),
         )
 
@@ -139,6 +146,8 @@ class Services:
         close = getattr(self.rate_limiter, "close", None)
         if close is not None:
             await close()
+        if self.affinity is not None:
+            await self.affinity.close()
         if self.shared is not None:
             await self.shared.close()
         await self.store.close()

@@ -74,4 +74,5 @@ def usage_row(ctx: RequestContext, outcome: Outcome) -> UsageRow:
         upstream_status=None if error is None else error.upstream_status,
         upstream_error=None if error is None else error.upstream_body,
         attempts=ctx.attempts,
+        served_model=ctx.served_model,
     )

@@ -8,7 +8,7 @@ import pytest
 
 from gateway_core.channel_type import Timeouts
 from gateway_core.errors import InvalidRequestError, RateLimitError, UpstreamError, UpstreamTimeoutError
-from gateway_core.failover import NO_CHANNEL, AttemptPlan
+from gateway_core.failover import NO_CHANNEL, RATE_LIMITED, AttemptPlan
 from gateway_core.health import CLOSED, HALF_OPEN, OPEN, Breaker, HealthBoard, Lease, classify
 from gateway_core.secrets import redact
 from gateway_core.records import ChannelRecord, DisabledKey, key_fingerprint, mask_secret
@@ -226,9 +226,13 @@ def test_the_plan_skips_unavailable_channels_and_stops_at_max_attempts(board, cl
 
 
 def test_no_channel_left_is_a_503_naming_the_model_with_retry_after(board, clock):
-    routes = [route_for(channel(), Timeouts())]
+    routes = [route_for(channel(concurrency=1), Timeouts())]
     for _ in range(2):
-        board.failed(take(board, routes[0]), upstream_error(500))
+        lease = take(board, routes[0])
+        board.failed(lease, upstream_error(500))
+        lease.release()
+    busy = board.lease(routes[0], None, last_resort=True)  # another request's last resort holds the only slot
+    assert isinstance(busy, Lease)
     plan = AttemptPlan(board, routes, "gpt-x", max_attempts=3, deadline=time.perf_counter() + 60)
     assert plan.next() is None
     error = plan.final_error()
@@ -273,3 +277,139 @@ def test_gateway_settings_for_failover_and_health():
     for bad in ({"attempt_deadline": 0}, {"keepalive_interval": -1}, {"breaker_failures": 0}, {"breaker_cooldown": "soon"}, {"max_attempts": 0}):
         with pytest.raises(ConfigError, match=next(iter(bad))):
             config_from_mapping({"gateway": bad})
+
+
+# --- the last resort, rate-limited keys and broken streams ---------------------------------------
+
+
+def open_channel(board: HealthBoard, route) -> None:
+    for _ in range(2):
+        lease = take(board, route)
+        board.failed(lease, upstream_error(500))
+        lease.release()
+
+
+def test_when_every_channel_cools_down_the_one_that_failed_longest_ago_is_tried_last(board, clock):
+    routes = [route_for(channel(id=n, name=f"c{n}"), Timeouts()) for n in (1, 2, 3)]
+    for n, route in zip((2, 1, 3), [routes[1], routes[0], routes[2]]):
+        open_channel(board, route)  # c2 first, then c1, then c3
+        clock.now += 1
+    plan = AttemptPlan(board, routes, "m", max_attempts=3, deadline=time.perf_counter() + 60)
+    resort = plan.next()
+    assert resort is not None and resort.route.channel.name == "c2"
+    assert resort.channel_probe is False
+    plan.failed(resort, upstream_error(500))  # it fails again: open for a new cool-down from now
+    breaker = board.health(2).breaker
+    assert breaker.state == OPEN and breaker.until == clock.now + 5.0
+    assert plan.next() is None  # one last resort per request
+    assert plan.final_error().upstream_status == 500
+    plan = AttemptPlan(board, routes, "m", max_attempts=3, deadline=time.perf_counter() + 60)
+    resort = plan.next()
+    assert resort.route.channel.name == "c1"  # now the one that failed longest ago
+    board.succeeded(resort)
+    resort.release()
+    assert board.health(1).breaker.state == CLOSED
+    assert take(board, routes[0]).route.channel.name == "c1"  # back in rotation
+
+
+def test_the_last_resort_comes_after_the_routes_that_are_up(board, clock):
+    routes = [route_for(channel(id=1, name="c1"), Timeouts()), route_for(channel(id=2, name="c2"), Timeouts())]
+    open_channel(board, routes[0])
+    clock.now += 1  # the last resort waits a second after a breaker opens
+    plan = AttemptPlan(board, routes, "m", max_attempts=3, deadline=time.perf_counter() + 60)
+    first = plan.next()
+    assert first.route.channel.name == "c2"
+    plan.failed(first, upstream_error(502))
+    resort = plan.next()
+    assert resort.route.channel.name == "c1"  # c2 failed in this request: c1 is tried before giving up
+    plan.failed(resort, upstream_error(502))
+    assert plan.next() is None and plan.attempts == 2
+    clock.now += 0.5
+    again = AttemptPlan(board, [routes[0]], "m", max_attempts=3, deadline=time.perf_counter() + 60)
+    assert again.next() is None  # reopened half a second ago: no last resort yet
+    assert again.final_error().code == NO_CHANNEL
+    clock.now += 0.5
+    taken = AttemptPlan(board, [routes[0]], "m", max_attempts=3, deadline=time.perf_counter() + 60).next()
+    assert taken is not None and taken.route.channel.name == "c1"
+    assert AttemptPlan(board, [routes[0]], "m", max_attempts=3, deadline=time.perf_counter() + 60).next() is None  # one a second
+
+
+def test_the_last_resort_can_be_turned_off(clock, writes):
+    board = HealthBoard(failures=2, cooldown=5.0, clock=clock, store=RecordedWrites(writes), last_resort=0)
+    route = route_for(channel(), Timeouts())
+    open_channel(board, route)
+    clock.now += 4
+    assert AttemptPlan(board, [route], "m", max_attempts=3, deadline=time.perf_counter() + 60).next() is None
+
+
+def rate_limit(seconds: float | None) -> RateLimitError:
+    error = RateLimitError("slow down", retryable=True, retry_after=seconds)
+    error.upstream_status = 429
+    return error
+
+
+def test_every_key_rate_limited_is_a_429_with_the_shortest_wait(board, clock):
+    routes = [route_for(channel(id=1, name="c1", keys=("sk-key-aaaaaaaa1", "sk-key-bbbbbbbb2")), Timeouts()),
+              route_for(channel(id=2, name="c2"), Timeouts())]  # fmt: skip
+    plan = AttemptPlan(board, routes, "gpt-x", max_attempts=5, deadline=time.perf_counter() + 60)
+    for wait in (30, 12, 20):
+        plan.failed(plan.next(), rate_limit(wait))
+    assert plan.next() is None
+    error = plan.final_error()
+    assert (error.status, error.code, error.retry_after) == (429, RATE_LIMITED, 12)
+    clock.now += 2
+    later = AttemptPlan(board, routes, "gpt-x", max_attempts=5, deadline=time.perf_counter() + 60)
+    assert later.next() is None  # no attempt: every key is still cooling down
+    error = later.final_error()
+    assert (error.status, error.retry_after) == (429, 10) and "'gpt-x'" in error.message
+
+
+def test_a_rate_limited_key_beside_a_channel_that_is_down_is_a_503(board, clock):
+    routes = [route_for(channel(id=1, name="c1"), Timeouts()), route_for(channel(id=2, name="c2"), Timeouts())]
+    open_channel(board, routes[1])
+    lease = take(board, routes[0])
+    board.failed(lease, rate_limit(30))
+    lease.release()
+    plan = AttemptPlan(board, routes, "gpt-x", max_attempts=5, deadline=time.perf_counter() + 60)
+    assert plan.next() is None  # c1's key waits 30 s; c2 opened just now (no last resort yet)
+    error = plan.final_error()
+    assert (error.status, error.code) == (503, NO_CHANNEL)
+
+
+def test_broken_streams_count_although_each_head_arrived(board, clock):
+    route = route_for(channel(), Timeouts())
+    dropped = UpstreamError("the upstream dropped the stream", retryable=True)
+    lease = take(board, route)
+    board.succeeded(lease, head=True)
+    board.stream_ended(lease, dropped, done=False)
+    lease.release()
+    assert board.health(1).breaker.failures == 1
+    lease = take(board, route)
+    board.succeeded(lease, head=True)  # the next head does not erase the first break
+    assert board.health(1).breaker.failures == 1
+    board.stream_ended(lease, dropped, done=False)
+    lease.release()
+    assert board.lease(route, None) == "cooling down"
+    clock.now += 5
+    probe = take(board, route)
+    board.succeeded(probe, head=True)  # the probe's head closes the breaker ...
+    assert board.health(1).breaker.state == CLOSED
+    board.stream_ended(probe, dropped, done=False)  # ... and its broken stream opens it again at once
+    probe.release()
+    assert board.health(1).breaker.state == OPEN
+
+
+def test_a_whole_stream_resets_the_count_and_a_client_leaving_leaves_it(board):
+    route = route_for(channel(), Timeouts())
+    dropped = UpstreamError("the upstream dropped the stream", retryable=True)
+    lease = take(board, route)
+    board.succeeded(lease, head=True)
+    board.stream_ended(lease, dropped, done=False)
+    lease = take(board, route)
+    board.succeeded(lease, head=True)
+    board.stream_ended(lease, None, done=False)  # the client left: no news of the channel
+    assert board.health(1).breaker.failures == 1
+    lease = take(board, route)
+    board.succeeded(lease, head=True)
+    board.stream_ended(lease, None, done=True)
+    assert board.health(1).breaker.failures == 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from ..fallbacks import ModelFallback
 from ..records import (
     AuditReport,
     ChannelRecord,
@@ -175,6 +176,14 @@ class AdminStore(AccessStore, Protocol):
         """Create the group if missing, then change its ratio (when given) and default limits."""
 
     async def list_groups(self) -> list[GroupRecord]: ...
+
+    async def set_fallback(self, scope: str, owner: str, model: str, fallback: str) -> ModelFallback:
+        """Create or replace a model fallback (``scope`` ``group`` or ``key``); it as stored."""
+
+    async def delete_fallback(self, scope: str, owner: str, model: str) -> bool:
+        """Remove one; ``False`` when there was none."""
+
+    async def list_fallbacks(self) -> list[ModelFallback]: ...
 
     async def set_price(self, price: PriceRecord) -> PriceRecord:
         """Create or replace a model's price; it as stored."""

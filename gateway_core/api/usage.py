@@ -74,7 +74,7 @@ TOTAL = obj(
 SITE = obj({"since": TIME, "by_model": array(TOTAL), "by_user": array(TOTAL), "by_channel": array(TOTAL), "days": array(DAILY)},
            ("since", "by_model", "by_user", "by_channel", "days"))  # fmt: skip
 CSV_COLUMNS = (
-    "id", "request_id", "created_at", "key_id", "key_name", "model", "channel_name", "status", "input_tokens",
+    "id", "request_id", "created_at", "key_id", "key_name", "model", "served_model", "channel_name", "status", "input_tokens",
     "output_tokens", "cached_tokens", "cost", "cost_micros", "duration_ms", "error_type",
 )  # fmt: skip
 

@@ -194,9 +194,11 @@ class SharedHealth:
         if breaker is not None:
             from ..health import OPEN
 
+            now = self.board.clock()
             breaker.state = OPEN
             breaker.probing = False
-            breaker.until = self.board.clock() + PROBE_RECHECK
+            breaker.until = now + PROBE_RECHECK
+            breaker.resorted_at = now  # the probe elsewhere tells soon: no last resort here meanwhile
 
     def released(self, lease: Lease) -> None:
         """The lease is given back: its slot, and its probe claim when the probe

@@ -17,6 +17,7 @@ import attrs
 
 from ..admin.errors import AdminError, Conflict, Invalid, StoreFailure
 from ..admin.port import ChannelFields, LimitChanges, UsageRowDict
+from ..fallbacks import ModelFallback
 from ..records import (
     AuditReport,
     ChannelRecord,
@@ -38,7 +39,7 @@ from ..records import (
 from ..billing.budgets import BudgetUse
 from ..billing.codes import Redeemed, RedemptionCode
 from ..request_store import BreakerReport
-from . import budgets, channel_health, channels, codes, groups, keys, prices, setup, usage, users, wallet
+from . import budgets, channel_health, channels, codes, fallbacks, groups, keys, prices, setup, usage, users, wallet
 from .audit import audit
 from .connection import atomic
 from .limits import get_limits, set_key_limits, set_user_limits
@@ -201,6 +202,15 @@ class SqliteAdmin(SqliteAccess):
 
     async def set_group(self, name: str, *, ratio_ppm: int | None, limits: LimitChanges) -> GroupRecord:
         return await self._write(groups.save_group, name, ratio_ppm, limits)
+
+    async def set_fallback(self, scope: str, owner: str, model: str, fallback: str) -> ModelFallback:
+        return await self._write(fallbacks.set_fallback, scope, owner, model, fallback)
+
+    async def delete_fallback(self, scope: str, owner: str, model: str) -> bool:
+        return await self._write(fallbacks.delete_fallback, scope, owner, model)
+
+    async def list_fallbacks(self) -> list[ModelFallback]:
+        return await self._read(fallbacks.list_fallbacks)
 
     async def list_groups(self) -> list[GroupRecord]:
         return await self._read(groups.list_groups)

@@ -15,7 +15,7 @@ _COLUMNS = (
     "upstream_model", "channel_id", "channel_name", "stream", "input_tokens", "output_tokens",
     "cached_tokens", "cache_write_tokens", "cost_micros", "held_micros", "overrun_micros", "estimated", "duration_ms", "first_token_ms", "status", "end_reason",
     "error_type", "error_message", "upstream_status", "upstream_error", "client_ip", "client_request_id",
-    "attempts", "cost_detail",
+    "attempts", "cost_detail", "served_model",
 )  # fmt: skip
 _INSERT = (
     f"INSERT INTO usage_logs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"

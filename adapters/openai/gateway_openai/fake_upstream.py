@@ -35,6 +35,7 @@ class FakeOpenAI(FakeUpstream):
     api_key: str | None = EXPECTED_KEY
     tool_call: dict[str, Any] | None = None  # answer with this tool call instead of text
     report_usage: bool = True  # False: answers carry no usage (as some compatible servers do)
+    cached_tokens: int = 0  # prompt tokens the usage reports as read from the prompt cache
 
     malformed_body = b'{"id": "chatcmpl-broken", "choices": ['
 
@@ -65,7 +66,7 @@ class FakeOpenAI(FakeUpstream):
         if refusal is not None:
             return refusal
         text = echo_text(body)
-        usage = usage_for(body, text) if self.report_usage else None
+        usage = usage_for(body, text, self.cached_tokens) if self.report_usage else None
         if body.get("stream"):
             include_usage = (body.get("stream_options") or {}).get("include_usage") is True
             chunks = [b"data: " + orjson.dumps(c) + b"\n\n" for c in stream_chunks(body, text, usage, include_usage, self.tool_call)]
@@ -128,14 +129,14 @@ def echo_text(body: dict[str, Any]) -> str:
     return "echo:"
 
 
-def usage_for(body: dict[str, Any], text: str) -> dict[str, Any]:
-    prompt = sum(len(str(m.get("content", ""))) for m in body.get("messages") or []) // 4 + 1
+def usage_for(body: dict[str, Any], text: str, cached: int = 0) -> dict[str, Any]:
+    prompt = sum(len(str(m.get("content", ""))) for m in body.get("messages") or []) // 4 + 1 + cached
     completion_tokens = len(text.split())
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt + completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": 0},
+        "prompt_tokens_details": {"cached_tokens": cached},
         "completion_tokens_details": {"reasoning_tokens": 0},
     }
 

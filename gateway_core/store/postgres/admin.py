@@ -20,6 +20,7 @@ from .access import AccessAdmin
 from .admin_base import found
 from .admin_channels import ChannelsAdmin, add_channel, set_price
 from .admin_codes import CodesAdmin
+from .admin_fallbacks import FallbacksAdmin
 from .admin_money import MoneyAdmin
 from .admin_users import UsersAdmin, add_user, create_key, ensure_groups, get_user, list_keys, open_groups
 
@@ -27,7 +28,7 @@ _INIT_LOCK = 0x72656C6179  # the advisory lock one `relaygate init` at a time ho
 _FIRST_ADMIN = "u.is_admin = 1 ORDER BY u.name != 'admin', u.id LIMIT 1"
 
 
-class PostgresAdmin(UsersAdmin, ChannelsAdmin, MoneyAdmin, CodesAdmin, AccessAdmin):
+class PostgresAdmin(UsersAdmin, ChannelsAdmin, MoneyAdmin, CodesAdmin, FallbacksAdmin, AccessAdmin):
     """The admin port of a running :class:`~.store.PostgresStore`."""
 
     async def initialize(self, *, admin_password_hash: str, first_channel: ChannelFields | None) -> InitResult:

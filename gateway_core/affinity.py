@@ -1,0 +1,215 @@
+"""Session affinity: requests of one session go to the channel and upstream key
+that served it last, while that channel is healthy, so that the provider's
+prompt cache (which lives per upstream account) keeps hitting.
+
+A request's session is, in this order, the configured header
+(``[gateway] session_header``), or one of the body's fields clients use to
+name a conversation or an end user: ``prompt_cache_key``,
+``metadata.user_id``, ``user``, ``cachedContent`` (a cached-content
+resource: it lives with one upstream key). Sessions are scoped by API key, so
+one key can never steer another's requests.
+
+Where a session went is kept as (channel id, key fingerprint), never the
+upstream key itself:
+
+- :class:`LocalAffinity`: in this process, an LRU of at most
+  ``session_max_entries`` sessions, each forgotten ``session_ttl`` seconds after
+  its last request;
+- :class:`RedisAffinity`: with Redis configured, in
+  ``{prefix}:af:{digest}`` keys that expire ``session_ttl`` seconds after the
+  session's last request, so that every replica sends a session to the same
+  place (one ``GETEX`` per request that names a session; writes are not
+  awaited; ``GETEX`` needs Redis 6.2 or later). Redis unreachable (or refusing):
+  the request is routed as usual.
+
+The channel is only preferred: when its breaker is open, its key cooling down
+or it no longer serves the model, the request is routed as usual and the
+session follows the channel that serves it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+import structlog
+
+from .records import key_fingerprint
+
+if TYPE_CHECKING:
+    import redis.asyncio as aioredis
+
+    from .config import Config
+    from .health import Lease
+
+log = structlog.get_logger("relaygate.affinity")
+
+BODY_FIELDS = ("prompt_cache_key", "user", "cachedContent")  # top-level fields naming a session
+MAX_SESSION_CHARS = 512  # a longer session name is cut (it is only hashed)
+Place = tuple[int, str]  # (channel id, upstream key fingerprint)
+
+
+def session_of(body: Mapping[str, Any], headers: Any, header: str | None) -> str | None:
+    """The session a request names, if any (see the module's docstring)."""
+    if header:
+        value = headers.get(header)
+        if value:
+            return str(value)[:MAX_SESSION_CHARS]
+    value = body.get("prompt_cache_key")
+    if not value:
+        metadata = body.get("metadata")
+        if isinstance(metadata, dict):
+            value = metadata.get("user_id")
+    if not value:
+        value = body.get("user") or body.get("cachedContent")
+    if not value or not isinstance(value, str):
+        return None
+    return value[:MAX_SESSION_CHARS]
+
+
+def session_digest(key_id: int, session: str) -> str:
+    """A fixed-size name of the session of one API key."""
+    return hashlib.blake2b(f"{key_id}\x00{session}".encode("utf-8", "replace"), digest_size=16).hexdigest()
+
+
+class Affinity(Protocol):
+    header: str | None
+
+    async def recall(self, digest: str) -> Place | None: ...
+
+    def remember(self, digest: str, place: Place) -> None: ...
+
+    def forget(self, digest: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class LocalAffinity:
+    """Sessions in this process: a bounded LRU whose entries expire."""
+
+    def __init__(self, *, ttl: float, max_entries: int, header: str | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl
+        self.max_entries = max_entries
+        self.header = header
+        self.clock = clock
+        self._places: OrderedDict[str, tuple[Place, float]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._places)
+
+    async def recall(self, digest: str) -> Place | None:
+        """Where the session went, its expiry moved on (a session in use stays)."""
+        places = self._places
+        entry = places.get(digest)
+        if entry is None:
+            return None
+        now = self.clock()
+        if entry[1] <= now:
+            del places[digest]
+            return None
+        places[digest] = (entry[0], now + self.ttl)
+        places.move_to_end(digest)
+        return entry[0]
+
+    def remember(self, digest: str, place: Place) -> None:
+        places = self._places
+        places[digest] = (place, self.clock() + self.ttl)
+        places.move_to_end(digest)
+        while len(places) > self.max_entries:
+            places.popitem(last=False)
+
+    def forget(self, digest: str) -> None:
+        self._places.pop(digest, None)
+
+    async def close(self) -> None:
+        self._places.clear()
+
+
+class RedisAffinity:
+    """Sessions shared by every replica through Redis keys that expire."""
+
+    def __init__(self, client: aioredis.Redis, prefix: str, *, ttl: float, header: str | None) -> None:
+        self._client = client
+        self._prefix = f"{prefix}:af:"
+        self.ttl_ms = max(1, int(ttl * 1000))
+        self.header = header
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.unreachable = 0  # times Redis did not answer (the request was routed as usual)
+
+    async def recall(self, digest: str) -> Place | None:
+        try:
+            value = await self._client.getex(self._prefix + digest, px=self.ttl_ms)
+        except Exception as error:  # unreachable, or refused (GETEX needs Redis 6.2): an optimisation, not a failure
+            self._unreachable(error)
+            return None
+        if not value:
+            return None
+        channel, _, fingerprint = (value.decode() if isinstance(value, bytes) else str(value)).partition(":")
+        return (int(channel), fingerprint) if channel.isdigit() and fingerprint else None
+
+    def remember(self, digest: str, place: Place) -> None:
+        self._spawn(self._client.set(self._prefix + digest, f"{place[0]}:{place[1]}", px=self.ttl_ms))
+
+    def forget(self, digest: str) -> None:
+        self._spawn(self._client.delete(self._prefix + digest))
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.ensure_future(self._quietly(work))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _quietly(self, work: Any) -> None:
+        try:
+            await work
+        except Exception as error:  # as in recall
+            self._unreachable(error)
+
+    def _unreachable(self, error: BaseException) -> None:
+        self.unreachable += 1
+        if self.unreachable == 1 or self.unreachable % 1000 == 0:
+            log.warning("session affinity: Redis did not answer; routing as usual", error=repr(error), times=self.unreachable)
+
+    async def close(self) -> None:
+        if self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+
+def affinity_for(config: Config, client: aioredis.Redis | None) -> Affinity | None:
+    """The affinity ``config`` asks for: none, in this process, or in Redis."""
+    if not config.session_affinity:
+        return None
+    header = config.session_header or None
+    if client is not None:
+        return RedisAffinity(client, config.redis_prefix, ttl=config.session_ttl, header=header)
+    return LocalAffinity(ttl=config.session_ttl, max_entries=config.session_max_entries, header=header)
+
+
+class Steering:
+    """One request's session: where it went before, and where it goes now."""
+
+    __slots__ = ("affinity", "digest", "place", "secret")
+
+    def __init__(self, affinity: Affinity, digest: str, place: Place | None) -> None:
+        self.affinity = affinity
+        self.digest = digest
+        self.place = place  # where the session went last (None: nowhere known)
+        self.secret: str | None = None  # the upstream key of ``place``, once found among the routes
+
+    def taken(self, lease: Lease) -> None:
+        """An attempt of the session goes to ``lease``'s channel and key."""
+        place = (lease.route.channel.id, key_fingerprint(lease.api_key))
+        if place != self.place:
+            self.place = place
+            self.secret = lease.api_key
+            self.affinity.remember(self.digest, place)
+
+    def failed(self, lease: Lease) -> None:
+        """That attempt failed: the session is no longer tied to it."""
+        if self.place is not None and self.place[0] == lease.route.channel.id:
+            self.place = None
+            self.secret = None
+            self.affinity.forget(self.digest)
