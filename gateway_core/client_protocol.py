@@ -18,6 +18,8 @@ import attrs
 from .errors import GatewayError
 from .model import CoreRequest, CoreResponse, MediaUsage, ModelInfo, StreamEvent
 from .ratelimit.state import RateLimitState
+from .records import ChannelRecord, KeyRecord
+from .stored_responses import ResponseStore
 from .uploads import Upload
 
 Headers = Mapping[str, str]  # lower-case names (Starlette's Headers fits)
@@ -135,6 +137,17 @@ class LocalAnswer:
 
 
 @attrs.frozen
+class Caller:
+    """What a protocol's stateful steps (:meth:`ClientProtocol.prepare`,
+    :meth:`ClientProtocol.keep`) see of a request: its API key (owner, group),
+    the store of kept answers, and the channel that answered (in ``keep``)."""
+
+    key: KeyRecord
+    responses: ResponseStore
+    channel: ChannelRecord | None = None
+
+
+@attrs.frozen
 class RenderedError:
     status: int
     body: bytes
@@ -242,6 +255,21 @@ class ClientProtocol(abc.ABC):
         """An answer for a call no channel of its model serves at its endpoint
         (counting tokens for a model on a channel type that cannot), or ``None``
         to refuse the call as usual (404, endpoint not available)."""
+        return None
+
+    async def prepare(self, call: Call, caller: Caller) -> Call | LocalAnswer:
+        """The call to route, once the policies admitted it: a protocol that keeps
+        state for its clients (answers they build on by id) fills it in here, or
+        answers by itself (a kept answer read or deleted); raise a
+        ``GatewayError`` to refuse. Default: the call as it is."""
+        return call
+
+    async def keep(self, call: Call, caller: Caller, answer: bytes | StreamWriter, native: bool) -> None:
+        """Keep what the protocol needs of a successful answer before the client
+        has (the end of) it: ``answer`` is the body to send
+        (a complete answer) or the stream's writer, ``native`` whether the channel
+        answered in the call's own wire. Must not raise for a store failure (the
+        answer stands). Default: nothing."""
         return None
 
     def passthrough_body(self, call: Call, upstream_body: bytes) -> bytes:

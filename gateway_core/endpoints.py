@@ -3,6 +3,7 @@
 MODELS = "models"
 CHAT = "chat"
 RESPONSES = "responses"
+RESPONSES_STORED = "responses.stored"  # reading or deleting a kept response (answered by its protocol)
 EMBEDDINGS = "embeddings"
 COUNT_TOKENS = "count_tokens"
 IMAGES_GENERATIONS = "images.generations"

@@ -28,6 +28,7 @@ from .admin.port import AdminStore
 from .request_store import PriceSnapshot, RequestStore
 from .snapshot import TtlSnapshot
 from .sql import SqlHandle
+from .stored_responses import ResponseStore
 from .ratelimit.faults import RedisFaults
 from .ratelimit.signin import InProcessSignInThrottle, SignInThrottle
 
@@ -47,6 +48,7 @@ class Services:
     client_address: ClientAddress
     admin: AdminStore  # the admin layer's port (gateway_core.admin)
     sql: SqlHandle  # plugins' own tables (gateway_core.sql)
+    responses: ResponseStore  # answers protocols keep for their clients (gateway_core.stored_responses)
     session: aiohttp.ClientSession | None = None
     rate_limiter: RateLimiter = attrs.field(factory=InProcessRateLimiter)
     prices: TtlSnapshot[PriceSnapshot] | None = None  # prices and group ratios
@@ -73,7 +75,7 @@ class Services:
             from .store import open_store
 
             store = open_store(config.db_path, registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout)
-        from .store import admin_ports
+        from .store import admin_ports, response_store
 
         admin, sql = admin_ports(store)
         router = Router(store, registry.channel_types, timeouts=config.timeouts, detailed_model_errors=config.detailed_model_errors)
@@ -105,6 +107,7 @@ class Services:
             client_address=ClientAddress(config.trusted_proxies),
             admin=admin,
             sql=sql,
+            responses=response_store(store),
             rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
             prices=TtlSnapshot(store.price_snapshot),
             hold_sweeper=HoldSweeper(store, config.stale_hold_seconds, lease=config.hold_lease_seconds, replica=config.replica),
