@@ -98,7 +98,7 @@ PUBLIC_MODULES = (
     "gateway_core.secrets",  # hashing and masking secrets
     "gateway_core.sql",  # SQL handles for a plugin's own tables
     "gateway_core.sse",  # stream framing
-    "gateway_core.stored_responses",  # answers a protocol keeps for its clients
+    "gateway_core.kept_responses",  # answers a protocol keeps for its clients
     "gateway_core.tally",  # token estimates
     "gateway_core.testing",  # the test kit
     "gateway_core.throttle",  # attempts counted in a sliding window (sign-in, redemption codes)

@@ -19,7 +19,7 @@ from .errors import GatewayError
 from .model import CoreRequest, CoreResponse, MediaUsage, ModelInfo, StreamEvent
 from .ratelimit.state import RateLimitState
 from .records import ChannelRecord, KeyRecord
-from .stored_responses import ResponseStore
+from .kept_responses import ResponseStore
 from .uploads import Upload
 
 Headers = Mapping[str, str]  # lower-case names (Starlette's Headers fits)

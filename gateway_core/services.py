@@ -28,7 +28,7 @@ from .admin.port import AdminStore
 from .request_store import PriceSnapshot, RequestStore
 from .snapshot import TtlSnapshot
 from .sql import SqlHandle
-from .stored_responses import ResponseStore
+from .kept_responses import ResponseStore
 from .ratelimit.faults import RedisFaults
 from .ratelimit.signin import InProcessSignInThrottle, SignInThrottle
 
@@ -48,7 +48,7 @@ class Services:
     client_address: ClientAddress
     admin: AdminStore  # the admin layer's port (gateway_core.admin)
     sql: SqlHandle  # plugins' own tables (gateway_core.sql)
-    responses: ResponseStore  # answers protocols keep for their clients (gateway_core.stored_responses)
+    responses: ResponseStore  # answers protocols keep for their clients (gateway_core.kept_responses)
     session: aiohttp.ClientSession | None = None
     rate_limiter: RateLimiter = attrs.field(factory=InProcessRateLimiter)
     prices: TtlSnapshot[PriceSnapshot] | None = None  # prices and group ratios

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, cast
 from ..admin.port import AdminStore
 from ..request_store import RequestStore
 from ..sql import SqlHandle
-from ..stored_responses import ResponseStore
+from ..kept_responses import ResponseStore
 from ..types import Migration
 from . import channel_health, channels, groups, keys, limits, prices, usage, users, wallet
 from .connection import atomic
@@ -84,7 +84,7 @@ def _postgres_ports(store: RequestStore) -> tuple[AdminStore, SqlHandle] | None:
 
 
 def response_store(store: RequestStore) -> ResponseStore:
-    """The kept answers' port (:mod:`gateway_core.stored_responses`) on the database
+    """The kept answers' port (:mod:`gateway_core.kept_responses`) on the database
     of a store made by :func:`open_store` (as :func:`admin_ports` tells them apart)."""
     module = sys.modules.get("gateway_core.store.postgres")
     if module is not None and isinstance(store, module.PostgresStore):

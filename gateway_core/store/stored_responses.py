@@ -1,5 +1,5 @@
-"""Kept answers (:mod:`gateway_core.stored_responses`) on SQLite: migration
-``0012_stored_responses`` (:mod:`.stored_responses_schema`) and the :class:`~gateway_core.stored_responses.ResponseStore`
+"""Kept answers (:mod:`gateway_core.kept_responses`) on SQLite: migration
+``0012_stored_responses`` (:mod:`.stored_responses_schema`) and the :class:`~gateway_core.kept_responses.ResponseStore`
 port (the same table and statements on PostgreSQL: :mod:`.postgres.stored_responses`)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from ..stored_responses import StoredResponse
+from ..kept_responses import StoredResponse
 from .connection import atomic
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def sweep(conn: sqlite3.Connection, now: float) -> int:
 
 
 class SqliteResponses:
-    """Implements :class:`~gateway_core.stored_responses.ResponseStore` on a :class:`Store`:
+    """Implements :class:`~gateway_core.kept_responses.ResponseStore` on a :class:`Store`:
     reads on its reader threads, writes through its group-commit writer."""
 
     def __init__(self, store: Store) -> None:

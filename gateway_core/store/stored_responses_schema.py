@@ -1,5 +1,5 @@
 """Migration ``0012_stored_responses`` on SQLite: the table of kept answers
-(:mod:`gateway_core.stored_responses`; the same table on PostgreSQL:
+(:mod:`gateway_core.kept_responses`; the same table on PostgreSQL:
 :mod:`.postgres.stored_responses`)."""
 
 from __future__ import annotations

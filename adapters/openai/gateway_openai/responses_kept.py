@@ -41,7 +41,7 @@ import structlog
 
 from gateway_core import Call, Caller, InvalidRequestError, LocalAnswer, NotFoundError, StreamWriter, endpoints
 from gateway_core.config import ConfigError
-from gateway_core.stored_responses import StoredResponse
+from gateway_core.kept_responses import StoredResponse
 
 from .responses_request import stateful_reason
 

@@ -1,5 +1,5 @@
-"""Kept answers (:mod:`gateway_core.stored_responses`) on PostgreSQL: the
-:class:`~gateway_core.stored_responses.ResponseStore` port on the table of
+"""Kept answers (:mod:`gateway_core.kept_responses`) on PostgreSQL: the
+:class:`~gateway_core.kept_responses.ResponseStore` port on the table of
 :mod:`.stored_responses_schema`, with the statements of :mod:`..stored_responses`
 numbered for asyncpg."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from ...stored_responses import StoredResponse
+from ...kept_responses import StoredResponse
 from .. import stored_responses as shared
 from .admin_base import changed
 from .faults import Attempt
@@ -25,7 +25,7 @@ _TRIM = (
 
 
 class PostgresResponses:
-    """Implements :class:`~gateway_core.stored_responses.ResponseStore` on a :class:`PostgresStore`."""
+    """Implements :class:`~gateway_core.kept_responses.ResponseStore` on a :class:`PostgresStore`."""
 
     def __init__(self, store: PostgresStore) -> None:
         self._store = store

@@ -1,7 +1,7 @@
-"""Answers a client protocol keeps for its clients (OpenAI's stored responses).
+"""Answers a client protocol keeps for its clients.
 
-Some client protocols let a client build on an earlier answer by its id (a
-Responses request's ``previous_response_id``) or read and delete it later. When
+Some client protocols let a client build on an earlier answer by its id, or read
+and delete it later. When
 the channel that answered keeps no such state, the protocol keeps it here: one
 :class:`StoredResponse` per answer, owned by the key's user, until it expires.
 The store implements :class:`ResponseStore` on both databases (table
