@@ -95,7 +95,9 @@ class Call:
     (for example whether the client asked for usage in its stream); ``billing``
     what billing needs to know before the call is sent (:class:`BillingHints`).
     ``upload`` is the body still to stream of a ``stream_body`` route (``body``
-    then holds the form fields read from its head).
+    then holds the form fields read from its head). ``channel_id`` pins the call
+    to one channel (the one holding state the call names, set by
+    :meth:`ClientProtocol.prepare`); ``None``: any channel that serves it.
     """
 
     protocol: str
@@ -108,6 +110,7 @@ class Call:
     path_params: Mapping[str, str] = attrs.field(factory=dict)
     upload: Upload | None = None
     billing: BillingHints = NO_HINTS
+    channel_id: int | None = None
 
 
 @attrs.frozen

@@ -151,6 +151,10 @@ class ProtocolEndpoint:
             ctx.response_headers.extend(encode_headers(dict(answer.headers)))
             await self._respond(ctx, send, Outcome(200, "done", estimated=answer.estimated), answer.body, answer.content_type.encode())
             return
+        if call.channel_id is not None:  # state one channel holds (ClientProtocol.prepare)
+            routes = [route for route in routes if route.channel.id == call.channel_id]
+            if not routes:
+                raise NotFoundError(f"The channel holding the state this request names no longer serves '{call.model}' here.")
         config = services.config
         health = services.health
         plan = AttemptPlan(health, routes, call.model, config.max_attempts, ctx.started + config.attempt_deadline)

@@ -19,14 +19,17 @@ For a key of such a group, each successful Responses answer (``store`` not
   that conversation in front of its own input (and without the id), to any
   channel of its model; its answer still shows the id it continued.
 - answered natively by an openai channel that speaks Responses: only which
-  channel answered. ``previous_response_id`` naming it goes to the channels that
-  speak Responses, as it came (the upstream holds the conversation).
+  channel answered (the upstream holds the conversation). ``previous_response_id``
+  naming it goes, as it came, to that channel only (no failover to one that does
+  not hold it).
 
-``GET`` answers a kept conversation's response; ``DELETE`` forgets it. Both
-answer 404 for an id the user has no kept answer of (another user's included);
-a response an upstream holds is reported as not kept here (404) — read it from
-the upstream. A conversation larger than ``max_bytes`` is not kept (noted in the
-log); expired answers are dropped whenever another is kept.
+``GET`` answers a kept conversation's response; ``DELETE`` forgets it; for a
+response an upstream holds, both are sent to the channel that answered it (its
+404 is the client's; a deletion there forgets the gateway's row too). Both answer
+404 for an id the user has no kept answer of (another user's included). A
+conversation larger than ``max_bytes`` is not kept (noted in the log); expired
+answers are dropped whenever another is kept. An id unknown here still goes to
+the channels that speak Responses (the upstream may know it), else is a 400.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ from gateway_core import Call, Caller, InvalidRequestError, LocalAnswer, NotFoun
 from gateway_core.config import ConfigError
 from gateway_core.kept_responses import StoredResponse
 
+from .calls import RESPONSES_WIRE
+from .channel_responses import STORED_METHOD
 from .responses_request import stateful_reason
 
 log = structlog.get_logger("relaygate.openai")
@@ -94,8 +99,9 @@ class KeptResponses:
             return call
         kept = await caller.responses.get(previous, caller.key.user_id, time.time())
         if kept is None or kept.items is None:
-            # unknown here, or held by an upstream: for the channels that speak Responses
-            return attrs.evolve(call, options={**call.options, "kept_groups": True})
+            # unknown here (for the channels that speak Responses), or held by the channel that answered it
+            channel_id = kept.channel_id if kept is not None else None
+            return attrs.evolve(call, options={**call.options, "kept_groups": True}, channel_id=channel_id)
         items = orjson.loads(kept.items)
         body = {k: v for k, v in call.body.items() if k != PREVIOUS}
         body["input"] = items + input_items(call.body.get("input"))
@@ -104,15 +110,19 @@ class KeptResponses:
         options = {**call.options, "stateful": stateful, RESUMED: previous}
         return attrs.evolve(call, endpoint=endpoint, body=body, options=options)
 
-    async def _read_or_delete(self, call: Call, caller: Caller) -> LocalAnswer:
+    async def _read_or_delete(self, call: Call, caller: Caller) -> Call | LocalAnswer:
         response_id = str(call.body.get("id"))
         user = caller.key.user_id
         kept = await caller.responses.get(response_id, user, time.time())
-        if kept is None or kept.items is None:
+        if kept is None:
             raise NotFoundError(
-                f"Response with id '{response_id}' not found (this gateway keeps the responses of groups "
-                "that opt in, answered through channels that keep no conversation).",
+                f"Response with id '{response_id}' not found (this gateway keeps the responses of groups that opt in).",
                 param="response_id",
+            )
+        if kept.items is None:  # held by the upstream that answered it: asked there
+            options = {STORED_METHOD: call.body.get("method")}
+            return attrs.evolve(
+                call, endpoint=endpoints.RESPONSES, wire=RESPONSES_WIRE, model=kept.model, options=options, channel_id=kept.channel_id
             )
         if call.body.get("method") == "DELETE":
             await caller.responses.delete(response_id, user)
@@ -122,7 +132,10 @@ class KeptResponses:
     # --- after the answer -------------------------------------------------------------
 
     async def keep(self, call: Call, caller: Caller, answer: bytes | StreamWriter, native: bool) -> None:
-        if call.endpoint not in (endpoints.CHAT, endpoints.RESPONSES) or call.body.get("store") is False:
+        method = call.options.get(STORED_METHOD)
+        if method == "DELETE":  # deleted at the upstream that held it
+            await caller.responses.delete(str(call.body.get("id")), caller.key.user_id)
+        if method or call.endpoint not in (endpoints.CHAT, endpoints.RESPONSES) or call.body.get("store") is False:
             return
         if not self.keeps(caller.key.group) or caller.channel is None:
             return

@@ -14,6 +14,7 @@ from gateway_anthropic.fake_upstream import FakeAnthropic
 from gateway_core.config import Config, ConfigError
 from gateway_gemini.fake_upstream import EXPECTED_KEY as GEMINI_KEY
 from gateway_gemini.fake_upstream import FakeGemini
+from gateway_openai.fake_upstream import Fault
 from gateway_openai.responses_kept import KeptResponses
 
 CLAUDE, GEMINI, GPT = "claude-kept", "gemini-kept", "gpt-native"
@@ -148,16 +149,41 @@ async def test_expired_answers_are_gone_and_swept(sdk, claude, seed):
     assert old.id not in {row["id"] for row in seed.rows("SELECT id FROM stored_responses")}
 
 
-async def test_native_channel_passes_previous_response_id_through(sdk, upstream, seed):
-    alice = sdk("alice")
+async def test_native_channel_holds_its_own_and_is_asked_for_it(sdk, upstream, seed, fake_upstream):
+    other = await fake_upstream(type(upstream)())  # a second native channel of the same model: never asked
+    seed.channel("native-2", type="openai", base_url=other.url, models=[GPT], settings={"responses": True}, groups=("team",), priority=-1)
+    alice, bob = sdk("alice"), sdk("bob")
     first = await alice.responses.create(model=GPT, input="hello")
     row = seed.rows("SELECT channel_id, items FROM stored_responses WHERE id = ?", (first.id,))[0]
-    assert row["items"] is None and row["channel_id"] is not None  # only which channel holds it
+    native_id = seed.rows("SELECT id FROM channels WHERE name = 'native'")[0]["id"]
+    assert row["items"] is None and row["channel_id"] == native_id  # only which channel holds it
     await alice.responses.create(model=GPT, input="and then?", previous_response_id=first.id)
     body = upstream.requests[-1]["body"]
     assert body["previous_response_id"] == first.id and body["input"] == "and then?"
-    with pytest.raises(openai.NotFoundError):  # held by the upstream, not here
+    upstream.faults.append(Fault(status=503))  # the holder fails: no failover to a channel that does not hold it
+    with pytest.raises(openai.APIStatusError):
         await alice.responses.retrieve(first.id)
+    got = await alice.responses.retrieve(first.id)  # relayed to the channel that answered
+    assert got.id == first.id and upstream.requests[-1]["path"] == f"/v1/responses/{first.id}"
+    assert upstream.requests[-1]["headers"]["Authorization"] == "Bearer sk-upstream-test"
+    with pytest.raises(openai.NotFoundError):
+        await bob.responses.retrieve(first.id)
+    await alice.responses.delete(first.id)
+    assert upstream.kept == {} and seed.rows("SELECT id FROM stored_responses WHERE id = ?", (first.id,)) == []
+    with pytest.raises(openai.NotFoundError):
+        await alice.responses.retrieve(first.id)
+    assert other.requests == []
+
+
+async def test_an_id_the_upstream_forgot_is_its_404(sdk, upstream, seed):
+    alice = sdk("alice")
+    first = await alice.responses.create(model=GPT, input="hello")
+    upstream.kept.clear()
+    with pytest.raises(openai.NotFoundError) as caught:
+        await alice.responses.retrieve(first.id)
+    assert first.id in caught.value.message
+    rows = seed.rows("SELECT endpoint, cost_micros, status FROM usage_logs ORDER BY rowid")
+    assert rows[-1] == {"endpoint": "responses.stored", "cost_micros": 0, "status": 404}
 
 
 def test_settings_are_checked():
