@@ -40,6 +40,10 @@ class RouteSpec:
     which reads only the head it needs, and the channel streams the rest to the
     upstream. ``max_body_bytes`` overrides ``[gateway] max_body_bytes`` for the
     route (413 beyond it).
+
+    ``websocket`` routes are WebSocket sessions relayed to a channel's upstream
+    message by message (:mod:`gateway_core.session_relay`): the protocol reads the
+    key from the handshake and parses a call from its query (``body`` is empty).
     """
 
     path: str
@@ -48,6 +52,7 @@ class RouteSpec:
     match: Callable[[Headers, Query], bool] | None = None
     stream_body: bool = False
     max_body_bytes: int | None = None
+    websocket: bool = False
 
 
 @attrs.frozen
@@ -274,6 +279,16 @@ class ClientProtocol(abc.ABC):
         answered in the call's own wire. Must not raise for a store failure (the
         answer stands). Default: nothing."""
         return None
+
+    def session_subprotocol(self, offered: Sequence[str]) -> str | None:
+        """The WebSocket subprotocol to accept among those a session's client
+        offered (``None``: none). Default: none."""
+        return None
+
+    def session_error(self, error: GatewayError, request_id: str) -> str:
+        """The message telling a session's client why the session ends (sent before
+        the close). Default: the error's body, as :meth:`render_error` writes it."""
+        return self.render_error(error, request_id).body.decode("utf-8", "replace")
 
     def passthrough_body(self, call: Call, upstream_body: bytes) -> bytes:
         """The client's body of a same-wire non-streaming answer (as is, by default)."""

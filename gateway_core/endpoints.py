@@ -10,6 +10,7 @@ IMAGES_GENERATIONS = "images.generations"
 IMAGES_EDITS = "images.edits"
 AUDIO_SPEECH = "audio.speech"
 AUDIO_TRANSCRIPTIONS = "audio.transcriptions"
+REALTIME = "realtime"  # a WebSocket session relayed message by message
 
 ALL = (
     MODELS,
@@ -21,6 +22,7 @@ ALL = (
     IMAGES_EDITS,
     AUDIO_SPEECH,
     AUDIO_TRANSCRIPTIONS,
+    REALTIME,
 )
 
 # The error code of a request for an endpoint no channel of the model serves (the

@@ -1,6 +1,7 @@
 """The OpenAI client protocol: the routes OpenAI-style clients call, in their shapes.
 
-Routes (under ``/v1``): ``chat/completions``, ``responses``, ``embeddings``,
+Routes (under ``/v1``): ``chat/completions``, ``responses`` (and ``responses/{id}``,
+:mod:`.responses_kept`), ``realtime`` (WebSocket, :mod:`.realtime`), ``embeddings``,
 ``images/generations``, ``images/edits`` and ``audio/transcriptions`` (uploads,
 streamed to the upstream, at most ``max_upload_bytes``), ``audio/speech``, and
 ``GET models``. Parsing is in :mod:`.calls`; each endpoint's translations in its
@@ -32,7 +33,7 @@ from gateway_core.json_body import DEFAULT_LIMITS, JsonLimits, read_json_object
 from gateway_core.key_header import bearer_key
 from gateway_core.model import ChatResponse, CoreRequest, CoreResponse, EmbeddingsResponse
 
-from . import calls, embeddings
+from . import calls, embeddings, realtime
 from .calls import CHAT_WIRE, EMBEDDINGS_WIRE, RESPONSES_WIRE, SPEECH_WIRE, TRANSCRIPTIONS_WIRE
 from .chat_request import request_from_wire
 from .chat_response import response_to_wire
@@ -82,9 +83,12 @@ class OpenAIProtocol(ClientProtocol):
             RouteSpec("/v1/audio/speech", endpoints.AUDIO_SPEECH),
             RouteSpec("/v1/audio/transcriptions", endpoints.AUDIO_TRANSCRIPTIONS, **upload),
             RouteSpec("/v1/models", endpoints.MODELS, methods=("GET",)),
+            RouteSpec("/v1/realtime", endpoints.REALTIME, methods=("GET",), websocket=True),
         )
 
     def read_key(self, headers, query) -> str:
+        if "sec-websocket-protocol" in headers:  # a Realtime session from a browser
+            return realtime.session_key(headers)
         return bearer_key(headers.get("authorization"))
 
     def claim(self, path, headers, query) -> int:
@@ -93,6 +97,8 @@ class OpenAIProtocol(ClientProtocol):
     def parse(self, route, body, headers, query, path_params) -> Call:
         if route.endpoint == endpoints.MODELS:
             return Call(protocol=self.name, endpoint=route.endpoint, wire="openai.models", model="", stream=False, body={})
+        if route.endpoint == endpoints.REALTIME:
+            return realtime.session_call(headers, query)
         if route.endpoint == endpoints.RESPONSES_STORED:
             body = {"id": path_params.get("response_id", ""), "method": route.methods[0]}
             return Call(protocol=self.name, endpoint=route.endpoint, wire="openai.responses.stored", model="", stream=False, body=body)
@@ -170,6 +176,12 @@ class OpenAIProtocol(ClientProtocol):
 
     def rate_limit_headers(self, state: RateLimitState) -> list[tuple[bytes, bytes]]:
         return rate_limit_headers(state)
+
+    def session_subprotocol(self, offered: Sequence[str]) -> str | None:
+        return realtime.accepted_subprotocol(offered)
+
+    def session_error(self, error: GatewayError, request_id: str) -> str:
+        return realtime.error_event(error, request_id)
 
 
 def stateful_message(model: str, reason: str) -> str:
