@@ -30,10 +30,10 @@ import structlog
 from starlette.datastructures import Headers, QueryParams
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .channel_type import Exchange, Target
+from .channel_type import AnswerLimits, Exchange, Target
 from .client_protocol import Call, ClientProtocol, RouteSpec
 from .context import RequestContext, new_request_id
-from .errors import GatewayError, RequestTooLargeError, UpstreamError, UpstreamUnavailableError
+from .errors import GatewayError, InternalError, RequestTooLargeError, UpstreamError, UpstreamUnavailableError
 from .failover import AttemptPlan
 from .health import Lease
 from .model import PartDelta, StreamFinish, StreamStart, Usage, UsageReport
@@ -58,6 +58,7 @@ class SessionEndpoint:
         self.services = services
         self.protocol = protocol
         self.route = route
+        self.limits = AnswerLimits(services.config.max_answer_bytes, services.config.max_frame_bytes)
 
     async def __call__(self, scope, receive, send) -> None:
         websocket = WebSocket(scope, receive, send)
@@ -74,10 +75,16 @@ class SessionEndpoint:
         except GatewayError as error:
             await self._refuse(websocket, ctx, error)
             return
+        except Exception:
+            log.exception("session failed to open", path=scope.get("path"))
+            await self._refuse(websocket, ctx, InternalError(f"The gateway failed to open the session (request id: {request_id})."))
+            return
         offered = [p.strip() for p in headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
         try:
             await websocket.accept(subprotocol=self.protocol.session_subprotocol(offered))
-            await Session(self, websocket, ctx, upstream).run()
+            broken = await Session(self, websocket, ctx, upstream).run()
+            if broken is not None:
+                self.services.health.stream_failed(lease, broken)  # a session the upstream broke counts against it
         finally:
             await upstream.close()
             lease.release()
@@ -104,7 +111,7 @@ class SessionEndpoint:
             ctx.target = target
             exchange = Exchange(
                 call=call, target=target, request=None, session=session, timeouts=plan.timeouts(lease),
-                request_id=ctx.request_id, trace_headers=upstream_trace_headers(services.tracing, ctx, target),
+                request_id=ctx.request_id, trace_headers=upstream_trace_headers(services.tracing, ctx, target), limits=self.limits,
             )  # fmt: skip
             started = time.perf_counter()
             try:
@@ -147,10 +154,11 @@ class Session:
         self.first_token_ms: float | None = None
         self.draining = False  # the client left: the upstream's messages are no longer sent on
 
-    async def run(self) -> None:
+    async def run(self) -> GatewayError | None:
+        """Pump both directions until one ends; the upstream's error, if it broke the session."""
         client = asyncio.ensure_future(self._from_client())
         upstream = asyncio.ensure_future(self._from_upstream())
-        status, end_reason, error = 499, "client_gone", None
+        status, end_reason, error, broken = 499, "client_gone", None, None
         try:
             await asyncio.wait((client, upstream), return_when=asyncio.FIRST_COMPLETED)
             if client.done():
@@ -163,12 +171,19 @@ class Session:
                 client.cancel()
                 error = upstream.result()
                 status, end_reason = (200, "done") if error is None else (502, end_reason_of(error))
+                broken = error if isinstance(error, UpstreamError) else None
                 await self._close(error)
+        except Exception:  # a bug: the session still ends properly
+            log.exception("session failed")
+            error = InternalError("The gateway failed while relaying the session.")
+            status, end_reason = 500, "internal_error"
+            await self._close(error)
         finally:
             for task in (client, upstream):
                 task.cancel()
             await asyncio.gather(client, upstream, return_exceptions=True)
             await self._settle_last(status, end_reason, error)
+        return broken
 
     # --- the two directions ------------------------------------------------------------
 

@@ -172,6 +172,8 @@ class OpenAIProtocol(ClientProtocol):
 
     async def keep(self, call: Call, caller: Caller, answer: bytes | StreamWriter, native: bool) -> None:
         if call.wire == RESPONSES_WIRE:
+            if isinstance(answer, ResponsesWriter):  # it saw whether the frames came in the Responses wire
+                native = answer.native
             await self.kept.keep(call, caller, answer, native)
 
     def rate_limit_headers(self, state: RateLimitState) -> list[tuple[bytes, bytes]]:

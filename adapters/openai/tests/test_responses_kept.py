@@ -175,6 +175,14 @@ async def test_native_channel_holds_its_own_and_is_asked_for_it(sdk, upstream, s
     assert other.requests == []
 
 
+async def test_a_native_stream_is_kept_as_its_channel(sdk, upstream, seed):
+    alice = sdk("alice")
+    stream = await alice.responses.create(model=GPT, input="stream it", stream=True)
+    final = [event async for event in stream][-1].response
+    rows = seed.rows("SELECT id, channel_id, items FROM stored_responses")
+    assert [(row["id"], row["items"]) for row in rows] == [(final.id, None)] and rows[0]["channel_id"] is not None
+
+
 async def test_an_id_the_upstream_forgot_is_its_404(sdk, upstream, seed):
     alice = sdk("alice")
     first = await alice.responses.create(model=GPT, input="hello")
