@@ -152,7 +152,8 @@ class Session:
         self.input_chars = 0  # client text since the open row began (an estimate's input)
         self.output_chars = 0  # output text of the running responses (an estimate's output)
         self.first_token_ms: float | None = None
-        self.draining = False  # the client left: the upstream's messages are no longer sent on
+        self.client_left = False  # the upstream's messages are no longer sent on
+        self.draining = False  # the session waits for the running responses' usage
 
     async def run(self) -> GatewayError | None:
         """Pump both directions until one ends; the upstream's error, if it broke the session."""
@@ -211,21 +212,24 @@ class Session:
         try:
             async for message in self.upstream.messages():
                 refused = await self._response_done() if self._observe(message.events) else None
-                if not self.draining:
-                    if isinstance(message.data, str):
-                        await self.websocket.send_text(message.data)
-                    else:
-                        await self.websocket.send_bytes(message.data)
-                elif self.running == 0:
+                if not self.client_left:
+                    await self._send(message.data)
+                if self.draining and self.running == 0:
                     return None
                 if refused is not None:  # the next response cannot be reserved: the session ends
                     return refused
         except GatewayError as error:
             return error
-        except (WebSocketDisconnect, RuntimeError, OSError):
-            self.draining = True  # the client is gone: its pump ends the session
-            await asyncio.Future()  # wait to be cancelled
         return None
+
+    async def _send(self, data: str | bytes) -> None:
+        try:
+            if isinstance(data, str):
+                await self.websocket.send_text(data)
+            else:
+                await self.websocket.send_bytes(data)
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            self.client_left = True  # its pump ends the session; the upstream is still read for usage
 
     def _observe(self, events) -> bool:
         """Count a message's events; whether a response finished with it."""
@@ -251,8 +255,8 @@ class Session:
         if self.running:
             return None  # overlapping responses share the row
         await settle(self.ctx, self._outcome(200, "done"), self.services)
-        if self.draining:
-            return None  # the client left: no next response
+        if self.client_left:
+            return None  # no next response
         previous = self.ctx
         ctx = self.ctx = self.endpoint.context(previous.headers, new_request_id(), previous.client_ip)
         structlog.contextvars.bind_contextvars(request_id=ctx.request_id)
@@ -269,7 +273,7 @@ class Session:
 
     async def _drain(self, upstream: asyncio.Future) -> None:
         """The client left: have the running responses cancelled and wait for their usage."""
-        self.draining = True
+        self.client_left = self.draining = True
         if not self.running or upstream.done():
             return
         try:
@@ -279,7 +283,7 @@ class Session:
             log.info("session.drain_incomplete", running=self.running, error=repr(exc))
 
     async def _close(self, error: GatewayError | None) -> None:
-        if self.draining and error is None:
+        if self.client_left and error is None:
             return
         try:
             if error is not None:
