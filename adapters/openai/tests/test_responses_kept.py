@@ -201,3 +201,22 @@ def test_settings_are_checked():
         with pytest.raises(ConfigError):
             KeptResponses.from_settings({"stored_responses": bad})
     assert attrs.evolve(KeptResponses(), groups=frozenset({"a"})).keeps("a")
+
+
+async def test_a_tool_call_continues_by_id_with_its_output(sdk, claude):
+    """Codex's loop: the answer calls a tool, the next request sends only the call's
+    output with previous_response_id; the upstream sees call and result in order."""
+    alice = sdk("alice")
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    claude.tool_uses = [{"id": "toolu_1", "name": "get_weather", "input": {"city": "Rome"}}]
+    first = await alice.responses.create(model=CLAUDE, input="weather in Rome?", tools=[tool])
+    call = first.output[-1]
+    assert call.type == "function_call" and call.call_id == "toolu_1"
+    claude.tool_uses = None
+    output = {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}
+    second = await alice.responses.create(model=CLAUDE, input=[output], tools=[tool], previous_response_id=first.id)
+    assert second.previous_response_id == first.id
+    messages = claude.requests[-1]["body"]["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert messages[1]["content"][-1] == {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Rome"}}
+    assert messages[2]["content"][0]["type"] == "tool_result" and messages[2]["content"][0]["tool_use_id"] == "toolu_1"
