@@ -75,13 +75,20 @@ class SessionEndpoint:
         except GatewayError as error:
             await self._refuse(websocket, ctx, error)
             return
+        except asyncio.CancelledError:  # the server is stopping: release what the handshake holds
+            await asyncio.shield(settle(ctx, Outcome(499, "shutdown"), self.services))
+            raise
         except Exception:
             log.exception("session failed to open", path=scope.get("path"))
             await self._refuse(websocket, ctx, InternalError(f"The gateway failed to open the session (request id: {request_id})."))
             return
         offered = [p.strip() for p in headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
         try:
-            await websocket.accept(subprotocol=self.protocol.session_subprotocol(offered))
+            try:
+                await websocket.accept(subprotocol=self.protocol.session_subprotocol(offered))
+            except (WebSocketDisconnect, RuntimeError, OSError):  # gone during the handshake
+                await settle(ctx, Outcome(499, "client_gone"), self.services)
+                return
             broken = await Session(self, websocket, ctx, upstream).run()
             if broken is not None:
                 self.services.health.stream_failed(lease, broken)  # a session the upstream broke counts against it
@@ -121,6 +128,9 @@ class SessionEndpoint:
                 plan.failed(lease, error)
                 if error.retryable:
                     continue
+                raise
+            except BaseException:  # cancelled, or a bug: the channel's slot is given back
+                lease.release()
                 raise
             services.health.succeeded(lease)
             ctx.attempts.append(_attempt(lease, started, None))
