@@ -10,7 +10,7 @@ errors, hook specifications and the protocol, channel and policy interfaces.
 from . import endpoints
 from .channel_settings import Setting
 from .channel_type import ChannelType, Exchange, JsonReply, Reply, StreamReply, Target, Timeouts
-from .client_protocol import BillingHints, Call, ClientProtocol, Frame, LocalAnswer, RenderedError, RouteSpec, StreamWriter, capped_output
+from .client_protocol import BillingHints, Call, Caller, ClientProtocol, Frame, LocalAnswer, RenderedError, RouteSpec, StreamWriter, capped_output
 from .errors import (
     AuthenticationError,
     GatewayError,
@@ -97,7 +97,9 @@ PUBLIC_MODULES = (
     "gateway_core.records",  # the records the store hands out
     "gateway_core.secrets",  # hashing and masking secrets
     "gateway_core.sql",  # SQL handles for a plugin's own tables
+    "gateway_core.sessions",  # WebSocket sessions with an upstream: UpstreamSession, SessionMessage
     "gateway_core.sse",  # stream framing
+    "gateway_core.kept_responses",  # answers a protocol keeps for its clients
     "gateway_core.tally",  # token estimates
     "gateway_core.testing",  # the test kit
     "gateway_core.types",  # ASGI and callback types
@@ -112,6 +114,7 @@ __all__ = [
     "AuthenticationError",
     "BillingHints",
     "Call",
+    "Caller",
     "ChannelRecord",
     "ChannelType",
     "ChatRequest",

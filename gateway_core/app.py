@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import structlog
 from starlette.datastructures import Headers, QueryParams
-from starlette.routing import Route, Router
+from starlette.routing import BaseRoute, Route, Router, WebSocketRoute
 
 from .asgi import announces_body, finish_early_answer, send_body
 from .client_protocol import ClientProtocol, RouteSpec
@@ -22,6 +22,7 @@ from .metrics.endpoint import MetricsEndpoint
 from .plugins import collect
 from .readiness import ReadyEndpoint
 from .relay import REQUEST_ID, ProtocolEndpoint
+from .session_relay import SessionEndpoint
 from .app_state import SERVICES_STATE
 from .ratelimit import RateLimiter
 from .request_store import RequestStore
@@ -160,15 +161,19 @@ class StatusEndpoint:
         await send_body(send, 200, self.body, b"application/json")
 
 
-def protocol_routes(services: Services, not_found: NotFound) -> list[Route]:
+def protocol_routes(services: Services, not_found: NotFound) -> list[BaseRoute]:
     """One route per path. More literal paths come first, so that
     ``/v1/models/{model}:generateContent`` is tried before ``/v1/models/{model}``."""
     by_path: dict[str, list[tuple[RouteSpec, ProtocolEndpoint]]] = defaultdict(list)
+    sessions: list[BaseRoute] = []
     for protocol in services.registry.protocols:
         for spec in protocol.routes():
-            by_path[spec.path].append((spec, ProtocolEndpoint(services, protocol, spec)))
+            if spec.websocket:  # a WebSocket session (session_relay.py)
+                sessions.append(WebSocketRoute(spec.path, SessionEndpoint(services, protocol, spec)))
+            else:
+                by_path[spec.path].append((spec, ProtocolEndpoint(services, protocol, spec)))
     paths = sorted(by_path, key=lambda path: -len(_PARAM.sub("", path)))
-    return [Route(path, PathDispatch(by_path[path], not_found)) for path in paths]
+    return [*sessions, *(Route(path, PathDispatch(by_path[path], not_found)) for path in paths)]
 
 
 _PARAM = re.compile(r"\{[^}]*\}")

@@ -18,8 +18,10 @@ import attrs
 
 from .channel_settings import Setting
 from .client_protocol import Call, Frame
+from .errors import NotFoundError
 from .model import CoreRequest, CoreResponse, MediaUsage, Usage
 from .records import ChannelRecord
+from .sessions import UpstreamSession
 
 NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
@@ -131,3 +133,9 @@ class ChannelType(abc.ABC):
     def normalize_base_url(self, base_url: str) -> str:
         """The base URL as stored; the default drops a trailing slash."""
         return base_url.rstrip("/")
+
+    async def open_session(self, exchange: Exchange) -> UpstreamSession:
+        """Open a two-way session with the upstream (a WebSocket endpoint, see
+        :mod:`gateway_core.sessions`) with the target's key; raise a ``GatewayError``
+        when it cannot be opened. Default: the type serves no session endpoint."""
+        raise NotFoundError(f"The endpoint '{exchange.call.endpoint}' is not available on this channel.")

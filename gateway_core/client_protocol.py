@@ -18,6 +18,8 @@ import attrs
 from .errors import GatewayError
 from .model import CoreRequest, CoreResponse, MediaUsage, ModelInfo, StreamEvent
 from .ratelimit.state import RateLimitState
+from .records import ChannelRecord, KeyRecord
+from .kept_responses import ResponseStore
 from .uploads import Upload
 
 Headers = Mapping[str, str]  # lower-case names (Starlette's Headers fits)
@@ -38,6 +40,10 @@ class RouteSpec:
     which reads only the head it needs, and the channel streams the rest to the
     upstream. ``max_body_bytes`` overrides ``[gateway] max_body_bytes`` for the
     route (413 beyond it).
+
+    ``websocket`` routes are WebSocket sessions relayed to a channel's upstream
+    message by message (:mod:`gateway_core.session_relay`): the protocol reads the
+    key from the handshake and parses a call from its query (``body`` is empty).
     """
 
     path: str
@@ -46,6 +52,7 @@ class RouteSpec:
     match: Callable[[Headers, Query], bool] | None = None
     stream_body: bool = False
     max_body_bytes: int | None = None
+    websocket: bool = False
 
 
 @attrs.frozen
@@ -94,7 +101,9 @@ class Call:
     (for example whether the client asked for usage in its stream); ``billing``
     what billing needs to know before the call is sent (:class:`BillingHints`).
     ``upload`` is the body still to stream of a ``stream_body`` route (``body``
-    then holds the form fields read from its head).
+    then holds the form fields read from its head). ``channel_id`` pins the call
+    to one channel (the one holding state the call names, set by
+    :meth:`ClientProtocol.prepare`); ``None``: any channel that serves it.
     """
 
     protocol: str
@@ -107,6 +116,7 @@ class Call:
     path_params: Mapping[str, str] = attrs.field(factory=dict)
     upload: Upload | None = None
     billing: BillingHints = NO_HINTS
+    channel_id: int | None = None
 
 
 @attrs.frozen
@@ -133,6 +143,17 @@ class LocalAnswer:
     headers: Mapping[str, str] = attrs.field(factory=dict)
     estimated: bool = True  # the answer is computed locally, not by the model's upstream
     content_type: str = "application/json"
+
+
+@attrs.frozen
+class Caller:
+    """What a protocol's stateful steps (:meth:`ClientProtocol.prepare`,
+    :meth:`ClientProtocol.keep`) see of a request: its API key (owner, group),
+    the store of kept answers, and the channel that answered (in ``keep``)."""
+
+    key: KeyRecord
+    responses: ResponseStore
+    channel: ChannelRecord | None = None
 
 
 @attrs.frozen
@@ -244,6 +265,31 @@ class ClientProtocol(abc.ABC):
         (counting tokens for a model on a channel type that cannot), or ``None``
         to refuse the call as usual (404, endpoint not available)."""
         return None
+
+    async def prepare(self, call: Call, caller: Caller) -> Call | LocalAnswer:
+        """The call to route, once the policies admitted it: a protocol that keeps
+        state for its clients (answers they build on by id) fills it in here, or
+        answers by itself (a kept answer read or deleted); raise a
+        ``GatewayError`` to refuse. Default: the call as it is."""
+        return call
+
+    async def keep(self, call: Call, caller: Caller, answer: bytes | StreamWriter, native: bool) -> None:
+        """Keep what the protocol needs of a successful answer before the client
+        has (the end of) it: ``answer`` is the body to send
+        (a complete answer) or the stream's writer, ``native`` whether the channel
+        answered in the call's own wire. Must not raise for a store failure (the
+        answer stands). Default: nothing."""
+        return None
+
+    def session_subprotocol(self, offered: Sequence[str]) -> str | None:
+        """The WebSocket subprotocol to accept among those a session's client
+        offered (``None``: none). Default: none."""
+        return None
+
+    def session_error(self, error: GatewayError, request_id: str) -> str:
+        """The message telling a session's client why the session ends (sent before
+        the close). Default: the error's body, as :meth:`render_error` writes it."""
+        return self.render_error(error, request_id).body.decode("utf-8", "replace")
 
     def passthrough_body(self, call: Call, upstream_body: bytes) -> bytes:
         """The client's body of a same-wire non-streaming answer (as is, by default)."""

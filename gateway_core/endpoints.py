@@ -3,12 +3,14 @@
 MODELS = "models"
 CHAT = "chat"
 RESPONSES = "responses"
+RESPONSES_STORED = "responses.stored"  # reading or deleting a kept response (answered by its protocol)
 EMBEDDINGS = "embeddings"
 COUNT_TOKENS = "count_tokens"
 IMAGES_GENERATIONS = "images.generations"
 IMAGES_EDITS = "images.edits"
 AUDIO_SPEECH = "audio.speech"
 AUDIO_TRANSCRIPTIONS = "audio.transcriptions"
+REALTIME = "realtime"  # a WebSocket session relayed message by message
 
 ALL = (
     MODELS,
@@ -20,6 +22,7 @@ ALL = (
     IMAGES_EDITS,
     AUDIO_SPEECH,
     AUDIO_TRANSCRIPTIONS,
+    REALTIME,
 )
 
 # The error code of a request for an endpoint no channel of the model serves (the

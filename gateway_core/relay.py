@@ -24,7 +24,7 @@ from . import endpoints
 from .asgi import ClientGone, encode_headers, read_body, send_body, stream_headers
 from .channel_type import AnswerLimits, Exchange, JsonReply, StreamReply, Target
 from .client_input import reading_client_input
-from .client_protocol import Call, ClientProtocol, RouteSpec, StreamWriter
+from .client_protocol import Call, Caller, ClientProtocol, LocalAnswer, RouteSpec, StreamWriter
 from .context import RequestContext
 from .disconnect import DisconnectWatch
 from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, UpstreamUnavailableError
@@ -92,7 +92,12 @@ class ProtocolEndpoint:
                 payload = self.protocol.render_models(call, models, headers, query)
                 await self._respond(ctx, send, DONE, payload, JSON_TYPE)
             else:
-                await self._relay(ctx, call, receive, send)
+                prepared = await self.protocol.prepare(call, Caller(ctx.authenticated_key(), services.responses))
+                if isinstance(prepared, LocalAnswer):
+                    await self._respond(ctx, send, Outcome(200, "done", estimated=prepared.estimated), prepared.body, prepared.content_type.encode())
+                    return
+                ctx.call = prepared
+                await self._relay(ctx, prepared, receive, send)
         except GatewayError as error:  # on a body not read to its end, the answer closes the connection (app.py)
             await self._fail(ctx, send, error)
         except ClientGone:
@@ -129,6 +134,10 @@ class ProtocolEndpoint:
             headers.append((b"retry-after", str(max(1, round(error.retry_after))).encode()))
         await send_body(send, rendered.status, rendered.body, rendered.content_type.encode(), headers)
 
+    def _caller(self, ctx: RequestContext) -> Caller:
+        channel = ctx.target.channel if ctx.target is not None else None
+        return Caller(ctx.authenticated_key(), self.services.responses, channel)
+
     # --- calling upstream ----------------------------------------------------
 
     async def _relay(self, ctx: RequestContext, call: Call, receive, send) -> None:
@@ -145,6 +154,10 @@ class ProtocolEndpoint:
             ctx.response_headers.extend(encode_headers(dict(answer.headers)))
             await self._respond(ctx, send, Outcome(200, "done", estimated=answer.estimated), answer.body, answer.content_type.encode())
             return
+        if call.channel_id is not None:  # state one channel holds (ClientProtocol.prepare)
+            routes = [route for route in routes if route.channel.id == call.channel_id]
+            if not routes:
+                raise NotFoundError(f"The channel holding the state this request names no longer serves '{call.model}' here.")
         config = services.config
         health = services.health
         plan = AttemptPlan(health, routes, call.model, config.max_attempts, ctx.started + config.attempt_deadline, deferred_limits(ctx))
@@ -264,6 +277,8 @@ class ProtocolEndpoint:
         chars = _response_chars(reply) if usage is None and chat else 0
         # media: images, characters, audio, priced per unit (billing.charge)
         outcome = answered(usage, ctx.text_input_tokens(), chars, media=reply.media, first_token_ms=ctx.elapsed_ms())
+        native = passthrough or (reply.wire is not None and reply.wire == call.wire)
+        await self.protocol.keep(call, self._caller(ctx), body, native)
         await self._respond(ctx, send, outcome, body, reply.content_type.encode())
 
     async def _stream(self, ctx: RequestContext, call: Call, reply: StreamReply, contract: StreamContract, passthrough: bool, watch: DisconnectWatch, send, writer: StreamWriter | None = None) -> GatewayError | None:
@@ -296,6 +311,8 @@ class ProtocolEndpoint:
         if end_reason in _CLIENT_ENDED:
             return None
         tail = writer.end() if error is None else writer.fail(error, ctx.request_id)
+        if error is None:
+            await self.protocol.keep(call, self._caller(ctx), writer, passthrough)
         await send({"type": "http.response.body", "body": tail, "more_body": False})
         return error
 

@@ -29,6 +29,7 @@ from .affinity import Affinity, affinity_for
 from .request_store import PriceSnapshot, RequestStore
 from .snapshot import TtlSnapshot
 from .sql import SqlHandle
+from .kept_responses import ResponseStore
 from .ratelimit.faults import RedisFaults
 from .ratelimit.signin import InProcessSignInThrottle, SignInThrottle
 
@@ -48,6 +49,7 @@ class Services:
     client_address: ClientAddress
     admin: AdminStore  # the admin layer's port (gateway_core.admin)
     sql: SqlHandle  # plugins' own tables (gateway_core.sql)
+    responses: ResponseStore  # answers protocols keep for their clients (gateway_core.kept_responses)
     session: aiohttp.ClientSession | None = None
     rate_limiter: RateLimiter = attrs.field(factory=InProcessRateLimiter)
     prices: TtlSnapshot[PriceSnapshot] | None = None  # prices and group ratios
@@ -76,7 +78,7 @@ class Services:
             from .store import open_store
 
             store = open_store(config.db_path, registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout)
-        from .store import admin_ports
+        from .store import admin_ports, response_store
 
         admin, sql = admin_ports(store)
         router = Router(
@@ -113,6 +115,7 @@ class Services:
             client_address=ClientAddress(config.trusted_proxies),
             admin=admin,
             sql=sql,
+            responses=response_store(store),
             rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
             prices=TtlSnapshot(store.price_snapshot),
             affinity=affinity_for(config, shared.client if shared is not None else None),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, cast
 from ..admin.port import AdminStore
 from ..request_store import RequestStore
 from ..sql import SqlHandle
+from ..kept_responses import ResponseStore
 from ..types import Migration
 from . import channel_health, channels, groups, keys, limits, prices, usage, users, wallet
 from .connection import atomic
@@ -82,6 +83,19 @@ def _postgres_ports(store: RequestStore) -> tuple[AdminStore, SqlHandle] | None:
     return PostgresAdmin(store), PostgresSql(store)
 
 
+def response_store(store: RequestStore) -> ResponseStore:
+    """The kept answers' port (:mod:`gateway_core.kept_responses`) on the database
+    of a store made by :func:`open_store` (as :func:`admin_ports` tells them apart)."""
+    module = sys.modules.get("gateway_core.store.postgres")
+    if module is not None and isinstance(store, module.PostgresStore):
+        from .postgres.stored_responses import PostgresResponses
+
+        return PostgresResponses(store)
+    from .stored_responses import SqliteResponses
+
+    return SqliteResponses(cast(Store, store))
+
+
 @asynccontextmanager
 async def open_admin(
     url: str, migrations: Sequence[Migration], *, pool_size: int = 10, timeout: float = 5.0
@@ -126,6 +140,7 @@ __all__ = [
     "admin_ports",
     "open_admin",
     "open_store",
+    "response_store",
     "is_postgresql",
     "sqlite_path",
     "channel_health",

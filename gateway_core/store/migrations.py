@@ -33,6 +33,7 @@ from .health_schema import migrate_0004_channel_health
 from .ledger_schema import migrate_0006_ledger_money_only
 from .sqlite_sql import SqliteSchema, sqlite_only
 from .fallbacks import migrate_0013_model_fallbacks
+from .stored_responses_schema import migrate_0012_stored_responses
 
 UNIT_RATIO_PPM = 1_000_000
 # the kinds 0001's ledger accepts; since 0006 no hold or release row is written
@@ -281,6 +282,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0009_billing_budgets", sqlite_only(migrate_0009_billing_budgets)),
     ("0010_billing_prices", sqlite_only(migrate_0010_billing_prices)),
     ("0011_user_sessions_after", sqlite_only(migrate_0011_user_sessions_after)),
+    ("0012_stored_responses", sqlite_only(migrate_0012_stored_responses)),
     ("0013_model_fallbacks", sqlite_only(migrate_0013_model_fallbacks)),
     ("0014_budget_buckets", sqlite_only(migrate_0014_budget_buckets)),
 ]

@@ -39,6 +39,7 @@ from gateway_core import (
 )
 from gateway_core.errors import excerpt
 from gateway_core.model import ChatRequest
+from gateway_core.sessions import UpstreamSession
 from gateway_core.sse import frame_fields
 from gateway_core.upstream import parse_answer, parse_frame_json, post, read_all, sse_frames
 
@@ -58,6 +59,7 @@ from .chat_response import response_from_wire, usage_from_wire
 from .chat_stream import ChunkDecoder
 from .error_body import upstream_error_message
 from .protocol import stateful_message
+from .realtime import REALTIME_WIRE, open_upstream
 
 WIRES = {
     endpoints.CHAT: CHAT_WIRE,
@@ -67,6 +69,7 @@ WIRES = {
     endpoints.IMAGES_EDITS: IMAGE_EDITS_WIRE,
     endpoints.AUDIO_SPEECH: SPEECH_WIRE,
     endpoints.AUDIO_TRANSCRIPTIONS: TRANSCRIPTIONS_WIRE,
+    endpoints.REALTIME: REALTIME_WIRE,
 }
 CHAT_PATH = "/v1/chat/completions"
 MAX_TOKENS_PARAM = Setting(
@@ -90,6 +93,9 @@ class OpenAIChannel(ChannelType):
 
     def normalize_base_url(self, base_url: str) -> str:
         return strip_version(base_url)
+
+    async def open_session(self, exchange: Exchange) -> UpstreamSession:
+        return await open_upstream(exchange)  # the Realtime API (realtime.py)
 
     async def send(self, exchange: Exchange) -> Reply:
         target, call = exchange.target, exchange.call

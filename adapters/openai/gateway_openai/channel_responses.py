@@ -11,14 +11,30 @@ Responses wire so the client's writer forwards it (see :attr:`Frame.wire`).
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+import asyncio
+from urllib.parse import quote, urlsplit
 
+import aiohttp
 import orjson
 
-from gateway_core import ChannelRecord, Exchange, Frame, JsonReply, Reply, Setting, StreamReply, UpstreamError, endpoints
+from gateway_core import (
+    ChannelRecord,
+    Exchange,
+    Frame,
+    JsonReply,
+    NotFoundError,
+    Reply,
+    Setting,
+    StreamReply,
+    UpstreamError,
+    UpstreamTimeoutError,
+    UpstreamUnavailableError,
+    Usage,
+    endpoints,
+)
 from gateway_core.errors import excerpt
 from gateway_core.sse import frame_fields
-from gateway_core.upstream import parse_answer, parse_frame_json, post, read_all, sse_frames
+from gateway_core.upstream import channel_headers, error_for_status, parse_answer, parse_frame_json, post, read_all, sse_frames
 
 from .calls import RESPONSES_WIRE
 from .error_body import upstream_error_message
@@ -44,8 +60,14 @@ def speaks_responses(channel: ChannelRecord) -> bool:
     return (urlsplit(channel.base_url).hostname or "") in NATIVE_HOSTS
 
 
+STORED_METHOD = "stored_method"  # Call.options of a kept response read or deleted at its upstream
+
+
 async def send_responses(exchange: Exchange, headers: dict[str, str]) -> Reply:
     call, target = exchange.call, exchange.target
+    method = call.options.get(STORED_METHOD)
+    if method:
+        return await send_stored(exchange, headers, str(method), str(call.body.get("id")))
     body = {**call.body, "model": target.upstream_model}
     url = target.channel.base_url + "/v1/responses"
     response = await post(exchange, url, headers=headers, body=orjson.dumps(body), error_message=upstream_error_message)
@@ -78,3 +100,27 @@ class ResponsesFrames:
             error.upstream_body = excerpt(data)
             raise
         return Frame(raw, tuple(events), terminal=payload.get("type") in TERMINAL, wire=RESPONSES_WIRE)
+
+
+async def send_stored(exchange: Exchange, headers: dict[str, str], method: str, response_id: str) -> JsonReply:
+    """``GET`` or ``DELETE /v1/responses/{id}`` at the upstream that holds the
+    response; its 404 is the client's 404. Nothing is billed (an empty usage)."""
+    url = f"{exchange.target.channel.base_url}/v1/responses/{quote(response_id, safe='')}"
+    timeouts = exchange.timeouts
+    try:
+        async with asyncio.timeout(timeouts.first_byte + timeouts.idle):
+            response = await exchange.session.request(
+                method, url, headers=channel_headers(exchange, headers), allow_redirects=False,
+                timeout=aiohttp.ClientTimeout(total=None, connect=timeouts.connect),
+            )  # fmt: skip
+            status, retry_after = response.status, response.headers.get("retry-after")
+            data = await read_all(response, exchange.limits.answer_bytes)
+    except TimeoutError:
+        raise UpstreamTimeoutError("the upstream did not answer in time", retryable=True) from None
+    except aiohttp.ClientError as exc:
+        raise UpstreamUnavailableError(f"the upstream connection failed: {type(exc).__name__}", retryable=True) from None
+    if status == 404:
+        raise NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
+    if status >= 400:
+        raise error_for_status(status, data, upstream_error_message, retry_after)
+    return JsonReply(body=data, response=None, usage=Usage(), wire=RESPONSES_WIRE)

@@ -36,12 +36,15 @@ class FakeOpenAI(FakeUpstream):
     tool_call: dict[str, Any] | None = None  # answer with this tool call instead of text
     report_usage: bool = True  # False: answers carry no usage (as some compatible servers do)
     cached_tokens: int = 0  # prompt tokens the usage reports as read from the prompt cache
+    kept: dict[str, Any] = attrs.field(factory=dict)  # stored Responses answers, by id (GET/DELETE /v1/responses/{id})
 
     malformed_body = b'{"id": "chatcmpl-broken", "choices": ['
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_post("/v1/chat/completions", self.chat)
         router.add_post("/v1/responses", self.responses)
+        router.add_get("/v1/responses/{id}", self.stored_response)
+        router.add_delete("/v1/responses/{id}", self.stored_response)
         router.add_post("/v1/embeddings", self.embeddings)
         router.add_post("/v1/images/generations", self.images)
         router.add_post("/v1/images/edits", self.image_edits)
@@ -79,10 +82,25 @@ class FakeOpenAI(FakeUpstream):
         if refusal is not None:
             return refusal
         if not body.get("stream"):
-            return self.answer(fake_responses.complete(body, self.tool_call))
+            answer = fake_responses.complete(body, self.tool_call)
+            if body.get("store") is not False:
+                self.kept[answer["id"]] = answer
+            return self.answer(answer)
         events = list(fake_responses.events(body, self.tool_call))
         frames = [b"event: " + e["type"].encode() + b"\ndata: " + orjson.dumps(e) + b"\n\n" for e in events]
         return await self.stream(request, frames, fault)
+
+    async def stored_response(self, request: web.Request) -> web.StreamResponse:
+        _, refusal = await self.admit(request, {})
+        if refusal is not None:
+            return refusal
+        response_id = request.match_info["id"]
+        if response_id not in self.kept:
+            return error_response(404, f"Response with id '{response_id}' not found.", "invalid_request_error", None)
+        if request.method == "DELETE":
+            del self.kept[response_id]
+            return self.answer({"id": response_id, "object": "response", "deleted": True})
+        return self.answer(self.kept[response_id])
 
     async def embeddings(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

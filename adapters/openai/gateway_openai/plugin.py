@@ -4,6 +4,9 @@ Settings (``plugins.toml``)::
 
     [plugins.openai]
     max_upload_bytes = 52428800   # the largest upload (images/edits, audio/transcriptions); 413 beyond it
+
+    [plugins.openai.stored_responses]   # Responses answers kept for groups that opt in (see responses_kept)
+    groups = ["team-a"]
 """
 
 from __future__ import annotations
@@ -15,13 +18,15 @@ from gateway_core.config import ConfigError
 
 from .channel import OpenAIChannel
 from .protocol import DEFAULT_MAX_UPLOAD_BYTES, OpenAIProtocol
+from .responses_kept import KeptResponses
 
 
 @hookimpl
 def register_client_protocols(register, config) -> None:
     settings = config.plugin_settings("openai")
     max_upload_bytes = _positive(settings.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES))
-    register(OpenAIProtocol(max_upload_bytes=max_upload_bytes, limits=config.json_limits))
+    kept = KeptResponses.from_settings(settings)
+    register(OpenAIProtocol(max_upload_bytes=max_upload_bytes, limits=config.json_limits, kept=kept))
 
 
 @hookimpl

@@ -1,6 +1,7 @@
 """The OpenAI client protocol: the routes OpenAI-style clients call, in their shapes.
 
-Routes (under ``/v1``): ``chat/completions``, ``responses``, ``embeddings``,
+Routes (under ``/v1``): ``chat/completions``, ``responses`` (and ``responses/{id}``,
+:mod:`.responses_kept`), ``realtime`` (WebSocket, :mod:`.realtime`), ``embeddings``,
 ``images/generations``, ``images/edits`` and ``audio/transcriptions`` (uploads,
 streamed to the upstream, at most ``max_upload_bytes``), ``audio/speech``, and
 ``GET models``. Parsing is in :mod:`.calls`; each endpoint's translations in its
@@ -15,6 +16,7 @@ import orjson
 
 from gateway_core import (
     Call,
+    Caller,
     ClientProtocol,
     GatewayError,
     InvalidRequestError,
@@ -31,7 +33,7 @@ from gateway_core.json_body import DEFAULT_LIMITS, JsonLimits, read_json_object
 from gateway_core.key_header import bearer_key
 from gateway_core.model import ChatResponse, CoreRequest, CoreResponse, EmbeddingsResponse
 
-from . import calls, embeddings
+from . import calls, embeddings, realtime
 from .calls import CHAT_WIRE, EMBEDDINGS_WIRE, RESPONSES_WIRE, SPEECH_WIRE, TRANSCRIPTIONS_WIRE
 from .chat_request import request_from_wire
 from .chat_response import response_to_wire
@@ -39,6 +41,7 @@ from .chat_writers import ConvertedChunks, PassthroughChunks
 from .error_body import error_to_wire
 from .media import speech_content_type
 from .media_writers import AudioWriter, EventsWriter
+from .responses_kept import KeptResponses, refusal, shown_body
 from .responses_request import request_from_wire as responses_from_wire
 from .responses_response import response_to_wire as responses_to_wire
 from .responses_writer import ResponsesWriter, log_conversion
@@ -60,24 +63,32 @@ _UPLOAD_PARSERS = {
 class OpenAIProtocol(ClientProtocol):
     name = "openai"
 
-    def __init__(self, max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES, limits: JsonLimits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES, limits: JsonLimits = DEFAULT_LIMITS, kept: KeptResponses | None = None
+    ) -> None:
         self.max_upload_bytes = max_upload_bytes
         self.limits = limits
+        self.kept = kept or KeptResponses()
 
     def routes(self) -> Sequence[RouteSpec]:
         upload = {"stream_body": True, "max_body_bytes": self.max_upload_bytes}
         return (
             RouteSpec("/v1/chat/completions", endpoints.CHAT),
             RouteSpec("/v1/responses", endpoints.RESPONSES),
+            RouteSpec("/v1/responses/{response_id}", endpoints.RESPONSES_STORED, methods=("GET",)),
+            RouteSpec("/v1/responses/{response_id}", endpoints.RESPONSES_STORED, methods=("DELETE",)),
             RouteSpec("/v1/embeddings", endpoints.EMBEDDINGS),
             RouteSpec("/v1/images/generations", endpoints.IMAGES_GENERATIONS),
             RouteSpec("/v1/images/edits", endpoints.IMAGES_EDITS, **upload),
             RouteSpec("/v1/audio/speech", endpoints.AUDIO_SPEECH),
             RouteSpec("/v1/audio/transcriptions", endpoints.AUDIO_TRANSCRIPTIONS, **upload),
             RouteSpec("/v1/models", endpoints.MODELS, methods=("GET",)),
+            RouteSpec("/v1/realtime", endpoints.REALTIME, methods=("GET",), websocket=True),
         )
 
     def read_key(self, headers, query) -> str:
+        if "sec-websocket-protocol" in headers:  # a Realtime session from a browser
+            return realtime.session_key(headers)
         return bearer_key(headers.get("authorization"))
 
     def claim(self, path, headers, query) -> int:
@@ -86,6 +97,11 @@ class OpenAIProtocol(ClientProtocol):
     def parse(self, route, body, headers, query, path_params) -> Call:
         if route.endpoint == endpoints.MODELS:
             return Call(protocol=self.name, endpoint=route.endpoint, wire="openai.models", model="", stream=False, body={})
+        if route.endpoint == endpoints.REALTIME:
+            return realtime.session_call(headers, query)
+        if route.endpoint == endpoints.RESPONSES_STORED:
+            body = {"id": path_params.get("response_id", ""), "method": route.methods[0]}
+            return Call(protocol=self.name, endpoint=route.endpoint, wire="openai.responses.stored", model="", stream=False, body=body)
         return _JSON_PARSERS[route.endpoint](route, read_json_object(body, self.limits))
 
     async def parse_upload(self, route, upload, headers, query, path_params) -> Call:
@@ -109,7 +125,7 @@ class OpenAIProtocol(ClientProtocol):
         assert isinstance(response, ChatResponse)
         if call.wire == RESPONSES_WIRE:
             log_conversion(call)
-            return orjson.dumps(responses_to_wire(response, call.body, call.model))
+            return orjson.dumps(responses_to_wire(response, shown_body(call), call.model))
         return orjson.dumps(response_to_wire(response, call.model))
 
     def stream_writer(self, call: Call, passthrough: bool) -> StreamWriter:
@@ -144,11 +160,30 @@ class OpenAIProtocol(ClientProtocol):
         no state of its own), never answered without its context."""
         reason = call.options.get("stateful")
         if call.wire == RESPONSES_WIRE and reason:
-            raise InvalidRequestError(stateful_message(call.model, reason), param=reason)
+            raise refusal(call) or InvalidRequestError(stateful_message(call.model, reason), param=reason)
         return None
+
+    async def prepare(self, call: Call, caller: Caller) -> Call | LocalAnswer:
+        """Kept responses (:mod:`.responses_kept`): a ``previous_response_id`` the
+        gateway kept, filled in; ``GET``/``DELETE /v1/responses/{id}`` answered."""
+        if call.wire == RESPONSES_WIRE or call.endpoint == endpoints.RESPONSES_STORED:
+            return await self.kept.prepare(call, caller)
+        return call
+
+    async def keep(self, call: Call, caller: Caller, answer: bytes | StreamWriter, native: bool) -> None:
+        if call.wire == RESPONSES_WIRE:
+            if isinstance(answer, ResponsesWriter):  # it saw whether the frames came in the Responses wire
+                native = answer.native
+            await self.kept.keep(call, caller, answer, native)
 
     def rate_limit_headers(self, state: RateLimitState) -> list[tuple[bytes, bytes]]:
         return rate_limit_headers(state)
+
+    def session_subprotocol(self, offered: Sequence[str]) -> str | None:
+        return realtime.accepted_subprotocol(offered)
+
+    def session_error(self, error: GatewayError, request_id: str) -> str:
+        return realtime.error_event(error, request_id)
 
 
 def stateful_message(model: str, reason: str) -> str:

@@ -11,12 +11,16 @@ an ``error`` event and ``response.failed``.
 
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
 import structlog
 
 from gateway_core import Call, Frame, GatewayError, StreamStart, StreamWriter
-from gateway_core.sse import event_frame
+from gateway_core.sse import event_frame, frame_fields
 
 from .error_body import error_to_wire
+from .responses_kept import shown_body
 from .responses_request import unconvertible
 from .responses_response import ResponseShell
 from .responses_stream import Event, ResponsesEncoder
@@ -46,6 +50,7 @@ class ResponsesWriter(StreamWriter):
         self._sent_events = 0
         self._response_id: str | None = None
         self._encoder: ResponsesEncoder | None = None
+        self._final: dict[str, Any] | None = None
 
     def write(self, frame: Frame) -> bytes:
         if self.passthrough or frame.wire == RESPONSES_WIRE:
@@ -65,12 +70,28 @@ class ResponsesWriter(StreamWriter):
     def end(self) -> bytes:
         if self.native:
             return self._held
-        return encode_events(self._converting().finish())
+        events = self._converting().finish()
+        self._final = events[-1][1].get("response")
+        return encode_events(events)
+
+    def final_response(self) -> dict[str, Any] | None:
+        """The response object of the stream's last event, once :meth:`end` wrote it."""
+        if not self.native:
+            return self._final
+        for raw in reversed(self._held.split(b"\n\n")):
+            _, data = frame_fields(raw + b"\n\n")
+            try:
+                payload = orjson.loads(data) if data.strip() else None
+            except orjson.JSONDecodeError:
+                return None
+            if isinstance(payload, dict) and isinstance(payload.get("response"), dict):
+                return payload["response"]
+        return None
 
     def fail(self, error: GatewayError, request_id: str) -> bytes:
         body = error_to_wire(error, request_id)["error"]
         if self.native:
-            shell = ResponseShell(self.call.body, self.call.model, response_id=self._response_id)
+            shell = ResponseShell(shown_body(self.call), self.call.model, response_id=self._response_id)
             encoder = ResponsesEncoder(shell, sequence_start=self._sent_events, started=True)
         else:
             encoder = self._converting()
@@ -79,5 +100,5 @@ class ResponsesWriter(StreamWriter):
     def _converting(self) -> ResponsesEncoder:
         if self._encoder is None:
             log_conversion(self.call)
-            self._encoder = ResponsesEncoder(ResponseShell(self.call.body, self.call.model))
+            self._encoder = ResponsesEncoder(ResponseShell(shown_body(self.call), self.call.model))
         return self._encoder

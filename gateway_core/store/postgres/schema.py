@@ -31,6 +31,8 @@ from .access_schema import CORE_0007
 from .migrate import script
 from .schema_billing_v2 import BILLING_BUDGETS, BILLING_PRICES, BILLING_V2, BUDGET_BUCKETS
 from ..fallbacks import MODEL_FALLBACKS_POSTGRES
+from .schema_billing_v2 import BILLING_BUDGETS, BILLING_PRICES, BILLING_V2
+from .stored_responses_schema import STORED_RESPONSES
 
 _KINDS = ", ".join(f"'{kind}'" for kind in LEDGER_KINDS)
 
@@ -260,6 +262,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0009_billing_budgets", script(BILLING_BUDGETS)),
     ("0010_billing_prices", script(BILLING_PRICES)),
     ("0011_user_sessions_after", script(USER_SESSIONS_AFTER)),
+    ("0012_stored_responses", script(STORED_RESPONSES)),
     ("0013_model_fallbacks", script(MODEL_FALLBACKS_POSTGRES)),
     ("0014_budget_buckets", script(BUDGET_BUCKETS)),
 ]
