@@ -9,6 +9,10 @@ IMAGES_GENERATIONS = "images.generations"
 IMAGES_EDITS = "images.edits"
 AUDIO_SPEECH = "audio.speech"
 AUDIO_TRANSCRIPTIONS = "audio.transcriptions"
+COMPLETIONS = "completions"  # legacy text completions
+MODERATIONS = "moderations"
+AUDIO_TRANSLATIONS = "audio.translations"
+RERANK = "rerank"
 
 ALL = (
     MODELS,
@@ -20,6 +24,10 @@ ALL = (
     IMAGES_EDITS,
     AUDIO_SPEECH,
     AUDIO_TRANSCRIPTIONS,
+    COMPLETIONS,
+    MODERATIONS,
+    AUDIO_TRANSLATIONS,
+    RERANK,
 )
 
 # The error code of a request for an endpoint no channel of the model serves (the
