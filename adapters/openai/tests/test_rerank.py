@@ -131,3 +131,10 @@ def test_the_rerank_channel_type_serves_rerank_only_and_stores_its_base_url_with
     assert channel.wire("rerank") == "rerank"
     assert [e for e in ("chat", "embeddings", "completions", "moderations") if channel.wire(e)] == []
     assert channel.normalize_base_url("https://api.jina.ai/v1/") == "https://api.jina.ai"
+
+
+async def test_a_gemini_client_asking_to_rerank_gets_a_404_in_its_own_shape(client, gateway_key):
+    response = await client.post(f"/v1beta/models/{JINA}:rerank", json={"query": "q"}, headers={"x-goog-api-key": gateway_key})
+    assert response.status_code == 404
+    error = response.json()["error"]
+    assert (error["code"], error["status"]) == (404, "NOT_FOUND")
