@@ -10,6 +10,7 @@ import openai
 import pytest
 
 from gateway_core.billing import testing as kit
+from gateway_openai.fake_upstream import Fault
 from gateway_openai.media import estimated_audio_ms
 
 INSTRUCT, MODERATION, WHISPER, RERANKER = "instruct-priced", "moderation-priced", "whisper-priced", "rerank-priced"
@@ -114,8 +115,6 @@ async def test_rerank_is_billed_by_its_reported_tokens_and_per_request(gateway, 
 
 
 async def test_a_refused_rerank_costs_nothing(gateway, world, seed, upstream):
-    from gateway_openai.fake_upstream import Fault
-
     upstream.fail_next(Fault(status=400, body={"detail": "bad"}))
     async with httpx.AsyncClient(base_url=gateway.url, headers={"Authorization": f"Bearer {world[2]}"}, timeout=30) as client:
         response = await client.post("/v1/rerank", json={"model": RERANKER, "query": "q", "documents": ["a"]})

@@ -5,9 +5,12 @@ what comes back, the usage row, and the errors in OpenAI's shape."""
 
 from __future__ import annotations
 
+import aiohttp
 import httpx2 as httpx
 import pytest
 
+from gateway_core.probe import probe_channel
+from gateway_core.records import ChannelRecord
 from gateway_openai.channel_rerank import RerankChannel
 from gateway_openai.fake_upstream import Fault
 
@@ -138,3 +141,13 @@ async def test_a_gemini_client_asking_to_rerank_gets_a_404_in_its_own_shape(clie
     assert response.status_code == 404
     error = response.json()["error"]
     assert (error["code"], error["status"]) == (404, "NOT_FOUND")
+
+
+async def test_the_channel_test_sends_a_small_rerank(upstream):
+    channel = ChannelRecord(id=1, name="jina", type="rerank", base_url=upstream.url, api_keys=("sk-upstream-test",),
+                            models=(JINA,), model_map={JINA: JINA_UP}, groups=("default",))  # fmt: skip
+    async with aiohttp.ClientSession() as session:
+        result = await probe_channel(RerankChannel(), session, channel)
+    assert result.ok and result.status == 200, result.message
+    assert upstream.requests[-1]["path"] == "/v1/rerank"
+    assert upstream.requests[-1]["body"] == {"model": JINA_UP, "query": "ping", "documents": ["ping"]}
