@@ -1,7 +1,7 @@
 """Moderations (``POST /v1/moderations``): the call, and its usage (pure, no I/O).
 
 Only ``openai`` channels serve them, on the fast path (the body as it came, the
-model mapped). ``model`` may be left out, as OpenAI allows: the call is then for
+model mapped). ``model`` may be left out (or null), as OpenAI allows: the call is then for
 :data:`DEFAULT_MODEL`, the name the operator prices and maps like any other.
 
 Billing: OpenAI reports no usage for moderations; the input is counted at 4
@@ -29,7 +29,8 @@ JSON = dict[str, Any]
 
 def moderation_call(route: RouteSpec, data: JSON) -> Call:
     """A moderations body as a call; 400 when its model or input is not usable."""
-    model = data.get("model", DEFAULT_MODEL)
+    model = data.get("model")
+    model = DEFAULT_MODEL if model is None else model
     if not isinstance(model, str) or not model:
         raise InvalidRequestError("'model' must be a non-empty string (or left out for omni-moderation-latest).", param="model")
     if not _moderatable(data.get("input")):

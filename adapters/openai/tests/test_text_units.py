@@ -55,7 +55,7 @@ def test_prompts_of_no_shape_are_refused(prompt):
 
 def test_moderations_default_model_and_estimated_usage():
     call = moderation_call(MODERATIONS, {"input": ["abcd", "efgh"]})
-    assert call.model == DEFAULT_MODEL
+    assert call.model == DEFAULT_MODEL == moderation_call(MODERATIONS, {"model": None, "input": "x"}).model
     parts = [{"type": "text", "text": "x" * 9}, {"type": "image_url", "image_url": {"url": "https://example.com/" + "y" * 400}}]
     usage, estimated = moderation_usage({"id": "modr-1", "results": []}, {"input": parts})
     assert usage == Usage(input_tokens=3) and estimated is not None and estimated.estimated  # the URL is no text
