@@ -36,16 +36,16 @@ from gateway_core.key_header import bearer_key
 from gateway_core.model import ChatResponse, CoreRequest, CoreResponse, EmbeddingsResponse
 
 from . import calls, embeddings
-from .completions import completions_call
-from .moderations import moderation_call
-from .rerank import rerank_call
 from .calls import CHAT_WIRE, EMBEDDINGS_WIRE, RESPONSES_WIRE, SPEECH_WIRE, TRANSCRIPTIONS_WIRE
 from .chat_request import request_from_wire
 from .chat_response import response_to_wire
 from .chat_writers import ConvertedChunks, PassthroughChunks
+from .completions import completions_call
 from .error_body import error_to_wire
 from .media import speech_content_type
 from .media_writers import AudioWriter, EventsWriter
+from .moderations import moderation_call
+from .rerank import rerank_call
 from .responses_request import request_from_wire as responses_from_wire
 from .responses_response import response_to_wire as responses_to_wire
 from .responses_writer import ResponsesWriter, log_conversion
