@@ -16,9 +16,9 @@ of one document.
 
 from __future__ import annotations
 
-import orjson
-
 from typing import Any
+
+import orjson
 
 from gateway_core import ChannelType, ChatRequest, Exchange, JsonReply, Reply, Setting, TextPart, endpoints
 from gateway_core.upstream import parse_answer, post, read_all
