@@ -86,6 +86,7 @@ async def test_moderations_are_billed_per_request_and_estimated_input_without_ou
     kit.assert_invariants(seed)
 
 
+@pytest.mark.filterwarnings("ignore:deprecated:DeprecationWarning")  # the SDK marks translations so
 async def test_translations_are_billed_per_minute_of_audio(client, upstream, seed):
     await client.audio.translations.create(model=WHISPER, file=("rede.wav", AUDIO, "audio/wav"), response_format="verbose_json")
     row = last_row(seed)

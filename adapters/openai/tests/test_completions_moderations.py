@@ -175,6 +175,10 @@ async def test_moderation_errors(client, upstream):
 # --- translations ----------------------------------------------------------------
 
 
+TRANSLATIONS_DEPRECATED = pytest.mark.filterwarnings("ignore:deprecated:DeprecationWarning")  # the SDK marks the method so
+
+
+@TRANSLATIONS_DEPRECATED
 @pytest.mark.parametrize("response_format", ["json", "verbose_json", "text", "srt", "vtt"])
 async def test_translation_streams_the_file_and_passes_every_format_through(client, upstream, tmp_path, response_format, seed):
     audio = tmp_path / "rede.mp3"
@@ -194,6 +198,7 @@ async def test_translation_streams_the_file_and_passes_every_format_through(clie
     assert row["estimated"] == (1 if response_format in ("json", "text") else 0)  # only a duration or cues tell the length
 
 
+@TRANSLATIONS_DEPRECATED
 async def test_translation_errors(client, upstream):
     with pytest.raises(openai.BadRequestError) as caught:
         await client.post("/audio/translations", body=None, files=[("file", ("a.mp3", AUDIO, "audio/mpeg"))], cast_to=httpx.Response,
