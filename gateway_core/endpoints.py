@@ -11,6 +11,10 @@ IMAGES_EDITS = "images.edits"
 AUDIO_SPEECH = "audio.speech"
 AUDIO_TRANSCRIPTIONS = "audio.transcriptions"
 REALTIME = "realtime"  # a WebSocket session relayed message by message
+COMPLETIONS = "completions"  # legacy text completions
+MODERATIONS = "moderations"
+AUDIO_TRANSLATIONS = "audio.translations"
+RERANK = "rerank"
 
 ALL = (
     MODELS,
@@ -23,6 +27,10 @@ ALL = (
     AUDIO_SPEECH,
     AUDIO_TRANSCRIPTIONS,
     REALTIME,
+    COMPLETIONS,
+    MODERATIONS,
+    AUDIO_TRANSLATIONS,
+    RERANK,
 )
 
 # The error code of a request for an endpoint no channel of the model serves (the

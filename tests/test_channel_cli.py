@@ -246,7 +246,8 @@ def test_channel_types_lists_the_loaded_types_and_their_settings(cli):
                         " and tracestate to this channel's upstream (off: they never leave the gateway)\n")
     status, out, _ = cli("channel", "types", "--json")
     types = {t["name"]: t for t in json.loads(out)}
-    assert set(types) == {"demo", "openai"} and types["demo"]["endpoints"] == ["chat"]
+    assert set(types) == {"demo", "openai", "rerank"} and types["demo"]["endpoints"] == ["chat"]
+    assert types["rerank"]["endpoints"] == ["rerank"] and "moderations" in types["openai"]["endpoints"]
     (delay,) = types["demo"]["settings"]
     assert (delay["name"], delay["kind"], delay["default"], delay["min"], delay["max"]) == ("delay_ms", "int", 30, 0, 60000)
     assert delay["accepts"] == "a whole number from 0 to 60000" and delay["help"] == "milliseconds between streamed words"

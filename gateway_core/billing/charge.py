@@ -34,7 +34,7 @@ from ..records import PriceRecord
 from .cost import NO_COST, CostBreakdown, Metered, cost_breakdown, cost_micros, max_cost_micros
 
 NO_MEDIA = MediaUsage()
-NO_OUTPUT_ENDPOINTS = frozenset({endpoints.EMBEDDINGS, endpoints.AUDIO_SPEECH})
+NO_OUTPUT_ENDPOINTS = frozenset({endpoints.EMBEDDINGS, endpoints.AUDIO_SPEECH, endpoints.MODERATIONS, endpoints.RERANK})
 
 
 @attrs.define(slots=True)
@@ -117,7 +117,7 @@ def max_request_cost(
     price: PriceRecord, ratio_ppm: int, *, endpoint: str, hints: BillingHints, input_tokens: int, default_max_output: int,
 ) -> int:
     """The most a request can cost: its input at the dearest input price, its
-    output cap (none for embeddings and speech; per image asked for images), and
+    output cap (none for embeddings, speech, moderations and rerank; per image asked for images), and
     the units the request says it will use."""
     media = hints.media or NO_MEDIA
     if endpoint in NO_OUTPUT_ENDPOINTS:

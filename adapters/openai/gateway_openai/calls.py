@@ -34,6 +34,7 @@ IMAGES_WIRE = "openai.images"
 IMAGE_EDITS_WIRE = "openai.images.edits"
 SPEECH_WIRE = "openai.audio.speech"
 TRANSCRIPTIONS_WIRE = "openai.audio.transcriptions"
+TRANSLATIONS_WIRE = "openai.audio.translations"
 PROTOCOL = "openai"
 MAX_IMAGES = 10
 ENCODINGS = ("float", "base64")
@@ -144,15 +145,18 @@ def speech_call(route: RouteSpec, data: dict[str, Any]) -> Call:
 
 
 async def transcription_call(route: RouteSpec, upload: Upload) -> Call:
+    """A transcription or a translation (into English: the same form, never streamed)."""
     fields = await upload.read_form_head(("model",))
     model = fields.get("model") or ""
     if not model:
         raise InvalidRequestError("The form field 'model' must name a model.", param="model")
-    stream = fields.get("stream", "false").lower() == "true"
+    translation = route.endpoint == endpoints.AUDIO_TRANSLATIONS
+    stream = not translation and fields.get("stream", "false").lower() == "true"
     size = upload.content_length or 0
     options = {"response_format": fields.get("response_format") or "json"}
     billing = BillingHints(media=MediaUsage(audio_ms=estimated_audio_ms(size), estimated=True))
-    return Call(PROTOCOL, route.endpoint, TRANSCRIPTIONS_WIRE, model, stream, dict(fields), options, upload=upload, billing=billing)
+    wire = TRANSLATIONS_WIRE if translation else TRANSCRIPTIONS_WIRE
+    return Call(PROTOCOL, route.endpoint, wire, model, stream, dict(fields), options, upload=upload, billing=billing)
 
 
 def _image_hints(model: str, n: int, size: Any, quality: Any) -> BillingHints:

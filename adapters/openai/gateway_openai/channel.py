@@ -1,7 +1,8 @@
 """The ``openai`` channel type: an OpenAI (or OpenAI-compatible) upstream.
 
-It serves chat, Responses, embeddings, images and audio. Chat and the media
-endpoints are in this module and :mod:`.channel_media`. A Responses request is a
+It serves chat, Responses, embeddings, images, audio, legacy completions and
+moderations. Chat is in this module, the others in :mod:`.channel_media` and
+:mod:`.channel_text`. A Responses request is a
 chat call in the core's terms: a channel that speaks the Responses API natively
 (:func:`~.channel_responses.speaks_responses`) forwards it as it came (the relay
 converted it to a core request too, which such a channel does not use); any
@@ -51,13 +52,18 @@ from .calls import (
     RESPONSES_WIRE,
     SPEECH_WIRE,
     TRANSCRIPTIONS_WIRE,
+    TRANSLATIONS_WIRE,
 )
 from .channel_media import send_media
 from .channel_responses import RESPONSES, send_responses, speaks_responses
+from .channel_text import PATHS as TEXT_PATHS
+from .channel_text import send_text
 from .chat_request import request_to_wire
 from .chat_response import response_from_wire, usage_from_wire
 from .chat_stream import ChunkDecoder
+from .completions import COMPLETIONS_WIRE
 from .error_body import upstream_error_message
+from .moderations import MODERATIONS_WIRE
 from .protocol import stateful_message
 from .realtime import REALTIME_WIRE, open_upstream
 
@@ -70,6 +76,9 @@ WIRES = {
     endpoints.AUDIO_SPEECH: SPEECH_WIRE,
     endpoints.AUDIO_TRANSCRIPTIONS: TRANSCRIPTIONS_WIRE,
     endpoints.REALTIME: REALTIME_WIRE,
+    endpoints.AUDIO_TRANSLATIONS: TRANSLATIONS_WIRE,
+    endpoints.COMPLETIONS: COMPLETIONS_WIRE,
+    endpoints.MODERATIONS: MODERATIONS_WIRE,
 }
 CHAT_PATH = "/v1/chat/completions"
 MAX_TOKENS_PARAM = Setting(
@@ -106,6 +115,9 @@ class OpenAIChannel(ChannelType):
                 return await send_responses(exchange, _json_headers(headers, call.stream))
             if call.endpoint == endpoints.RESPONSES:  # needs state: only a native channel may serve it
                 raise InvalidRequestError(stateful_message(call.model, str(call.options.get("stateful"))))
+        elif call.endpoint in TEXT_PATHS:
+            body = passthrough_body(call.body, target.upstream_model, call.stream)
+            return await send_text(exchange, _json_headers(headers, call.stream), body)
         elif call.endpoint != endpoints.CHAT:
             return await send_media(exchange, headers)
         return await self._chat(exchange, _json_headers(headers, call.stream))

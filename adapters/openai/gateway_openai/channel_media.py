@@ -2,11 +2,11 @@
 
 All go the fast path (the body as the client sent it, the model mapped), but
 for embeddings converted from another protocol. Uploads (``images/edits``,
-``audio/transcriptions``) are streamed on with the form's ``model`` field
-rewritten and their ``Content-Type`` (boundary) kept. Answers pass through as
-the upstream gave them (``b64_json`` and ``url`` images alike; a transcription's
-``text``, ``srt``, ``vtt`` or JSON with its content type); speech audio is
-relayed as it arrives.
+``audio/transcriptions``, ``audio/translations``) are streamed on with the
+form's ``model`` field rewritten and their ``Content-Type`` (boundary) kept.
+Answers pass through as the upstream gave them (``b64_json`` and ``url`` images
+alike; a transcription's or translation's ``text``, ``srt``, ``vtt`` or JSON with
+its content type); speech audio is relayed as it arrives.
 """
 
 from __future__ import annotations
@@ -45,8 +45,10 @@ PATHS = {
     endpoints.IMAGES_EDITS: "/v1/images/edits",
     endpoints.AUDIO_SPEECH: "/v1/audio/speech",
     endpoints.AUDIO_TRANSCRIPTIONS: "/v1/audio/transcriptions",
+    endpoints.AUDIO_TRANSLATIONS: "/v1/audio/translations",
 }
 _TERMINAL_EVENTS = frozenset(("speech.audio.done", "transcript.text.done"))
+_AUDIO_TEXT = frozenset((endpoints.AUDIO_TRANSCRIPTIONS, endpoints.AUDIO_TRANSLATIONS))  # billed alike
 
 
 async def send_media(exchange: Exchange, headers: dict[str, str]) -> Reply:
@@ -67,7 +69,7 @@ async def send_media(exchange: Exchange, headers: dict[str, str]) -> Reply:
         return StreamReply(frames=frames, close=frames.aclose)
     content_type = response.headers.get("Content-Type", "application/json")
     data = await read_all(response)
-    if call.endpoint == endpoints.AUDIO_TRANSCRIPTIONS:
+    if call.endpoint in _AUDIO_TEXT:
         assert call.upload is not None
         media, usage = transcription_used(data, content_type, call.upload.received)
         return JsonReply(body=data, response=None, usage=usage, content_type=content_type, media=media)

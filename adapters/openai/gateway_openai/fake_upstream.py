@@ -8,8 +8,10 @@ mid-stream, a slow first byte, malformed JSON. Like OpenAI, it refuses ``max_tok
 on chat for its reasoning models (names starting ``o1``/``o3``/``o4``/``gpt-5``).
 It also serves ``/v1/responses`` (:mod:`.fake_responses`), ``/v1/embeddings``,
 ``/v1/images/generations``, ``/v1/images/edits``, ``/v1/audio/speech`` and
-``/v1/audio/transcriptions`` (:mod:`.fake_media`); multipart requests are
-recorded as the fields and files that arrived.
+``/v1/audio/transcriptions`` (:mod:`.fake_media`), and ``/v1/completions``,
+``/v1/moderations``, ``/v1/audio/translations`` and rerank (``/v1/rerank`` in
+Jina's shape, ``/v2/rerank`` in Cohere's) (:mod:`.fake_text`); multipart requests
+are recorded as the fields and files that arrived.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from aiohttp import web
 
 from gateway_core.testing import FakeUpstream, Fault
 
-from . import fake_media, fake_responses
+from . import fake_media, fake_responses, fake_text
 
 EXPECTED_KEY = "sk-upstream-test"
 REASONING_MODELS = ("o1", "o3", "o4", "gpt-5")
@@ -50,6 +52,11 @@ class FakeOpenAI(FakeUpstream):
         router.add_post("/v1/images/edits", self.image_edits)
         router.add_post("/v1/audio/speech", self.speech)
         router.add_post("/v1/audio/transcriptions", self.transcriptions)
+        router.add_post("/v1/completions", self.completions)
+        router.add_post("/v1/moderations", self.moderations)
+        router.add_post("/v1/audio/translations", self.translations)
+        router.add_post("/v1/rerank", self.rerank)
+        router.add_post("/v2/rerank", self.rerank)
 
     def check(self, request: web.Request, body: Any) -> web.Response | None:
         if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
@@ -130,6 +137,32 @@ class FakeOpenAI(FakeUpstream):
         if refusal is None and fields.get("stream") == "true":
             return await fake_media.transcription_stream(request)
         return refusal or fake_media.transcription(fields.get("model", ""), fields.get("response_format") or "json")
+
+    async def completions(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        fault, refusal = await self.admit(request, body)
+        if refusal is not None:
+            return refusal
+        if body.get("stream"):
+            chunks = [b"data: " + orjson.dumps(c) + b"\n\n" for c in fake_text.completion_chunks(body, self.report_usage)]
+            return await self.stream(request, chunks, fault, end=b"data: [DONE]\n\n")
+        return self.answer(fake_text.completion(body, self.report_usage), fault)
+
+    async def moderations(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        _, refusal = await self.admit(request, body)
+        return refusal or self.answer(fake_text.moderation(body))
+
+    async def translations(self, request: web.Request) -> web.StreamResponse:
+        form = await fake_media.read_form(request)
+        _, refusal = await self.admit(request, form)
+        fields = form["fields"]
+        return refusal or fake_text.translation(fields.get("model", ""), fields.get("response_format") or "json")
+
+    async def rerank(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        _, refusal = await self.admit(request, body)
+        return refusal or self.answer(fake_text.rerank(body, cohere=request.path.startswith("/v2/")))
 
 
 def error_response(status: int, message: str, type_: str, code: str | None) -> web.Response:

@@ -1,9 +1,10 @@
-"""The openai adapter's plugin: the OpenAI client protocol and the ``openai`` channel type.
+"""The openai adapter's plugin: the OpenAI client protocol, the ``openai`` channel
+type and the ``rerank`` channel type (Cohere/Jina-style rerankers).
 
 Settings (``plugins.toml``)::
 
     [plugins.openai]
-    max_upload_bytes = 52428800   # the largest upload (images/edits, audio/transcriptions); 413 beyond it
+    max_upload_bytes = 52428800   # the largest upload (images/edits, audio/transcriptions and translations); 413 beyond it
 
     [plugins.openai.stored_responses]   # Responses answers kept for groups that opt in (see responses_kept)
     groups = ["team-a"]
@@ -17,6 +18,7 @@ from gateway_core import hookimpl
 from gateway_core.config import ConfigError
 
 from .channel import OpenAIChannel
+from .channel_rerank import RerankChannel
 from .protocol import DEFAULT_MAX_UPLOAD_BYTES, OpenAIProtocol
 from .responses_kept import KeptResponses
 
@@ -32,6 +34,7 @@ def register_client_protocols(register, config) -> None:
 @hookimpl
 def register_channel_types(register) -> None:
     register(OpenAIChannel())
+    register(RerankChannel())
 
 
 def _positive(value: Any) -> int:

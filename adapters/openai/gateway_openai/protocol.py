@@ -2,10 +2,14 @@
 
 Routes (under ``/v1``): ``chat/completions``, ``responses`` (and ``responses/{id}``,
 :mod:`.responses_kept`), ``realtime`` (WebSocket, :mod:`.realtime`), ``embeddings``,
-``images/generations``, ``images/edits`` and ``audio/transcriptions`` (uploads,
-streamed to the upstream, at most ``max_upload_bytes``), ``audio/speech``, and
-``GET models``. Parsing is in :mod:`.calls`; each endpoint's translations in its
-own module (``chat_*``, ``responses_*``, ``embeddings``, ``media``).
+``images/generations``, ``images/edits``, ``audio/transcriptions`` and
+``audio/translations`` (uploads, streamed to the upstream, at most
+``max_upload_bytes``), ``audio/speech``, ``completions`` (legacy),
+``moderations``, ``rerank`` (the Cohere/Jina shape, served by ``rerank``
+channels), and ``GET models``. Parsing is in :mod:`.calls` and the endpoint's
+own module (``completions``, ``moderations``, ``rerank``); each endpoint's
+translations in its own module (``chat_*``, ``responses_*``, ``embeddings``,
+``media``).
 """
 
 from __future__ import annotations
@@ -38,9 +42,12 @@ from .calls import CHAT_WIRE, EMBEDDINGS_WIRE, RESPONSES_WIRE, SPEECH_WIRE, TRAN
 from .chat_request import request_from_wire
 from .chat_response import response_to_wire
 from .chat_writers import ConvertedChunks, PassthroughChunks
+from .completions import completions_call
 from .error_body import error_to_wire
 from .media import speech_content_type
 from .media_writers import AudioWriter, EventsWriter
+from .moderations import moderation_call
+from .rerank import rerank_call
 from .responses_kept import KeptResponses, refusal, shown_body
 from .responses_request import request_from_wire as responses_from_wire
 from .responses_response import response_to_wire as responses_to_wire
@@ -53,10 +60,14 @@ _JSON_PARSERS = {
     endpoints.EMBEDDINGS: calls.embeddings_call,
     endpoints.IMAGES_GENERATIONS: calls.image_generation_call,
     endpoints.AUDIO_SPEECH: calls.speech_call,
+    endpoints.COMPLETIONS: completions_call,
+    endpoints.MODERATIONS: moderation_call,
+    endpoints.RERANK: rerank_call,
 }
 _UPLOAD_PARSERS = {
     endpoints.IMAGES_EDITS: calls.image_edit_call,
     endpoints.AUDIO_TRANSCRIPTIONS: calls.transcription_call,
+    endpoints.AUDIO_TRANSLATIONS: calls.transcription_call,
 }
 
 
@@ -82,6 +93,10 @@ class OpenAIProtocol(ClientProtocol):
             RouteSpec("/v1/images/edits", endpoints.IMAGES_EDITS, **upload),
             RouteSpec("/v1/audio/speech", endpoints.AUDIO_SPEECH),
             RouteSpec("/v1/audio/transcriptions", endpoints.AUDIO_TRANSCRIPTIONS, **upload),
+            RouteSpec("/v1/audio/translations", endpoints.AUDIO_TRANSLATIONS, **upload),
+            RouteSpec("/v1/completions", endpoints.COMPLETIONS),
+            RouteSpec("/v1/moderations", endpoints.MODERATIONS),
+            RouteSpec("/v1/rerank", endpoints.RERANK),
             RouteSpec("/v1/models", endpoints.MODELS, methods=("GET",)),
             RouteSpec("/v1/realtime", endpoints.REALTIME, methods=("GET",), websocket=True),
         )
