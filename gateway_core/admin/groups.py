@@ -3,6 +3,8 @@ default rate limits for the keys in them."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 
 from ..records import GroupRecord
@@ -11,11 +13,22 @@ from .port import LimitChanges
 from .errors import Invalid
 
 UNIT_RATIO_PPM = 1_000_000  # a ratio of 1: list prices
+GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+GROUP_NAME_RULE = "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
+def check_group_names(names: Iterable[str]) -> None:
+    """Refuse a group name that is not :data:`GROUP_NAME` (a space would read as
+    two groups in every list of names)."""
+    for name in names:
+        if not GROUP_NAME.fullmatch(name):
+            raise Invalid(f"{name!r} is not a group name: use {GROUP_NAME_RULE}", "group")
 
 
 async def set_group(admin: Admin, name: str, *, ratio_ppm: int | None = None, limits: LimitChanges | None = None) -> GroupRecord:
     """Create a group if it is missing (ratio 1), then change its ratio when
     given and the default limits given (``None``: not set, ``0``: unlimited)."""
+    check_group_names([name])
     if ratio_ppm is not None and ratio_ppm < 0:
         raise Invalid("must not be negative", "ratio")
     group = await admin.store.set_group(name, ratio_ppm=ratio_ppm, limits=dict(limits or {}))

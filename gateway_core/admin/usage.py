@@ -52,6 +52,11 @@ async def get_usage(admin: Admin, log_id: int, *, owner: int | None = None) -> d
     return row
 
 
+async def filter_totals(admin: Admin, filters: UsageFilter) -> UsageTotal:
+    """Requests, tokens, cost and errors of every row ``filters`` match (``label`` is ``None``)."""
+    return await admin.store.usage_filter_totals(filters)
+
+
 async def daily_spending(admin: Admin, since: float, user_id: int | None = None) -> list[DailySpending]:
     """Cost and requests per UTC day and model since ``since`` (everyone's when ``user_id`` is ``None``)."""
     return await admin.store.daily_spending(since, user_id)
