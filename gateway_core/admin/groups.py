@@ -3,26 +3,23 @@ default rate limits for the keys in them."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 
-from ..records import GroupRecord
+from ..records import GroupRecord, group_name_problem
 from .context import Admin
 from .port import LimitChanges
 from .errors import Invalid
 
 UNIT_RATIO_PPM = 1_000_000  # a ratio of 1: list prices
-GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-GROUP_NAME_RULE = "1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
 
 
 def check_group_names(names: Iterable[str]) -> None:
-    """Refuse a group name that is not :data:`GROUP_NAME` (a space would read as
-    two groups in every list of names)."""
+    """Refuse a name that cannot name a group (:func:`gateway_core.records.group_name_problem`)."""
     for name in names:
-        if not GROUP_NAME.fullmatch(name):
-            raise Invalid(f"{name!r} is not a group name: use {GROUP_NAME_RULE}", "group")
+        problem = group_name_problem(name)
+        if problem is not None:
+            raise Invalid(problem)
 
 
 async def set_group(admin: Admin, name: str, *, ratio_ppm: int | None = None, limits: LimitChanges | None = None) -> GroupRecord:
