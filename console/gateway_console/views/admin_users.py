@@ -9,7 +9,7 @@ from starlette.responses import Response
 from urllib.parse import urlencode
 
 from gateway_core.admin import AdminError, budgets, groups, keys, users, wallet
-from gateway_core.records import BUDGET_COLUMNS
+from gateway_core.records import BUDGET_COLUMNS, UserRecord
 
 from ..forms import FormError, optional_usd, text
 from ..web import Ctx, page
@@ -62,7 +62,7 @@ async def _user_page(ctx: Ctx, status: int = 200, error: str | None = None) -> R
     found = await wallet.wallet(ctx.admin, user_id, limit=10)
     config = ctx.services.config
     caps = await budgets.budget_status(ctx.admin, user_id, timezone=config.budget_timezone, window=config.budget_window)
-    user_budgets = await _user_budgets(ctx, user_id)
+    user_budgets = await _user_budgets(ctx, found.user)
     return ctx.render(
         "admin_user.html", status=status, error=error, user=found.user, ledger=found.ledger,
         keys=await keys.list_keys(ctx.admin, user_id), budgets=caps, user_budgets=user_budgets, periods=PERIODS,
@@ -70,11 +70,10 @@ async def _user_page(ctx: Ctx, status: int = 200, error: str | None = None) -> R
     )  # fmt: skip
 
 
-async def _user_budgets(ctx: Ctx, user_id: int) -> dict[str, int | None]:
-    """The user's own caps by period, as stored (read through a key's record, or unset without keys)."""
-    listed = await keys.list_keys(ctx.admin, user_id)
-    found = listed[0].user_budgets if listed else None
-    return {period: getattr(found, period) if found else None for period in PERIODS}
+async def _user_budgets(ctx: Ctx, user: UserRecord) -> dict[str, int | None]:
+    """The user's own caps by period as stored (no change asked: the CLI's ``user limits USER``)."""
+    stored = await users.set_user_limits(ctx.admin, user, {})
+    return {period: stored.get(column) for period, column in zip(PERIODS, BUDGET_COLUMNS)}
 
 
 def _budget_changes(ctx: Ctx) -> dict[str, int | None]:
