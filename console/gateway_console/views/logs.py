@@ -73,11 +73,10 @@ async def _logs(ctx: Ctx, owner: int | None, path: str) -> Response:
     request_id = raw.get("request", "")[:200]
     if request_id:  # one request, by the id its answer carried (X-Request-Id)
         row = await usage.find_request(ctx.admin, request_id, owner=owner)
-        rows, totals = ([row] if row else []), None
-        found = usage.UsagePage(rows, False)
+        found = usage.UsagePage([row] if row else [], False)
     else:
         found = await usage.page_usage(ctx.admin, filters, before=before, after=after, limit=PAGE_SIZE)
-        rows, totals = found.rows, await usage.filter_totals(ctx.admin, filters)
+    rows = found.rows
     newer = older = None
     if rows and not request_id:
         if found.more or after is not None:
@@ -87,6 +86,8 @@ async def _logs(ctx: Ctx, owner: int | None, path: str) -> Response:
     detail = path + "/"
     if query.get("fragment") == "rows":
         return ctx.render("log_rows.html", rows=rows, detail=detail, admin=owner is None)
+    # the filter's totals: for the whole page only, not each live refresh
+    totals = await usage.filter_totals(ctx.admin, filters) if not request_id and not error else None
     choices = []
     if owner is not None:  # deleted keys too: their rows remain
         choices = sorted(await keys.list_keys(ctx.admin, owner, include_deleted=True), key=lambda key: key.deleted)
