@@ -217,6 +217,7 @@ class Walk:
         problems = self.accessibility_problems()
         assert problems == [], f"{name}: {json.dumps(problems, indent=1)}"
         page.screenshot(path=str(ARTIFACTS / f"page-{name}-1280.png"), full_page=True)
+        assert self.sideways() == [], f"{name} scrolls sideways at 1280 px: {self.sideways()}"
         if phone:
             page.set_viewport_size(PHONE)
             page.screenshot(path=str(ARTIFACTS / f"page-{name}-390.png"), full_page=True)
