@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import sqlite3
 import time
 from collections.abc import Iterable
