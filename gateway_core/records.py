@@ -7,7 +7,6 @@ as floats. Only :mod:`gateway_core.store` builds these from the database.
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any
 
 import attrs
@@ -255,14 +254,6 @@ class UserOverview:
 
 
 DEFAULT_GROUP = "default"  # the group new users and channels are in unless told otherwise
-GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # no space nor comma: lists of names stay readable
-
-
-def group_name_problem(name: object) -> str | None:
-    """Why ``name`` cannot name a group, or ``None`` when it can."""
-    if isinstance(name, str) and GROUP_NAME.fullmatch(name):
-        return None
-    return f"{name!r} is not a group name: use 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit"
 
 
 @attrs.frozen

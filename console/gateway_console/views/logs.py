@@ -4,7 +4,7 @@ the filter, a search by request id and a CSV export; a request's detail.
 A user sees only their own rows (their id is part of every page's filter); an
 operator sees every user's under ``/admin/logs``. Pages come from the admin
 layer's usage-log pager, the one ``relaygate logs`` uses; the export is the
-management API's CSV writer (:func:`gateway_core.api.usage.usage_csv`).
+management API's CSV writer (:func:`gateway_core.admin.usage.usage_csv`).
 
 A user's detail page says what failed in safe words (the status, the error's
 kind and the request id to quote); the channel, the upstream's own error text
@@ -19,7 +19,6 @@ from urllib.parse import urlencode
 from starlette.responses import Response, StreamingResponse
 
 from gateway_core.admin import keys, prices, usage, wallet
-from gateway_core.api.usage import CSV_COLUMNS, CSV_HEADERS, row_json, rows_csv, usage_csv
 from gateway_core.records import Cursor, UsageFilter
 
 from ..forms import FormError, optional_int, when
@@ -27,7 +26,8 @@ from ..web import Ctx, page
 
 PAGE_SIZE = 50
 FILTER_NAMES = ("key", "model", "status", "since", "until", "user", "request")
-USER_CSV_COLUMNS = tuple(name for name in CSV_COLUMNS if name != "channel_name")  # channels are the operator's
+USER_CSV_COLUMNS = tuple(name for name in usage.CSV_COLUMNS if name != "channel_name")  # channels are the operator's
+CSV_HEADERS = {"content-disposition": 'attachment; filename="logs.csv"'}
 
 
 def _cursor(value: str, what: str) -> Cursor | None:
@@ -118,13 +118,13 @@ async def _export(ctx: Ctx, owner: int | None) -> Response:
         filters, raw = _filters(ctx, owner)
     except FormError as exc:
         return ctx.error(400, str(exc))
-    columns = CSV_COLUMNS if owner is None else USER_CSV_COLUMNS
+    columns = usage.CSV_COLUMNS if owner is None else USER_CSV_COLUMNS
     request_id = raw["request"][:200]
     if request_id:
         row = await usage.find_request(ctx.admin, request_id, owner=owner)
-        text = rows_csv([row_json(row)] if row else [], columns)
+        text = usage.rows_csv([row] if row else [], columns)
         return Response(text, media_type="text/csv", headers=CSV_HEADERS)
-    return StreamingResponse(usage_csv(ctx.admin, filters, columns=columns), media_type="text/csv", headers=CSV_HEADERS)
+    return StreamingResponse(usage.usage_csv(ctx.admin, filters, columns=columns), media_type="text/csv", headers=CSV_HEADERS)
 
 
 @page()
