@@ -180,6 +180,11 @@ def test_the_key_form_refuses_a_past_expiry_unknown_models_and_too_long_names_an
     assert seed.rows("SELECT rpm, tpm, concurrency FROM api_keys WHERE id = ?", (key_id,)) == [{"rpm": 60, "tpm": None, "concurrency": 2}]
     ui.go(f"/console/keys/{key_id}/edit")
     assert (page.input_value("input[name=rpm]"), page.input_value("input[name=tpm]")) == ("60", "")
+    ui.go("/console/tokens")  # an access token that expired before it was made is refused too
+    page.fill("input[name=expires]", "2021-06-01T08:00")
+    page.click("button:has-text('Create the token')")
+    expect(page.locator("p.error")).to_contain_text("The expiry 2021-06-01 08:00:00 UTC is in the past")
+    assert seed.rows("SELECT count(*) AS n FROM access_tokens") == [{"n": 0}]
 
 
 def test_group_names_are_checked_users_groups_are_checkboxes_and_base_urls_need_a_web_scheme(walk, seed, users, start_gateway):
