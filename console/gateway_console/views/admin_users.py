@@ -124,7 +124,7 @@ async def user_topup(ctx: Ctx) -> Response:
         if not amount:
             raise FormError("Enter an amount of USD above zero, like 10 or 2.50.")
         before = await users.get_user(ctx.admin, user_id)
-        note = text(ctx.form, "note", max_length=500) or None
+        note = text(ctx.form, "note", max_length=500, label="The note") or None
         await wallet.topup(ctx.admin, user_id, amount, note)
     except ValueError as exc:
         return await _user_page(ctx, 400, str(exc))
