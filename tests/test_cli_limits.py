@@ -65,7 +65,7 @@ def test_group_set_creates_and_changes_only_what_is_given(cli):
         (("group", "set", "g", "--ratio", "-1"), "--ratio must be a number >= 0"),
         (("group", "set", "g", "--rpm", "-1"), "whole number >= 0"),
         (("group", "set", "g", "--tpm", "1.5"), "whole number >= 0"),
-        (("group", "set", "a,b"), "invalid group name"),
+        (("group", "set", "a,b"), "is not a group name"),
         (("user", "limits", "nobody"), "no user named 'nobody'"),
         (("key", "limits", "99", "--rpm", "1"), "no API key with id 99"),
         (("key", "create", "nobody", "--rpm", "x"), "whole number >= 0"),

@@ -113,3 +113,26 @@ def test_a_filtered_page_is_fast(conn, filters, index):
     for _ in range(5):
         usage.query_usage(conn, limit=50, before=(T0 + 900_000, 10**9), **filters)
     assert (time.perf_counter() - started) / 5 < 0.05
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [{}, {"user_id": 3}, {"key_id": 17, "errors": True}, {"model": "m4", "status": 429}, {"since": T0 + 200_000, "until": T0 + 400_000}],
+)
+def test_the_totals_of_a_filter_count_every_row_it_matches(conn, filters):
+    """What the console's logs page shows above a filtered log: the same rows the pages walk."""
+    totals = usage.filter_totals(conn, **filters)
+    rows = [dict(zip(("user_id", "key_id", "model", "status", "created_at"), row))
+            for row in conn.execute("SELECT user_id, key_id, model, status, created_at FROM usage_logs")]  # fmt: skip
+
+    def matches(row):
+        return (
+            all(row[name] == filters[name] for name in ("user_id", "key_id", "model", "status") if name in filters)
+            and (not filters.get("errors") or row["status"] >= 400)
+            and row["created_at"] >= filters.get("since", 0) and row["created_at"] < filters.get("until", 1e12)
+        )
+
+    expected = [row for row in rows if matches(row)]
+    assert totals.requests == len(expected) > 0
+    assert totals.errors == sum(row["status"] >= 400 for row in expected)
+    assert (totals.input_tokens, totals.output_tokens, totals.cost_micros) == (0, 0, 0)  # this table logs no tokens

@@ -7,6 +7,7 @@ with the standard library so the console needs no multipart parser.
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl
@@ -49,13 +50,23 @@ async def read_form(request: Request) -> FormData:
     return FormData(fields)
 
 
-def text(form: FormData, name: str, *, required: str | None = None, max_length: int = 500) -> str:
+def text(form: FormData, name: str, *, required: str | None = None, max_length: int = 500, label: str | None = None) -> str:
+    """A field's text, stripped; too long a value is refused (never cut), named by ``label``."""
     value = str(form.get(name) or "").strip()
     if required and not value:
         raise FormError(required)
     if len(value) > max_length:
-        raise FormError(f"{name} is too long ({max_length} characters at most)")
+        what = label or name.replace("_", " ").capitalize()
+        raise FormError(f"{what} is too long: {len(value):,} characters, {max_length:,} at most.")
     return value
+
+
+def in_own_words(what: str, message: str, generic: str) -> str:
+    """``"Amount"``, ``"amount must not be negative"`` → ``"Amount must not be negative"``:
+    a message that starts with a generic name of the value says ``what`` instead of repeating it."""
+    if message.startswith(generic + " "):
+        return what + message[len(generic) :]
+    return f"{what}: {message}"
 
 
 def split_list(value: str) -> list[str]:
@@ -70,7 +81,7 @@ def optional_usd(value: str, what: str) -> int | None:
     try:
         return parse_usd(value)
     except ValueError as exc:
-        raise FormError(f"{what}: {exc}") from None
+        raise FormError(in_own_words(what, str(exc), "amount")) from None
 
 
 def optional_int(value: str, what: str) -> int | None:
@@ -90,6 +101,15 @@ def optional_float(value: str, what: str) -> float | None:
         return float(value)
     except ValueError:
         raise FormError(f"{what} must be a number (like 30 or 2.5)") from None
+
+
+def future_time(value: str, what: str, *, kept: float | None = None) -> float | None:
+    """Like :func:`when`, but a time already past is refused (``kept``, the stored
+    value shown in the form unchanged, is let through: an edit of something else)."""
+    moment = when(value, what)
+    if moment is None or moment > time.time() or (kept is not None and abs(moment - kept) < 60):
+        return moment
+    raise FormError(f"{what} {show_time(moment)} UTC is in the past: choose a later time, or leave it empty for none.")
 
 
 def when(value: str, what: str) -> float | None:
@@ -124,6 +144,18 @@ def show_usd(micros: Any) -> str:
     return format_usd(int(micros or 0))
 
 
+def show_money(micros: Any, decimals: int = 2) -> str:
+    """Money for reading: thousands separators and a fixed number of decimals,
+    rounded half away from zero (``1234567891`` → ``"1,234.57"``); the exact
+    amount is :func:`show_usd`'s."""
+    value = int(micros or 0)
+    step = 10 ** (6 - decimals)
+    units = (abs(value) + step // 2) // step
+    whole, frac = divmod(units, 10**decimals)
+    sign = "-" if value < 0 and units else ""
+    return f"{sign}{whole:,}" + (f".{frac:0{decimals}d}" if decimals else "")
+
+
 def show_time(ts: Any) -> str:
     if ts is None:
         return "—"
@@ -148,4 +180,4 @@ def show_int(value: Any) -> str:
     return f"{int(value or 0):,}"
 
 
-FILTERS = {"usd": show_usd, "when": show_time, "input_time": input_time, "ms": show_ms, "num": show_int}
+FILTERS = {"usd": show_usd, "money": show_money, "when": show_time, "input_time": input_time, "ms": show_ms, "num": show_int}

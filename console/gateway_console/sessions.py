@@ -18,9 +18,12 @@ import hashlib
 import hmac
 import secrets
 
+from cryptography.fernet import Fernet, InvalidToken
+
 MOUNT_PATH = "/console"  # where the gateway mounts the console
 SESSION_COOKIE = "rg_session"  # path: the gateway's root, so the management API reads it too
 SIGNIN_COOKIE = "rg_signin"
+REVEAL_COOKIE = "rg_reveal"  # a new secret on its way from the form's POST to the page that shows it once
 CSRF_FIELD = "csrf"
 
 
@@ -71,3 +74,24 @@ class Signer:
 
     def check_signin_csrf(self, nonce: str | None, given: str | None) -> bool:
         return bool(nonce) and bool(given) and self.verify(nonce or "", "signin", given or "")
+
+    # --- a secret on its way to the page that shows it once ---------------------
+
+    def seal(self, value: str, token: str) -> str:
+        """``value`` encrypted for the session ``token`` alone (a key derived from
+        the console's secret and the token): the cookie carrying it reads as
+        nothing to anyone else, nor once the session is over."""
+        return self._fernet(token).encrypt(value.encode("utf-8")).decode("ascii")
+
+    def unseal(self, sealed: str | None, token: str, max_age: int) -> str | None:
+        """What :meth:`seal` sealed for ``token`` at most ``max_age`` seconds ago, else ``None``."""
+        if not sealed or len(sealed) > 4096:
+            return None
+        try:
+            return self._fernet(token).decrypt(sealed.encode("ascii"), ttl=max_age).decode("utf-8")
+        except (InvalidToken, UnicodeError, ValueError):
+            return None
+
+    def _fernet(self, token: str) -> Fernet:
+        key = hmac.new(self._key, f"reveal\x00{token}".encode(), hashlib.sha256).digest()
+        return Fernet(base64.urlsafe_b64encode(key))

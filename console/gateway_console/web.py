@@ -29,7 +29,9 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from . import queries
 from .forms import FILTERS, FormError, FormTooLarge, read_form
 from gateway_core.ratelimit import SignInRule
-from .sessions import CSRF_FIELD, SESSION_COOKIE, Signer, session_id
+from .sessions import CSRF_FIELD, REVEAL_COOKIE, SESSION_COOKIE, Signer, session_id
+
+REVEAL_SECONDS = 300  # how long a new secret waits for the page that shows it
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
@@ -139,6 +141,32 @@ class Ctx:
 
     def not_found(self, what: str = "page") -> HTMLResponse:
         return self.error(404, f"No such {what}.")
+
+    def reveal_once(self, path: str, secret: str) -> RedirectResponse:
+        """Post/redirect/get for a new secret: a redirect to ``path`` (the page that
+        shows it), the secret riding along in a cookie sealed for this session and
+        that page alone. Reloading that page finds no cookie and creates nothing."""
+        response = self.redirect(path)
+        response.set_cookie(
+            REVEAL_COOKIE, self.signer.seal(f"{path}\n{secret}", self.user.token), max_age=REVEAL_SECONDS,
+            path=self.url(path), httponly=True, samesite="strict", secure=self.secure_cookies(),
+        )  # fmt: skip
+        return response
+
+    def revealed(self, path: str) -> str | None:
+        """The secret :meth:`reveal_once` sent to ``path``, once: ``None`` when it was shown already."""
+        opened = self.signer.unseal(self.request.cookies.get(REVEAL_COOKIE), self.user.token, REVEAL_SECONDS)
+        target, _, secret = (opened or "").partition("\n")
+        return secret if opened and target == path and secret else None
+
+    def shown_once(self, response: Response, path: str) -> Response:
+        """``response`` (the page showing a new secret) with the secret's cookie gone and no caching."""
+        response.delete_cookie(REVEAL_COOKIE, path=self.url(path))
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    def secure_cookies(self) -> bool:
+        return bool(self.state.settings.get("secure_cookies")) or self.request.url.scheme == "https"
 
     async def audit(self, action: str, target: str, before: Any = None, after: Any = None) -> None:
         """Record a write made in this session in the audit log (records or their JSON)."""

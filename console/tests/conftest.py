@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import html
+import json
+import os
 import re
+import shutil
+from pathlib import Path
 
 import aiohttp
 import openai
@@ -119,3 +123,117 @@ async def openai_client():
     yield make
     for client in made:
         await client.close()
+
+
+# --- the browser tests (Playwright driving Debian's Chromium) ------------------------------
+
+CHROMIUM = os.environ.get("RELAYGATE_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
+AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"  # axe-core 4.14.1, see its README
+WIDE, PHONE = {"width": 1280, "height": 800}, {"width": 390, "height": 844}
+
+
+@pytest.fixture
+def chromium(tmp_path):
+    """A fresh headless Chromium context (its own profile), closed after the test."""
+    if not (os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        pytest.fail(
+            f"Chromium is not installed at {CHROMIUM}: the browser tests need Debian's chromium "
+            "(run `make install` as root, or `apt-get install -y chromium`).",
+            pytrace=False,
+        )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("Playwright is not installed: pip install -e 'console[test]' (never `playwright install`).", pytrace=False)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True, args=ARGS,
+            viewport={"width": 1280, "height": 900},
+        )  # fmt: skip
+        context.set_default_timeout(15_000)
+        errors: list[str] = []
+        context.on("weberror", lambda error: errors.append(str(error.error)))
+        try:
+            yield context, errors
+        finally:
+            context.close()
+            shutil.rmtree(tmp_path / "chromium-profile", ignore_errors=True)
+
+
+class Walk:
+    """One Chromium page walking the console of ``base``, with the checks every page gets."""
+
+    def __init__(self, page, base: str) -> None:
+        self.page = page
+        self.base = base
+
+    def go(self, path: str) -> None:
+        self.page.goto(self.base + path)
+
+    def sign_in(self, name: str, password: str | None = None) -> None:
+        self.go("/console/login")
+        self.page.fill("input[name=name]", name)
+        self.page.fill("input[name=password]", password or PASSWORDS[name])
+        self.page.click("button[type=submit]")
+        self.page.wait_for_url("**/console/keys")
+
+    def accessibility_problems(self) -> list[dict]:
+        """axe-core's serious and critical violations on the page as it is now."""
+        if not self.page.evaluate("typeof window.axe !== 'undefined'"):
+            self.page.evaluate(AXE.read_text(encoding="utf-8"))  # run by the debugger protocol: the page's CSP does not apply
+        found = self.page.evaluate(
+            """async () => {
+              const result = await axe.run(document, {resultTypes: ["violations"]});
+              return result.violations.map((v) => ({id: v.id, impact: v.impact, help: v.help,
+                nodes: v.nodes.slice(0, 5).map((n) => n.target.join(" "))}));
+            }"""
+        )
+        return [problem for problem in found if problem["impact"] in ("serious", "critical")]
+
+    def sideways(self) -> list[str]:
+        """What scrolls sideways: the page itself, or a list in its scrolling box."""
+        return self.page.evaluate(
+            """() => {
+              const wide = [];
+              if (document.documentElement.scrollWidth > window.innerWidth + 1) wide.push("the page");
+              for (const box of document.querySelectorAll(".scroll")) {
+                if (box.scrollWidth > box.clientWidth + 1) wide.push(box.querySelector("table")?.className || "a box");
+              }
+              return wide;
+            }"""
+        )
+
+    def check(self, name: str, *, phone: bool = True) -> None:
+        """The page now: no serious accessibility problem, screenshots at 1280x800 and
+        390x844 (``test-artifacts/console/``), and at 390 px nothing scrolls sideways."""
+        page = self.page
+        page.set_viewport_size(WIDE)
+        problems = self.accessibility_problems()
+        assert problems == [], f"{name}: {json.dumps(problems, indent=1)}"
+        page.screenshot(path=str(ARTIFACTS / f"page-{name}-1280.png"), full_page=True)
+        assert self.sideways() == [], f"{name} scrolls sideways at 1280 px: {self.sideways()}"
+        if phone:
+            page.set_viewport_size(PHONE)
+            page.screenshot(path=str(ARTIFACTS / f"page-{name}-390.png"), full_page=True)
+            assert self.sideways() == [], f"{name} scrolls sideways at 390 px: {self.sideways()}"
+            problems = self.accessibility_problems()
+            assert problems == [], f"{name} at 390 px: {json.dumps(problems, indent=1)}"
+            page.set_viewport_size(WIDE)
+
+
+@pytest.fixture
+def walk(chromium):
+    """``walk(base)``: a :class:`Walk` on a new page of the ``chromium`` context."""
+    context, errors = chromium
+
+    def open_walk(base: str) -> Walk:
+        return Walk(context.new_page(), base)
+
+    yield open_walk
+    assert errors == [], errors

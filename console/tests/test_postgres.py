@@ -51,6 +51,7 @@ async def test_sign_in_create_a_key_and_see_its_request_in_the_logs(relaygate_po
     status, page = await alice.sign_in("alice", PASSWORD)
     assert status == 200 and "Sign out" in page
     status, page = await alice.post("/console/keys/new", {"name": "pg-console-key", "group": "default"}, csrf_from="/console/keys/new")
+    # post/redirect/get: the secret rides in a cookie sealed for this session
     assert status == 200, page[:500]
     secret = re.search(r'<code id="secret">(sk-[^<]+)</code>', page).group(1)
     _, listing = await alice.get("/console/keys")
@@ -61,6 +62,14 @@ async def test_sign_in_create_a_key_and_see_its_request_in_the_logs(relaygate_po
     assert reply.choices[0].message.content
     status, logs = await alice.get("/console/logs")
     assert status == 200 and "demo-chat" in logs and "pg-console-key" in logs
+    assert "<strong>1</strong> request<" in logs  # the filter's totals, counted by PostgreSQL
+    request_id = re.search(r"<code class=\"small\">(req_[^<]+)</code>", logs).group(1)
+    _, found = await alice.get(f"/console/logs?request={request_id}")
+    assert found.count("data-log-id=") == 1
+    status, exported = await alice.get("/console/logs/export.csv")
+    assert status == 200 and exported.count(request_id) == 1
+    _, ledger = await alice.get(f"/console/wallet?request={request_id}")
+    assert ledger.count("data-ledger-id=") == 1  # the request's charge, found by its id
     balance, books_balance = await books_of(relaygate_postgres_url)
     assert 0 < balance < 10_000_000 and books_balance  # charged, and the ledger says so
     _, signed_out = await (await browsers(url=gateway.url)).get("/console/keys")

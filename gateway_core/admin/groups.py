@@ -3,8 +3,10 @@ default rate limits for the keys in them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 
+from ..group_names import group_name_problem
 from ..records import GroupRecord
 from .context import Admin
 from .port import LimitChanges
@@ -13,9 +15,18 @@ from .errors import Invalid
 UNIT_RATIO_PPM = 1_000_000  # a ratio of 1: list prices
 
 
+def check_group_names(names: Iterable[str]) -> None:
+    """Refuse a name that cannot name a group (:func:`gateway_core.group_names.group_name_problem`)."""
+    for name in names:
+        problem = group_name_problem(name)
+        if problem is not None:
+            raise Invalid(problem)
+
+
 async def set_group(admin: Admin, name: str, *, ratio_ppm: int | None = None, limits: LimitChanges | None = None) -> GroupRecord:
     """Create a group if it is missing (ratio 1), then change its ratio when
     given and the default limits given (``None``: not set, ``0``: unlimited)."""
+    check_group_names([name])
     if ratio_ppm is not None and ratio_ppm < 0:
         raise Invalid("must not be negative", "ratio")
     group = await admin.store.set_group(name, ratio_ppm=ratio_ppm, limits=dict(limits or {}))

@@ -126,6 +126,17 @@ async def set_key_limits(
     return await _changed_by(admin, before, owner), stored
 
 
+async def set_own_key_limits(admin: Admin, key_id: int, changes: LimitChanges, *, owner: int) -> KeyRecord:
+    """The key's owner changing its rate limits (the console): never loosening
+    what an operator locked, and locking nothing; the key after."""
+    await get_key(admin, key_id, owner=owner)
+    check_owner_change(await admin.store.get_key_locks(key_id), changes)
+    if await admin.store.set_key_limits(key_id, changes) is None:
+        raise NotFound(f"no API key with id {key_id}")
+    admin.caches.key_changed(key_id)
+    return await get_key(admin, key_id)
+
+
 async def _changed_by(admin: Admin, before: KeyRecord, owner: int | None) -> KeyRecord:
     """The key after a change; an operator's change locks what it set."""
     after = await get_key(admin, before.id)

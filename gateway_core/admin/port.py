@@ -203,6 +203,9 @@ class AdminStore(AccessStore, Protocol):
     async def list_ledger(self, user_id: int, *, before_id: int | None, limit: int) -> list[LedgerEntry]:
         """A user's ledger, newest first, ``before_id`` paging backwards."""
 
+    async def ledger_of_request(self, request_id: str) -> list[LedgerEntry]:
+        """The ledger rows of one request (by the gateway's request id), oldest first."""
+
     async def list_holds(self, user_id: int | None = None) -> list[HoldRecord]: ...
 
     async def check_ledger(self) -> AuditReport:
@@ -217,6 +220,9 @@ class AdminStore(AccessStore, Protocol):
         ``after`` (keyset cursors); one bounded index range scan per page."""
 
     async def get_usage(self, log_id: int) -> UsageRowDict | None: ...
+
+    async def usage_filter_totals(self, filters: UsageFilter) -> UsageTotal:
+        """Requests, tokens, cost and errors of every usage row ``filters`` match."""
 
     async def daily_spending(self, since: float, user_id: int | None = None) -> list[DailySpending]: ...
 

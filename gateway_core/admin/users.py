@@ -9,6 +9,7 @@ from ..records import DEFAULT_GROUP, UserOverview, UserRecord
 from ..secrets import hash_password
 from .context import Admin
 from .errors import Conflict, Invalid, NotFound
+from .groups import check_group_names
 from .port import LimitChanges
 
 MIN_PASSWORD = 8  # characters of a password set in the console
@@ -21,6 +22,7 @@ async def create_user(
     console password when one is given (stored only hashed)."""
     if not groups:
         raise Invalid("needs at least one group", "groups")
+    check_group_names(groups)
     if password is not None and not password:
         raise Invalid("must not be empty", "password")
     password_hash = await asyncio.to_thread(hash_password, password) if password else None
@@ -77,6 +79,7 @@ async def set_password(admin: Admin, user_id: int, password: str) -> None:
 
 async def change_groups(admin: Admin, user_id: int, *, opened: Sequence[str] = (), closed: Sequence[str] = ()) -> UserRecord:
     """Open groups to a user (missing groups are created) and close others."""
+    check_group_names(opened)
     if not await admin.store.change_user_groups(user_id, opened=list(opened), closed=list(closed)):
         raise NotFound(f"no user with id {user_id}")
     admin.caches.user_changed(user_id)

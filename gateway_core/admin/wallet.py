@@ -62,6 +62,12 @@ async def wallet(admin: Admin, user_id: int, *, before_id: int | None = None, li
     return Wallet(user, holds, ledger[:limit], len(ledger) > limit)
 
 
+async def request_ledger(admin: Admin, request_id: str, *, owner: int | None = None) -> list[LedgerEntry]:
+    """The ledger rows of one request (its charge, a refund); with ``owner``, only that user's."""
+    rows = await admin.store.ledger_of_request(request_id)
+    return [row for row in rows if owner is None or row.user_id == owner]
+
+
 async def check_ledger(admin: Admin) -> AuditReport:
     """Check the money invariants (see :mod:`gateway_core.store.audit`)."""
     return await admin.store.check_ledger()

@@ -4,11 +4,8 @@ everyone's, for admins."""
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import io
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import attrs
@@ -73,10 +70,6 @@ TOTAL = obj(
 )  # fmt: skip
 SITE = obj({"since": TIME, "by_model": array(TOTAL), "by_user": array(TOTAL), "by_channel": array(TOTAL), "days": array(DAILY)},
            ("since", "by_model", "by_user", "by_channel", "days"))  # fmt: skip
-CSV_COLUMNS = (
-    "id", "request_id", "created_at", "key_id", "key_name", "model", "served_model", "channel_name", "status", "input_tokens",
-    "output_tokens", "cached_tokens", "cost", "cost_micros", "duration_ms", "error_type",
-)  # fmt: skip
 
 
 def row_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -116,37 +109,13 @@ async def export_usage(call: ApiCall) -> Response:
     memory stays bounded whatever the range."""
     if "request_id" in call.query:
         rows = (await _page(call, call.user_id))["items"]
-        return Response(_csv_lines([CSV_COLUMNS, *map(_csv_row, rows)]), media_type="text/csv", headers=CSV_HEADERS)
+        return Response(usage.rows_csv(rows), media_type="text/csv", headers=CSV_HEADERS)
     filters, before = _filters(call, call.user_id)
-    most = call.query.get("limit")
-
-    async def lines() -> AsyncIterator[str]:
-        yield _csv_lines([CSV_COLUMNS])
-        cursor, sent = before, 0
-        while most is None or sent < most:
-            size = usage.MAX_PAGE if most is None else min(usage.MAX_PAGE, most - sent)
-            found = await usage.page_usage(call.admin, filters, before=cursor, limit=size)
-            if found.rows:
-                yield _csv_lines([_csv_row(row_json(row)) for row in found.rows])
-                sent += len(found.rows)
-            if not found.more or not found.rows:
-                return
-            cursor = usage.cursor_of(found.rows[-1])
-
-    return StreamingResponse(lines(), media_type="text/csv", headers=CSV_HEADERS)
+    lines = usage.usage_csv(call.admin, filters, before=before, most=call.query.get("limit"))
+    return StreamingResponse(lines, media_type="text/csv", headers=CSV_HEADERS)
 
 
 CSV_HEADERS = {"content-disposition": 'attachment; filename="usage.csv"'}
-
-
-def _csv_row(row: dict[str, Any]) -> list[Any]:
-    return ["" if row.get(name) is None else row.get(name) for name in CSV_COLUMNS]
-
-
-def _csv_lines(rows: list[Any]) -> str:
-    out = io.StringIO()
-    csv.writer(out).writerows(rows)
-    return out.getvalue()
 
 
 async def usage_summary(call: ApiCall) -> dict[str, Any]:

@@ -238,6 +238,9 @@ class SqliteAdmin(SqliteAccess):
         rows = await self._read(lambda conn: wallet.list_ledger(conn, user_id, before_id=before_id, limit=limit))
         return [LedgerEntry(**row) for row in rows]
 
+    async def ledger_of_request(self, request_id: str) -> list[LedgerEntry]:
+        return [LedgerEntry(**row) for row in await self._read(wallet.ledger_of_request, request_id)]
+
     async def list_holds(self, user_id: int | None = None) -> list[HoldRecord]:
         return [HoldRecord(**row) for row in await self._read(wallet.list_holds, user_id)]
 
@@ -254,6 +257,10 @@ class SqliteAdmin(SqliteAccess):
 
     async def get_usage(self, log_id: int) -> UsageRowDict | None:
         return await self._read(usage.get_usage, int(log_id))
+
+    async def usage_filter_totals(self, filters: UsageFilter) -> UsageTotal:
+        wanted = attrs.asdict(filters)
+        return await self._read(lambda conn: usage.filter_totals(conn, **wanted))
 
     async def daily_spending(self, since: float, user_id: int | None = None) -> list[DailySpending]:
         return await self._read(usage.daily_spending, since, user_id)

@@ -90,6 +90,33 @@ def usage_query(
     """The SQL and parameters :func:`query_usage` runs (``EXPLAIN`` it to see the plan).
     ``indexed=False`` leaves out SQLite's ``INDEXED BY`` (PostgreSQL's planner picks
     the same index: each ends in ``created_at, id``, the order of a page)."""
+    where, params, index = _filter_where(key_id, model, status, user_id, errors, since, until)
+    if before is not None:
+        created_at, row_id = before
+        where.append("created_at <= ? AND (created_at < ? OR id < ?)")
+        params.extend((created_at, created_at, row_id))
+    if after is not None:
+        created_at, row_id = after
+        where.append("created_at >= ? AND (created_at > ? OR id > ?)")
+        params.extend((created_at, created_at, row_id))
+    sql = "SELECT * FROM usage_logs"
+    if index is None and where:
+        index = "idx_usage_logs_created_at"
+    if index is not None and indexed:
+        sql += f" INDEXED BY {index}"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    direction = "ASC" if after is not None else "DESC"
+    sql += f" ORDER BY created_at {direction}, id {direction} LIMIT ?"
+    params.append(max(1, min(int(limit), MAX_PAGE)))
+    return sql, params
+
+
+def _filter_where(
+    key_id: int | None, model: str | None, status: int | None, user_id: int | None, errors: bool,
+    since: float | None, until: float | None,
+) -> tuple[list[str], list[Any], str | None]:
+    """The conditions of a usage filter, their parameters and the index a page reads."""
     where: list[str] = []
     params: list[Any] = []
     index = None
@@ -110,25 +137,34 @@ def usage_query(
     if until is not None:
         where.append("created_at < ?")
         params.append(until)
-    if before is not None:
-        created_at, row_id = before
-        where.append("created_at <= ? AND (created_at < ? OR id < ?)")
-        params.extend((created_at, created_at, row_id))
-    if after is not None:
-        created_at, row_id = after
-        where.append("created_at >= ? AND (created_at > ? OR id > ?)")
-        params.extend((created_at, created_at, row_id))
-    sql = "SELECT * FROM usage_logs"
-    if index is None and where:
-        index = "idx_usage_logs_created_at"
-    if index is not None and indexed:
-        sql += f" INDEXED BY {index}"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    direction = "ASC" if after is not None else "DESC"
-    sql += f" ORDER BY created_at {direction}, id {direction} LIMIT ?"
-    params.append(max(1, min(int(limit), MAX_PAGE)))
-    return sql, params
+    return where, params, index
+
+
+def filter_totals_query(
+    *,
+    key_id: int | None = None,
+    model: str | None = None,
+    status: int | None = None,
+    user_id: int | None = None,
+    errors: bool = False,
+    since: float | None = None,
+    until: float | None = None,
+) -> tuple[str, list[Any]]:
+    """The SQL (``?`` placeholders, both stores) of the totals of every row a usage
+    filter matches: requests, input and output tokens, cost, errors."""
+    where, params, _ = _filter_where(key_id, model, status, user_id, errors, since, until)
+    sql = (
+        "SELECT NULL AS label, count(*) AS requests, coalesce(sum(input_tokens), 0) AS input_tokens, "
+        "coalesce(sum(output_tokens), 0) AS output_tokens, coalesce(sum(cost_micros), 0) AS cost_micros, "
+        "coalesce(sum(CASE WHEN status >= 400 THEN 1 ELSE 0 END), 0) AS errors FROM usage_logs"
+    )
+    return sql + (" WHERE " + " AND ".join(where) if where else ""), params
+
+
+def filter_totals(conn: sqlite3.Connection, **filters: Any) -> UsageTotal:
+    """The totals of every row matching the usage filter ``filters``."""
+    sql, params = filter_totals_query(**filters)
+    return UsageTotal(**dict(fetch_all(conn, sql, params)[0]))
 
 
 def get_usage(conn: sqlite3.Connection, request: str | int) -> dict[str, Any] | None:

@@ -224,6 +224,15 @@ def list_ledger(
     return [dict(row) for row in fetch_all(conn, sql, params)]
 
 
+def ledger_of_request(conn: sqlite3.Connection, request_id: str) -> list[dict]:
+    """The ledger rows a request made (its capture, a refund), oldest first."""
+    sql = (
+        "SELECT id, user_id, kind, amount_micros, balance_after_micros, request_id, key_id, note, created_at "
+        "FROM ledger WHERE request_id = ? ORDER BY id LIMIT 100"
+    )
+    return [dict(row) for row in fetch_all(conn, sql, (request_id,))]
+
+
 def list_holds(conn: sqlite3.Connection, user_id: int | None = None) -> list[dict]:
     """Open reservations (of one user, or everyone's), oldest first."""
     sql = "SELECT request_id, user_id, key_id, amount_micros, created_at FROM holds"

@@ -45,6 +45,7 @@ function startLive(box) {
       const response = await fetch(url, { credentials: "same-origin", headers: { "Accept": "text/html" } });
       if (response.ok && response.url.split("?")[0] === url.href.split("?")[0]) {
         target.innerHTML = await response.text();  // server-rendered, escaped rows
+        labelCells(document);
       }
     } catch (error) { /* offline for a moment: try again next time */ }
   };
@@ -65,7 +66,20 @@ function showTypeSettings(select) {
   }
 }
 
+// On a phone a list's rows read as cards: each cell is named by its column's heading.
+function labelCells(root) {
+  for (const table of root.querySelectorAll("table.list")) {
+    const names = Array.from(table.querySelectorAll("thead th"), (th) => th.textContent.trim());
+    for (const row of table.querySelectorAll("tbody tr")) {
+      Array.from(row.children).forEach((cell, index) => {
+        if (names[index] && cell.colSpan === 1) cell.dataset.label = names[index];
+      });
+    }
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  labelCells(document);
   const live = document.querySelector("[data-live-target]");
   if (live) startLive(live);
   const typeSelect = document.querySelector("select[data-settings-switch]");

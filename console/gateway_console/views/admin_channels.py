@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 from starlette.responses import Response
 
@@ -44,9 +45,9 @@ def _fields(ctx: Ctx, existing: ChannelRecord | None) -> dict[str, Any]:
     form = ctx.form
     keys = [line.strip() for line in str(form.get("api_keys") or "").splitlines() if line.strip()]
     fields = {
-        "name": text(form, "name", required="Give the channel a name.", max_length=100),
+        "name": text(form, "name", required="Give the channel a name.", max_length=100, label="The name"),
         "type": text(form, "type", required="Choose a channel type."),
-        "base_url": text(form, "base_url", max_length=2000),
+        "base_url": text(form, "base_url", max_length=2000, label="The base URL"),
         "models": split_list(text(form, "models", max_length=20_000)),
         "model_map": model_map(text(form, "model_map", max_length=20_000)),
         "groups": split_list(text(form, "groups")) or ["default"],
@@ -65,7 +66,20 @@ def _fields(ctx: Ctx, existing: ChannelRecord | None) -> dict[str, Any]:
     channel_type = ctx.admin.channel_types.get(str(fields["type"]))
     if channel_type is not None:  # a type not loaded keeps its stored settings
         fields["settings"] = settings_from_form(form, channel_type)
+        _check_scheme(str(fields["base_url"]), channel_type.normalize_base_url(""))
     return fields
+
+
+def _check_scheme(base_url: str, own_default: str) -> None:
+    """Refuse a base URL whose scheme is neither http(s) nor the one of the type's
+    own default address (the demo type's ``local://``): a typo such as ``htps://``
+    or ``ftp://`` would only fail at the first request."""
+    if "://" not in base_url:
+        return  # not a URL at all: the admin layer says what one looks like
+    allowed = {"http", "https"} | ({urlsplit(own_default).scheme} if "://" in own_default else set())
+    scheme = urlsplit(base_url).scheme.lower()
+    if scheme not in allowed:
+        raise FormError(f"The base URL must start with {' or '.join(sorted(s + '://' for s in allowed))}, not {base_url[:60]!r}.")
 
 
 def _form(ctx: Ctx, channel: ChannelRecord | None, status: int = 200, error: str | None = None) -> Response:

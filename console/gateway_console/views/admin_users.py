@@ -1,21 +1,36 @@
-"""Operator pages for users: list, create, top up (with a note), open groups,
-enable/disable, set a password."""
+"""Operator pages for users: list (searched, in pages), create, top up (with a
+note), open groups (checkboxes of the existing groups), budgets of the user and
+of each key, enable/disable, set a password."""
 
 from __future__ import annotations
 
 from starlette.responses import Response
 
-from gateway_core.admin import AdminError, groups, keys, users, wallet
+from urllib.parse import urlencode
 
-from ..forms import FormError, optional_usd, split_list, text
+from gateway_core.admin import AdminError, budgets, groups, keys, users, wallet
+from gateway_core.records import BUDGET_COLUMNS, UserRecord
+
+from ..forms import FormError, optional_usd, text
 from ..web import Ctx, page
+
+PAGE_SIZE = 50
+PERIODS = ("daily", "weekly", "monthly")  # in the order of BUDGET_COLUMNS
 
 
 async def _list_page(ctx: Ctx, status: int = 200, error: str | None = None) -> Response:
-    listed = await users.list_users(ctx.admin)
+    query = ctx.request.query_params
+    search = query.get("q", "").strip()[:200]
+    after = int(query["after"]) if query.get("after", "").isdigit() else 0
+    listed, more = await users.search_users(ctx.admin, query=search, after_id=after, limit=PAGE_SIZE)
     names = [group.name for group in await groups.list_groups(ctx.admin)]
-    values = dict(ctx.form) if error else {}
-    return ctx.render("admin_users.html", status=status, users=listed, groups=names, error=error, values=values)
+    values = {name: str(value) for name, value in ctx.form.items()} if error else {}
+    chosen = ctx.form.getlist("groups") if error else ["default"]
+    more_link = ctx.url("/admin/users?" + urlencode({**({"q": search} if search else {}), "after": listed[-1].user.id})) if more and listed else None
+    return ctx.render(
+        "admin_users.html", status=status, users=listed, groups=names, error=error, values=values, chosen=chosen,
+        search=search, more=more_link, paged=after > 0,
+    )  # fmt: skip
 
 
 @page(admin=True)
@@ -31,7 +46,9 @@ async def user_create(ctx: Ctx) -> Response:
         password = str(form.get("password") or "") or None
         if password is not None:
             users.check_password(password)
-        groups_opened = split_list(text(form, "groups")) or ["default"]
+        groups_opened = [str(name) for name in form.getlist("groups")]
+        if not groups_opened:
+            raise FormError("Open at least one group to the user.")
         is_admin = form.get("is_admin") == "on"
         created = await users.create_user(ctx.admin, name, is_admin=is_admin, password=password, groups=groups_opened)
     except (ValueError, AdminError) as exc:  # FormError, Invalid, Conflict
@@ -43,11 +60,55 @@ async def user_create(ctx: Ctx) -> Response:
 async def _user_page(ctx: Ctx, status: int = 200, error: str | None = None) -> Response:
     user_id = ctx.path_int("user_id")
     found = await wallet.wallet(ctx.admin, user_id, limit=10)
+    config = ctx.services.config
+    caps = await budgets.budget_status(ctx.admin, user_id, timezone=config.budget_timezone, window=config.budget_window)
+    user_budgets = await _user_budgets(ctx, found.user)
     return ctx.render(
         "admin_user.html", status=status, error=error, user=found.user, ledger=found.ledger,
-        keys=await keys.list_keys(ctx.admin, user_id),
+        keys=await keys.list_keys(ctx.admin, user_id), budgets=caps, user_budgets=user_budgets, periods=PERIODS,
         all_groups=[group.name for group in await groups.list_groups(ctx.admin)],
     )  # fmt: skip
+
+
+async def _user_budgets(ctx: Ctx, user: UserRecord) -> dict[str, int | None]:
+    """The user's own caps by period as stored (no change asked: the CLI's ``user limits USER``)."""
+    stored = await users.set_user_limits(ctx.admin, user, {})
+    return {period: stored.get(column) for period, column in zip(PERIODS, BUDGET_COLUMNS)}
+
+
+def _budget_changes(ctx: Ctx) -> dict[str, int | None]:
+    """``daily``, ``weekly``, ``monthly`` caps in USD from the form (empty: none)."""
+    return {
+        column: optional_usd(text(ctx.form, period), f"The {period} budget")
+        for period, column in zip(PERIODS, BUDGET_COLUMNS)
+    }  # fmt: skip
+
+
+@page(admin=True)
+async def user_budgets(ctx: Ctx) -> Response:
+    user_id = ctx.path_int("user_id")
+    try:
+        before = await users.get_user(ctx.admin, user_id)
+        stored = await users.set_user_limits(ctx.admin, before, _budget_changes(ctx))
+    except ValueError as exc:
+        return await _user_page(ctx, 400, str(exc))
+    await ctx.audit("user.limits", f"user {user_id}", None, stored)
+    return ctx.redirect(f"/admin/users/{user_id}", "saved")
+
+
+@page(admin=True)
+async def key_budgets(ctx: Ctx) -> Response:
+    """An operator's caps on one of the user's keys (locked against its owner, as in the CLI)."""
+    user_id = ctx.path_int("user_id")
+    try:
+        before = await keys.get_key(ctx.admin, ctx.path_int("key_id"))
+        if before.user_id != user_id:
+            raise FormError("That key is not this user's.")
+        after, _ = await keys.set_key_limits(ctx.admin, before.id, _budget_changes(ctx))
+    except ValueError as exc:
+        return await _user_page(ctx, 400, str(exc))
+    await ctx.audit("key.limits", f"key {before.id}", before, after)
+    return ctx.redirect(f"/admin/users/{user_id}", "saved")
 
 
 @page(admin=True)
@@ -63,7 +124,7 @@ async def user_topup(ctx: Ctx) -> Response:
         if not amount:
             raise FormError("Enter an amount of USD above zero, like 10 or 2.50.")
         before = await users.get_user(ctx.admin, user_id)
-        note = text(ctx.form, "note", max_length=500) or None
+        note = text(ctx.form, "note", max_length=500, label="The note") or None
         await wallet.topup(ctx.admin, user_id, amount, note)
     except ValueError as exc:
         return await _user_page(ctx, 400, str(exc))
@@ -76,8 +137,14 @@ async def user_topup(ctx: Ctx) -> Response:
 async def user_groups(ctx: Ctx) -> Response:
     user_id = ctx.path_int("user_id")
     try:
-        opened, closed = split_list(text(ctx.form, "open")), split_list(text(ctx.form, "close"))
         before = await users.get_user(ctx.admin, user_id)
+        known = {group.name for group in await groups.list_groups(ctx.admin)}
+        wanted = [str(name) for name in ctx.form.getlist("groups")]
+        unknown = [name for name in wanted if name not in known]
+        if unknown:
+            raise FormError(f"No group is named {', '.join(unknown)}: create it on the Groups page first.")
+        opened = [name for name in wanted if name not in before.groups]
+        closed = [name for name in before.groups if name not in wanted]
         after = await users.change_groups(ctx.admin, user_id, opened=opened, closed=closed)
     except ValueError as exc:
         return await _user_page(ctx, 400, str(exc))

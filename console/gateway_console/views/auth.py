@@ -26,7 +26,7 @@ def _decoy_hash() -> str:
 def _cookie(ctx: Ctx, response: Response, name: str, value: str, max_age: int, path: str | None = None) -> None:
     response.set_cookie(
         name, value, max_age=max_age, path=path or ctx.base or "/", httponly=True, samesite="lax",
-        secure=bool(ctx.state.settings.get("secure_cookies")) or ctx.request.url.scheme == "https",
+        secure=ctx.secure_cookies(),
     )  # fmt: skip
 
 

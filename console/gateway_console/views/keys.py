@@ -1,6 +1,10 @@
 """A user's API keys: list, create (the secret shown once), edit limits,
 enable/disable, delete. Every route by id acts as the key's owner: another
-user's key is not found."""
+user's key is not found.
+
+A new key's secret goes from the form's POST to ``/keys/{id}/created`` by
+post/redirect/get (:meth:`..web.Ctx.reveal_once`): reloading that page shows
+that the secret was shown already and creates nothing."""
 
 from __future__ import annotations
 
@@ -9,9 +13,13 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway_core.admin import Locked, keys, users
+from gateway_core.records import DEFAULT_GROUP, LIMIT_COLUMNS, KeyRecord
 
-from ..forms import optional_usd, split_list, text, when
+from ..forms import FormError, future_time, optional_int, optional_usd, split_list, text
 from ..web import Ctx, page
+
+NAME_LENGTH = 100
+LIMIT_LABELS = {"rpm": "Requests per minute", "tpm": "Tokens per minute", "concurrency": "Requests at once"}
 
 
 @page()
@@ -21,45 +29,93 @@ async def key_list(ctx: Ctx) -> Response:
     return ctx.render("keys.html", keys=listed, groups=user.groups)
 
 
-def _limits(ctx: Ctx) -> dict[str, Any]:
+async def _group_models(ctx: Ctx, group: str) -> set[str]:
+    index = await ctx.services.router.index()
+    return set(getattr(index, "group_models", {}).get(group, ()))
+
+
+async def _limits(ctx: Ctx, group: str, key: KeyRecord | None) -> dict[str, Any]:
+    """The key's fields from the form. Models the group does not serve are refused
+    (a typo would otherwise leave a key that can call nothing); an expiry already
+    past is refused (it would cut a live key's traffic at once)."""
     form = ctx.form
+    models = split_list(text(form, "models", max_length=5000, label="The model list"))
+    known = await _group_models(ctx, group)
+    if key is not None:  # names the key has, or an operator allowed it, stay acceptable
+        locked = (await ctx.admin.store.get_key_locks(key.id)).get("models") or ()
+        known |= {*key.models, *locked}
+    unknown = [model for model in models if model not in known]
+    if unknown:
+        served = ", ".join(sorted(known)) or "none yet"
+        raise FormError(f"The group {group} serves no model named {', '.join(unknown)} (its models: {served}).")
     return {
-        "name": text(form, "name", required="Give the key a name.", max_length=100),
-        "quota_micros": optional_usd(text(form, "quota"), "Quota"),
-        "expires_at": when(text(form, "expires"), "Expiry"),
-        "models": split_list(text(form, "models", max_length=5000)),
-        "allow_ips": split_list(text(form, "allow_ips", max_length=5000)),
+        "name": text(form, "name", required="Give the key a name.", max_length=NAME_LENGTH, label="The name"),
+        "quota_micros": optional_usd(text(form, "quota"), "The quota"),
+        "expires_at": future_time(text(form, "expires"), "The expiry", kept=key.expires_at if key else None),
+        "models": models,
+        "allow_ips": split_list(text(form, "allow_ips", max_length=5000, label="The IP allow list")),
     }
+
+
+def _rate_limits(ctx: Ctx) -> dict[str, int | None]:
+    """``rpm``, ``tpm``, ``concurrency`` from the form (empty or 0: no limit of the key's own)."""
+    return {column: optional_int(text(ctx.form, column), LIMIT_LABELS[column]) or None for column in LIMIT_COLUMNS}
+
+
+def _form(ctx: Ctx, key: KeyRecord | None, groups: Any, status: int = 200, error: str | None = None) -> Response:
+    values = {name: str(value) for name, value in ctx.form.items()} if error else {}
+    return ctx.render(
+        "key_form.html", status=status, key=key, groups=groups, values=values, error=error, limit_labels=LIMIT_LABELS,
+        name_length=NAME_LENGTH,
+    )  # fmt: skip
 
 
 @page()
 async def key_new(ctx: Ctx) -> Response:
     groups = (await users.get_user(ctx.admin, ctx.user.id)).groups
     if ctx.request.method == "GET":
-        return ctx.render("key_form.html", key=None, groups=groups, values={}, error=None)
+        return _form(ctx, None, groups)
     try:
-        fields = _limits(ctx)
         group = text(ctx.form, "group") or None
-        key, secret = await keys.create_key(ctx.admin, ctx.user.id, group=group, owner=ctx.user.id, **fields)
+        chosen = group or (DEFAULT_GROUP if DEFAULT_GROUP in groups or not groups else groups[0])  # create_key's choice
+        fields = await _limits(ctx, chosen, None)
+        limits = _rate_limits(ctx)
+        key, secret = await keys.create_key(ctx.admin, ctx.user.id, group=group, owner=ctx.user.id, limits=limits, **fields)
         await ctx.audit("key.create", f"key {key.id}", None, key)
     except ValueError as exc:  # FormError, Invalid
-        return ctx.render("key_form.html", status=400, key=None, groups=groups, values=dict(ctx.form), error=str(exc))
-    response = ctx.render("key_created.html", key=key, secret=secret)
-    response.headers["Cache-Control"] = "no-store"
-    return response
+        return _form(ctx, None, groups, 400, str(exc))
+    return ctx.reveal_once(f"/keys/{key.id}/created", secret)
+
+
+@page()
+async def key_created(ctx: Ctx) -> Response:
+    """The new key's secret, shown once; after that, what to do without it."""
+    key = await keys.get_key(ctx.admin, ctx.path_int("key_id"), owner=ctx.user.id)
+    path = f"/keys/{key.id}/created"
+    return ctx.shown_once(ctx.render("key_created.html", key=key, secret=ctx.revealed(path)), path)
 
 
 @page()
 async def key_edit(ctx: Ctx) -> Response:
     key = await keys.get_key(ctx.admin, ctx.path_int("key_id"), owner=ctx.user.id)
     if ctx.request.method == "GET":
-        return ctx.render("key_form.html", key=key, groups=(key.group,), values={}, error=None)
+        return _form(ctx, key, (key.group,))
     try:
-        after = await keys.update_key(ctx.admin, key.id, owner=ctx.user.id, **_limits(ctx))
+        fields = await _limits(ctx, key.group, key)
+        limits = _rate_limits(ctx)
+        after = await keys.update_key(ctx.admin, key.id, owner=ctx.user.id, **fields)
+        if limits != _stored_limits(key):
+            after = await keys.set_own_key_limits(ctx.admin, key.id, limits, owner=ctx.user.id)
         await ctx.audit("key.update", f"key {key.id}", key, after)
     except ValueError as exc:
-        return ctx.render("key_form.html", status=400, key=key, groups=(key.group,), values=dict(ctx.form), error=str(exc))
+        return _form(ctx, key, (key.group,), 400, str(exc))
     return ctx.redirect("/keys", "saved")
+
+
+def _stored_limits(key: KeyRecord) -> dict[str, int | None]:
+    limits = key.limits
+    stored = {"rpm": limits.requests_per_minute, "tpm": limits.tokens_per_minute, "concurrency": limits.concurrency}
+    return {column: value or None for column, value in stored.items()}
 
 
 @page()

@@ -1,24 +1,33 @@
-"""Request logs: filtered, newest first, keyset-paginated; a request's detail.
+"""Request logs: filtered, newest first, keyset-paginated, with the totals of
+the filter, a search by request id and a CSV export; a request's detail.
 
 A user sees only their own rows (their id is part of every page's filter); an
 operator sees every user's under ``/admin/logs``. Pages come from the admin
-layer's usage-log pager, the one ``relaygate logs`` uses.
+layer's usage-log pager, the one ``relaygate logs`` uses; the export is the
+management API's CSV writer (:func:`gateway_core.admin.usage.usage_csv`).
+
+A user's detail page says what failed in safe words (the status, the error's
+kind and the request id to quote); the channel, the upstream's own error text
+and the routing attempts' errors are for operators only: they can name the
+operator's providers and accounts.
 """
 
 from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
-from gateway_core.admin import keys, usage
+from gateway_core.admin import keys, prices, usage, wallet
 from gateway_core.records import Cursor, UsageFilter
 
 from ..forms import FormError, optional_int, when
 from ..web import Ctx, page
 
 PAGE_SIZE = 50
-FILTER_NAMES = ("key", "model", "status", "since", "until", "user")
+FILTER_NAMES = ("key", "model", "status", "since", "until", "user", "request")
+USER_CSV_COLUMNS = tuple(name for name in usage.CSV_COLUMNS if name != "channel_name")  # channels are the operator's
+CSV_HEADERS = {"content-disposition": 'attachment; filename="logs.csv"'}
 
 
 def _cursor(value: str, what: str) -> Cursor | None:
@@ -61,10 +70,15 @@ async def _logs(ctx: Ctx, owner: int | None, path: str) -> Response:
         after = _cursor(query.get("after", "").strip(), "after")
     except FormError as exc:
         filters, raw, before, after, error = UsageFilter(key_id=-1, user_id=owner), {}, None, None, str(exc)
-    found = await usage.page_usage(ctx.admin, filters, before=before, after=after, limit=PAGE_SIZE)
+    request_id = raw.get("request", "")[:200]
+    if request_id:  # one request, by the id its answer carried (X-Request-Id)
+        row = await usage.find_request(ctx.admin, request_id, owner=owner)
+        found = usage.UsagePage([row] if row else [], False)
+    else:
+        found = await usage.page_usage(ctx.admin, filters, before=before, after=after, limit=PAGE_SIZE)
     rows = found.rows
     newer = older = None
-    if rows:
+    if rows and not request_id:
         if found.more or after is not None:
             older = _link(ctx, path, raw, before=usage.page_cursor(rows[-1]))
         if before is not None or (after is not None and found.more):
@@ -72,14 +86,55 @@ async def _logs(ctx: Ctx, owner: int | None, path: str) -> Response:
     detail = path + "/"
     if query.get("fragment") == "rows":
         return ctx.render("log_rows.html", rows=rows, detail=detail, admin=owner is None)
+    # the filter's totals: for the whole page only, not each live refresh
+    totals = await usage.filter_totals(ctx.admin, filters) if not request_id and not error else None
     choices = []
     if owner is not None:  # deleted keys too: their rows remain
         choices = sorted(await keys.list_keys(ctx.admin, owner, include_deleted=True), key=lambda key: key.deleted)
+    params = {name: value for name, value in raw.items() if value}
+    export = ctx.url(path + "/export.csv") + ("?" + urlencode(params) if params else "")
     return ctx.render(
         "logs.html", status=400 if error else 200, rows=rows, keys=choices, raw=raw, error=error, older=older,
-        newer=newer, first=_link(ctx, path, raw), live=before is None and after is None, detail=detail,
-        admin=owner is None,
+        newer=newer, first=_link(ctx, path, raw), live=before is None and after is None and not request_id,
+        detail=detail, admin=owner is None, totals=totals, models=await _model_choices(ctx, owner, raw["model"] if raw else ""),
+        export=export,
     )  # fmt: skip
+
+
+async def _model_choices(ctx: Ctx, owner: int | None, current: str) -> list[str]:
+    """The models to filter by: those the user may call (every served model for an
+    operator), and the one filtered by now."""
+    if owner is None:
+        index = await ctx.services.router.index()
+        names = set(getattr(index, "models", {}))
+    else:
+        names = {item.model for item in await prices.models_for_user(ctx.admin, owner)}
+    return sorted(names | ({current} if current else set()))
+
+
+async def _export(ctx: Ctx, owner: int | None) -> Response:
+    """Every row of the filter (or the one request searched for) as CSV, streamed."""
+    try:
+        filters, raw = _filters(ctx, owner)
+    except FormError as exc:
+        return ctx.error(400, str(exc))
+    columns = usage.CSV_COLUMNS if owner is None else USER_CSV_COLUMNS
+    request_id = raw["request"][:200]
+    if request_id:
+        row = await usage.find_request(ctx.admin, request_id, owner=owner)
+        text = usage.rows_csv([row] if row else [], columns)
+        return Response(text, media_type="text/csv", headers=CSV_HEADERS)
+    return StreamingResponse(usage.usage_csv(ctx.admin, filters, columns=columns), media_type="text/csv", headers=CSV_HEADERS)
+
+
+@page()
+async def log_export(ctx: Ctx) -> Response:
+    return await _export(ctx, ctx.user.id)
+
+
+@page(admin=True)
+async def admin_log_export(ctx: Ctx) -> Response:
+    return await _export(ctx, None)
 
 
 @page()
@@ -94,7 +149,22 @@ async def admin_log_list(ctx: Ctx) -> Response:
 
 async def _detail(ctx: Ctx, user_id: int | None) -> Response:
     row = await usage.get_usage(ctx.admin, ctx.path_int("log_id"), owner=user_id)
-    return ctx.render("log_detail.html", row=row, admin=user_id is None)
+    ledger = await wallet.request_ledger(ctx.admin, row["request_id"], owner=user_id)
+    return ctx.render("log_detail.html", row=row, admin=user_id is None, ledger=ledger, summary=safe_summary(row))
+
+
+def safe_summary(row: dict) -> str | None:
+    """What a user is told of a failed request: its status and kind in the
+    gateway's words, never the upstream's text (it can name the operator's
+    provider account) nor the channel."""
+    status = row.get("status") or 0
+    if status < 400 and not row.get("error_type"):
+        return None
+    kind = str(row.get("error_type") or "error").replace("_", " ")
+    if row.get("upstream_status") or status >= 500:
+        return (f"The request failed with status {status} ({kind}): the upstream provider or the gateway could not "
+                "answer it. Quote the request id to the gateway's operator for the details.")  # fmt: skip
+    return f"The request was refused with status {status} ({kind}). The answer your client received says why."
 
 
 @page()

@@ -1,5 +1,5 @@
 """A user's personal access tokens for the management API: list, create (the
-token shown once), revoke. Another user's token is not found."""
+token shown once, by post/redirect/get), revoke. Another user's token is not found."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from starlette.responses import Response
 
 from gateway_core.admin import tokens
 
-from ..forms import text, when
+from ..forms import future_time, text
 from ..web import Ctx, page
 
 
@@ -28,16 +28,22 @@ async def token_new(ctx: Ctx) -> Response:
         if scope not in _scopes(ctx):
             raise ValueError(f"The scope {scope!r} is not yours to give.")
         token, secret = await tokens.create_token(
-            ctx.admin, ctx.user.id, scope=scope, name=text(ctx.form, "name", max_length=100),
-            expires_at=when(text(ctx.form, "expires"), "Expiry"),
+            ctx.admin, ctx.user.id, scope=scope, name=text(ctx.form, "name", max_length=100, label="The name"),
+            expires_at=future_time(text(ctx.form, "expires"), "The expiry"),
         )  # fmt: skip
     except ValueError as exc:  # FormError, Invalid
         listed = await tokens.list_tokens(ctx.admin, ctx.user.id)
         return ctx.render("tokens.html", status=400, tokens=listed, scopes=_scopes(ctx), error=str(exc), values=dict(ctx.form))
     await ctx.audit("token.create", f"token {token.id}", None, token)
-    response = ctx.render("token_created.html", token=token, secret=secret)
-    response.headers["Cache-Control"] = "no-store"
-    return response
+    return ctx.reveal_once(f"/tokens/{token.id}/created", secret)
+
+
+@page()
+async def token_created(ctx: Ctx) -> Response:
+    """The new token, shown once (post/redirect/get: a reload creates nothing)."""
+    token = await tokens.get_token(ctx.admin, ctx.path_int("token_id"), owner=ctx.user.id)
+    path = f"/tokens/{token.id}/created"
+    return ctx.shown_once(ctx.render("token_created.html", token=token, secret=ctx.revealed(path)), path)
 
 
 @page()

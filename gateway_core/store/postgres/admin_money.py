@@ -22,7 +22,7 @@ import attrs
 from ...admin.port import UsageRowDict
 from ...records import AuditReport, Cursor, DailySpending, HoldRecord, LedgerEntry, UsageFilter, UsageTotal
 from ..usage import _TOTALS_BY as TOTALS_BY
-from ..usage import usage_dict, usage_query
+from ..usage import filter_totals_query, usage_dict, usage_query
 from .admin_base import AdminBase, plain_dict
 from .audit import audit
 from .migrate import numbered
@@ -41,6 +41,10 @@ RETURNING balance_after_micros
 _LEDGER = (
     "SELECT id, user_id, kind, amount_micros, balance_after_micros, request_id, key_id, note, created_at "
     "FROM ledger WHERE user_id = $1 AND ($2::bigint IS NULL OR id < $2::bigint) ORDER BY id DESC LIMIT $3"
+)
+_LEDGER_OF_REQUEST = (
+    "SELECT id, user_id, kind, amount_micros, balance_after_micros, request_id, key_id, note, created_at "
+    "FROM ledger WHERE request_id = $1 ORDER BY id LIMIT 100"
 )
 _HOLDS = (
     "SELECT request_id, user_id, key_id, amount_micros, created_at FROM holds "
@@ -85,6 +89,13 @@ class MoneyAdmin(AdminBase):
 
         return await self._read("list_ledger", entries)
 
+    async def ledger_of_request(self, request_id: str) -> list[LedgerEntry]:
+        async def entries(conn: asyncpg.Connection) -> list[LedgerEntry]:
+            rows = await conn.fetch(_LEDGER_OF_REQUEST, request_id)
+            return [LedgerEntry(**dict(row)) for row in rows]
+
+        return await self._read("ledger_of_request", entries)
+
     async def list_holds(self, user_id: int | None = None) -> list[HoldRecord]:
         async def holds(conn: asyncpg.Connection) -> list[HoldRecord]:
             return [HoldRecord(**dict(row)) for row in await conn.fetch(_HOLDS, user_id)]
@@ -116,6 +127,14 @@ class MoneyAdmin(AdminBase):
             return usage_dict(row) if row is not None else None
 
         return await self._read("get_usage", one)
+
+    async def usage_filter_totals(self, filters: UsageFilter) -> UsageTotal:
+        sql, params = filter_totals_query(**attrs.asdict(filters))
+
+        async def totals(conn: asyncpg.Connection) -> UsageTotal:
+            return UsageTotal(**plain_dict(await conn.fetchrow(numbered(sql), *params)))
+
+        return await self._read("usage_filter_totals", totals)
 
     async def daily_spending(self, since: float, user_id: int | None = None) -> list[DailySpending]:
         async def days(conn: asyncpg.Connection) -> list[DailySpending]:
