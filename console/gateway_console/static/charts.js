@@ -80,8 +80,11 @@
     const unit = data.unit === "usd" ? " USD" : "";
     data.series.forEach((series, i) => {
       const line = document.createElement("div");
-      line.className = `tip-line s${i}`;
-      line.textContent = `${series.name}: ${series.texts[index]}${unit}`;
+      line.className = "tip-line";
+      const swatch = document.createElement("span");
+      swatch.className = "tip-swatch";
+      swatch.style.background = colours().series[i % 7];
+      line.append(swatch, `${series.name}: ${series.texts[index]}${unit}`);
       tip.appendChild(line);
     });
     if (data.totals) {
@@ -121,7 +124,7 @@
         interaction: { mode: "index", intersect: false },
         scales: {
           x: { stacked, ticks: { color: c.muted, maxRotation: 0, autoSkip: true }, grid: { color: c.line } },
-          y: { stacked, beginAtZero: true, ticks: { color: c.muted }, grid: { color: c.line } },
+          y: { stacked, beginAtZero: true, ticks: { color: c.muted, precision: data.unit === "usd" ? undefined : 0 }, grid: { color: c.line } },
         },
         plugins: {
           legend: { labels: { color: c.fg, boxWidth: 12 } },
@@ -174,7 +177,23 @@
     dark.addEventListener("change", () => charts.forEach(recolour));
   }
 
+  // A form with the browser's zone (minutes east of UTC): the server aligns hours and days on it.
+  function askWithZone() {
+    const field = document.querySelector("input[data-tz]");
+    if (!field) return false;
+    const offset = String(-new Date().getTimezoneOffset());
+    field.value = offset;
+    const url = new URL(window.location.href);
+    if (!url.searchParams.has("tz") && offset !== "0") {
+      url.searchParams.set("tz", offset);
+      window.location.replace(url.href);
+      return true;
+    }
+    return false;
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
+    if (askWithZone()) return;
     showLocalTimes(document);
     drawCharts().catch((error) => { console.error(error); });
   });

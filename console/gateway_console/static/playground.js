@@ -129,6 +129,7 @@
     let requestId = null;
     let usage = null;
     let costHeader = null;
+    let failed = false;
     try {
       const response = await fetch(paths.chat, {
         method: "POST",
@@ -157,6 +158,7 @@
       history.push({ role: "assistant", content: said.textContent });
     } catch (error) {
       history.pop();  // the turn failed: not part of the conversation
+      failed = true;
       answer.classList.add("failed");
       showError(error.name === "AbortError" ? "Stopped." : String(error.message || error));
     } finally {
@@ -170,7 +172,7 @@
     if (costHeader) facts.push(["Cost", `${costHeader} USD`]);
     if (requestId) facts.push(["Request id", requestId]);
     setFacts(answer, facts);
-    if (requestId && !costHeader) {
+    if (requestId && !costHeader && !failed) {
       const row = await lookUp(requestId);
       if (row) {
         if (!usage) facts.unshift(["Tokens", `${row.input_tokens ?? 0} in · ${row.output_tokens ?? 0} out`]);
