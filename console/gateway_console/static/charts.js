@@ -192,8 +192,18 @@
     return false;
   }
 
+  // Choosing a date in the range form means custom dates.
+  function customOnDate() {
+    const select = document.querySelector(".span-form select[name=range]");
+    if (!select) return;
+    for (const input of document.querySelectorAll(".span-form input[type=date]")) {
+      input.addEventListener("change", () => { if (input.value) select.value = "custom"; });
+    }
+  }
+
   document.addEventListener("DOMContentLoaded", () => {
     if (askWithZone()) return;
+    customOnDate();
     showLocalTimes(document);
     drawCharts().catch((error) => { console.error(error); });
   });
