@@ -231,6 +231,12 @@ def test_the_site_dashboard_adds_users_channels_and_their_health(chromium, seed,
     assert by_channel["demo"][0] == "2" and by_channel["demo-2"] == ["1", "40", "0", "0.50", "1"]
     health = table(page, "#channel-health")
     assert health["demo"][0] == "ok" and health["switched-off"][0] == "disabled"
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: wide tables scroll in their box, the page does not
+    page.reload()
+    page.wait_for_selector("figure#chart-spend[data-drawn]")
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+    shot(page, "dashboard-site-phone")
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.click("text=Only my usage")
     page.wait_for_selector("#by-key")
     assert stat(page, "requests") == "0" and page.locator("#channel-health").count() == 0

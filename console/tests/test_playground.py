@@ -94,6 +94,10 @@ def test_the_playground_streams_a_chat_and_shows_each_turns_tokens_cost_and_requ
     assert answer.locator(".fact-request-id a").get_attribute("href").endswith(f"/console/logs/{row['id']}")
     assert openai_upstream.requests[-1]["body"]["stream"] is True
     shot(page, "playground-stream")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+    shot(page, "playground-phone")
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     # a second turn, not streamed: the conversation goes along, the cost from the answer's header
     page.uncheck("#pg-stream")
