@@ -133,6 +133,41 @@ async def test_money_moves_in_whole_micro_usd_and_the_books_balance(running):
     assert (page.rows, page.more) == ([], False)
 
 
+async def test_one_users_totals_by_key_and_over_time_read_the_same_on_either_store(running, store):
+    """The dashboard's figures: a user's totals by key and model within a span,
+    and the same totals in buckets of time (empty buckets included)."""
+    alice, bob = await users.create_user(running, "alice"), await users.create_user(running, "bob")
+    first, _ = await keys.create_key(running, alice.id, name="first")
+    second, _ = await keys.create_key(running, alice.id, name="second")
+    bobs, _ = await keys.create_key(running, bob.id, name="bobs")
+    start = 1_700_006_400.0  # 2023-11-15 00:00 UTC
+    rows = [  # (user, key, hours after start, status, cost, input, output)
+        (alice.id, first.id, 0.5, 200, 100, 10, 1), (alice.id, first.id, 0.9, 500, 0, 10, 0),
+        (alice.id, second.id, 2.25, 200, 40, 5, 5), (bob.id, bobs.id, 1.0, 200, 999, 1, 1),
+        (alice.id, second.id, 5.0, 200, 7, 1, 1),  # after the span
+    ]
+    for n, (user_id, key_id, hours, status, cost, tokens_in, tokens_out) in enumerate(rows):
+        await store.record(UsageRow(
+            request_id=f"k{n}", started_at=start + hours * 3600, protocol="openai", endpoint="chat", user_id=user_id,
+            key_id=key_id, key_name="stale name", model="m-a" if n % 2 else "m-b", status=status, cost_micros=cost,
+            input_tokens=tokens_in, output_tokens=tokens_out,
+        ), None)  # fmt: skip
+    until = start + 4 * 3600
+    by_key = await usage.usage_totals(running, "key", start, until=until, user_id=alice.id)
+    assert by_key == [UsageTotal("first", 2, 20, 1, 100, 1), UsageTotal("second", 1, 5, 5, 40, 0)]
+    assert [t.label for t in await usage.usage_totals(running, "model", start, until=until, user_id=alice.id)] == ["m-b", "m-a"]
+    assert [t.requests for t in await usage.usage_totals(running, "user", start, until=until)] == [1, 3]  # bob's 999 first
+    series = await usage.usage_series(running, start, until, 3600, user_id=alice.id)
+    assert [at for at, _ in series] == [start + h * 3600 for h in range(4)]
+    assert [t.requests for _, t in series] == [2, 0, 1, 0]
+    assert series[0][1] == UsageTotal("0", 2, 20, 1, 100, 1) and series[1][1] == UsageTotal(None, 0, 0, 0, 0, 0)
+    assert [t.requests for _, t in await usage.usage_series(running, start, until, 7200)] == [3, 1]  # everyone's
+    with pytest.raises(Invalid):
+        await usage.usage_series(running, start, start + 2000 * 3600, 3600)
+    with pytest.raises(Invalid):
+        await usage.usage_totals(running, "colour", start)
+
+
 async def test_totals_and_traffic_read_the_same_on_either_store(running, store):
     """The console's dashboards: spending per day and model, totals by model, user
     and channel, each channel's traffic and last error, the breakers reported."""

@@ -16,7 +16,7 @@ from starlette.staticfiles import StaticFiles
 from gateway_core.ratelimit import SignInRule
 
 from .sessions import MOUNT_PATH
-from .views import admin_audit, admin_channels, admin_site, admin_users, auth, keys, logs, models, quickstart, tokens, wallet
+from .views import admin_audit, admin_channels, admin_site, admin_users, auth, dashboard, keys, logs, models, playground, quickstart, tokens, wallet
 from .web import TEMPLATES, ConsoleState
 
 STATIC = Path(__file__).parent / "static"
@@ -65,6 +65,8 @@ def routes() -> list:
         Route("/login", auth.sign_in, methods=POST),
         Route("/logout", auth.sign_out, methods=POST),
         Route("/account", auth.account, methods=BOTH),
+        Route("/dashboard", dashboard.dashboard, methods=GET),
+        Route("/playground", playground.playground, methods=GET),
         Route("/keys", keys.key_list, methods=GET),
         Route("/keys/new", keys.key_new, methods=BOTH),
         Route("/keys/{key_id:int}/created", keys.key_created, methods=GET),

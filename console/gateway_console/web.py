@@ -224,7 +224,7 @@ def safe_next(base: str, target: str | None) -> str:
     """Where to go after signing in: only a path of this console (no open redirect)."""
     if target and target.startswith(base + "/") and not target.startswith("//") and "\\" not in target:
         return target
-    return base + "/keys"
+    return base + "/dashboard"
 
 
 def now() -> float:

@@ -30,7 +30,7 @@ async def test_sign_in_sets_a_signed_http_only_lax_cookie_and_sign_out_ends_the_
     _, form = await browser.get("/console/login")
     data = {"csrf": csrf(form), "name": "alice", "password": "alice-password-1"}
     async with browser.http.post(gateway.url + "/console/login", data=data, allow_redirects=False) as response:
-        assert response.status == 303 and response.headers["location"] == "/console/keys"
+        assert response.status == 303 and response.headers["location"] == "/console/dashboard"
         set_cookie = next(h for h in response.headers.getall("set-cookie") if h.startswith("rg_session="))
     attributes = {part.strip().split("=")[0].lower() for part in set_cookie.split(";")}
     assert {"httponly", "samesite", "path", "max-age"} <= attributes

@@ -138,8 +138,10 @@ async def test_wallet_shows_balance_ledger_and_a_chart(browsers, seed, users):
     alice = await browsers("alice")
     _, page = await alice.get("/console/wallet")
     assert re.search(r'<strong id="balance"[^>]*>10\.00</strong>', page) and "top-up" in page and "test balance" in page
-    assert page.count("<rect ") == 2 and "gpt-a: 0.36 USD" in page and "gpt-b: 0.10 USD" in page and "too-old" not in page
-    assert "Total: 0.46 USD" in page
+    chart = page[page.index('<figure class="chart"'):page.index("</figure>")]  # its table: the figures the chart draws
+    assert '<th scope="col">gpt-a (USD)</th><th scope="col">gpt-b (USD)</th>' in chart and "too-old" not in page
+    assert '<tfoot><tr><th scope="row">All</th><td class="num">0.36</td><td class="num">0.10</td><td class="num">0.46</td>' in chart
+    assert "0.46 USD in all" in chart
     assert "reserved by" not in page
     seed._write(hold, users["alice"], 250_000, "req_in_flight")  # a request in progress reserves, moves no money
     _, page = await alice.get("/console/wallet")
@@ -242,7 +244,9 @@ async def test_admin_sees_site_wide_usage(browsers, seed, users):
     root = await browsers("root")
     _, page = await root.get("/console/admin/usage")
     assert "<strong>5</strong> requests" in page and "<strong>2.00</strong> USD" in page
-    assert "alice" in page and "bob" in page and page.count("<rect ") == 2
+    assert "alice" in page and "bob" in page
+    chart = page[page.index('<figure class="chart"'):page.index("</figure>")]  # one series per model, in its table
+    assert '<th scope="col">gpt-a (USD)</th><th scope="col">gpt-b (USD)</th>' in chart and "2.00 USD in all" in chart
     _, logs = await root.get(f"/console/admin/logs?user={users['bob']}")
     assert logs.count("data-log-id=") == 1
     log_id = re.search(r'data-log-id="(\d+)"', logs).group(1)

@@ -226,8 +226,13 @@ class AdminStore(AccessStore, Protocol):
 
     async def daily_spending(self, since: float, user_id: int | None = None) -> list[DailySpending]: ...
 
-    async def usage_totals(self, by: str, since: float, limit: int = 50) -> list[UsageTotal]:
-        """Totals since ``since`` by ``"model"``, ``"user"`` or ``"channel"``, costliest first."""
+    async def usage_totals(
+        self, by: str, since: float, limit: int = 50, *, until: float | None = None, user_id: int | None = None,
+        bucket: float | None = None,
+    ) -> list[UsageTotal]:
+        """Totals from ``since`` to ``until`` (everyone's, or one user's) by ``"model"``,
+        ``"user"``, ``"channel"`` or ``"key"``, costliest first; or by ``"time"`` in
+        buckets of ``bucket`` seconds (:func:`gateway_core.store.usage.totals_query`)."""
 
     # --- set-up ------------------------------------------------------------------
 

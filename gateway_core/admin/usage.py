@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,7 +22,8 @@ from .context import Admin
 from .errors import Invalid, NotFound
 
 MAX_PAGE = 1000
-TOTALS_BY = ("model", "user", "channel")
+TOTALS_BY = ("model", "user", "channel")  # the site report's totals; a user's are by model and by "key"
+MAX_BUCKETS = 1000
 
 
 @attrs.frozen
@@ -66,11 +68,30 @@ async def daily_spending(admin: Admin, since: float, user_id: int | None = None)
     return await admin.store.daily_spending(since, user_id)
 
 
-async def usage_totals(admin: Admin, by: str, since: float, limit: int = 50) -> list[UsageTotal]:
-    """Totals since ``since`` by ``"model"``, ``"user"`` or ``"channel"``, costliest first."""
-    if by not in TOTALS_BY:
-        raise Invalid(f"must be one of {', '.join(TOTALS_BY)}, not {by!r}", "by")
-    return await admin.store.usage_totals(by, since, limit)
+async def usage_totals(
+    admin: Admin, by: str, since: float, limit: int = 50, *, until: float | None = None, user_id: int | None = None
+) -> list[UsageTotal]:
+    """Totals from ``since`` to ``until`` (everyone's, or one user's) by ``"model"``,
+    ``"user"``, ``"channel"`` or ``"key"``, costliest first."""
+    if by not in (*TOTALS_BY, "key"):
+        raise Invalid(f"must be one of {', '.join(TOTALS_BY)} or key, not {by!r}", "by")
+    return await admin.store.usage_totals(by, since, limit, until=until, user_id=user_id)
+
+
+async def usage_series(
+    admin: Admin, since: float, until: float, bucket: float, *, user_id: int | None = None
+) -> list[tuple[float, UsageTotal]]:
+    """The same totals over time: one ``(start, totals)`` per ``bucket`` seconds
+    from ``since`` to ``until``, empty buckets included, oldest first."""
+    if bucket <= 0 or until <= since:
+        raise Invalid("the span must end after it starts, in buckets of more than 0 seconds", "bucket")
+    count = math.ceil((until - since) / bucket)
+    if count > MAX_BUCKETS:
+        raise Invalid(f"at most {MAX_BUCKETS} buckets: choose a shorter span or larger buckets", "bucket")
+    found = await admin.store.usage_totals("time", since, count, until=until, user_id=user_id, bucket=bucket)
+    by_index = {int(total.label or 0): total for total in found}
+    empty = UsageTotal(None, 0, 0, 0, 0, 0)
+    return [(since + i * bucket, by_index.get(i, empty)) for i in range(count)]
 
 
 def cursor_of(row: dict[str, Any]) -> Cursor:

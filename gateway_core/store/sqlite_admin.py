@@ -265,8 +265,11 @@ class SqliteAdmin(SqliteAccess):
     async def daily_spending(self, since: float, user_id: int | None = None) -> list[DailySpending]:
         return await self._read(usage.daily_spending, since, user_id)
 
-    async def usage_totals(self, by: str, since: float, limit: int = 50) -> list[UsageTotal]:
-        return await self._read(usage.usage_totals, by, since, limit)
+    async def usage_totals(
+        self, by: str, since: float, limit: int = 50, *, until: float | None = None, user_id: int | None = None,
+        bucket: float | None = None,
+    ) -> list[UsageTotal]:
+        return await self._read(lambda conn: usage.usage_totals(conn, by, since, limit, until=until, user_id=user_id, bucket=bucket))
 
     # --- set-up ------------------------------------------------------------------
 

@@ -192,23 +192,65 @@ def daily_spending(conn: sqlite3.Connection, since: float, user_id: int | None =
     return [DailySpending(**dict(row)) for row in fetch_all(conn, sql, params)]
 
 
-_TOTALS_BY = {  # what usage_totals groups by, and the label it shows
-    "model": ("u.model", "u.model"),
-    "user": ("u.user_id", "coalesce(us.name, '-')"),
-    "channel": ("u.channel_name", "u.channel_name"),
+_TOTALS_BY = {  # what usage_totals groups by, the label it shows, and the join that label needs
+    "model": ("u.model", "u.model", ""),
+    "user": ("u.user_id, us.name", "coalesce(us.name, '-')", "LEFT JOIN users AS us ON us.id = u.user_id"),
+    "channel": ("u.channel_name", "u.channel_name", ""),
+    "key": ("u.key_id, k.name", "coalesce(k.name, '-')", "LEFT JOIN api_keys AS k ON k.id = u.key_id"),
 }
+TOTALS_SPANS = ("time",)  # usage_totals by time: one row per ``bucket`` seconds from ``since``
 
 
-def usage_totals(conn: sqlite3.Connection, by: str, since: float, limit: int = 50) -> list[UsageTotal]:
-    """Site-wide totals since ``since`` by ``"model"``, ``"user"`` or ``"channel"``, costliest first."""
-    group, label = _TOTALS_BY[by]
+def totals_query(
+    by: str, since: float, limit: int = 50, *, until: float | None = None, user_id: int | None = None,
+    bucket: float | None = None, postgres: bool = False,
+) -> tuple[str, list[Any]]:
+    """The SQL (``?`` placeholders) and parameters of :func:`usage_totals`, for both stores.
+
+    By ``"time"``, the label is the bucket's number (``"0"`` from ``since`` to
+    ``since + bucket``, ...) and rows come in no particular order. A user's
+    totals scan ``(user_id, created_at)``, everyone's ``(created_at)``: both
+    ranges of an index of the usage log."""
+    params: list[Any] = []
+    if by == "time":
+        if not bucket or bucket <= 0:
+            raise ValueError("totals by time need a bucket of seconds")
+        span = "floor((u.created_at - ?) / ?)::bigint::text" if postgres else "CAST(CAST((u.created_at - ?) / ? AS INTEGER) AS TEXT)"
+        group, label, join = "1", span, ""
+        params += [since, bucket]
+    else:
+        group, label, join = _TOTALS_BY[by]
+    where = ["u.created_at >= ?"]
+    params.append(since)
+    if until is not None:
+        where.append("u.created_at < ?")
+        params.append(until)
+    if user_id is not None:
+        where.append("u.user_id = ?")
+        params.append(user_id)
     sql = (
-        f"SELECT {label} AS label, count(*) AS requests, coalesce(sum(u.input_tokens), 0) AS input_tokens, "
-        "coalesce(sum(u.output_tokens), 0) AS output_tokens, coalesce(sum(u.cost_micros), 0) AS cost_micros, "
-        "coalesce(sum(u.status >= 400), 0) AS errors FROM usage_logs AS u LEFT JOIN users AS us ON us.id = u.user_id "
-        f"WHERE u.created_at >= ? GROUP BY {group} ORDER BY cost_micros DESC, requests DESC LIMIT ?"
+        f"SELECT {label} AS label, count(*) AS requests, CAST(coalesce(sum(u.input_tokens), 0) AS BIGINT) AS input_tokens, "
+        "CAST(coalesce(sum(u.output_tokens), 0) AS BIGINT) AS output_tokens, "
+        "CAST(coalesce(sum(u.cost_micros), 0) AS BIGINT) AS cost_micros, "
+        "count(CASE WHEN u.status >= 400 THEN 1 END) AS errors "
+        f"FROM usage_logs AS u {join} WHERE {' AND '.join(where)} GROUP BY {group}"
     )
-    return [UsageTotal(**dict(row)) for row in fetch_all(conn, sql, (since, limit))]
+    if by != "time":
+        sql += " ORDER BY cost_micros DESC, requests DESC, label"
+    sql += " LIMIT ?"
+    params.append(limit)
+    return sql, params
+
+
+def usage_totals(
+    conn: sqlite3.Connection, by: str, since: float, limit: int = 50, *, until: float | None = None,
+    user_id: int | None = None, bucket: float | None = None,
+) -> list[UsageTotal]:
+    """Totals since ``since`` (until ``until``; of one user, or everyone's) by
+    ``"model"``, ``"user"``, ``"channel"`` or ``"key"``, costliest first; or by
+    ``"time"`` in buckets of ``bucket`` seconds (:func:`totals_query`)."""
+    sql, params = totals_query(by, since, limit, until=until, user_id=user_id, bucket=bucket)
+    return [UsageTotal(**dict(row)) for row in fetch_all(conn, sql, params)]
 
 
 def channel_traffic(conn: sqlite3.Connection, since: float) -> list[ChannelTraffic]:

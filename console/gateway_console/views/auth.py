@@ -32,7 +32,7 @@ def _cookie(ctx: Ctx, response: Response, name: str, value: str, max_age: int, p
 
 @page(public=True)
 async def home(ctx: Ctx) -> Response:
-    return ctx.redirect("/keys" if ctx.viewer else "/login")
+    return ctx.redirect("/dashboard" if ctx.viewer else "/login")
 
 
 def _signin_form(ctx: Ctx, status: int = 200, error: str | None = None, name: str = "") -> Response:
@@ -48,7 +48,7 @@ def _signin_form(ctx: Ctx, status: int = 200, error: str | None = None, name: st
 @page(public=True)
 async def sign_in_page(ctx: Ctx) -> Response:
     if ctx.viewer is not None:
-        return ctx.redirect("/keys")
+        return ctx.redirect("/dashboard")
     return _signin_form(ctx)
 
 

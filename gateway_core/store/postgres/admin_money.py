@@ -21,8 +21,7 @@ import attrs
 
 from ...admin.port import UsageRowDict
 from ...records import AuditReport, Cursor, DailySpending, HoldRecord, LedgerEntry, UsageFilter, UsageTotal
-from ..usage import _TOTALS_BY as TOTALS_BY
-from ..usage import filter_totals_query, usage_dict, usage_query
+from ..usage import filter_totals_query, totals_query, usage_dict, usage_query
 from .admin_base import AdminBase, plain_dict
 from .audit import audit
 from .migrate import numbered
@@ -142,16 +141,13 @@ class MoneyAdmin(AdminBase):
 
         return await self._read("daily_spending", days)
 
-    async def usage_totals(self, by: str, since: float, limit: int = 50) -> list[UsageTotal]:
-        group, label = TOTALS_BY[by]
-        sql = (
-            f"SELECT {label} AS label, count(*) AS requests, coalesce(sum(u.input_tokens), 0) AS input_tokens, "
-            "coalesce(sum(u.output_tokens), 0) AS output_tokens, coalesce(sum(u.cost_micros), 0) AS cost_micros, "
-            "count(*) FILTER (WHERE u.status >= 400) AS errors FROM usage_logs AS u LEFT JOIN users AS us ON us.id = u.user_id "
-            f"WHERE u.created_at >= $1 GROUP BY {group}, {label} ORDER BY cost_micros DESC, requests DESC LIMIT $2"
-        )
+    async def usage_totals(
+        self, by: str, since: float, limit: int = 50, *, until: float | None = None, user_id: int | None = None,
+        bucket: float | None = None,
+    ) -> list[UsageTotal]:
+        sql, params = totals_query(by, since, limit, until=until, user_id=user_id, bucket=bucket, postgres=True)
 
         async def totals(conn: asyncpg.Connection) -> list[UsageTotal]:
-            return [UsageTotal(**plain_dict(row)) for row in await conn.fetch(sql, since, limit)]
+            return [UsageTotal(**plain_dict(row)) for row in await conn.fetch(numbered(sql), *params)]
 
         return await self._read("usage_totals", totals)
