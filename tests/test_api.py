@@ -258,7 +258,12 @@ def test_the_usage_log_filters_pages_exports_csv_and_sums_per_day_and_model(site
     assert [row["id"] for row in first["items"] + second["items"] + third["items"]] == [row["id"] for row in every["items"]]
     assert third["next_cursor"] is None
     assert {row["key_id"] for row in alice.get("/usage", params={"key_id": key_b}).json()["items"]} == {key_b}
-    assert [row["status"] for row in alice.get("/usage", params={"errors": "true"}).json()["items"]] == [400]
+    refused = alice.get("/usage", params={"errors": "true"}).json()["items"]
+    assert [row["status"] for row in refused] == [400]
+    # the owner sees a failure in the gateway's words; which channel served a row and what the upstream said are the operator's
+    assert "refused with status 400" in refused[0]["error_summary"]
+    assert all(not {"channel_name", "channel_id", "upstream_error", "error_message", "attempts"} & row.keys() for row in every["items"])
+    assert {row["channel_name"] for row in apis["root"].get("/logs", params={"user_id": ids["alice"], "status": 200}).json()["items"]} == {"demo"}
     assert len(alice.get("/usage", params={"status": 200, "model": "demo-1"}).json()["items"]) == 4
     assert alice.get("/usage", params={"since": time.time() + 60}).json()["items"] == []
     one = alice.get("/usage", params={"request_id": request_ids[1]}).json()["items"]
@@ -270,6 +275,7 @@ def test_the_usage_log_filters_pages_exports_csv_and_sums_per_day_and_model(site
     assert csv_answer.status_code == 200 and csv_answer.headers["content-type"].startswith("text/csv")
     lines = csv_answer.text.strip().splitlines()
     assert lines[0].startswith("id,request_id,created_at") and len(lines) == 5  # the header and key a's four rows
+    assert "channel_name" not in lines[0] and "served_model" in lines[0]
     assert len(alice.get("/usage.csv").text.strip().splitlines()) == 6
     assert len(alice.get("/usage.csv", params={"limit": 2}).text.strip().splitlines()) == 3
     assert len(alice.get("/usage.csv", params={"cursor": first["next_cursor"]}).text.strip().splitlines()) == 4

@@ -17,7 +17,8 @@ from gateway_core.money import format_usd
 from gateway_core.records import UsageRow
 from gateway_core.store.usage import insert_usage
 
-from .test_browser import ARGS, CHROMIUM, chromium, expect, shot  # noqa: F401 (the chromium fixture)
+from .conftest import ARGS, CHROMIUM
+from .test_browser import expect, shot
 
 HOUR, DAY = 3600, 86_400
 PRICE_IN, PRICE_OUT = 3_000_000, 15_000_000  # micro-USD per million tokens

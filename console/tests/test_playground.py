@@ -15,7 +15,7 @@ from gateway_core.money import format_usd
 from gateway_core.testing import UpstreamServers
 from gateway_openai.fake_upstream import FakeOpenAI
 
-from .test_browser import chromium, expect, shot  # noqa: F401 (the chromium fixture)
+from .test_browser import expect, shot
 from .test_dashboard import sign_in
 
 MODEL = "gpt-fake"

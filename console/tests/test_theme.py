@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from .test_browser import ARGS, CHROMIUM, chromium, shot  # noqa: F401 (the chromium fixture)
+from .conftest import ARGS, CHROMIUM
+from .test_browser import shot
 from .test_dashboard import sign_in, world  # noqa: F401 (the world fixture: usage to show)
 
 # every text node's element (and every form field) with the colours it is drawn in

@@ -124,12 +124,42 @@ async def find_request(admin: Admin, request_id: str, *, owner: int | None = Non
     return None if row is None or (owner is not None and row["user_id"] != owner) else row
 
 
+# --- what a user is shown of their own rows ---------------------------------------------
+
+# the operator's side of a request: which channel served it, what the upstream said, the
+# routing attempts (an upstream's error text can name the operator's provider account)
+OPERATOR_FIELDS = ("channel_id", "channel_name", "upstream_status", "upstream_error", "error_message", "attempts")
+
+
+def for_owner(row: dict[str, Any]) -> dict[str, Any]:
+    """A usage row as its owner (not an admin) is shown it: without the operator's
+    fields, with :func:`safe_summary` of a failure instead."""
+    shown = {name: value for name, value in row.items() if name not in OPERATOR_FIELDS}
+    shown["error_summary"] = safe_summary(row)
+    return shown
+
+
+def safe_summary(row: dict[str, Any]) -> str | None:
+    """What a user is told of a failed request: its status and kind in the
+    gateway's words, never the upstream's text (it can name the operator's
+    provider account) nor the channel."""
+    status = row.get("status") or 0
+    if status < 400 and not row.get("error_type"):
+        return None
+    kind = str(row.get("error_type") or "error").replace("_", " ")
+    if row.get("upstream_status") or status >= 500:
+        return (f"The request failed with status {status} ({kind}): the upstream provider or the gateway could not "
+                "answer it. Quote the request id to the gateway's operator for the details.")  # fmt: skip
+    return f"The request was refused with status {status} ({kind}). The answer your client received says why."
+
+
 # --- the usage log as CSV (the management API's export and the console's) --------------
 
 CSV_COLUMNS = (
     "id", "request_id", "created_at", "key_id", "key_name", "model", "served_model", "channel_name", "status", "input_tokens",
     "output_tokens", "cached_tokens", "cost", "cost_micros", "duration_ms", "error_type",
 )  # fmt: skip
+OWNER_CSV_COLUMNS = tuple(name for name in CSV_COLUMNS if name not in OPERATOR_FIELDS)
 
 
 async def usage_csv(

@@ -25,6 +25,7 @@ ROW = obj(
         "key_id": {"type": ["integer", "null"]}, "model": {"type": ["string", "null"]}, "status": {"type": ["integer", "null"]},
         "input_tokens": {"type": ["integer", "null"]}, "output_tokens": {"type": ["integer", "null"]},
         "cost": usd("cost"), "cost_micros": micros("cost"),
+        "error_summary": {"type": ["string", "null"], "description": "a failure in the gateway's words (the caller's own rows)"},
     },
     ("id", "request_id", "created_at", "cost", "cost_micros"),
     closed=False,
@@ -91,13 +92,16 @@ def _filters(call: ApiCall, user_id: int | None) -> tuple[UsageFilter, Cursor | 
 
 
 async def _page(call: ApiCall, user_id: int | None) -> dict[str, Any]:
+    """A page of rows; ``user_id``: that user's own, shown as their owner sees them
+    (no channel, no upstream error text: :func:`usage.for_owner`)."""
+    shown = row_json if user_id is None else lambda row: row_json(usage.for_owner(row))
     if "request_id" in call.query:
         row = await usage.find_request(call.admin, call.query["request_id"], owner=user_id)
-        return {"items": [row_json(row)] if row is not None else [], "next_cursor": None}
+        return {"items": [shown(row)] if row is not None else [], "next_cursor": None}
     filters, before = _filters(call, user_id)
     found = await usage.page_usage(call.admin, filters, before=before, limit=call.query.get("limit", 50))
     cursor = usage.page_cursor(found.rows[-1]) if found.more and found.rows else None
-    return {"items": [row_json(row) for row in found.rows], "next_cursor": cursor}
+    return {"items": [shown(row) for row in found.rows], "next_cursor": cursor}
 
 
 async def list_usage(call: ApiCall) -> dict[str, Any]:
@@ -107,11 +111,12 @@ async def list_usage(call: ApiCall) -> dict[str, Any]:
 async def export_usage(call: ApiCall) -> Response:
     """Every matching row (``limit``: at most that many), streamed page by page:
     memory stays bounded whatever the range."""
+    columns = usage.OWNER_CSV_COLUMNS
     if "request_id" in call.query:
         rows = (await _page(call, call.user_id))["items"]
-        return Response(usage.rows_csv(rows), media_type="text/csv", headers=CSV_HEADERS)
+        return Response(usage.rows_csv(rows, columns), media_type="text/csv", headers=CSV_HEADERS)
     filters, before = _filters(call, call.user_id)
-    lines = usage.usage_csv(call.admin, filters, before=before, most=call.query.get("limit"))
+    lines = usage.usage_csv(call.admin, filters, before=before, most=call.query.get("limit"), columns=columns)
     return StreamingResponse(lines, media_type="text/csv", headers=CSV_HEADERS)
 
 

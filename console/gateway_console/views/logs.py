@@ -26,7 +26,6 @@ from ..web import Ctx, page
 
 PAGE_SIZE = 50
 FILTER_NAMES = ("key", "model", "status", "since", "until", "user", "request")
-USER_CSV_COLUMNS = tuple(name for name in usage.CSV_COLUMNS if name != "channel_name")  # channels are the operator's
 CSV_HEADERS = {"content-disposition": 'attachment; filename="logs.csv"'}
 
 
@@ -118,7 +117,7 @@ async def _export(ctx: Ctx, owner: int | None) -> Response:
         filters, raw = _filters(ctx, owner)
     except FormError as exc:
         return ctx.error(400, str(exc))
-    columns = usage.CSV_COLUMNS if owner is None else USER_CSV_COLUMNS
+    columns = usage.CSV_COLUMNS if owner is None else usage.OWNER_CSV_COLUMNS
     request_id = raw["request"][:200]
     if request_id:
         row = await usage.find_request(ctx.admin, request_id, owner=owner)
@@ -150,21 +149,7 @@ async def admin_log_list(ctx: Ctx) -> Response:
 async def _detail(ctx: Ctx, user_id: int | None) -> Response:
     row = await usage.get_usage(ctx.admin, ctx.path_int("log_id"), owner=user_id)
     ledger = await wallet.request_ledger(ctx.admin, row["request_id"], owner=user_id)
-    return ctx.render("log_detail.html", row=row, admin=user_id is None, ledger=ledger, summary=safe_summary(row))
-
-
-def safe_summary(row: dict) -> str | None:
-    """What a user is told of a failed request: its status and kind in the
-    gateway's words, never the upstream's text (it can name the operator's
-    provider account) nor the channel."""
-    status = row.get("status") or 0
-    if status < 400 and not row.get("error_type"):
-        return None
-    kind = str(row.get("error_type") or "error").replace("_", " ")
-    if row.get("upstream_status") or status >= 500:
-        return (f"The request failed with status {status} ({kind}): the upstream provider or the gateway could not "
-                "answer it. Quote the request id to the gateway's operator for the details.")  # fmt: skip
-    return f"The request was refused with status {status} ({kind}). The answer your client received says why."
+    return ctx.render("log_detail.html", row=row, admin=user_id is None, ledger=ledger, summary=usage.safe_summary(row))
 
 
 @page()
