@@ -41,6 +41,7 @@ from .stream_contract import StreamContract
 from .tally import StreamTally
 from .tracing import upstream_trace_headers
 from .uploads import Upload
+from .upstream import read_by_read
 from .write_deadline import WriteDeadline
 
 log = structlog.get_logger("relaygate.request")
@@ -317,16 +318,30 @@ def _streamed(ctx: RequestContext, tally: StreamTally, end_reason: str, error: G
 
 
 async def _pump(reply: StreamReply, contract: StreamContract, writer: StreamWriter, tally: StreamTally, send) -> GatewayError | None:
-    """Forward every frame as it comes, checked against the stream contract; return the
-    error that broke the stream, if any."""
+    """Forward every frame as it comes, checked against the stream contract, the
+    frames of one upstream read in one send; return the error that broke the
+    stream, if any."""
+    next_read = read_by_read(reply.frames)
+    out: list[bytes] = []
     try:
-        async for frame in reply.frames:
-            contract.check(frame)
-            tally.observe(frame.events)
-            data = writer.write(frame)
-            if data:
-                await send({"type": "http.response.body", "body": data, "more_body": True})
+        while True:
+            try:
+                read = await next_read()
+            except StopAsyncIteration:
+                break
+            for frame in read:
+                contract.check(frame)
+                tally.observe(frame.events)
+                data = writer.write(frame)
+                if data:
+                    out.append(data)
+            if out:
+                body = out[0] if len(out) == 1 else b"".join(out)
+                out.clear()
+                await send({"type": "http.response.body", "body": body, "more_body": True})
     except GatewayError as error:
+        if out:  # what the frames before the failing one wrote
+            await send({"type": "http.response.body", "body": b"".join(out), "more_body": True})
         return error
     except Exception:  # a bug in a translation must still end the stream properly
         log.exception("stream failed")
