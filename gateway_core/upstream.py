@@ -44,6 +44,7 @@ _DEFAULT_LIMITS = AnswerLimits()
 _STALE_ERRNOS = frozenset((errno.ECONNRESET, errno.EPIPE, None))
 
 ErrorMessage = Callable[[int, bytes], str]
+_TIMEOUTS: dict[tuple[float, float], aiohttp.ClientTimeout] = {}
 
 
 class Splitter(Protocol):
@@ -73,7 +74,7 @@ async def post(
     # aiohttp's read timeout also runs while the head is awaited: the head gets the
     # first-byte timeout (below), the body the idle timeout once the head is here
     sock_read = max(timeouts.idle, timeouts.first_byte)
-    client_timeout = aiohttp.ClientTimeout(total=None, connect=timeouts.connect, sock_read=sock_read)
+    client_timeout = _client_timeout(timeouts.connect, sock_read)
     try:
         async with asyncio.timeout(timeouts.first_byte):
             try:
@@ -110,6 +111,18 @@ async def post(
     finally:
         response.release()
     raise error_for_status(response.status, data, error_message, response.headers.get("retry-after"))
+
+
+def _client_timeout(connect: float, sock_read: float) -> aiohttp.ClientTimeout:
+    """aiohttp's timeout object for these two values, made once (each channel has a
+    few; making one costs several microseconds per request)."""
+    key = (connect, sock_read)
+    timeout = _TIMEOUTS.get(key)
+    if timeout is None:
+        if len(_TIMEOUTS) >= 256:  # settings changed many times: start over
+            _TIMEOUTS.clear()
+        timeout = _TIMEOUTS[key] = aiohttp.ClientTimeout(total=None, connect=connect, sock_read=sock_read)
+    return timeout
 
 
 def channel_headers(exchange: Exchange, headers: Mapping[str, str]) -> dict[str, str]:
