@@ -34,6 +34,7 @@ from .model import ChatResponse, CoreRequest
 from .money import format_usd
 from .outcome import CLIENT_GONE, CUT_BY_SHUTDOWN, DONE, Outcome, answered, end_reason_of
 from .request_store import StoreUnavailable
+from .reservation import confirm
 from .secrets import redact
 from .services import Services
 from .settlement import settle
@@ -109,6 +110,7 @@ class ProtocolEndpoint:
     # --- answering -----------------------------------------------------------
 
     async def _respond(self, ctx: RequestContext, send, outcome: Outcome, body: bytes, content_type: bytes) -> None:
+        await confirm(ctx)  # a reservation written beside the upstream call: committed (or its refusal raised)
         await settle(ctx, outcome, self.services)
         headers = ctx.response_headers
         row, key = ctx.row, ctx.key
@@ -147,6 +149,8 @@ class ProtocolEndpoint:
         health = services.health
         plan = AttemptPlan(health, routes, call.model, config.max_attempts, ctx.started + config.attempt_deadline)
         early = EarlyHead() if call.stream and config.keepalive_interval > 0 else None
+        if early is not None:  # keep-alives may send the head before any upstream answers
+            await confirm(ctx)
         # an upload's body is read by the channel as it sends it: the upload notices a disconnect itself
         watch = DisconnectWatch(receive, enabled=getattr(call, "upload", None) is None)
         request: CoreRequest | None = None
@@ -265,6 +269,7 @@ class ProtocolEndpoint:
 
         ``writer`` is given when keep-alives already sent the response head."""
         if writer is None:
+            await confirm(ctx, reply.close)  # refused: the upstream stream is closed unread
             writer = self.protocol.stream_writer(call, passthrough)
             await send({"type": "http.response.start", "status": 200, "headers": stream_headers(writer.content_type) + ctx.response_headers})
         tally = StreamTally(ctx.started)
