@@ -39,7 +39,7 @@ from .secrets import redact
 from .services import Services
 from .settlement import settle
 from .stream_contract import StreamContract
-from .tally import StreamTally
+from .tally import StreamTally, input_estimate
 from .tracing import upstream_trace_headers
 from .uploads import Upload
 from .upstream import read_by_read
@@ -261,7 +261,7 @@ class ProtocolEndpoint:
         chat = isinstance(reply.response, (ChatResponse, type(None)))
         chars = _response_chars(reply) if usage is None and chat else 0
         # media: images, characters, audio, priced per unit (billing.charge)
-        outcome = answered(usage, ctx.text_input_tokens(), chars, media=reply.media, first_token_ms=ctx.elapsed_ms())
+        outcome = answered(usage, input_estimate(usage, ctx.text_input_tokens), chars, media=reply.media, first_token_ms=ctx.elapsed_ms())
         await self._respond(ctx, send, outcome, body, reply.content_type.encode())
 
     async def _stream(self, ctx: RequestContext, call: Call, reply: StreamReply, contract: StreamContract, passthrough: bool, watch: DisconnectWatch, send, writer: StreamWriter | None = None) -> GatewayError | None:
@@ -317,7 +317,7 @@ def _streamed(ctx: RequestContext, tally: StreamTally, end_reason: str, error: G
     """The outcome of a stream that ended for ``end_reason``: what it delivered."""
     status = 499 if end_reason in _CLIENT_ENDED else 200
     return answered(
-        tally.usage, ctx.text_input_tokens(), tally.output_chars, status=status, end_reason=end_reason,
+        tally.usage, input_estimate(tally.usage, ctx.text_input_tokens), tally.output_chars, status=status, end_reason=end_reason,
         error=error, first_token_ms=tally.first_token_ms(), input_reported=tally.input_usage,
     )
 
