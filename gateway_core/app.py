@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import structlog
 from starlette.datastructures import Headers, QueryParams
-from starlette.routing import BaseRoute, Route, Router, WebSocketRoute
+from starlette.routing import BaseRoute, Match, Route, Router, WebSocketRoute
 
 from .asgi import announces_body, finish_early_answer, send_body
 from .client_protocol import ClientProtocol, RouteSpec
@@ -179,6 +179,39 @@ def protocol_routes(services: Services, not_found: NotFound) -> list[BaseRoute]:
 _PARAM = re.compile(r"\{[^}]*\}")
 
 
+class LiteralPaths:
+    """In front of the router: a request for a protocol route's literal path (no
+    parameter) goes straight to its :class:`PathDispatch`, found in a dict rather
+    than by matching every route's pattern in turn. Only paths that the router
+    itself would give to that route are taken (checked when built); everything
+    else goes to the router, as does a request under a ``root_path``."""
+
+    def __init__(self, router: Router) -> None:
+        self.router = router
+        self.by_path: dict[str, Any] = {}
+        for route in router.routes:
+            if isinstance(route, Route) and isinstance(route.endpoint, PathDispatch) and not route.param_convertors:
+                if _first_match(router, route.path) is route:
+                    self.by_path[route.path] = route.endpoint
+
+    async def __call__(self, scope, receive, send) -> None:
+        dispatch = self.by_path.get(scope["path"]) if scope["type"] == "http" and not scope.get("root_path") else None
+        if dispatch is None:
+            return await self.router(scope, receive, send)
+        scope.setdefault("router", self.router)
+        scope["endpoint"], scope["path_params"] = dispatch, {}
+        await dispatch(scope, receive, send)
+
+
+def _first_match(router: Router, path: str) -> Route | None:
+    """The route the router would pick for ``path`` — when every method picks the same one."""
+    picked = []
+    for method in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"):
+        scope = {"type": "http", "path": path, "root_path": "", "method": method}
+        picked.append(next((route for route in router.routes if route.matches(scope)[0] == Match.FULL), None))
+    return picked[0] if all(route is picked[0] for route in picked) else None  # type: ignore[return-value]
+
+
 def create_app(
     config: Config | None = None,
     *,
@@ -215,7 +248,7 @@ def create_app(
         *registry.routes,
     ]
     router = Router(routes=routes, lifespan=lifespan, default=not_found)
-    return RequestIdMiddleware(router, registry.protocols, services)
+    return RequestIdMiddleware(LiteralPaths(router), registry.protocols, services)
 
 
 def create_app_from_env() -> RequestIdMiddleware:

@@ -36,13 +36,16 @@ from .money import format_usd
 from .outcome import CLIENT_GONE, CUT_BY_SHUTDOWN, DONE, Outcome, answered, end_reason_of
 from .policies.rate_limit import deferred_limits
 from .request_store import StoreUnavailable
+from .reservation import confirm
 from .secrets import redact
 from .services import Services
 from .settlement import settle
 from .stream_contract import StreamContract
-from .tally import StreamTally
+from .stream_pump import CLIENT_ENDED, pump, streamed_outcome
+from .tally import StreamTally, input_estimate
 from .tracing import upstream_trace_headers
 from .uploads import Upload
+from .upstream import read_by_read
 from .write_deadline import WriteDeadline
 
 log = structlog.get_logger("relaygate.request")
@@ -116,6 +119,7 @@ class ProtocolEndpoint:
     # --- answering -----------------------------------------------------------
 
     async def _respond(self, ctx: RequestContext, send, outcome: Outcome, body: bytes, content_type: bytes) -> None:
+        await confirm(ctx)  # a reservation written beside the upstream call: committed (or its refusal raised)
         await settle(ctx, outcome, self.services)
         headers = ctx.response_headers
         row, key = ctx.row, ctx.key
@@ -164,6 +168,8 @@ class ProtocolEndpoint:
         if services.affinity is not None:  # session affinity: where the session went last goes first
             await plan.follow(services.affinity, ctx.authenticated_key().id, call.body, ctx.headers)
         early = EarlyHead() if call.stream and config.keepalive_interval > 0 else None
+        if early is not None:  # keep-alives may send the head before any upstream answers
+            await confirm(ctx)
         # an upload's body is read by the channel as it sends it: the upload notices a disconnect itself
         watch = DisconnectWatch(receive, enabled=getattr(call, "upload", None) is None)
         request: CoreRequest | None = None
@@ -276,7 +282,7 @@ class ProtocolEndpoint:
         chat = isinstance(reply.response, (ChatResponse, type(None)))
         chars = _response_chars(reply) if usage is None and chat else 0
         # media: images, characters, audio, priced per unit (billing.charge)
-        outcome = answered(usage, ctx.text_input_tokens(), chars, media=reply.media, first_token_ms=ctx.elapsed_ms())
+        outcome = answered(usage, input_estimate(usage, ctx.text_input_tokens), chars, media=reply.media, first_token_ms=ctx.elapsed_ms())
         native = passthrough or (reply.wire is not None and reply.wire == call.wire)
         await self.protocol.keep(call, self._caller(ctx), body, native)
         await self._respond(ctx, send, outcome, body, reply.content_type.encode())
@@ -286,6 +292,7 @@ class ProtocolEndpoint:
 
         ``writer`` is given when keep-alives already sent the response head."""
         if writer is None:
+            await confirm(ctx, reply.close)  # refused: the upstream stream is closed unread
             writer = self.protocol.stream_writer(call, passthrough)
             await send({"type": "http.response.start", "status": 200, "headers": stream_headers(writer.content_type) + ctx.response_headers})
         tally = StreamTally(ctx.started)
@@ -293,7 +300,7 @@ class ProtocolEndpoint:
         self.services.metrics.stream_started()
         deadline = WriteDeadline(send, self.services.config.write_timeout)  # a client that stopped reading
         try:
-            error = await watch.run(_pump(reply, contract, writer, tally, deadline.send))
+            error = await watch.run(pump(reply, contract, writer, tally, deadline.send))
             end_reason = "done" if error is None else end_reason_of(error)
         except ClientGone:
             end_reason = "client_gone"
@@ -307,8 +314,8 @@ class ProtocolEndpoint:
             self.services.metrics.stream_ended()
             deadline.close()
             await reply.close()
-        await settle(ctx, _streamed(ctx, tally, end_reason, error), self.services)
-        if end_reason in _CLIENT_ENDED:
+        await settle(ctx, streamed_outcome(ctx, tally, end_reason, error), self.services)
+        if end_reason in CLIENT_ENDED:
             return None
         tail = writer.end() if error is None else writer.fail(error, ctx.request_id)
         if error is None:
@@ -320,44 +327,12 @@ class ProtocolEndpoint:
         """A stream the server's shutdown cut: charge what it delivered (``shutdown``),
         then end it with the protocol's error event, if the client can still get it."""
         error = UpstreamUnavailableError("The gateway is shutting down; the answer was cut short. Retry the request.", retry_after=1.0)
-        await settle(ctx, _streamed(ctx, tally, "shutdown", error), self.services)
+        await settle(ctx, streamed_outcome(ctx, tally, "shutdown", error), self.services)
         try:
             tail = writer.fail(error, ctx.request_id)
             await asyncio.wait_for(send({"type": "http.response.body", "body": tail, "more_body": False}), SHUTDOWN_SEND_SECONDS)
         except Exception as exc:  # the connection is already gone
             log.info("shutdown error event not sent", request_id=ctx.request_id, error=repr(exc))
-
-
-_CLIENT_ENDED = frozenset(("client_gone", "write_timeout"))  # the client left, or stopped reading
-
-
-def _streamed(ctx: RequestContext, tally: StreamTally, end_reason: str, error: GatewayError | None) -> Outcome:
-    """The outcome of a stream that ended for ``end_reason``: what it delivered."""
-    status = 499 if end_reason in _CLIENT_ENDED else 200
-    return answered(
-        tally.usage, ctx.text_input_tokens(), tally.output_chars, status=status, end_reason=end_reason,
-        error=error, first_token_ms=tally.first_token_ms(), input_reported=tally.input_usage,
-    )
-
-
-async def _pump(reply: StreamReply, contract: StreamContract, writer: StreamWriter, tally: StreamTally, send) -> GatewayError | None:
-    """Forward every frame as it comes, checked against the stream contract; return the
-    error that broke the stream, if any."""
-    try:
-        async for frame in reply.frames:
-            contract.check(frame)
-            tally.observe(frame.events)
-            data = writer.write(frame)
-            if data:
-                await send({"type": "http.response.body", "body": data, "more_body": True})
-    except GatewayError as error:
-        return error
-    except Exception:  # a bug in a translation must still end the stream properly
-        log.exception("stream failed")
-        return InternalError("The gateway failed while streaming the answer.")
-    if not tally.finished:
-        return UpstreamError("the upstream ended the stream before it finished")
-    return None
 
 
 class EarlyHead:

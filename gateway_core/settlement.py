@@ -7,8 +7,10 @@ and hand it to :func:`settle`; nothing else writes the row.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
+from . import reservation
 from .context import RequestContext
 from .outcome import NO_USAGE, Outcome
 from .records import UsageRow
@@ -25,6 +27,14 @@ async def settle(ctx: RequestContext, outcome: Outcome, services: Services) -> N
     if ctx.settled:
         return
     ctx.settled = True
+    if reservation.pending(ctx):  # its reservation is still being written: settle after it, even if cancelled
+        await asyncio.shield(_settle(ctx, outcome, services))
+    else:
+        await _settle(ctx, outcome, services)
+
+
+async def _settle(ctx: RequestContext, outcome: Outcome, services: Services) -> None:
+    await reservation.wait(ctx)
     row = ctx.row = usage_row(ctx, outcome)
     try:
         await services.pipeline.finish(ctx, services)

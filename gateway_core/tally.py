@@ -12,6 +12,7 @@ and files sent inline as base64 (a 300 KB image is a few hundred tokens, not
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from .model import InputReport, PartDelta, StopReason, StreamEvent, StreamFinish, Usage, UsageReport
@@ -45,6 +46,13 @@ def plausible(usage: Usage) -> bool:
     """Whether every count of ``usage`` is an integer from 0 to a billion."""
     counts = (usage.input_tokens, usage.output_tokens, usage.cached_input_tokens, usage.cache_write_tokens, usage.reasoning_tokens)
     return all(type(n) is int and 0 <= n <= _COUNT_MAX for n in counts)
+
+
+def input_estimate(usage: Usage | None, estimate: Callable[[], int]) -> int:
+    """The input estimate an answer with ``usage`` needs: ``estimate()`` when its usage
+    will be estimated (none reported, or a report that is not plausible), else 0 —
+    an answer with its usage reported skips the walk of the request's body."""
+    return estimate() if usage is None or not plausible(usage) else 0
 
 
 def estimate_tokens(chars: int) -> int:

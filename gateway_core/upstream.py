@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import weakref
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import aiohttp
@@ -44,6 +44,7 @@ _DEFAULT_LIMITS = AnswerLimits()
 _STALE_ERRNOS = frozenset((errno.ECONNRESET, errno.EPIPE, None))
 
 ErrorMessage = Callable[[int, bytes], str]
+_TIMEOUTS: dict[tuple[float, float], aiohttp.ClientTimeout] = {}
 
 
 class Splitter(Protocol):
@@ -73,7 +74,7 @@ async def post(
     # aiohttp's read timeout also runs while the head is awaited: the head gets the
     # first-byte timeout (below), the body the idle timeout once the head is here
     sock_read = max(timeouts.idle, timeouts.first_byte)
-    client_timeout = aiohttp.ClientTimeout(total=None, connect=timeouts.connect, sock_read=sock_read)
+    client_timeout = _client_timeout(timeouts.connect, sock_read)
     try:
         async with asyncio.timeout(timeouts.first_byte):
             try:
@@ -110,6 +111,18 @@ async def post(
     finally:
         response.release()
     raise error_for_status(response.status, data, error_message, response.headers.get("retry-after"))
+
+
+def _client_timeout(connect: float, sock_read: float) -> aiohttp.ClientTimeout:
+    """aiohttp's timeout object for these two values, made once (each channel has a
+    few; making one costs several microseconds per request)."""
+    key = (connect, sock_read)
+    timeout = _TIMEOUTS.get(key)
+    if timeout is None:
+        if len(_TIMEOUTS) >= 256:  # settings changed many times: start over
+            _TIMEOUTS.clear()
+        timeout = _TIMEOUTS[key] = aiohttp.ClientTimeout(total=None, connect=connect, sock_read=sock_read)
+    return timeout
 
 
 def channel_headers(exchange: Exchange, headers: Mapping[str, str]) -> dict[str, str]:
@@ -165,8 +178,8 @@ def error_for_status(
 
 def sse_frames(
     response: aiohttp.ClientResponse, decode: Callable[[bytes], Frame], *, max_frame_bytes: int | None = None
-) -> AsyncGenerator[Frame, None]:
-    """Yield each SSE frame of ``response`` as soon as it is complete.
+) -> FrameStream:
+    """The SSE frames of ``response``, each as soon as it is complete.
 
     ``decode`` turns a frame's bytes into a :class:`Frame` (and may raise a
     ``GatewayError`` for an error event). A silent or dropped upstream ends the
@@ -174,40 +187,97 @@ def sse_frames(
     (default: the exchange's ``limits.frame_bytes``, the ``max_frame_bytes``
     setting), which closes the upstream connection.
     """
-    return _frames(response, SSESplitter(_frame_limit(response, max_frame_bytes)), decode, b"\n\n")
+    return FrameStream(response, SSESplitter(_frame_limit(response, max_frame_bytes)), decode, b"\n\n")
 
 
 def ndjson_frames(
     response: aiohttp.ClientResponse, decode: Callable[[bytes], Frame], *, max_frame_bytes: int | None = None
-) -> AsyncGenerator[Frame, None]:
+) -> FrameStream:
     """Like :func:`sse_frames` for newline-delimited JSON: ``decode`` gets each
     line with its line end (a blank line too, which it may take for a keep-alive)."""
-    return _frames(response, NDJSONSplitter(_frame_limit(response, max_frame_bytes)), decode, b"")
+    return FrameStream(response, NDJSONSplitter(_frame_limit(response, max_frame_bytes)), decode, b"")
 
 
 def json_array_frames(
     response: aiohttp.ClientResponse, decode: Callable[[bytes], Frame], *, max_frame_bytes: int | None = None
-) -> AsyncGenerator[Frame, None]:
+) -> FrameStream:
     """Like :func:`sse_frames` for a JSON array streamed element by element:
     ``decode`` gets each element's bytes. An array left unclosed is an error."""
-    return _frames(response, JSONArraySplitter(_frame_limit(response, max_frame_bytes)), decode, b"")
+    return FrameStream(response, JSONArraySplitter(_frame_limit(response, max_frame_bytes)), decode, b"")
 
 
 def _frame_limit(response: aiohttp.ClientResponse, given: int | None) -> int:
     return given if given is not None else _LIMITS.get(response, _DEFAULT_LIMITS).frame_bytes
 
 
-async def _frames(
+class FrameStream:
+    """The frames of a streamed response: an async iterator of frames (what a
+    channel type returns in its ``StreamReply``), and :meth:`next_read`, the
+    same frames grouped by the upstream read that completed them, which the
+    relay uses to write each read to the client in one send. ``aclose`` stops it
+    (and closes the upstream connection when the body was not read to its end)."""
+
+    __slots__ = ("_reads", "_pending", "_next")
+
+    def __init__(self, response: aiohttp.ClientResponse, splitter: Splitter, decode: Callable[[bytes], Frame], terminator: bytes) -> None:
+        self._reads = _reads(response, splitter, decode, terminator)
+        self._pending: list[Frame] = []  # frames of the current read not yet taken one by one
+        self._next = 0
+
+    def __aiter__(self) -> FrameStream:
+        return self
+
+    async def __anext__(self) -> Frame:
+        while self._next >= len(self._pending):
+            self._pending, self._next = await self._reads.__anext__(), 0
+        frame = self._pending[self._next]
+        self._next += 1
+        return frame
+
+    async def next_read(self) -> list[Frame]:
+        """The frames of the next upstream read not taken yet (never an empty
+        list); ``StopAsyncIteration`` at the end, as ``__anext__``."""
+        if self._next < len(self._pending):
+            rest = self._pending[self._next :] if self._next else self._pending
+            self._pending, self._next = [], 0
+            return rest
+        return await self._reads.__anext__()
+
+    async def aclose(self) -> None:
+        await self._reads.aclose()
+
+
+def read_by_read(frames: AsyncIterator[Frame]) -> Callable[[], Awaitable[list[Frame]]]:
+    """How to take ``frames`` one upstream read at a time: a :class:`FrameStream`'s
+    reads, any other iterator's frames one by one (``StopAsyncIteration`` at the end)."""
+    if isinstance(frames, FrameStream):
+        return frames.next_read
+
+    async def next_read() -> list[Frame]:
+        return [await frames.__anext__()]
+
+    return next_read
+
+
+async def _reads(
     response: aiohttp.ClientResponse, splitter: Splitter, decode: Callable[[bytes], Frame], terminator: bytes
-) -> AsyncGenerator[Frame, None]:
+) -> AsyncGenerator[list[Frame], None]:
     finished = False
     try:
         async for chunk in response.content.iter_any():
-            for raw in splitter.feed(chunk):
-                yield decode(raw)
+            frames: list[Frame] = []
+            try:
+                for raw in splitter.feed(chunk):
+                    frames.append(decode(raw))
+            except Exception:
+                if frames:  # the frames before the one that failed still go out first
+                    yield frames
+                raise
+            if frames:
+                yield frames
         rest = splitter.flush()
         if rest.strip():
-            yield decode(rest + terminator)
+            yield [decode(rest + terminator)]
         finished = True
     except (TimeoutError, aiohttp.ServerTimeoutError):
         raise UpstreamTimeoutError("the upstream went silent in the middle of the stream") from None

@@ -101,3 +101,56 @@ async def test_a_connection_dropped_mid_stream_is_an_upstream_error(fake_upstrea
     fake.fail_next(Fault(drop_after=2))
     with pytest.raises(UpstreamError, match="dropped in the middle of the stream"):
         await frames_of(fake, cuts(NDJSON, 10), ndjson_frames)
+
+
+SSE_WRITES = [b"data: 1\n\ndata: 2\n\ndata: 3\n\n", b"data: 4\n\n", b"data: 5\n\ndata: BAD\n\ndata: 6\n\n"]
+
+
+def sse_decode(raw: bytes) -> Frame:
+    if b"BAD" in raw:
+        raise UpstreamError("a frame the decoder refuses")
+    return Frame(raw)
+
+
+async def reads_of(fake: Writes, writes: list[bytes]) -> tuple[list[list[bytes]], Exception | None]:
+    """The frames of ``writes`` as ``FrameStream.next_read`` groups them, and the error that ended them."""
+    fake.writes = writes
+    reads: list[list[bytes]] = []
+    async with aiohttp.ClientSession() as session:
+        stream = sse_frames(await session.post(fake.url + "/stream"), sse_decode)
+        try:
+            while True:
+                reads.append([frame.raw for frame in await stream.next_read()])
+        except StopAsyncIteration:
+            return reads, None
+        except UpstreamError as error:
+            return reads, error
+        finally:
+            await stream.aclose()
+
+
+async def test_the_frames_of_one_upstream_read_come_together_and_in_order(fake_upstream):
+    fake = await fake_upstream(Writes(chunk_delay=0.05))
+    reads, error = await reads_of(fake, SSE_WRITES[:2])
+    assert error is None and all(reads)  # never an empty read
+    assert [raw for read in reads for raw in read] == [b"data: 1\n\n", b"data: 2\n\n", b"data: 3\n\n", b"data: 4\n\n"]
+    assert max(len(read) for read in reads) >= 3  # the first write's three frames: one read, so one send
+
+
+async def test_the_frames_before_one_that_fails_to_decode_still_come_first(fake_upstream):
+    fake = await fake_upstream(Writes(chunk_delay=0.05))
+    reads, error = await reads_of(fake, SSE_WRITES)
+    assert isinstance(error, UpstreamError) and "refuses" in error.message
+    assert [raw for read in reads for raw in read] == [b"data: %d\n\n" % n for n in range(1, 6)]
+
+
+async def test_frames_taken_one_by_one_and_by_read_are_the_same_frames(fake_upstream):
+    fake = await fake_upstream(Writes(chunk_delay=0.05))
+    fake.writes = SSE_WRITES[:2]
+    async with aiohttp.ClientSession() as session:
+        stream = sse_frames(await session.post(fake.url + "/stream"), sse_decode)
+        first = await stream.__anext__()  # one frame of the first read ...
+        rest = await stream.next_read()  # ... then what that read left
+        later = [frame.raw async for frame in stream]
+    assert [first.raw, *[frame.raw for frame in rest], *later] == [b"data: %d\n\n" % n for n in range(1, 5)]
+    assert rest and rest[0].raw == b"data: 2\n\n"

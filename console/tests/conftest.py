@@ -181,7 +181,7 @@ class Walk:
         self.page.fill("input[name=name]", name)
         self.page.fill("input[name=password]", password or PASSWORDS[name])
         self.page.click("button[type=submit]")
-        self.page.wait_for_url("**/console/keys")
+        self.page.wait_for_url("**/console/dashboard**")
 
     def accessibility_problems(self) -> list[dict]:
         """axe-core's serious and critical violations on the page as it is now."""

@@ -82,6 +82,7 @@ def test_every_page_is_accessible_and_usable_on_a_phone(walk, seed, users, start
     page_walk.check("login")
     page_walk.sign_in("alice")
     for name, path in (
+        ("dashboard", "/console/dashboard"), ("playground", "/console/playground"),
         ("keys", "/console/keys"), ("key-new", "/console/keys/new"), ("key-edit", f"/console/keys/{key_id}/edit"),
         ("logs", "/console/logs"), ("log-detail", f"/console/logs/{failed}"), ("wallet", "/console/wallet"),
         ("models", "/console/models"), ("tokens", "/console/tokens"), ("quickstart", "/console/quickstart"),
@@ -109,7 +110,7 @@ def test_every_page_is_accessible_and_usable_on_a_phone(walk, seed, users, start
         ("admin-user", f"/console/admin/users/{users['alice']}"), ("admin-groups", "/console/admin/groups"),
         ("admin-prices", "/console/admin/prices"), ("admin-usage", "/console/admin/usage"),
         ("admin-logs", "/console/admin/logs"), ("admin-log-detail", f"/console/admin/logs/{failed}"),
-        ("admin-audit", "/console/admin/audit"),
+        ("admin-audit", "/console/admin/audit"), ("admin-dashboard", "/console/dashboard"),
     ):  # fmt: skip
         page_walk.go(path)
         page_walk.check(name)

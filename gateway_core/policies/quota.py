@@ -11,6 +11,11 @@ use (:mod:`gateway_core.billing.charge`) — is reserved in one store write
 against the user's balance and the key's quota together, or the request is
 refused with 429 ``insufficient_quota`` naming which of the two is short.
 
+When this process's last reservation for the user left a balance that covers
+this one many times over (and the key has no quota and no budgets), the write
+goes beside the upstream call instead of before it; the relay waits for it
+before the answer's first byte (:mod:`gateway_core.reservation`).
+
 The reservation stays on the context (``ctx.charge``); the settlement
 (:mod:`gateway_core.settlement`) prices what the request used into its usage row,
 and the recorder settles it (release the reservation, capture the cost) in the
@@ -28,6 +33,7 @@ from ..errors import InsufficientQuotaError, PermissionDeniedError
 from ..money import format_usd
 from ..policy import Policy
 from ..request_store import HoldRefused
+from ..reservation import BalanceMargins
 from .budget_refusal import budget_refusal
 
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
@@ -43,6 +49,7 @@ class Quota(Policy):
 
     def __init__(self, default_max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS) -> None:
         self.default_max_output_tokens = default_max_output_tokens
+        self.margins = BalanceMargins()  # when the write may go beside the upstream call (reservation.py)
 
     async def admit(self, ctx: RequestContext, services) -> None:
         call = ctx.call
@@ -86,16 +93,29 @@ class Quota(Policy):
             try:
                 if budgets:
                     await services.store.hold_within_budgets(key.user_id, needed, ctx.request_id, key.id, budgets)
+                elif key.quota_micros is None and self.margins.covers(key.user_id, needed):
+                    max_output = hints.max_output_tokens or self.default_max_output_tokens
+                    hold = _hold(services, key.user_id, needed, ctx.request_id, key.id, max_output)
+                    self.margins.start(ctx, key.user_id, needed, hold)  # the relay confirms it before answering
                 else:
-                    await services.store.hold(key.user_id, needed, ctx.request_id, key.id)
+                    self.margins.saw(key.user_id, await services.store.hold(key.user_id, needed, ctx.request_id, key.id))
             except Exception as failed:  # refused, or the write failed: nothing is held
                 ctx.charge = None
+                self.margins.forget(key.user_id)
                 if isinstance(failed, HoldRefused):
                     max_output = hints.max_output_tokens or self.default_max_output_tokens
                     if failed.what == "budget":
                         raise budget_refusal(failed, services.clock(), max_output) from None
                     raise _refusal(failed, max_output) from None
                 raise
+
+
+async def _hold(services, user_id: int, needed: int, request_id: str, key_id: int, max_output: int) -> int:
+    """The reservation written beside the upstream call: its refusal as the client's error."""
+    try:
+        return await services.store.hold(user_id, needed, request_id, key_id)
+    except HoldRefused as refused:
+        raise _refusal(refused, max_output) from None
 
 
 def _refusal(refused: HoldRefused, max_output: int) -> InsufficientQuotaError:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -19,6 +20,20 @@ import orjson
 
 BUSY_TIMEOUT_MS = 5000
 _savepoints = itertools.count(1)
+JOB_SAVEPOINT = "rg_write"  # the savepoint the group-commit writer opens around each of its jobs
+# the writer thread's job in progress: its connection and ``total_changes`` when its savepoint opened
+_writer_job = threading.local()
+
+
+@contextmanager
+def writer_job(conn: sqlite3.Connection) -> Iterator[None]:
+    """Around one job of the group-commit writer, inside its ``SAVEPOINT rg_write``:
+    lets :func:`atomic` use that savepoint while the job has written nothing yet."""
+    _writer_job.state = (conn, conn.total_changes)
+    try:
+        yield
+    finally:
+        _writer_job.state = None
 
 
 def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, query_only: bool = False) -> sqlite3.Connection:
@@ -63,8 +78,21 @@ def commit(conn: sqlite3.Connection, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) 
 @contextmanager
 def atomic(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """Run a block atomically: a savepoint inside an open transaction (the
-    writer's), else its own ``BEGIN IMMEDIATE`` … ``COMMIT`` (the CLI's)."""
+    writer's), else its own ``BEGIN IMMEDIATE`` … ``COMMIT`` (the CLI's).
+
+    A block that begins a writer job's work (nothing written since the job's
+    savepoint opened) needs no savepoint of its own: rolling back to the job's
+    undoes exactly what the block did, as its own would (two statements saved)."""
     if conn.in_transaction:
+        job = getattr(_writer_job, "state", None)
+        if job is not None and job[0] is conn and conn.total_changes == job[1]:
+            try:
+                yield conn
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute(f"ROLLBACK TO {JOB_SAVEPOINT}")
+                raise
+            return
         name = f"rg_atomic_{next(_savepoints)}"
         conn.execute(f"SAVEPOINT {name}")
         try:

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import structlog
 
-from .connection import BUSY_TIMEOUT_MS, begin_immediate, commit
+from .connection import BUSY_TIMEOUT_MS, JOB_SAVEPOINT, begin_immediate, commit, writer_job
 
 log = structlog.get_logger("relaygate.store")
 
@@ -38,6 +38,7 @@ class WriteJob:
 
 
 _STOP = object()
+_SAVEPOINT, _ROLLBACK_TO, _RELEASE = (f"SAVEPOINT {JOB_SAVEPOINT}", f"ROLLBACK TO {JOB_SAVEPOINT}", f"RELEASE {JOB_SAVEPOINT}")
 
 
 @attrs.define
@@ -165,27 +166,48 @@ class GroupCommitWriter:
     def _run_jobs(
         self, conn: sqlite3.Connection, batch: list[WriteJob]
     ) -> tuple[list[tuple[WriteJob, bool, Any]], tuple[WriteJob, bool, Any] | None]:
+        if len(batch) == 1:  # alone in its transaction: the transaction isolates it, no savepoint
+            return self._run_alone(conn, batch[0])
         done: list[tuple[WriteJob, bool, Any]] = []
         for job in batch:
             self.stats.writes += 1
-            conn.execute("SAVEPOINT rg_write")
+            conn.execute(_SAVEPOINT)
             try:
-                result = job.fn(conn, *job.args)
+                with writer_job(conn):
+                    result = job.fn(conn, *job.args)
             except Exception as exc:
                 self.stats.failed += 1
                 if not conn.in_transaction:
                     return done, (job, False, exc)
-                conn.execute("ROLLBACK TO rg_write")
-                conn.execute("RELEASE rg_write")
+                conn.execute(_ROLLBACK_TO)
+                conn.execute(_RELEASE)
                 done.append((job, False, exc))
                 continue
             if not conn.in_transaction:
                 error = RuntimeError(f"write function {_name(job.fn)} ended the writer's transaction")
                 self.stats.failed += 1
                 return done, (job, False, error)
-            conn.execute("RELEASE rg_write")
+            conn.execute(_RELEASE)
             done.append((job, True, result))
         return done, None
+
+    def _run_alone(
+        self, conn: sqlite3.Connection, job: WriteJob
+    ) -> tuple[list[tuple[WriteJob, bool, Any]], tuple[WriteJob, bool, Any] | None]:
+        """A batch of one job: its failure rolls the whole transaction back (the
+        batch then ends with nothing to commit), as its savepoint would have."""
+        self.stats.writes += 1
+        try:
+            result = job.fn(conn, *job.args)
+        except Exception as exc:
+            self.stats.failed += 1
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            return [], (job, False, exc)
+        if not conn.in_transaction:
+            self.stats.failed += 1
+            return [], (job, False, RuntimeError(f"write function {_name(job.fn)} ended the writer's transaction"))
+        return [(job, True, result)], None
 
     def _wake(self, outcomes: list[tuple[WriteJob, bool, Any]]) -> None:
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, bool, Any]]] = {}

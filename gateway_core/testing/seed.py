@@ -93,6 +93,10 @@ class Seed:
         """Credit a user (a ``topup`` ledger row); the new balance."""
         return self._admin(lambda port: port.topup(user_id, amount_micros, note))
 
+    def adjust(self, user_id: int, amount_micros: int, note: str = "test adjustment") -> int:
+        """Change a user's balance by a signed amount (an ``adjustment`` ledger row); the new balance."""
+        return self._admin(lambda port: port.adjust(user_id, amount_micros, note))
+
     def key(self, user_id: int, *, name: str = "test", group: str = "default", **fields: Any) -> tuple[int, str]:
         """A new API key of the user's: ``(id, secret)``. ``fields``: ``quota_micros``,
         ``expires_at``, ``models``, ``allow_ips``, ``limits``."""

@@ -73,7 +73,8 @@ class ChunkDecoder:
         for choice in choices if isinstance(choices, list) else ():
             if isinstance(choice, dict) and choice.get("index", 0) == 0 and not self._finished:
                 self._choice(choice, events)
-        usage = usage_from_wire(chunk.get("usage"))
+        wire_usage = chunk.get("usage")
+        usage = None if wire_usage is None else usage_from_wire(wire_usage)
         if usage is not None:
             events.append(UsageReport(usage))
         return events
@@ -85,22 +86,24 @@ class ChunkDecoder:
 
     def _choice(self, choice: JSON, events: list[StreamEvent]) -> None:
         delta = choice.get("delta")
-        delta = delta if isinstance(delta, dict) else {}
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-        for key, text, part in (
-            ("reasoning", reasoning, ReasoningPart("")),
-            ("text", delta.get("content"), TextPart("")),
-            ("refusal", delta.get("refusal"), TextPart("", _REFUSAL)),
-        ):
-            if isinstance(text, str) and text:
-                events.append(PartDelta(self._index(key, part, events), text))
-        calls = delta.get("tool_calls")
-        for position, call in enumerate(calls if isinstance(calls, list) else ()):
-            if isinstance(call, dict):
-                self._tool_call(call, position, events)
-        legacy = delta.get("function_call")
-        if isinstance(legacy, dict):
-            self._tool_call({"index": "function_call", "function": legacy}, 0, events)
+        if isinstance(delta, dict) and delta:
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if reasoning and isinstance(reasoning, str):
+                events.append(PartDelta(self._index("reasoning", events), reasoning))
+            content = delta.get("content")
+            if content and isinstance(content, str):
+                events.append(PartDelta(self._index("text", events), content))
+            refusal = delta.get("refusal")
+            if refusal and isinstance(refusal, str):
+                events.append(PartDelta(self._index("refusal", events), refusal))
+            calls = delta.get("tool_calls")
+            if calls and isinstance(calls, list):
+                for position, call in enumerate(calls):
+                    if isinstance(call, dict):
+                        self._tool_call(call, position, events)
+            legacy = delta.get("function_call")
+            if isinstance(legacy, dict):
+                self._tool_call({"index": "function_call", "function": legacy}, 0, events)
         finish = choice.get("finish_reason")
         if isinstance(finish, str) and finish:
             events.extend(self._finish(stop_reason_from_wire(finish)))
@@ -117,17 +120,19 @@ class ChunkDecoder:
             name = str(fn.get("name") or "")
             call_id = str(call.get("id") or (name if legacy else f"call_{self._id}_{wire_index}"))
             meta = {"openai_tool_type": "custom"} if custom else {"openai_function_call": True} if legacy else None
-            self._index(key, ToolCallPart(call_id, name, provider_metadata=meta), events)
+            self._index(key, events, ToolCallPart(call_id, name, provider_metadata=meta))
         arguments = fn.get("input" if custom else "arguments")
         if isinstance(arguments, str) and arguments:
             events.append(PartDelta(self._parts[key], arguments))
 
-    def _index(self, key: object, part: Any, events: list[StreamEvent]) -> int:
+    def _index(self, key: object, events: list[StreamEvent], part: Any = None) -> int:
+        """The core index of the part ``key`` names, opened (``part``, or the
+        text-like part ``key`` names) at its first delta."""
         index = self._parts.get(key)
         if index is None:
             index = self._parts[key] = len(self._parts)
             self._open.append(index)
-            events.append(PartStart(index, part))
+            events.append(PartStart(index, part if part is not None else _text_part(key)))
         return index
 
     def _finish(self, reason: Any) -> list[StreamEvent]:
@@ -136,6 +141,12 @@ class ChunkDecoder:
         self._finished = True
         events.append(StreamFinish(reason))
         return events
+
+
+def _text_part(key: object) -> TextPart | ReasoningPart:
+    if key == "reasoning":
+        return ReasoningPart("")
+    return TextPart("", _REFUSAL) if key == "refusal" else TextPart("")
 
 
 @attrs.define
