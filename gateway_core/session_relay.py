@@ -41,6 +41,7 @@ from .outcome import Outcome, answered, end_reason_of
 from .relay import _attempt  # one shape of the attempts for both relays
 from .services import Services
 from .sessions import UpstreamSession
+from .reservation import confirm
 from .settlement import settle
 from .tally import estimate_tokens
 from .tracing import upstream_trace_headers
@@ -71,6 +72,7 @@ class SessionEndpoint:
             ctx.secret = self.protocol.read_key(headers, query)
             ctx.call = self.protocol.parse(self.route, b"", headers, query, scope.get("path_params", {}))
             await self.services.pipeline.admit(ctx, self.services)
+            await confirm(ctx)  # a session answers as it goes: its reservation is known before anything is relayed
             upstream, lease = await self._open(ctx, ctx.call)
         except GatewayError as error:
             await self._refuse(websocket, ctx, error)
@@ -274,6 +276,7 @@ class Session:
         self.usage, self.input_chars, self.output_chars, self.first_token_ms = None, 0, 0, None
         try:
             await self.services.pipeline.admit(ctx, self.services)
+            await confirm(ctx)
         except GatewayError as error:
             await settle(ctx, Outcome(error.status, error=error), self.services)
             return error
