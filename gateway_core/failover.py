@@ -20,6 +20,7 @@ is a 429 with the shortest ``Retry-After`` left, not a 503.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -192,10 +193,10 @@ class AttemptPlan:
         503 naming the model when no channel could be tried."""
         limited = self._rate_limited()
         if limited is not None:
+            wait = max(1, math.ceil(limited))  # whole seconds, rounded up: an upstream's "37" stays 37 a moment later
             return RateLimitError(
-                f"Every channel for the model '{self.model}' is rate limited by its upstream right now; "
-                f"retry in {max(1, round(limited))} s.",
-                code=RATE_LIMITED, retry_after=limited,
+                f"Every channel for the model '{self.model}' is rate limited by its upstream right now; retry in {wait} s.",
+                code=RATE_LIMITED, retry_after=float(wait),
             )
         error = self.last_error
         if error is not None:
