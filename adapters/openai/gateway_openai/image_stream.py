@@ -44,8 +44,9 @@ async def image_frames(response: aiohttp.ClientResponse) -> AsyncGenerator[Frame
             yield frame
     finally:
         await frames.aclose()
-    if events.completed:
-        yield Frame(b"", (StreamFinish(StopReason.END_TURN), *events.usage_report()), terminal=True)
+    last = events.end()
+    if last is not None:
+        yield last
 
 
 class ImageEvents:
@@ -84,6 +85,12 @@ class ImageEvents:
                 )
             events += self.usage_report()
         return Frame(raw, tuple(events))
+
+    def end(self) -> Frame | None:
+        """The frame that finishes a stream the upstream closed: none before a completed event."""
+        if not self.completed:
+            return None
+        return Frame(b"", (StreamFinish(StopReason.END_TURN), *self.usage_report()), terminal=True)
 
     def usage_report(self) -> tuple[UsageReport, ...]:
         return (UsageReport(self._usage),) if self._usage is not None else ()
