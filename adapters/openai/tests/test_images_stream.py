@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
+import attrs
 import openai
 import pytest
 
@@ -102,6 +103,20 @@ async def test_a_partial_image_of_megabytes_passes_under_the_default_frame_limit
     assert len(events[0].b64_json) == 4 * 1024 * 1024
     row = await kit.wait_for_row(seed, stream.response.headers["x-request-id"])
     assert (row["status"], row["end_reason"], row["output_tokens"]) == (200, "done", 372)
+
+
+async def test_a_partial_image_over_a_lowered_frame_limit_ends_the_stream_with_an_error(start_gateway, relaygate_config, world, upstream, seed):
+    limit = 1024 * 1024
+    gateway = start_gateway(attrs.evolve(relaygate_config, max_frame_bytes=limit))
+    client = openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=world[1], max_retries=0)
+    upstream.partial_image_bytes = limit  # 1.33 MiB of base64: over the limit
+    stream = await client.images.generate(model=IMAGE, prompt="a big fox", stream=True, partial_images=1)
+    with pytest.raises(openai.APIError) as caught:
+        async for _ in stream:
+            pass
+    assert f"larger than {limit} bytes" in str(caught.value)
+    row = await kit.wait_for_row(seed, stream.response.headers["x-request-id"])
+    assert (row["end_reason"], row["output_tokens"]) == ("upstream_error", 0)
 
 
 async def test_edit_streams_its_events_and_sends_the_form_intact(client, upstream, seed):
