@@ -14,6 +14,8 @@ names say which channels may take a call as it is (the fast path).
   Responses), images asked for, characters spoken, audio length estimated from
   an upload's size, and the image price variants ``model:size:quality`` and
   ``model:size``.
+- Images may be streamed (``stream: true``, a form field ``stream=true`` for
+  edits), with ``partial_images`` from 0 to 3.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 from gateway_core import BillingHints, Call, InvalidRequestError, MediaUsage, RouteSpec, capped_output, endpoints
 from gateway_core.uploads import Upload
 
-from .media import estimated_audio_ms, image_output_tokens, image_price_variants
+from .media import MAX_PARTIAL_IMAGES, estimated_audio_ms, image_output_tokens, image_price_variants
 from .responses_request import stateful_reason
 
 CHAT_WIRE = "openai.chat"
@@ -115,10 +117,11 @@ def image_generation_call(route: RouteSpec, data: dict[str, Any]) -> Call:
     model = required_model(data)
     if not isinstance(data.get("prompt"), str) or not data["prompt"]:
         raise InvalidRequestError("The request needs a 'prompt' (a non-empty string).", param="prompt")
-    _no_stream(stream_flag(data))
+    stream = stream_flag(data)
     n = _image_count(data.get("n"))
-    billing = _image_hints(model, n, data.get("size"), data.get("quality"))
-    return Call(PROTOCOL, route.endpoint, IMAGES_WIRE, model, False, data, billing=billing)
+    partial = _partial_images(data.get("partial_images"), stream)
+    billing = _image_hints(model, n, data.get("size"), data.get("quality"), partial)
+    return Call(PROTOCOL, route.endpoint, IMAGES_WIRE, model, stream, data, billing=billing)
 
 
 async def image_edit_call(route: RouteSpec, upload: Upload) -> Call:
@@ -126,10 +129,11 @@ async def image_edit_call(route: RouteSpec, upload: Upload) -> Call:
     model = fields.get("model") or ""
     if not model:
         raise InvalidRequestError("The form field 'model' must name a model.", param="model")
-    _no_stream(fields.get("stream", "false").lower() == "true")
+    stream = _form_bool(fields.get("stream"), "stream")
     n = _image_count(_form_int(fields.get("n"), "n"))
-    billing = _image_hints(model, n, fields.get("size"), fields.get("quality"))
-    return Call(PROTOCOL, route.endpoint, IMAGE_EDITS_WIRE, model, False, dict(fields), upload=upload, billing=billing)
+    partial = _partial_images(_form_int(fields.get("partial_images"), "partial_images"), stream)
+    billing = _image_hints(model, n, fields.get("size"), fields.get("quality"), partial)
+    return Call(PROTOCOL, route.endpoint, IMAGE_EDITS_WIRE, model, stream, dict(fields), upload=upload, billing=billing)
 
 
 def speech_call(route: RouteSpec, data: dict[str, Any]) -> Call:
@@ -159,11 +163,11 @@ async def transcription_call(route: RouteSpec, upload: Upload) -> Call:
     return Call(PROTOCOL, route.endpoint, wire, model, stream, dict(fields), options, upload=upload, billing=billing)
 
 
-def _image_hints(model: str, n: int, size: Any, quality: Any) -> BillingHints:
+def _image_hints(model: str, n: int, size: Any, quality: Any, partial_images: int) -> BillingHints:
     size_text = size if isinstance(size, str) else None
     quality_text = quality if isinstance(quality, str) else None
     return BillingHints(
-        max_output_tokens=image_output_tokens(model, size_text, quality_text),  # per image
+        max_output_tokens=image_output_tokens(model, size_text, quality_text, partial_images),  # per image
         media=MediaUsage(images=n),
         price_variants=image_price_variants(model, size_text, quality_text),
     )
@@ -186,10 +190,19 @@ def _form_int(value: str | None, param: str) -> int | None:
         raise InvalidRequestError(f"The form field '{param}' must be an integer.", param=param) from None
 
 
-def _no_stream(stream: bool) -> None:
-    if stream:
-        raise InvalidRequestError(
-            "Streaming image generation (partial images) is not available through this gateway; "
-            "leave 'stream' out to receive the finished images.",
-            param="stream",
-        )
+def _form_bool(value: str | None, param: str) -> bool:
+    if value is None:
+        return False
+    if value.lower() not in ("true", "false"):
+        raise InvalidRequestError(f"The form field '{param}' must be 'true' or 'false'.", param=param)
+    return value.lower() == "true"
+
+
+def _partial_images(value: Any, stream: bool) -> int:
+    """The partial images a streamed image request asks for (0 when not streamed:
+    the upstream sends none then)."""
+    if value is None:
+        return 0
+    if type(value) is not int or not 0 <= value <= MAX_PARTIAL_IMAGES:
+        raise InvalidRequestError(f"'partial_images' must be an integer from 0 to {MAX_PARTIAL_IMAGES}.", param="partial_images")
+    return value if stream else 0

@@ -5,7 +5,7 @@ for embeddings converted from another protocol. Uploads (``images/edits``,
 ``audio/transcriptions``, ``audio/translations``) are streamed on with the
 form's ``model`` field rewritten and their ``Content-Type`` (boundary) kept.
 Answers pass through as the upstream gave them (``b64_json`` and ``url`` images
-alike; a transcription's or translation's ``text``, ``srt``, ``vtt`` or JSON with
+alike, streamed images event by event, :mod:`.image_stream`; a transcription's or translation's ``text``, ``srt``, ``vtt`` or JSON with
 its content type); speech audio is relayed as it arrives.
 """
 
@@ -36,6 +36,7 @@ from gateway_core.upstream_upload import post_upload
 
 from .embeddings import usage_from_wire
 from .error_body import upstream_error_message
+from .image_stream import image_frames
 from .media import images_used, transcription_usage, transcription_used
 from .upstream_io import byte_frames
 
@@ -48,6 +49,7 @@ PATHS = {
     endpoints.AUDIO_TRANSLATIONS: "/v1/audio/translations",
 }
 _TERMINAL_EVENTS = frozenset(("speech.audio.done", "transcript.text.done"))
+_IMAGES = frozenset((endpoints.IMAGES_GENERATIONS, endpoints.IMAGES_EDITS))
 _AUDIO_TEXT = frozenset((endpoints.AUDIO_TRANSCRIPTIONS, endpoints.AUDIO_TRANSLATIONS))  # billed alike
 
 
@@ -63,6 +65,9 @@ async def send_media(exchange: Exchange, headers: dict[str, str]) -> Reply:
         response = await post(exchange, url, headers={**headers, "Content-Type": "application/json"}, body=orjson.dumps(body), error_message=upstream_error_message)
     if call.endpoint == endpoints.AUDIO_SPEECH and not call.options.get("sse"):
         frames = byte_frames(response)
+        return StreamReply(frames=frames, close=frames.aclose)
+    if call.stream and call.endpoint in _IMAGES:
+        frames = image_frames(response)
         return StreamReply(frames=frames, close=frames.aclose)
     if call.stream or call.options.get("sse"):
         frames = sse_frames(response, EventFrames().decode)

@@ -1,5 +1,11 @@
 """The fake OpenAI upstream's embeddings, images and audio (see :mod:`.fake_upstream`).
 
+Streamed images (``stream: true``) come as OpenAI sends them: per image,
+``partial_images`` partial-image events, then a completed event with the image's
+``usage`` (its output tokens 272 and 100 per partial image); the completed events
+wait for ``hold`` (an :class:`asyncio.Event`) when one is given, so a test can
+see the partial images reach the client before the upstream finishes.
+
 Multipart uploads are read part by part and recorded as what arrived: each text
 field's value, each file's field name, file name, content type, size and SHA-256
 (the bytes themselves are not kept).
@@ -16,6 +22,8 @@ from typing import Any
 
 import orjson
 from aiohttp import web
+
+from gateway_core.testing import Fault
 
 JSON = dict[str, Any]
 SPEECH_TYPES = {"mp3": "audio/mpeg", "opus": "audio/opus", "aac": "audio/aac", "flac": "audio/flac", "wav": "audio/wav", "pcm": "audio/pcm"}
@@ -70,6 +78,50 @@ def images(model: str, n: int, response_format: str | None) -> JSON:
         answer["usage"] = {"input_tokens": 12, "input_tokens_details": {"text_tokens": 12, "image_tokens": 0},
                            "output_tokens": 272 * n, "total_tokens": 12 + 272 * n}  # fmt: skip
     return answer
+
+
+def image_events(prefix: str, body: JSON, partial_image_bytes: int) -> tuple[list[JSON], list[JSON]]:
+    """The partial-image events and the completed events of a streamed images answer
+    (``prefix``: ``image_generation`` or ``image_edit``); a partial image is
+    ``partial_image_bytes`` long (0: the 1-pixel PNG)."""
+    n, partials = int(body.get("n") or 1), int(body.get("partial_images") or 0)
+    shape = {"background": "opaque", "output_format": "png", "quality": body.get("quality") or "low",
+             "size": body.get("size") or "1024x1024", "created_at": int(time.time())}  # fmt: skip
+    partial_image = base64.b64encode(bytes(range(256)) * (partial_image_bytes // 256)).decode() if partial_image_bytes else PNG_1PX
+    partial_events, completed = [], []
+    for _ in range(n):
+        for index in range(partials):
+            partial_events.append({"type": f"{prefix}.partial_image", "b64_json": partial_image, "partial_image_index": index, **shape})
+        output = 272 + 100 * partials
+        usage = {"input_tokens": 12, "input_tokens_details": {"text_tokens": 12, "image_tokens": 0},
+                 "output_tokens": output, "total_tokens": 12 + output}  # fmt: skip
+        completed.append({"type": f"{prefix}.completed", "b64_json": PNG_1PX, **shape, "usage": usage})
+    return partial_events, completed
+
+
+async def image_stream(
+    request: web.Request, events: tuple[list[JSON], list[JSON]], hold: asyncio.Event | None, fault: Fault
+) -> web.StreamResponse:
+    """Write the partial images, then (once ``hold`` is set) the completed events,
+    playing ``fault``'s ``drop_after`` (the connection closed) and ``error_after``
+    (OpenAI's ``error`` event, then the end) after that many events."""
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+    await response.prepare(request)
+    partials, completed = events
+    for n, event in enumerate([*partials, *completed]):
+        if n == len(partials) and hold is not None:
+            await hold.wait()
+        if fault.drop_after == n:
+            assert request.transport is not None
+            request.transport.close()
+            return response
+        if fault.error_after == n:
+            error = {"type": "error", "error": {"message": "fake failure mid-stream", "type": "server_error", "code": None, "param": None}}
+            await response.write(b"event: error\ndata: " + orjson.dumps(error) + b"\n\n")
+            break
+        await response.write(b"event: " + event["type"].encode() + b"\ndata: " + orjson.dumps(event) + b"\n\n")
+    await response.write_eof()
+    return response
 
 
 async def speech(request: web.Request, body: JSON, chunk_delay: float) -> web.StreamResponse:

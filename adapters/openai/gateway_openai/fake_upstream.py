@@ -8,7 +8,7 @@ mid-stream, a slow first byte, malformed JSON. Like OpenAI, it refuses ``max_tok
 on chat for its reasoning models (names starting ``o1``/``o3``/``o4``/``gpt-5``).
 It also serves ``/v1/responses`` (:mod:`.fake_responses`), ``/v1/embeddings``,
 ``/v1/images/generations``, ``/v1/images/edits``, ``/v1/audio/speech`` and
-``/v1/audio/transcriptions`` (:mod:`.fake_media`), and ``/v1/completions``,
+``/v1/audio/transcriptions`` (:mod:`.fake_media`; images streamed too, with partial images), and ``/v1/completions``,
 ``/v1/moderations``, ``/v1/audio/translations`` and rerank (``/v1/rerank`` in
 Jina's shape, ``/v2/rerank`` in Cohere's) (:mod:`.fake_text`); multipart requests
 are recorded as the fields and files that arrived.
@@ -16,6 +16,7 @@ are recorded as the fields and files that arrived.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -39,6 +40,8 @@ class FakeOpenAI(FakeUpstream):
     report_usage: bool = True  # False: answers carry no usage (as some compatible servers do)
     cached_tokens: int = 0  # prompt tokens the usage reports as read from the prompt cache
     kept: dict[str, Any] = attrs.field(factory=dict)  # stored Responses answers, by id (GET/DELETE /v1/responses/{id})
+    image_hold: asyncio.Event | None = None  # streamed images: the completed events wait for it
+    partial_image_bytes: int = 0  # streamed images: the size of each partial image (0: a 1-pixel PNG)
 
     malformed_body = b'{"id": "chatcmpl-broken", "choices": ['
 
@@ -116,13 +119,19 @@ class FakeOpenAI(FakeUpstream):
 
     async def images(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
-        _, refusal = await self.admit(request, body)
+        fault, refusal = await self.admit(request, body)
+        if refusal is None and body.get("stream"):
+            events = fake_media.image_events("image_generation", body, self.partial_image_bytes)
+            return await fake_media.image_stream(request, events, self.image_hold, fault)
         return refusal or self.answer(fake_media.images(body.get("model") or "", int(body.get("n") or 1), body.get("response_format")))
 
     async def image_edits(self, request: web.Request) -> web.StreamResponse:
         form = await fake_media.read_form(request)
-        _, refusal = await self.admit(request, form)
+        fault, refusal = await self.admit(request, form)
         fields = form["fields"]
+        if refusal is None and fields.get("stream") == "true":
+            events = fake_media.image_events("image_edit", fields, self.partial_image_bytes)
+            return await fake_media.image_stream(request, events, self.image_hold, fault)
         return refusal or self.answer(fake_media.images(fields.get("model", ""), int(fields.get("n") or 1), fields.get("response_format")))
 
     async def speech(self, request: web.Request) -> web.StreamResponse:

@@ -7,7 +7,8 @@
 - An image request reserves, per image asked for, the output tokens its size and
   quality are billed (:func:`image_output_tokens`: OpenAI's table for
   ``gpt-image-*``; none for ``dall-e-*``, billed per image only; the gateway's
-  default cap for other models), not a cap meant for text.
+  default cap for other models), not a cap meant for text, and 100 more for each
+  partial image a stream asks for (``partial_images``: OpenAI bills each so).
 - Speech is billed per character of ``input``.
 - A transcription is billed by what the upstream reports: the tokens of its
   ``usage`` (``type: "tokens"``), else the seconds of its ``usage``
@@ -58,22 +59,26 @@ IMAGE_OUTPUT_TOKENS = {
     "medium": {"1024x1024": 1056, "1024x1536": 1584, "1536x1024": 1568},
     "high": {"1024x1024": 4160, "1024x1536": 6240, "1536x1024": 6208},
 }
+PARTIAL_IMAGE_OUTPUT_TOKENS = 100  # each partial image of a stream, on top of the image's own
+MAX_PARTIAL_IMAGES = 3
 TOKEN_BILLED_IMAGES = "gpt-image"
 IMAGE_PRICED_IMAGES = "dall-e"
 
 
-def image_output_tokens(model: str, size: str | None, quality: str | None) -> int | None:
+def image_output_tokens(model: str, size: str | None, quality: str | None, partial_images: int = 0) -> int | None:
     """The most output tokens one image of ``model`` at ``size`` and ``quality`` is
     billed: from the table for token-billed models (``auto`` or another quality: the
-    highest; ``auto`` or another size: the largest), 0 for models billed per image
-    only, ``None`` (the gateway's default cap) for models this does not know."""
+    highest; ``auto`` or another size: the largest) plus
+    :data:`PARTIAL_IMAGE_OUTPUT_TOKENS` per partial image streamed, 0 for models
+    billed per image only, ``None`` (the gateway's default cap) for models this does
+    not know."""
     name = model.lower()
     if name.startswith(IMAGE_PRICED_IMAGES):
         return 0
     if not name.startswith(TOKEN_BILLED_IMAGES):
         return None
     by_size = IMAGE_OUTPUT_TOKENS.get(quality or "", IMAGE_OUTPUT_TOKENS["high"])
-    return by_size.get(size or "", max(by_size.values()))
+    return by_size.get(size or "", max(by_size.values())) + PARTIAL_IMAGE_OUTPUT_TOKENS * partial_images
 
 
 def speech_content_type(response_format: str) -> str:
@@ -89,11 +94,14 @@ def images_used(answer: JSON) -> tuple[MediaUsage, Usage | None]:
     """The images an images answer returned, and the tokens it reports (if any)."""
     data = answer.get("data")
     images = len(data) if isinstance(data, list) else 0
-    usage = answer.get("usage")
-    tokens = None
-    if isinstance(usage, dict):
-        tokens = Usage(input_tokens=_int(usage.get("input_tokens")), output_tokens=_int(usage.get("output_tokens")))
-    return MediaUsage(images=images), tokens
+    return MediaUsage(images=images), image_tokens(answer.get("usage"))
+
+
+def image_tokens(usage: Any) -> Usage | None:
+    """The tokens an images answer's (or completed stream event's) ``usage`` reports."""
+    if not isinstance(usage, dict):
+        return None
+    return Usage(input_tokens=_int(usage.get("input_tokens")), output_tokens=_int(usage.get("output_tokens")))
 
 
 def transcription_used(body: bytes, content_type: str, upload_size: int) -> tuple[MediaUsage, Usage]:

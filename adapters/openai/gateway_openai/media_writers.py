@@ -4,9 +4,10 @@
   content type of the requested ``response_format`` (the one OpenAI answers
   with). A stream the upstream breaks just ends: audio has no error frame.
 - :class:`EventsWriter`: a server-sent-events answer (speech with
-  ``stream_format: "sse"``, a transcription with ``stream: true``) forwarded frame
-  by frame, its last event (``speech.audio.done``, ``transcript.text.done``) held
-  until the request is recorded; a broken stream ends with an ``error`` event.
+  ``stream_format: "sse"``, a transcription or images with ``stream: true``) forwarded frame
+  by frame, its last event (``speech.audio.done``, ``transcript.text.done``; none
+  for images: their stream ends when the upstream closes it) held until the
+  request is recorded; a broken stream ends with an ``error`` event.
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from gateway_core.key_header import bearer_key
 from gateway_core.model import ChatResponse, CoreRequest, CoreResponse, EmbeddingsResponse
 
 from . import calls, embeddings, realtime
-from .calls import CHAT_WIRE, EMBEDDINGS_WIRE, RESPONSES_WIRE, SPEECH_WIRE, TRANSCRIPTIONS_WIRE
+from .calls import CHAT_WIRE, EMBEDDINGS_WIRE, IMAGE_EDITS_WIRE, IMAGES_WIRE, RESPONSES_WIRE, SPEECH_WIRE, TRANSCRIPTIONS_WIRE
 from .chat_request import request_from_wire
 from .chat_response import response_to_wire
 from .chat_writers import ConvertedChunks, PassthroughChunks
@@ -148,7 +148,7 @@ class OpenAIProtocol(ClientProtocol):
             return ResponsesWriter(call, passthrough)
         if call.wire == SPEECH_WIRE and not call.options.get("sse"):
             return AudioWriter(speech_content_type(str(call.options.get("response_format"))))
-        if call.wire in (SPEECH_WIRE, TRANSCRIPTIONS_WIRE):
+        if call.wire in (SPEECH_WIRE, TRANSCRIPTIONS_WIRE, IMAGES_WIRE, IMAGE_EDITS_WIRE):
             return EventsWriter()
         include_usage = bool(call.options.get("include_usage"))
         if passthrough:

@@ -132,8 +132,3 @@ async def test_images_for_a_model_without_an_images_channel_are_404(client):
     with pytest.raises(openai.NotFoundError):
         await client.images.edit(model=CLAUDE, image=("a.png", b"x", "image/png"), prompt="x")
 
-
-async def test_streaming_images_are_refused_clearly(client):
-    with pytest.raises(openai.BadRequestError) as caught:
-        await client.images.generate(model=IMAGE, prompt="x", stream=True)
-    assert caught.value.param == "stream"
