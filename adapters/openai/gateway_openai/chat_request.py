@@ -71,6 +71,9 @@ OPENAI_PARAMS = frozenset(
     "service_tier stop store stream_options temperature tool_choice tools top_logprobs top_p user verbosity "
     "web_search_options".split()
 )
+_SHARED_VALUES = {  # parameters other protocols name alike, with values of their own (Anthropic's "standard_only")
+    "service_tier": lambda value: value in ("auto", "default", "flex", "scale", "priority"),
+}
 _INTERPRETED = frozenset(
     "model messages tools tool_choice parallel_tool_calls max_tokens temperature top_p stop stream user".split()
 )
@@ -351,7 +354,7 @@ def request_to_wire(request: ChatRequest, model: str, *, all_extra: bool = False
     if request.stop:
         out["stop"] = list(request.stop)
     for key, value in request.extra.items():
-        if all_extra or key in OPENAI_PARAMS:
+        if all_extra or (key in OPENAI_PARAMS and _SHARED_VALUES.get(key, lambda v: True)(value)):
             out.setdefault(key, value)  # the core fields above win over extras
     options = out.pop("stream_options", None)
     if request.stream:

@@ -156,6 +156,14 @@ def test_extra_fields(examples) -> None:
     assert request.parallel_tool_calls is False and request.max_tokens == 500
 
 
+def test_a_service_tier_openai_does_not_know_stays_behind() -> None:
+    """An Anthropic client's ``service_tier: "standard_only"`` rides in ``extra``;
+    OpenAI refuses that value, so only OpenAI's own tiers are written."""
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    assert "service_tier" not in request_to_wire(request_from_wire({**body, "service_tier": "standard_only"}), "gpt-4o")
+    assert request_to_wire(request_from_wire({**body, "service_tier": "flex"}), "gpt-4o")["service_tier"] == "flex"
+
+
 def test_opaque_parts_are_kept(examples) -> None:
     request = request_from_wire(examples.json("chat_request_opaque_parts.json"))
     user, refusal, reasoning, empty = request.messages
