@@ -3,18 +3,33 @@
 - **Concurrency caps**: a channel's requests in flight are leases in a sorted
   set, counted by the rate limiter's own script (subject ``channel``): a cap of
   2 is 2 across all replicas; a killed replica's leases expire.
-- **Breakers**: each replica counts consecutive failures itself; when one opens
-  a breaker (a channel's, or an upstream key's), one script stores the state in
-  ``{prefix}:br:{channel}:{slot}`` (expiring after the cool-down and a margin),
-  drops any probe claim and publishes it; every replica then holds the breaker
-  open for the same cool-down. A close is stored and published the same way.
+- **Consecutive failures** of a closed breaker (a channel's, or an upstream
+  key's) are counted in ``{prefix}:bf:{channel}:{slot}``: one script per failure
+  increments it (it expires :data:`FAILURE_MEMORY` seconds after the latest
+  failure) and, when it reaches ``breaker_failures``, opens the breaker as below
+  and drops the count; else it publishes the count, which every replica keeps as
+  its breaker's ``failures``. So failures spread over any number of replicas
+  open the breaker after ``breaker_failures`` in all. A success deletes the
+  count (and publishes that) only when this replica's ``failures`` says there is
+  one: a success with nothing counted costs no round trip. The price: a success
+  on a replica that has not yet heard of a failure counted elsewhere (within the
+  publish's latency, or while its subscription was broken) leaves that count
+  standing.
+- **Breakers**: when a breaker opens (on the count above, or at once: a
+  half-open probe's failure, an upstream's ``Retry-After``), one script stores
+  the state in ``{prefix}:br:{channel}:{slot}`` (expiring after the cool-down
+  and a margin), drops any probe claim and count and publishes it; every replica
+  then holds the breaker open for the same cool-down. A close is stored and
+  published the same way.
 - **One probe**: when a cool-down ends, a replica sends the half-open probe only
   after claiming ``{prefix}:bp:{channel}:{slot}`` (``SET NX`` with an expiry of
   the attempt's timeouts). The others skip the channel and look again a second
   later, by when the probe's outcome has usually been published.
 
 Redis unreachable: see :mod:`gateway_core.ratelimit.faults` (``breakers`` open:
-the replica probes on its own; closed: it skips a channel due for a probe;
+the replica probes on its own; closed: it skips a channel due for a probe; either
+way a failure that could not be counted in Redis is counted by the replica alone,
+which opens the breaker at ``breaker_failures`` of its own;
 ``channel_concurrency`` open: the per-process cap only; closed: 503).
 """
 
@@ -28,6 +43,7 @@ import orjson
 import redis.asyncio as aioredis
 import structlog
 
+from ..breaker import CLOSED
 from ..errors import GatewayError
 from ..ratelimit.faults import BREAKERS, RedisFaults
 from ..ratelimit.redis import UNREACHABLE, RedisRateLimiter
@@ -45,22 +61,49 @@ log = structlog.get_logger("relaygate.shared")
 PROBE_RECHECK = 1.0  # seconds a replica that lost the probe claim waits before looking again
 REPORT_EVERY = 1.0  # seconds between two reports of this process's requests in flight per channel
 STATE_MARGIN = 60.0  # seconds a breaker's stored state outlives its cool-down
+FAILURE_MEMORY = 600.0  # seconds a count of consecutive failures outlives its latest failure
 
-# KEYS: state, probe claim. ARGV: events channel, the message, cool-down, failures, error.
+# KEYS: count, state, probe claim. ARGV: events channel, threshold, cooldown, the
+# count's lifetime (ms), state margin, error, the open message's head and tail, the
+# count message's head and tail (the count goes between). Returns {count, opened}.
+_FAIL = """
+local count = redis.call('INCR', KEYS[1])
+if count < tonumber(ARGV[2]) then
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  redis.call('PUBLISH', ARGV[1], ARGV[9] .. count .. ARGV[10])
+  return {count, 0}
+end
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local cooldown = tonumber(ARGV[3])
+redis.call('HSET', KEYS[2], 'until', string.format('%.6f', now + cooldown), 'failures', count, 'error', ARGV[6])
+redis.call('PEXPIRE', KEYS[2], math.ceil((cooldown + tonumber(ARGV[5])) * 1000))
+redis.call('DEL', KEYS[1], KEYS[3])
+redis.call('PUBLISH', ARGV[1], ARGV[7] .. count .. ARGV[8])
+return {count, 1}
+"""
+
+# KEYS: count. ARGV: events channel, the message. Publishes only when there was a count.
+_RESET = """
+if redis.call('DEL', KEYS[1]) == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end
+return 1
+"""
+
+# KEYS: state, probe claim, count. ARGV: events channel, the message, cool-down, failures, error, margin.
 _OPEN = """
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
 local cooldown = tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], 'until', string.format('%.6f', now + cooldown), 'failures', ARGV[4], 'error', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], math.ceil((cooldown + tonumber(ARGV[6])) * 1000))
-redis.call('DEL', KEYS[2])
+redis.call('DEL', KEYS[2], KEYS[3])
 redis.call('PUBLISH', ARGV[1], ARGV[2])
 return 1
 """
 
-# KEYS: state, probe claim. ARGV: events channel, the message.
+# KEYS: state, probe claim, count. ARGV: events channel, the message.
 _CLOSE = """
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 redis.call('PUBLISH', ARGV[1], ARGV[2])
 return 1
 """
@@ -116,6 +159,9 @@ class SharedHealth:
         self._close = client.register_script(_CLOSE)
         self._unclaim = client.register_script(_UNCLAIM)
         self._snapshot = client.register_script(_SNAPSHOT)
+        self._count = client.register_script(_FAIL)
+        self._reset = client.register_script(_RESET)
+        self.failure_resets = 0  # counts this replica asked Redis to drop
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reporter: asyncio.Future[None] | None = None
         self.probes_claimed = 0
@@ -124,6 +170,9 @@ class SharedHealth:
     def _keys(self, channel_id: int, slot: str) -> tuple[str, str]:
         tail = f"{channel_id}:{slot or '-'}"
         return f"{self._prefix}:br:{tail}", f"{self._prefix}:bp:{tail}"
+
+    def _count_key(self, channel_id: int, slot: str) -> str:
+        return f"{self._prefix}:bf:{channel_id}:{slot or '-'}"
 
     # --- taking a channel -------------------------------------------------------
 
@@ -276,16 +325,51 @@ class SharedHealth:
         """A breaker of this replica opened or closed: store it and tell the others."""
         channel = lease.route.channel
         state, claim = self._keys(channel.id, slot)
-        # the channel's name and the key's position: for the others' breaker gauges
-        event = {"k": events.BREAKER, "c": channel.id, "s": slot, "n": channel.name,
-                 "i": "channel" if slot == CHANNEL_SLOT else str(lease.key_index), "open": is_open, "o": self.origin}  # fmt: skip
+        count = self._count_key(channel.id, slot)
+        event = self._breaker_event(lease, slot, is_open)
         if is_open:
             left = max(0.0, breaker.until - self.board.clock())
             event.update(left=left, failures=breaker.failures, error=breaker.last_error or "")
             args = [self.channel, orjson.dumps(event), repr(left), breaker.failures, breaker.last_error or "", repr(STATE_MARGIN)]
-            self._spawn(self._run(self._open, [state, claim], args))
+            self._spawn(self._run(self._open, [state, claim, count], args))
         else:
-            self._spawn(self._run(self._close, [state, claim], [self.channel, orjson.dumps(event)]))
+            self._spawn(self._run(self._close, [state, claim, count], [self.channel, orjson.dumps(event)]))
+
+    def _breaker_event(self, lease: Lease, slot: str, is_open: bool) -> dict[str, Any]:
+        channel = lease.route.channel
+        # the channel's name and the key's position: for the others' breaker gauges
+        return {"k": events.BREAKER, "c": channel.id, "s": slot, "n": channel.name,
+                "i": "channel" if slot == CHANNEL_SLOT else str(lease.key_index), "open": is_open, "o": self.origin}  # fmt: skip
+
+    def count_failure(self, lease: Lease, slot: str, breaker: Breaker) -> None:
+        """A failure of the closed ``breaker`` (``slot``: the channel's or a key's
+        fingerprint): count it across replicas; the board hears the count
+        (:meth:`~gateway_core.health.HealthBoard.counted`)."""
+        self._spawn(self._count_failure(lease, slot, breaker))
+
+    async def _count_failure(self, lease: Lease, slot: str, breaker: Breaker) -> None:
+        channel_id = lease.route.channel.id
+        state, claim = self._keys(channel_id, slot)
+        error = breaker.last_error or ""
+        opened = self._breaker_event(lease, slot, True)
+        opened.update(left=self.board.cooldown, error=error)
+        opened_head = orjson.dumps(opened)[:-1] + b',"failures":'
+        counted_head = orjson.dumps({"k": events.FAILURES, "c": channel_id, "s": slot, "o": self.origin})[:-1] + b',"f":'
+        args: list[Any] = [self.channel, self.board.failures, repr(self.board.cooldown), int(FAILURE_MEMORY * 1000), repr(STATE_MARGIN),
+                error, opened_head, b"}", counted_head, b"}"]  # fmt: skip
+        try:
+            count, is_open = await self._count(keys=[self._count_key(channel_id, slot), state, claim], args=args)
+        except UNREACHABLE as error_:
+            self.faults.record(BREAKERS, error_, opened=True)
+            self.board.counted(lease, slot, breaker, None, False)
+            return
+        self.board.counted(lease, slot, breaker, int(count), bool(is_open))
+
+    def reset_failures(self, channel_id: int, slot: str) -> None:
+        """A success where failures were counted: drop the count on every replica."""
+        self.failure_resets += 1
+        message = orjson.dumps({"k": events.FAILURES, "c": channel_id, "s": slot, "f": 0, "o": self.origin})
+        self._spawn(self._run(self._reset, [self._count_key(channel_id, slot)], [self.channel, message]))
 
     def key_disabled(self, channel_id: int, api_key: str) -> None:
         """An upstream refused one of the channel's keys here: the others skip it at once."""
@@ -319,6 +403,12 @@ class SharedHealth:
             secret = self.find_key(channel_id, slot)
             if secret is not None:
                 health.recently_disabled[secret] = self.board.clock()
+            return
+        if event["k"] == events.FAILURES:  # the consecutive failures counted so far (0: reset)
+            count = int(event.get("f") or 0)
+            breaker = self._breaker(channel_id, slot, create=count > 0)
+            if breaker is not None and breaker.state is CLOSED:
+                breaker.failures = count
             return
         breaker = self._breaker(channel_id, slot, create=bool(event.get("open")))
         if breaker is None:
