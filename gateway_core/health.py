@@ -4,7 +4,7 @@ Each channel, and each upstream key of a channel, has a circuit breaker:
 
 - **closed**: attempts go through. ``failures`` consecutive failures open it
   (counted across replicas when Redis is configured: see
-  :mod:`gateway_core.shared.health`).
+  :mod:`gateway_core.shared.failures`).
 - **open**: no attempt for ``cooldown`` seconds.
 - **half-open**: the cool-down is over; ONE attempt (the probe) goes through.
   Its success closes the breaker, its failure opens it again.
@@ -252,7 +252,7 @@ class HealthBoard:
                 if breaker.succeed():
                     self._report(lease, key_fingerprint(lease.api_key), breaker)
                 elif counted and self.shared is not None:
-                    self.shared.reset_failures(lease.route.channel.id, key_fingerprint(lease.api_key))
+                    self.shared.failures.reset(lease.route.channel.id, key_fingerprint(lease.api_key))
 
     def _channel_alive(self, lease: Lease, head: bool = False) -> None:
         """The channel answered. A stream's head does not erase the failures
@@ -300,23 +300,17 @@ class HealthBoard:
         return False
 
     def _fail(self, lease: Lease, slot: str, breaker: Breaker, now: float, message: str, hold: float | None = None) -> None:
-        """Count a failure against ``breaker`` (the channel's or a key's). A
-        closed breaker's consecutive failures are counted in Redis when it is
-        configured (:meth:`counted` hears whether that opened it); an open or
-        half-open breaker, or a failure that holds it open for ``hold`` seconds,
-        opens here at once."""
+        """A failure of ``breaker`` (the channel's or a key's): counted in Redis
+        when the breaker is closed and Redis configured (then :meth:`counted`), else here."""
         if self.shared is not None and breaker.state is CLOSED and not hold:
             breaker.count(message)  # this replica's hint, until Redis answers
-            self.shared.count_failure(lease, slot, breaker)
+            self.shared.failures.count(lease, slot, breaker)
         elif breaker.fail(now, self.failures, self.cooldown, message, hold):
             self._opened(lease, slot, breaker)
 
     def counted(self, lease: Lease, slot: str, breaker: Breaker, count: int | None, opened: bool) -> None:
-        """Redis counted a failure told by :meth:`_fail`: ``count`` consecutive
-        failures of the channel (or key) across replicas; ``opened`` when that
-        reached the threshold and opened the breaker for every replica. ``count``
-        is ``None`` when Redis could not be reached: this replica's own count
-        decides then."""
+        """Redis counted a failure of :meth:`_fail`: ``count`` in a row across
+        replicas, ``opened`` everywhere at the threshold; ``None``: unreachable, the local count decides."""
         if breaker.state is not CLOSED:
             return  # opened meanwhile (by another replica, or a probe's failure here)
         if count is None:
@@ -336,11 +330,10 @@ class HealthBoard:
         self._report(lease, slot, breaker, tell_others=tell_others)
 
     def _reset(self, lease: Lease, breaker: Breaker) -> None:
-        """The channel's closed breaker saw a success: no consecutive failures
-        any more, here and (with Redis) on every replica."""
+        """A success of the channel's closed breaker: no failures in a row any more, on every replica."""
         breaker.failures = 0
         if self.shared is not None:
-            self.shared.reset_failures(lease.route.channel.id, CHANNEL_SLOT)
+            self.shared.failures.reset(lease.route.channel.id, CHANNEL_SLOT)
 
     def stream_ended(self, lease: Lease, error: GatewayError | None, done: bool) -> None:
         """A stream whose head arrived ended: ``done`` (whole), broken by ``error``,

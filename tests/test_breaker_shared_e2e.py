@@ -120,10 +120,10 @@ async def test_a_success_on_any_replica_resets_the_count(world, redis_client, re
     # four failures in all, never three in a row: the breaker never opened
     assert {breaker(g).state for g in gateways} == {"closed"} and len(flaky.requests) == 6
     # successes with nothing counted cost no Redis call: only C's two resets were sent
-    resets = [g.services.health.shared.failure_resets for g in gateways]
+    resets = [g.services.health.shared.failures.resets for g in gateways]
     for n in range(6):
         assert await chat(gateways[n % 3], secret, stream=n % 2 == 0) == ECHO
-    assert [g.services.health.shared.failure_resets for g in gateways] == resets == [0, 0, 2]
+    assert [g.services.health.shared.failures.resets for g in gateways] == resets == [0, 0, 2]
 
 
 async def test_a_keys_rate_limits_are_counted_across_replicas(world, redis_prefix, redis_client):

@@ -3,18 +3,8 @@
 - **Concurrency caps**: a channel's requests in flight are leases in a sorted
   set, counted by the rate limiter's own script (subject ``channel``): a cap of
   2 is 2 across all replicas; a killed replica's leases expire.
-- **Consecutive failures** of a closed breaker (a channel's, or an upstream
-  key's) are counted in ``{prefix}:bf:{channel}:{slot}``: one script per failure
-  increments it (it expires :data:`FAILURE_MEMORY` seconds after the latest
-  failure) and, when it reaches ``breaker_failures``, opens the breaker as below
-  and drops the count; else it publishes the count, which every replica keeps as
-  its breaker's ``failures``. So failures spread over any number of replicas
-  open the breaker after ``breaker_failures`` in all. A success deletes the
-  count (and publishes that) only when this replica's ``failures`` says there is
-  one: a success with nothing counted costs no round trip. The price: a success
-  on a replica that has not yet heard of a failure counted elsewhere (within the
-  publish's latency, or while its subscription was broken) leaves that count
-  standing.
+- **Consecutive failures** of a closed breaker are counted in Redis too
+  (:mod:`gateway_core.shared.failures`).
 - **Breakers**: when a breaker opens (on the count above, or at once: a
   half-open probe's failure, an upstream's ``Retry-After``), one script stores
   the state in ``{prefix}:br:{channel}:{slot}`` (expiring after the cool-down
@@ -43,7 +33,6 @@ import orjson
 import redis.asyncio as aioredis
 import structlog
 
-from ..breaker import CLOSED
 from ..errors import GatewayError
 from ..ratelimit.faults import BREAKERS, RedisFaults
 from ..ratelimit.redis import UNREACHABLE, RedisRateLimiter
@@ -51,6 +40,7 @@ from ..ratelimit.state import LimitExceeded, Subject
 from ..records import RateLimits, key_fingerprint
 from ..request_store import CHANNEL_SLOT
 from . import events
+from .failures import SharedFailures
 
 if TYPE_CHECKING:
     from ..health import Breaker, HealthBoard, Lease
@@ -61,34 +51,6 @@ log = structlog.get_logger("relaygate.shared")
 PROBE_RECHECK = 1.0  # seconds a replica that lost the probe claim waits before looking again
 REPORT_EVERY = 1.0  # seconds between two reports of this process's requests in flight per channel
 STATE_MARGIN = 60.0  # seconds a breaker's stored state outlives its cool-down
-FAILURE_MEMORY = 600.0  # seconds a count of consecutive failures outlives its latest failure
-
-# KEYS: count, state, probe claim. ARGV: events channel, threshold, cooldown, the
-# count's lifetime (ms), state margin, error, the open message's head and tail, the
-# count message's head and tail (the count goes between). Returns {count, opened}.
-_FAIL = """
-local count = redis.call('INCR', KEYS[1])
-if count < tonumber(ARGV[2]) then
-  redis.call('PEXPIRE', KEYS[1], ARGV[4])
-  redis.call('PUBLISH', ARGV[1], ARGV[9] .. count .. ARGV[10])
-  return {count, 0}
-end
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
-local cooldown = tonumber(ARGV[3])
-redis.call('HSET', KEYS[2], 'until', string.format('%.6f', now + cooldown), 'failures', count, 'error', ARGV[6])
-redis.call('PEXPIRE', KEYS[2], math.ceil((cooldown + tonumber(ARGV[5])) * 1000))
-redis.call('DEL', KEYS[1], KEYS[3])
-redis.call('PUBLISH', ARGV[1], ARGV[7] .. count .. ARGV[8])
-return {count, 1}
-"""
-
-# KEYS: count. ARGV: events channel, the message. Publishes only when there was a count.
-_RESET = """
-if redis.call('DEL', KEYS[1]) == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end
-return 1
-"""
-
 # KEYS: state, probe claim, count. ARGV: events channel, the message, cool-down, failures, error, margin.
 _OPEN = """
 local clock = redis.call('TIME')
@@ -159,20 +121,15 @@ class SharedHealth:
         self._close = client.register_script(_CLOSE)
         self._unclaim = client.register_script(_UNCLAIM)
         self._snapshot = client.register_script(_SNAPSHOT)
-        self._count = client.register_script(_FAIL)
-        self._reset = client.register_script(_RESET)
-        self.failure_resets = 0  # counts this replica asked Redis to drop
+        self.failures = SharedFailures(self, client, prefix, margin=STATE_MARGIN)  # consecutive failures counted across replicas
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reporter: asyncio.Future[None] | None = None
         self.probes_claimed = 0
         self.probes_lost = 0
 
-    def _keys(self, channel_id: int, slot: str) -> tuple[str, str]:
+    def keys(self, channel_id: int, slot: str) -> tuple[str, str]:
         tail = f"{channel_id}:{slot or '-'}"
         return f"{self._prefix}:br:{tail}", f"{self._prefix}:bp:{tail}"
-
-    def _count_key(self, channel_id: int, slot: str) -> str:
-        return f"{self._prefix}:bf:{channel_id}:{slot or '-'}"
 
     # --- taking a channel -------------------------------------------------------
 
@@ -223,7 +180,7 @@ class SharedHealth:
         return None
 
     async def _claim_probe(self, lease: Lease, slot: str) -> bool:
-        _, claim = self._keys(lease.route.channel.id, slot)
+        _, claim = self.keys(lease.route.channel.id, slot)
         timeouts = lease.route.timeouts
         ttl_ms = int((timeouts.connect + timeouts.first_byte + 1.0) * 1000)
         try:
@@ -258,9 +215,9 @@ class SharedHealth:
             self.slots.release_nowait(permit)
         channel_id = lease.route.channel.id
         if lease.channel_probe:
-            self._spawn(self._drop_claim(self._keys(channel_id, CHANNEL_SLOT)[1]))
+            self.spawn(self._drop_claim(self.keys(channel_id, CHANNEL_SLOT)[1]))
         if lease.key_probe:
-            self._spawn(self._drop_claim(self._keys(channel_id, key_fingerprint(lease.api_key))[1]))
+            self.spawn(self._drop_claim(self.keys(channel_id, key_fingerprint(lease.api_key))[1]))
 
     async def _drop_claim(self, claim: str) -> None:
         try:
@@ -324,59 +281,29 @@ class SharedHealth:
     def changed(self, lease: Lease, slot: str, breaker: Breaker, is_open: bool) -> None:
         """A breaker of this replica opened or closed: store it and tell the others."""
         channel = lease.route.channel
-        state, claim = self._keys(channel.id, slot)
-        count = self._count_key(channel.id, slot)
-        event = self._breaker_event(lease, slot, is_open)
+        state, claim = self.keys(channel.id, slot)
+        count = self.failures.key(channel.id, slot)
+        event = self.breaker_event(lease, slot, is_open)
         if is_open:
             left = max(0.0, breaker.until - self.board.clock())
             event.update(left=left, failures=breaker.failures, error=breaker.last_error or "")
             args = [self.channel, orjson.dumps(event), repr(left), breaker.failures, breaker.last_error or "", repr(STATE_MARGIN)]
-            self._spawn(self._run(self._open, [state, claim, count], args))
+            self.spawn(self.run(self._open, [state, claim, count], args))
         else:
-            self._spawn(self._run(self._close, [state, claim, count], [self.channel, orjson.dumps(event)]))
+            self.spawn(self.run(self._close, [state, claim, count], [self.channel, orjson.dumps(event)]))
 
-    def _breaker_event(self, lease: Lease, slot: str, is_open: bool) -> dict[str, Any]:
+    def breaker_event(self, lease: Lease, slot: str, is_open: bool) -> dict[str, Any]:
         channel = lease.route.channel
         # the channel's name and the key's position: for the others' breaker gauges
         return {"k": events.BREAKER, "c": channel.id, "s": slot, "n": channel.name,
                 "i": "channel" if slot == CHANNEL_SLOT else str(lease.key_index), "open": is_open, "o": self.origin}  # fmt: skip
 
-    def count_failure(self, lease: Lease, slot: str, breaker: Breaker) -> None:
-        """A failure of the closed ``breaker`` (``slot``: the channel's or a key's
-        fingerprint): count it across replicas; the board hears the count
-        (:meth:`~gateway_core.health.HealthBoard.counted`)."""
-        self._spawn(self._count_failure(lease, slot, breaker))
-
-    async def _count_failure(self, lease: Lease, slot: str, breaker: Breaker) -> None:
-        channel_id = lease.route.channel.id
-        state, claim = self._keys(channel_id, slot)
-        error = breaker.last_error or ""
-        opened = self._breaker_event(lease, slot, True)
-        opened.update(left=self.board.cooldown, error=error)
-        opened_head = orjson.dumps(opened)[:-1] + b',"failures":'
-        counted_head = orjson.dumps({"k": events.FAILURES, "c": channel_id, "s": slot, "o": self.origin})[:-1] + b',"f":'
-        args: list[Any] = [self.channel, self.board.failures, repr(self.board.cooldown), int(FAILURE_MEMORY * 1000), repr(STATE_MARGIN),
-                error, opened_head, b"}", counted_head, b"}"]  # fmt: skip
-        try:
-            count, is_open = await self._count(keys=[self._count_key(channel_id, slot), state, claim], args=args)
-        except UNREACHABLE as error_:
-            self.faults.record(BREAKERS, error_, opened=True)
-            self.board.counted(lease, slot, breaker, None, False)
-            return
-        self.board.counted(lease, slot, breaker, int(count), bool(is_open))
-
-    def reset_failures(self, channel_id: int, slot: str) -> None:
-        """A success where failures were counted: drop the count on every replica."""
-        self.failure_resets += 1
-        message = orjson.dumps({"k": events.FAILURES, "c": channel_id, "s": slot, "f": 0, "o": self.origin})
-        self._spawn(self._run(self._reset, [self._count_key(channel_id, slot)], [self.channel, message]))
-
     def key_disabled(self, channel_id: int, api_key: str) -> None:
         """An upstream refused one of the channel's keys here: the others skip it at once."""
         event = {"k": events.KEY_DISABLED, "c": channel_id, "s": key_fingerprint(api_key), "o": self.origin}
-        self._spawn(self._publish(event))
+        self.spawn(self._publish(event))
 
-    async def _run(self, script: Any, keys: list[str], args: list[Any]) -> None:
+    async def run(self, script: Any, keys: list[str], args: list[Any]) -> None:
         try:
             await script(keys=keys, args=args)
         except UNREACHABLE as error:
@@ -388,7 +315,7 @@ class SharedHealth:
         except UNREACHABLE as error:
             self.faults.record(BREAKERS, error, opened=True)
 
-    def _spawn(self, work: Any) -> None:
+    def spawn(self, work: Any) -> None:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -404,13 +331,10 @@ class SharedHealth:
             if secret is not None:
                 health.recently_disabled[secret] = self.board.clock()
             return
-        if event["k"] == events.FAILURES:  # the consecutive failures counted so far (0: reset)
-            count = int(event.get("f") or 0)
-            breaker = self._breaker(channel_id, slot, create=count > 0)
-            if breaker is not None and breaker.state is CLOSED:
-                breaker.failures = count
+        if event["k"] == events.FAILURES:
+            self.failures.apply(channel_id, slot, int(event.get("f") or 0))
             return
-        breaker = self._breaker(channel_id, slot, create=bool(event.get("open")))
+        breaker = self.breaker(channel_id, slot, create=bool(event.get("open")))
         if breaker is None:
             return
         is_open = bool(event.get("open"))
@@ -422,7 +346,7 @@ class SharedHealth:
         if metrics is not None and event.get("n"):
             metrics.breaker(str(event["n"]), str(event.get("i") or "channel"), is_open)
 
-    def _breaker(self, channel_id: int, slot: str, *, create: bool) -> Breaker | None:
+    def breaker(self, channel_id: int, slot: str, *, create: bool) -> Breaker | None:
         health = self.board.health(channel_id)
         if slot == CHANNEL_SLOT:
             return health.breaker
@@ -455,7 +379,7 @@ class SharedHealth:
         for i in range(1, len(answer), 4):
             key = answer[i].decode() if isinstance(answer[i], bytes) else str(answer[i])
             channel_text, _, slot = key[head:].partition(":")
-            breaker = self._breaker(int(channel_text), "" if slot == "-" else slot, create=True)
+            breaker = self.breaker(int(channel_text), "" if slot == "-" else slot, create=True)
             if breaker is not None:
                 error = answer[i + 3].decode() if isinstance(answer[i + 3], bytes) else str(answer[i + 3])
                 self._hold_open(breaker, max(0.0, float(answer[i + 1]) - now), int(answer[i + 2]), error)
