@@ -173,3 +173,20 @@ async def test_with_redis_away_each_replica_counts_its_own_failures(private_redi
         assert breaker(a).failures == 1 and int(await client.get(f"shared-breaker-away:bf:{FLAKY}:-")) == 1  # Redis counted it alone
     finally:
         await client.aclose()
+
+
+async def test_a_replica_started_after_failures_takes_their_count(start_gateway, seed, fake_upstream, redis_client, redis_prefix):
+    flaky, backup = await fake_upstream(FakeOpenAI()), await fake_upstream(FakeOpenAI())
+    seed.channel("flaky", type="openai", base_url=flaky.url, models=[MODEL], priority=10)
+    seed.channel("backup", type="openai", base_url=backup.url, models=[MODEL])
+    _, secret = seed.key(seed.user("alice"))
+    a = start_gateway()
+    flaky.fail_next(Fault(status=500), Fault(status=500))
+    for n in range(2):
+        assert await chat(a, secret) == ECHO
+    await until(lambda: breaker(a).failures == 2, "A never heard its count")
+    late = start_gateway()  # it missed the published counts: it reads them when it subscribes
+    await until(lambda: breaker(late).failures == 2, "the late replica never read the count")
+    assert await chat(late, secret) == ECHO  # its success resets the count for all
+    await until(lambda: breaker(a).failures == 0, "the late replica's success never reset A's count")
+    assert await redis_client.exists(f"{redis_prefix}:bf:{FLAKY}:-") == 0 and len(flaky.requests) == 3

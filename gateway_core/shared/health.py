@@ -383,6 +383,7 @@ class SharedHealth:
             if breaker is not None:
                 error = answer[i + 3].decode() if isinstance(answer[i + 3], bytes) else str(answer[i + 3])
                 self._hold_open(breaker, max(0.0, float(answer[i + 1]) - now), int(answer[i + 2]), error)
+        await self.failures.resync()
 
     async def close(self) -> None:
         if self._reporter is not None:
