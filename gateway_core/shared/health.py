@@ -51,6 +51,7 @@ log = structlog.get_logger("relaygate.shared")
 PROBE_RECHECK = 1.0  # seconds a replica that lost the probe claim waits before looking again
 REPORT_EVERY = 1.0  # seconds between two reports of this process's requests in flight per channel
 STATE_MARGIN = 60.0  # seconds a breaker's stored state outlives its cool-down
+
 # KEYS: state, probe claim, count. ARGV: events channel, the message, cool-down, failures, error, margin.
 _OPEN = """
 local clock = redis.call('TIME')
