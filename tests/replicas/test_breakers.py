@@ -41,7 +41,8 @@ async def count(redis_client: Any, redis_prefix: str) -> int | None:
     """The channel's consecutive failures counted in Redis (``None``: no count)."""
     keys = [key async for key in redis_client.scan_iter(match=f"{redis_prefix}:bf:*")]
     assert len(keys) <= 1
-    return int(await redis_client.get(keys[0])) if keys else None
+    value = await redis_client.get(keys[0]) if keys else None
+    return None if value is None else int(value)  # (deleted between the scan and the read: none)
 
 
 async def breaker_open(world: Cluster, replica: int) -> bool:
