@@ -45,12 +45,22 @@ class Breaker:
 
     def fail(self, now: float, threshold: int, cooldown: float, message: str, hold: float | None = None) -> bool:
         """Record a failure; ``True`` when that opened the breaker."""
+        self.count(message)
+        if self.state is not CLOSED or self.failures >= threshold or hold:
+            self.trip(now, hold or cooldown)
+            return True
+        return False
+
+    def count(self, message: str) -> None:
+        """Count a failure without deciding whether it opens the breaker (where
+        the count is shared, the shared count decides)."""
         self.failures += 1
         self.last_error = message
         self.probing = False
-        if self.state is not CLOSED or self.failures >= threshold or hold:
-            self.state = OPEN
-            self.opened_at = now
-            self.until = now + (hold or cooldown)
-            return True
-        return False
+
+    def trip(self, now: float, period: float) -> None:
+        """Open for ``period`` seconds from ``now``."""
+        self.state = OPEN
+        self.probing = False
+        self.opened_at = now
+        self.until = now + period

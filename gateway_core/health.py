@@ -2,7 +2,9 @@
 
 Each channel, and each upstream key of a channel, has a circuit breaker:
 
-- **closed**: attempts go through. ``failures`` consecutive failures open it.
+- **closed**: attempts go through. ``failures`` consecutive failures open it
+  (counted across replicas when Redis is configured: see
+  :mod:`gateway_core.shared.failures`).
 - **open**: no attempt for ``cooldown`` seconds.
 - **half-open**: the cool-down is over; ONE attempt (the probe) goes through.
   Its success closes the breaker, its failure opens it again.
@@ -245,8 +247,12 @@ class HealthBoard:
         if health.keys:
             breaker = health.keys.get(lease.api_key)
             lease.key_probe = False
-            if breaker is not None and breaker.succeed():
-                self._report(lease, key_fingerprint(lease.api_key), breaker)
+            if breaker is not None:
+                counted = breaker.state is CLOSED and breaker.failures
+                if breaker.succeed():
+                    self._report(lease, key_fingerprint(lease.api_key), breaker)
+                elif counted and self.shared is not None:
+                    self.shared.failures.reset(lease.route.channel.id, key_fingerprint(lease.api_key))
 
     def _channel_alive(self, lease: Lease, head: bool = False) -> None:
         """The channel answered. A stream's head does not erase the failures
@@ -257,7 +263,7 @@ class HealthBoard:
         lease.channel_probe = False
         if breaker.state is CLOSED:
             if breaker.failures and not head:
-                breaker.failures = 0
+                self._reset(lease, breaker)
             return
         lease.on_trial = head
         if breaker.succeed():
@@ -287,15 +293,47 @@ class HealthBoard:
                 breaker = health.keys[lease.api_key] = Breaker()
             lease.key_probe = False
             hold = min(error.retry_after, MAX_RETRY_AFTER) if error.retry_after else None
-            if breaker.fail(now, self.failures, self.cooldown, message, hold):
-                self._report(lease, key_fingerprint(lease.api_key), breaker)
+            self._fail(lease, key_fingerprint(lease.api_key), breaker, now, message, hold)
             return True
         lease.channel_probe = False
-        if health.breaker.fail(now, self.failures, self.cooldown, message):
-            log.warning("circuit breaker open", channel=lease.route.channel.name, cooldown_s=self.cooldown,
-                        failures=health.breaker.failures, error=message)  # fmt: skip
-            self._report(lease, CHANNEL_SLOT, health.breaker)
+        self._fail(lease, CHANNEL_SLOT, health.breaker, now, message)
         return False
+
+    def _fail(self, lease: Lease, slot: str, breaker: Breaker, now: float, message: str, hold: float | None = None) -> None:
+        """A failure of ``breaker`` (the channel's or a key's): counted in Redis
+        when the breaker is closed and Redis configured (then :meth:`counted`), else here."""
+        if self.shared is not None and breaker.state is CLOSED and not hold:
+            breaker.count(message)  # this replica's hint, until Redis answers
+            self.shared.failures.count(lease, slot, breaker)
+        elif breaker.fail(now, self.failures, self.cooldown, message, hold):
+            self._opened(lease, slot, breaker)
+
+    def counted(self, lease: Lease, slot: str, breaker: Breaker, count: int | None, opened: bool) -> None:
+        """Redis counted a failure of :meth:`_fail`: ``count`` in a row across
+        replicas, ``opened`` everywhere at the threshold; ``None``: unreachable, the local count decides."""
+        if breaker.state is not CLOSED:
+            return  # opened meanwhile (by another replica, or a probe's failure here)
+        if count is None:
+            if breaker.failures >= self.failures:
+                breaker.trip(self.clock(), self.cooldown)
+                self._opened(lease, slot, breaker)
+            return
+        breaker.failures = count
+        if opened:
+            breaker.trip(self.clock(), self.cooldown)
+            self._opened(lease, slot, breaker, tell_others=False)  # the script told them
+
+    def _opened(self, lease: Lease, slot: str, breaker: Breaker, *, tell_others: bool = True) -> None:
+        if slot == CHANNEL_SLOT:
+            log.warning("circuit breaker open", channel=lease.route.channel.name, cooldown_s=self.cooldown,
+                        failures=breaker.failures, error=breaker.last_error)  # fmt: skip
+        self._report(lease, slot, breaker, tell_others=tell_others)
+
+    def _reset(self, lease: Lease, breaker: Breaker) -> None:
+        """A success of the channel's closed breaker: no failures in a row any more, on every replica."""
+        breaker.failures = 0
+        if self.shared is not None:
+            self.shared.failures.reset(lease.route.channel.id, CHANNEL_SLOT)
 
     def stream_ended(self, lease: Lease, error: GatewayError | None, done: bool) -> None:
         """A stream whose head arrived ended: ``done`` (whole), broken by ``error``,
@@ -303,7 +341,7 @@ class HealthBoard:
         if error is not None:
             self.stream_failed(lease, error)
         elif done and lease.health.breaker.failures and lease.health.breaker.state is CLOSED:
-            lease.health.breaker.failures = 0
+            self._reset(lease, lease.health.breaker)
         lease.on_trial = False
 
     def stream_failed(self, lease: Lease, error: GatewayError) -> None:
@@ -315,10 +353,7 @@ class HealthBoard:
             health = lease.health
             message = redact(error.message, lease.api_key)[:300]
             hold = self.cooldown if lease.on_trial else None
-            if health.breaker.fail(self.clock(), self.failures, self.cooldown, message, hold):
-                log.warning("circuit breaker open", channel=lease.route.channel.name, cooldown_s=self.cooldown,
-                            failures=health.breaker.failures, error=message, stream=True)  # fmt: skip
-                self._report(lease, CHANNEL_SLOT, health.breaker)
+            self._fail(lease, CHANNEL_SLOT, health.breaker, self.clock(), message, hold)
         lease.on_trial = False
 
     def _disable_key(self, lease: Lease, error: GatewayError, now: float) -> None:
@@ -334,12 +369,12 @@ class HealthBoard:
         if self.shared is not None:
             self.shared.key_disabled(channel.id, lease.api_key)
 
-    def _report(self, lease: Lease, slot: str, breaker: Breaker) -> None:
+    def _report(self, lease: Lease, slot: str, breaker: Breaker, *, tell_others: bool = True) -> None:
         is_open = breaker.state is OPEN
         if self.metrics is not None:
             key = "channel" if slot == CHANNEL_SLOT else str(lease.key_index)
             self.metrics.breaker(lease.route.channel.name, key, is_open)
-        if self.shared is not None:
+        if self.shared is not None and tell_others:
             self.shared.changed(lease, slot, breaker, is_open)
         if self._store is None:
             return

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("relaygate.shared")
 
 KEY, USER, KEYS, GROUP, CHANNELS, PRICES = "key", "user", "keys", "group", "channels", "prices"
-BREAKER, KEY_DISABLED = "breaker", "key_disabled"
+BREAKER, KEY_DISABLED, FAILURES = "breaker", "key_disabled", "failures"
 
 
 def message(kind: str, ident: int | None = None) -> dict[str, Any]:
@@ -48,7 +48,7 @@ def apply(services: Services, event: dict[str, Any], origin: str) -> None:
     elif kind == PRICES:
         if prices is not None:
             prices.invalidate()
-    elif kind in (BREAKER, KEY_DISABLED):
+    elif kind in (BREAKER, KEY_DISABLED, FAILURES):
         shared = services.health.shared
         if shared is not None and event.get("o") != origin:
             shared.apply(event)

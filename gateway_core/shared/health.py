@@ -3,18 +3,23 @@
 - **Concurrency caps**: a channel's requests in flight are leases in a sorted
   set, counted by the rate limiter's own script (subject ``channel``): a cap of
   2 is 2 across all replicas; a killed replica's leases expire.
-- **Breakers**: each replica counts consecutive failures itself; when one opens
-  a breaker (a channel's, or an upstream key's), one script stores the state in
-  ``{prefix}:br:{channel}:{slot}`` (expiring after the cool-down and a margin),
-  drops any probe claim and publishes it; every replica then holds the breaker
-  open for the same cool-down. A close is stored and published the same way.
+- **Consecutive failures** of a closed breaker are counted in Redis too
+  (:mod:`gateway_core.shared.failures`).
+- **Breakers**: when a breaker opens (on the count above, or at once: a
+  half-open probe's failure, an upstream's ``Retry-After``), one script stores
+  the state in ``{prefix}:br:{channel}:{slot}`` (expiring after the cool-down
+  and a margin), drops any probe claim and count and publishes it; every replica
+  then holds the breaker open for the same cool-down. A close is stored and
+  published the same way.
 - **One probe**: when a cool-down ends, a replica sends the half-open probe only
   after claiming ``{prefix}:bp:{channel}:{slot}`` (``SET NX`` with an expiry of
   the attempt's timeouts). The others skip the channel and look again a second
   later, by when the probe's outcome has usually been published.
 
 Redis unreachable: see :mod:`gateway_core.ratelimit.faults` (``breakers`` open:
-the replica probes on its own; closed: it skips a channel due for a probe;
+the replica probes on its own; closed: it skips a channel due for a probe; either
+way a failure that could not be counted in Redis is counted by the replica alone,
+which opens the breaker at ``breaker_failures`` of its own;
 ``channel_concurrency`` open: the per-process cap only; closed: 503).
 """
 
@@ -35,6 +40,7 @@ from ..ratelimit.state import LimitExceeded, Subject
 from ..records import RateLimits, key_fingerprint
 from ..request_store import CHANNEL_SLOT
 from . import events
+from .failures import SharedFailures
 
 if TYPE_CHECKING:
     from ..health import Breaker, HealthBoard, Lease
@@ -46,21 +52,21 @@ PROBE_RECHECK = 1.0  # seconds a replica that lost the probe claim waits before 
 REPORT_EVERY = 1.0  # seconds between two reports of this process's requests in flight per channel
 STATE_MARGIN = 60.0  # seconds a breaker's stored state outlives its cool-down
 
-# KEYS: state, probe claim. ARGV: events channel, the message, cool-down, failures, error.
+# KEYS: state, probe claim, count. ARGV: events channel, the message, cool-down, failures, error, margin.
 _OPEN = """
 local clock = redis.call('TIME')
 local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
 local cooldown = tonumber(ARGV[3])
 redis.call('HSET', KEYS[1], 'until', string.format('%.6f', now + cooldown), 'failures', ARGV[4], 'error', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], math.ceil((cooldown + tonumber(ARGV[6])) * 1000))
-redis.call('DEL', KEYS[2])
+redis.call('DEL', KEYS[2], KEYS[3])
 redis.call('PUBLISH', ARGV[1], ARGV[2])
 return 1
 """
 
-# KEYS: state, probe claim. ARGV: events channel, the message.
+# KEYS: state, probe claim, count. ARGV: events channel, the message.
 _CLOSE = """
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
 redis.call('PUBLISH', ARGV[1], ARGV[2])
 return 1
 """
@@ -116,12 +122,13 @@ class SharedHealth:
         self._close = client.register_script(_CLOSE)
         self._unclaim = client.register_script(_UNCLAIM)
         self._snapshot = client.register_script(_SNAPSHOT)
+        self.failures = SharedFailures(self, client, prefix, margin=STATE_MARGIN)  # consecutive failures counted across replicas
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reporter: asyncio.Future[None] | None = None
         self.probes_claimed = 0
         self.probes_lost = 0
 
-    def _keys(self, channel_id: int, slot: str) -> tuple[str, str]:
+    def keys(self, channel_id: int, slot: str) -> tuple[str, str]:
         tail = f"{channel_id}:{slot or '-'}"
         return f"{self._prefix}:br:{tail}", f"{self._prefix}:bp:{tail}"
 
@@ -174,7 +181,7 @@ class SharedHealth:
         return None
 
     async def _claim_probe(self, lease: Lease, slot: str) -> bool:
-        _, claim = self._keys(lease.route.channel.id, slot)
+        _, claim = self.keys(lease.route.channel.id, slot)
         timeouts = lease.route.timeouts
         ttl_ms = int((timeouts.connect + timeouts.first_byte + 1.0) * 1000)
         try:
@@ -209,9 +216,9 @@ class SharedHealth:
             self.slots.release_nowait(permit)
         channel_id = lease.route.channel.id
         if lease.channel_probe:
-            self._spawn(self._drop_claim(self._keys(channel_id, CHANNEL_SLOT)[1]))
+            self.spawn(self._drop_claim(self.keys(channel_id, CHANNEL_SLOT)[1]))
         if lease.key_probe:
-            self._spawn(self._drop_claim(self._keys(channel_id, key_fingerprint(lease.api_key))[1]))
+            self.spawn(self._drop_claim(self.keys(channel_id, key_fingerprint(lease.api_key))[1]))
 
     async def _drop_claim(self, claim: str) -> None:
         try:
@@ -275,24 +282,29 @@ class SharedHealth:
     def changed(self, lease: Lease, slot: str, breaker: Breaker, is_open: bool) -> None:
         """A breaker of this replica opened or closed: store it and tell the others."""
         channel = lease.route.channel
-        state, claim = self._keys(channel.id, slot)
-        # the channel's name and the key's position: for the others' breaker gauges
-        event = {"k": events.BREAKER, "c": channel.id, "s": slot, "n": channel.name,
-                 "i": "channel" if slot == CHANNEL_SLOT else str(lease.key_index), "open": is_open, "o": self.origin}  # fmt: skip
+        state, claim = self.keys(channel.id, slot)
+        count = self.failures.key(channel.id, slot)
+        event = self.breaker_event(lease, slot, is_open)
         if is_open:
             left = max(0.0, breaker.until - self.board.clock())
             event.update(left=left, failures=breaker.failures, error=breaker.last_error or "")
             args = [self.channel, orjson.dumps(event), repr(left), breaker.failures, breaker.last_error or "", repr(STATE_MARGIN)]
-            self._spawn(self._run(self._open, [state, claim], args))
+            self.spawn(self.run(self._open, [state, claim, count], args))
         else:
-            self._spawn(self._run(self._close, [state, claim], [self.channel, orjson.dumps(event)]))
+            self.spawn(self.run(self._close, [state, claim, count], [self.channel, orjson.dumps(event)]))
+
+    def breaker_event(self, lease: Lease, slot: str, is_open: bool) -> dict[str, Any]:
+        channel = lease.route.channel
+        # the channel's name and the key's position: for the others' breaker gauges
+        return {"k": events.BREAKER, "c": channel.id, "s": slot, "n": channel.name,
+                "i": "channel" if slot == CHANNEL_SLOT else str(lease.key_index), "open": is_open, "o": self.origin}  # fmt: skip
 
     def key_disabled(self, channel_id: int, api_key: str) -> None:
         """An upstream refused one of the channel's keys here: the others skip it at once."""
         event = {"k": events.KEY_DISABLED, "c": channel_id, "s": key_fingerprint(api_key), "o": self.origin}
-        self._spawn(self._publish(event))
+        self.spawn(self._publish(event))
 
-    async def _run(self, script: Any, keys: list[str], args: list[Any]) -> None:
+    async def run(self, script: Any, keys: list[str], args: list[Any]) -> None:
         try:
             await script(keys=keys, args=args)
         except UNREACHABLE as error:
@@ -304,7 +316,7 @@ class SharedHealth:
         except UNREACHABLE as error:
             self.faults.record(BREAKERS, error, opened=True)
 
-    def _spawn(self, work: Any) -> None:
+    def spawn(self, work: Any) -> None:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -320,7 +332,10 @@ class SharedHealth:
             if secret is not None:
                 health.recently_disabled[secret] = self.board.clock()
             return
-        breaker = self._breaker(channel_id, slot, create=bool(event.get("open")))
+        if event["k"] == events.FAILURES:
+            self.failures.apply(channel_id, slot, int(event.get("f") or 0))
+            return
+        breaker = self.breaker(channel_id, slot, create=bool(event.get("open")))
         if breaker is None:
             return
         is_open = bool(event.get("open"))
@@ -332,7 +347,7 @@ class SharedHealth:
         if metrics is not None and event.get("n"):
             metrics.breaker(str(event["n"]), str(event.get("i") or "channel"), is_open)
 
-    def _breaker(self, channel_id: int, slot: str, *, create: bool) -> Breaker | None:
+    def breaker(self, channel_id: int, slot: str, *, create: bool) -> Breaker | None:
         health = self.board.health(channel_id)
         if slot == CHANNEL_SLOT:
             return health.breaker
@@ -365,10 +380,11 @@ class SharedHealth:
         for i in range(1, len(answer), 4):
             key = answer[i].decode() if isinstance(answer[i], bytes) else str(answer[i])
             channel_text, _, slot = key[head:].partition(":")
-            breaker = self._breaker(int(channel_text), "" if slot == "-" else slot, create=True)
+            breaker = self.breaker(int(channel_text), "" if slot == "-" else slot, create=True)
             if breaker is not None:
                 error = answer[i + 3].decode() if isinstance(answer[i + 3], bytes) else str(answer[i + 3])
                 self._hold_open(breaker, max(0.0, float(answer[i + 1]) - now), int(answer[i + 2]), error)
+        await self.failures.resync()
 
     async def close(self) -> None:
         if self._reporter is not None:
