@@ -12,6 +12,7 @@ from gateway_core.ratelimit import SignInThrottled, SignInThrottleUnavailable
 from gateway_core.secrets import hash_password, verify_password
 
 from .. import queries
+from ..i18n import _
 from ..forms import text
 from ..sessions import CSRF_FIELD, MOUNT_PATH, SESSION_COOKIE, SIGNIN_COOKIE, new_token, session_id
 from ..web import Ctx, now, page, safe_next
@@ -56,7 +57,7 @@ async def sign_in_page(ctx: Ctx) -> Response:
 async def sign_in(ctx: Ctx) -> Response:
     form = ctx.form
     if not ctx.signer.check_signin_csrf(ctx.request.cookies.get(SIGNIN_COOKIE), form.get(CSRF_FIELD)):
-        return ctx.error(403, "The sign-in form's security token is missing or wrong: reload the page and try again.")
+        return ctx.error(403, _("The sign-in form's security token is missing or wrong: reload the page and try again."))
     name = text(form, "name", max_length=200)
     password = str(form.get("password") or "")
     address = ctx.services.client_address(ctx.request.scope) or "unknown"
@@ -116,9 +117,9 @@ async def account(ctx: Ctx) -> Response:
     current, new, again = (str(form.get(n) or "") for n in ("current", "new", "again"))
     record = await queries.sign_in_record(ctx.sql, ctx.user.name)
     if not record or not await asyncio.to_thread(verify_password, current, record[1]):
-        return ctx.render("account.html", status=400, error="The current password is wrong.")
+        return ctx.render("account.html", status=400, error=_("The current password is wrong."))
     if len(new) < users.MIN_PASSWORD or new != again:
-        error = f"The new password needs {users.MIN_PASSWORD} characters or more, typed the same twice."
+        error = _("The new password needs %(count)s characters or more, typed the same twice.", count=users.MIN_PASSWORD)
         return ctx.render("account.html", status=400, error=error)
     await users.set_password(ctx.admin, ctx.user.id, new)  # ends every session of the user's, this one too
     await ctx.audit("user.password", f"user {ctx.user.id}", None, {"password": "changed"})
