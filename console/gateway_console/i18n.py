@@ -155,3 +155,19 @@ def by_title(by: str) -> str:
 
 def by_column(by: str) -> str:
     return _(BREAKDOWNS[by][1]) if by in BREAKDOWNS else by
+
+
+SCRIPT_MESSAGES = (  # the texts the console's scripts show, given to them in each page ({name}: a value)
+    N_("Copied"), N_("Select and copy by hand"), N_("Hide the table"), N_("Show the figures as a table"), N_("Total: {value}"),
+    N_("(no model for this key)"), N_("You"), N_("Assistant"), N_("Paste the key's secret first."),
+    N_('That secret is not the key "{name}" (its secret starts with {prefix}).'), N_("This key can use no model."), N_("Stopped."),
+    N_("Tokens"), N_("Cost"), N_("Request id"), N_("{input} in · {output} out"), N_("{amount} USD"), N_("not logged yet"),
+    N_("The gateway answered {status}"),
+)
+
+
+def script_messages() -> dict[str, str]:
+    """The scripts' texts in the current language (none for English: the scripts' own)."""
+    if current() is DEFAULT:
+        return {}
+    return {message: gettext_(message) for message in SCRIPT_MESSAGES}

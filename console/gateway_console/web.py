@@ -70,7 +70,7 @@ def page_values(request: Request) -> dict[str, Any]:
     """What base.html needs besides a view's values: the language and the switch's links."""
     params = [(name, value) for name, value in request.query_params.multi_items() if name not in (i18n.LANG_PARAM, "done")]
     switch = [(language, request.url.path + "?" + urlencode([*params, (i18n.LANG_PARAM, language.code)])) for language in i18n.LANGUAGES]
-    return {"lang": i18n.current(), "languages": switch}
+    return {"lang": i18n.current(), "languages": switch, "script_messages": i18n.script_messages()}
 
 
 def remember_language(request: Request, response: Response) -> Response:

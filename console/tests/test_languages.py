@@ -3,6 +3,7 @@ no English left outside it, and the language chosen by the browser, a link or a 
 
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -16,7 +17,7 @@ from gateway_console.web import TEMPLATES
 from .conftest import ARGS, CHROMIUM, PASSWORDS  # noqa: F401  (the chromium fixture needs Debian's Chromium)
 
 TEMPLATE_DIR = Path(TEMPLATES.loader.searchpath[0])  # type: ignore[attr-defined]
-PLACEHOLDER = re.compile(r"%\([a-z_]+\)s")
+PLACEHOLDER = re.compile(r"%\([a-z_]+\)s|\{[a-z_]+\}")  # templates' and Python's, and the scripts'
 WORD = re.compile(r"[A-Za-z]{2,}")
 
 
@@ -161,6 +162,8 @@ async def test_signed_in_pages_and_form_errors_in_chinese(browsers):
     alice = await browsers("alice")
     _, page = await alice.get("/console/dashboard?lang=zh_Hans")
     assert html_lang(page) == "zh-Hans" and "仪表盘" in page and "退出登录" in page
+    shipped = re.search(r'<script type="application/json" id="console-messages">(.*?)</script>', page)
+    assert shipped and json.loads(shipped.group(1))["Hide the table"] == "隐藏表格", "the scripts' texts come with the page"
     _, page = await alice.get("/console/wallet")
     assert "钱包" in page and "兑换码" in page
     assert re.search(r'id="balance"[^>]*>10\.00</strong> USD', page), "money is formatted as in English"
@@ -170,7 +173,7 @@ async def test_signed_in_pages_and_form_errors_in_chinese(browsers):
     status, page = await alice.post("/console/keys/new", {"name": "x" * 500, "group": "default"}, csrf_from="/console/keys/new")
     assert status == 400 and "名称太长：500 个字符，最多" in page
     _, page = await alice.get("/console/dashboard?lang=en")
-    assert html_lang(page) == "en" and "Dashboard" in page and "仪表盘" not in page
+    assert html_lang(page) == "en" and "Dashboard" in page and "仪表盘" not in page and "console-messages" not in page
 
 
 @pytest.mark.usefixtures("users")
