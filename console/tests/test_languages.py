@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from babel.messages.pofile import read_po
 
+from gateway_console.i18n import DEFAULT, LANGUAGES
 from gateway_console.messages import extract, po_path
 from gateway_console.web import TEMPLATES
 
@@ -21,13 +22,14 @@ PLACEHOLDER = re.compile(r"%\([a-z_]+\)s|\{[a-z_]+\}")  # templates' and Python'
 WORD = re.compile(r"[A-Za-z]{2,}")
 
 
-def chinese_catalogue():
-    with po_path("zh_Hans").open("rb") as po:
-        return read_po(po, locale="zh_Hans")
+def catalogue_of(code: str):
+    with po_path(code).open("rb") as po:
+        return read_po(po, locale=code)
 
 
-def test_every_message_has_a_chinese_translation():
-    catalogue = chinese_catalogue()
+@pytest.mark.parametrize("code", [language.code for language in LANGUAGES if language is not DEFAULT])
+def test_every_message_has_a_translation(code):
+    catalogue = catalogue_of(code)
     missing, empty, fuzzy, wrong = [], [], [], []
     for message in extract():
         if not message.id:
@@ -45,8 +47,8 @@ def test_every_message_has_a_chinese_translation():
         if any(sorted(PLACEHOLDER.findall(source)) != sorted(PLACEHOLDER.findall(s)) for s in strings):
             wrong.append(message.id)
     hint = "run `python -m gateway_console.messages` in console/ and translate the new messages"
-    assert not missing, f"not in the Chinese catalogue ({hint}): {missing}"
-    assert not empty, f"no Chinese translation: {empty}"
+    assert not missing, f"not in the catalogue ({hint}): {missing}"
+    assert not empty, f"no translation: {empty}"
     assert not fuzzy, f"fuzzy (changed since translated, not shown): {fuzzy}"
     assert not wrong, f"placeholders differ from the English: {wrong}"
     assert len(catalogue) > 400  # the whole console, not a sample
