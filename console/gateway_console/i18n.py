@@ -125,7 +125,7 @@ def N_(message: str) -> str:
     return message
 
 
-PERIODS = {"daily": N_("Daily"), "weekly": N_("Weekly"), "monthly": N_("Monthly")}
+PERIODS = {"daily": N_("daily"), "weekly": N_("weekly"), "monthly": N_("monthly")}
 
 
 def period_name(period: str) -> str:

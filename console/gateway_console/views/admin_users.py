@@ -80,7 +80,7 @@ async def _user_budgets(ctx: Ctx, user: UserRecord) -> dict[str, int | None]:
 def _budget_changes(ctx: Ctx) -> dict[str, int | None]:
     """``daily``, ``weekly``, ``monthly`` caps in USD from the form (empty: none)."""
     return {
-        column: optional_usd(text(ctx.form, period), _("The %(period)s budget", period=period_name(period).lower()))
+        column: optional_usd(text(ctx.form, period), _("The %(period)s budget", period=period_name(period)))
         for period, column in zip(PERIODS, BUDGET_COLUMNS)
     }  # fmt: skip
 
