@@ -171,3 +171,8 @@ def script_messages() -> dict[str, str]:
     if current() is DEFAULT:
         return {}
     return {message: gettext_(message) for message in SCRIPT_MESSAGES}
+
+
+def n_(singular: str, plural: str, n: int, **values: object) -> str:
+    """The form of ``singular``/``plural`` for ``n`` in the current language, ``%(n)s`` and ``values`` filled."""
+    return ngettext_(singular, plural, n) % {"n": n, **values}

@@ -19,7 +19,7 @@ from .i18n import LANGUAGES, LOCALE_DIR
 PACKAGE = Path(__file__).parent
 METHODS = [("templates/**.html", "jinja2"), ("**.py", "python")]
 OPTIONS = {"templates/**.html": {"extensions": "jinja2.ext.i18n", "trimmed": "true", "newstyle_gettext": "true"}}
-KEYWORDS = {"_": None, "N_": None, "gettext": None, "ngettext": (1, 2)}
+KEYWORDS = {"_": None, "N_": None, "n_": (1, 2), "gettext": None, "ngettext": (1, 2)}
 
 
 def extract() -> Catalog:

@@ -157,6 +157,10 @@ async def test_english_by_default_chinese_for_a_chinese_browser_and_the_switch(b
     assert html_lang(page) == "en" and "Sign in" in page
     _, page = await visitor.get("/console/no-such-page", headers={"Accept-Language": "zh-CN"})
     assert html_lang(page) == "en", "the cookie wins over Accept-Language"
+    # a message built in Python: the sign-in form's
+    _, page = await visitor.get("/console/login?lang=zh_Hans")
+    status, page = await visitor.post("/console/login", {"name": "alice", "password": "wrong"}, csrf_from="/console/login")
+    assert status == 401 and "用户名或密码错误。" in page
 
 
 @pytest.mark.usefixtures("users")
@@ -196,3 +200,16 @@ def test_the_language_switch_in_chromium(gateway, chromium):
     page.wait_for_function("document.documentElement.lang === 'en'")
     assert page.locator("nav[aria-label=Console] a[aria-current=page]").inner_text() == "Dashboard"
     assert not errors
+
+
+def test_plurals_follow_the_language():
+    from gateway_console import i18n
+    from gateway_console.views.auth import _duration
+
+    i18n.use(i18n.DEFAULT)
+    assert [_duration(n) for n in (1, 45, 300)] == ["1 second", "45 seconds", "5 minutes"]
+    i18n.use(i18n.find("zh-CN"))
+    try:
+        assert [_duration(n) for n in (1, 45, 300)] == ["1 秒", "45 秒", "5 分钟"]
+    finally:
+        i18n.use(i18n.DEFAULT)
