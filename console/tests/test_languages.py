@@ -213,3 +213,32 @@ def test_plurals_follow_the_language():
         assert [_duration(n) for n in (1, 45, 300)] == ["1 秒", "45 秒", "5 分钟"]
     finally:
         i18n.use(i18n.DEFAULT)
+
+
+async def test_every_page_renders_in_chinese(browsers, seed, users, start_gateway):
+    """Every page, as a user and as an operator, with data in every list: all of it in the
+    Chinese catalogue's words, and no page breaks on a translation's placeholders."""
+    from .test_console_pages import add_failed_request, chat
+
+    seed.price("demo-chat", 3_000_000, 15_000_000)
+    key_id, secret = seed.key(users["alice"], name="laptop", models=["demo-chat"])
+    gateway = start_gateway()
+    chat(gateway, secret)
+    chat(gateway, secret, stream=True)
+    failed = add_failed_request(seed, users["alice"], key_id, "req_failed_in_chinese")
+    channel_id = seed.rows("SELECT id FROM channels ORDER BY id LIMIT 1")[0]["id"]
+    user_pages = ["/console/dashboard", "/console/playground", "/console/keys", "/console/keys/new", f"/console/keys/{key_id}/edit",
+                  "/console/logs", f"/console/logs/{failed}", "/console/logs?request=req_none", "/console/wallet", "/console/models",
+                  "/console/tokens", "/console/quickstart", "/console/account"]  # fmt: skip
+    admin_pages = ["/console/dashboard?view=site", "/console/admin/channels", "/console/admin/channels/new",
+                   f"/console/admin/channels/{channel_id}/edit", "/console/admin/users", f"/console/admin/users/{users['alice']}",
+                   "/console/admin/groups", "/console/admin/prices", "/console/admin/usage", "/console/admin/logs",
+                   f"/console/admin/logs/{failed}", "/console/admin/audit"]  # fmt: skip
+    for name, pages in (("alice", user_pages), ("root", admin_pages)):
+        browser = await browsers(name, url=gateway.url)
+        for path in pages:
+            status, page = await browser.get(path, headers={"Accept-Language": "zh-CN"})
+            assert status == 200 and html_lang(page) == "zh-Hans", (path, page[:300])
+            title = re.search(r"<title>(.*?)</title>", page, re.S).group(1)
+            assert title.endswith("Relaygate 控制台") and (re.search(r"[\u4e00-\u9fff]", title.split("·")[0]) or title.startswith("API Key ")), (path, title)
+            assert not re.search(r"%\([a-z_]+\)s|\{\{|\{%", page), f"a placeholder left in {path}"
