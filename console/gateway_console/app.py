@@ -17,7 +17,8 @@ from gateway_core.ratelimit import SignInRule
 
 from .sessions import MOUNT_PATH
 from .views import admin_audit, admin_channels, admin_site, admin_users, auth, dashboard, keys, logs, models, playground, quickstart, tokens, wallet
-from .web import TEMPLATES, ConsoleState
+from . import i18n
+from .web import TEMPLATES, ConsoleState, language_of, page_values, remember_language
 
 STATIC = Path(__file__).parent / "static"
 GET, POST, BOTH = ["GET"], ["POST"], ["GET", "POST"]
@@ -120,7 +121,8 @@ async def http_error(request: Request, exc: HTTPException) -> Response:
     """Unknown console paths and wrong methods, as a page (no session needed) —
     or, to an API client (one sending an API key, or not asking for HTML), as a
     JSON error in the shape every client protocol's SDK reads."""
-    message = {404: "No such page.", 405: "That method is not allowed here."}.get(exc.status_code, str(exc.detail))
+    i18n.use(language_of(request))
+    message = {404: i18n._("No such page."), 405: i18n._("That method is not allowed here.")}.get(exc.status_code, str(exc.detail))
     if _api_client(request):
         text = f"Unknown path: {request.method} {request.url.path} (the console serves pages here; the API is under /v1)."
         error = {"type": "not_found_error" if exc.status_code == 404 else "invalid_request_error", "message": text,
@@ -128,9 +130,9 @@ async def http_error(request: Request, exc: HTTPException) -> Response:
         return JSONResponse({"type": "error", "error": error}, status_code=exc.status_code, headers=getattr(exc, "headers", None))
     html = TEMPLATES.get_template("error.html").render(
         base=request.scope.get("root_path", "").rstrip("/"), viewer=None, notice=None, path=request.url.path,
-        status_code=exc.status_code, message=message,
+        status_code=exc.status_code, message=message, **page_values(request),
     )  # fmt: skip
-    return HTMLResponse(html, status_code=exc.status_code, headers=getattr(exc, "headers", None))
+    return remember_language(request, HTMLResponse(html, status_code=exc.status_code, headers=getattr(exc, "headers", None)))
 
 
 _API_KEY_HEADERS = ("authorization", "x-api-key", "x-goog-api-key")

@@ -17,6 +17,7 @@ from gateway_core.records import ChannelRecord, mask_secret
 from starlette.datastructures import FormData
 
 from .forms import FormError
+from .i18n import _
 
 MAX_HEADERS_TEXT = 20_000
 
@@ -108,7 +109,7 @@ def headers_from_text(text: str, stored: Mapping[str, str]) -> dict[str, str]:
     """``Name: value`` lines as headers. A line that still shows a stored header's
     masked value keeps the stored value; a header whose line is gone is removed."""
     if len(text) > MAX_HEADERS_TEXT:
-        raise FormError(f"headers are too long ({MAX_HEADERS_TEXT} characters at most)")
+        raise FormError(_("headers are too long (%(most)s characters at most)", most=MAX_HEADERS_TEXT))
     headers: dict[str, str] = {}
     for line in text.splitlines():
         if not line.strip():
@@ -116,7 +117,7 @@ def headers_from_text(text: str, stored: Mapping[str, str]) -> dict[str, str]:
         name, sep, value = line.partition(":")
         name, value = name.strip(), value.strip()
         if not sep or not name:
-            raise FormError(f"headers are one 'Name: value' a line, got {name[:40]!r}…")
+            raise FormError(_("headers are one 'Name: value' a line, got %(line)s…", line=repr(name[:40])))
         kept = stored.get(name)
         headers[name] = kept if kept is not None and value == mask_secret(kept) else value
     return headers

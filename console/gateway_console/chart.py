@@ -15,9 +15,11 @@ import attrs
 from gateway_core.money import format_usd
 from gateway_core.records import DailySpending, UsageTotal
 
+from .i18n import N_, _
+
 DAYS = 30
 MAX_SERIES = 6  # the costliest models get a colour each, the rest share "other"
-OTHER = "other"
+OTHER = N_("other")
 USD, COUNT = "usd", "count"  # what a chart's values are: micro-USD, or counts
 
 
@@ -53,7 +55,7 @@ class Chart:
     stacked: bool = False
     kind: str = "bar"
     step: float | None = None  # seconds between labels that are times
-    empty_text: str = "Nothing in this span."
+    empty_text: str = ""  # empty: the template's "Nothing in this span."
 
     @property
     def empty(self) -> bool:
@@ -124,11 +126,11 @@ def spending_chart(rows: Iterable[DailySpending], first: date) -> Chart:
     values = [[0] * DAYS for _ in range(len(named) + (len(ranked) > len(named)))]
     for (day, model), cost in cells.items():
         values[columns.get(model, len(named))][day] += cost
-    names = [*named, OTHER][: len(values)]
+    names = [*named, _(OTHER)][: len(values)]
     return Chart(
-        "spending", f"Spending per UTC day and model, last {DAYS} days", "Day (UTC)", USD,
+        "spending", _("Spending per UTC day and model, last %(days)s days", days=DAYS), _("Day (UTC)"), USD,
         tuple(Label(d.isoformat()) for d in days), tuple(Series(n, tuple(v)) for n, v in zip(names, values)),
-        stacked=True, empty_text=f"No spending in the last {DAYS} days.",
+        stacked=True, empty_text=_("No spending in the last %(days)s days.", days=DAYS),
     )  # fmt: skip
 
 
@@ -143,11 +145,11 @@ def usage_charts(points: Sequence[tuple[float, UsageTotal]], step: float) -> lis
     def series(name: str, field: str) -> Series:
         return Series(name, tuple(int(getattr(total, field)) for _, total in points))
 
-    axis = "Starting at"
+    axis = _("Starting at")
     return [
-        Chart("spend", "Spend", axis, USD, labels, (series("Spend", "cost_micros"),), step=step),
-        Chart("requests", "Requests and errors", axis, COUNT, labels,
-              (series("Requests", "requests"), series("Errors", "errors")), kind="line", step=step),
-        Chart("tokens", "Tokens", axis, COUNT, labels,
-              (series("Input tokens", "input_tokens"), series("Output tokens", "output_tokens")), stacked=True, step=step),
+        Chart("spend", _("Spend"), axis, USD, labels, (series(_("Spend"), "cost_micros"),), step=step),
+        Chart("requests", _("Requests and errors"), axis, COUNT, labels,
+              (series(_("Requests"), "requests"), series(_("Errors"), "errors")), kind="line", step=step),
+        Chart("tokens", _("Tokens"), axis, COUNT, labels,
+              (series(_("Input tokens"), "input_tokens"), series(_("Output tokens"), "output_tokens")), stacked=True, step=step),
     ]  # fmt: skip

@@ -17,6 +17,8 @@ from starlette.requests import Request
 
 from gateway_core.money import format_usd, parse_usd
 
+from .i18n import _
+
 MAX_FORM_BYTES = 64 * 1024
 _SPLIT = re.compile(r"[\s,]+")
 
@@ -45,7 +47,7 @@ async def read_form(request: Request) -> FormData:
     try:
         pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=500)
     except (UnicodeDecodeError, ValueError):
-        raise FormError("the form could not be read") from None
+        raise FormError(_("the form could not be read")) from None
     fields: list[tuple[str, str | UploadFile]] = list(pairs)
     return FormData(fields)
 
@@ -57,7 +59,7 @@ def text(form: FormData, name: str, *, required: str | None = None, max_length: 
         raise FormError(required)
     if len(value) > max_length:
         what = label or name.replace("_", " ").capitalize()
-        raise FormError(f"{what} is too long: {len(value):,} characters, {max_length:,} at most.")
+        raise FormError(_("%(what)s is too long: %(length)s characters, %(most)s at most.", what=what, length=f"{len(value):,}", most=f"{max_length:,}"))
     return value
 
 
@@ -89,7 +91,7 @@ def optional_int(value: str, what: str) -> int | None:
     if not value:
         return None
     if not value.isdigit():
-        raise FormError(f"{what} must be a whole number (0 or more)")
+        raise FormError(_("%(what)s must be a whole number (0 or more)", what=what))
     return int(value)
 
 
@@ -100,7 +102,7 @@ def optional_float(value: str, what: str) -> float | None:
     try:
         return float(value)
     except ValueError:
-        raise FormError(f"{what} must be a number (like 30 or 2.5)") from None
+        raise FormError(_("%(what)s must be a number (like 30 or 2.5)", what=what)) from None
 
 
 def future_time(value: str, what: str, *, kept: float | None = None) -> float | None:
@@ -109,7 +111,7 @@ def future_time(value: str, what: str, *, kept: float | None = None) -> float | 
     moment = when(value, what)
     if moment is None or moment > time.time() or (kept is not None and abs(moment - kept) < 60):
         return moment
-    raise FormError(f"{what} {show_time(moment)} UTC is in the past: choose a later time, or leave it empty for none.")
+    raise FormError(_("%(what)s %(time)s UTC is in the past: choose a later time, or leave it empty for none.", what=what, time=show_time(moment)))
 
 
 def when(value: str, what: str) -> float | None:
@@ -120,7 +122,7 @@ def when(value: str, what: str) -> float | None:
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise FormError(f"{what}: not a date and time like 2026-01-31T18:00") from None
+        raise FormError(_("%(what)s: not a date and time like 2026-01-31T18:00", what=what)) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.timestamp()
@@ -132,7 +134,7 @@ def model_map(value: str) -> dict[str, str]:
     for item in split_list(value):
         client, sep, upstream = item.partition("=")
         if not sep or not client or not upstream:
-            raise FormError(f"model map entries look like client-model=upstream-model, got {item!r}")
+            raise FormError(_("model map entries look like client-model=upstream-model, got %(item)s", item=repr(item)))
         mapping[client] = upstream
     return mapping
 

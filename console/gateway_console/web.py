@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import attrs
 import jinja2
@@ -26,7 +26,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from . import queries
+from . import i18n, queries
 from .forms import FILTERS, FormError, FormTooLarge, read_form
 from gateway_core.ratelimit import SignInRule
 from .sessions import CSRF_FIELD, REVEAL_COOKIE, SESSION_COOKIE, Signer, session_id
@@ -39,22 +39,47 @@ TEMPLATES = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
     undefined=jinja2.StrictUndefined,
+    extensions=["jinja2.ext.i18n"],
 )
 TEMPLATES.filters.update(FILTERS)
+TEMPLATES.policies["ext.i18n.trimmed"] = True  # a message's line breaks and indentation are not part of it
+TEMPLATES.globals.update(period_name=i18n.period_name, cost_part=i18n.cost_part, by_title=i18n.by_title, by_column=i18n.by_column)
+TEMPLATES.install_gettext_callables(i18n.gettext_, i18n.ngettext_, newstyle=True)  # type: ignore[attr-defined]
 
-NOTICES = {
-    "created": "Created.",
-    "saved": "Saved.",
-    "enabled": "Enabled.",
-    "disabled": "Disabled.",
-    "deleted": "Deleted.",
-    "topped-up": "Balance topped up.",
-    "signed-out": "You are signed out.",
-    "password": "Password changed.",
-    "redeemed": "Code redeemed: your balance is credited.",
-    "locked": "This key was disabled by the gateway's operator: only they can enable it.",
-    "revoked": "Revoked.",
+NOTICES = {  # the messages are translated when shown
+    "created": i18n.N_("Created."),
+    "saved": i18n.N_("Saved."),
+    "enabled": i18n.N_("Enabled."),
+    "disabled": i18n.N_("Disabled."),
+    "deleted": i18n.N_("Deleted."),
+    "topped-up": i18n.N_("Balance topped up."),
+    "signed-out": i18n.N_("You are signed out."),
+    "password": i18n.N_("Password changed."),
+    "redeemed": i18n.N_("Code redeemed: your balance is credited."),
+    "locked": i18n.N_("This key was disabled by the gateway's operator: only they can enable it."),
+    "revoked": i18n.N_("Revoked."),
 }
+
+
+def language_of(request: Request) -> i18n.Language:
+    """The language of a console request (``?lang=``, the cookie, Accept-Language, English)."""
+    return i18n.choose(request.query_params.get(i18n.LANG_PARAM), request.cookies.get(i18n.LANG_COOKIE), request.headers.get("accept-language"))
+
+
+def page_values(request: Request) -> dict[str, Any]:
+    """What base.html needs besides a view's values: the language and the switch's links."""
+    params = [(name, value) for name, value in request.query_params.multi_items() if name not in (i18n.LANG_PARAM, "done")]
+    switch = [(language, request.url.path + "?" + urlencode([*params, (i18n.LANG_PARAM, language.code)])) for language in i18n.LANGUAGES]
+    return {"lang": i18n.current(), "languages": switch, "script_messages": i18n.script_messages()}
+
+
+def remember_language(request: Request, response: Response) -> Response:
+    """A ``?lang=`` choice is kept in a cookie (a year) for the next pages."""
+    chosen = i18n.find(request.query_params.get(i18n.LANG_PARAM))
+    if chosen is not None and request.cookies.get(i18n.LANG_COOKIE) != chosen.code:
+        response.set_cookie(i18n.LANG_COOKIE, chosen.code, max_age=365 * 86400, path="/", samesite="lax",
+                            secure=request.url.scheme == "https")  # fmt: skip
+    return response
 
 
 @attrs.define
@@ -126,7 +151,8 @@ class Ctx:
         notice = NOTICES.get(self.request.query_params.get("done", ""))
         html = TEMPLATES.get_template(template).render(
             base=self.base, viewer=self.viewer, csrf=self.viewer.csrf if self.viewer else "",
-            csrf_field=CSRF_FIELD, notice=notice, path=self.request.url.path, now=time.time(), **values,
+            csrf_field=CSRF_FIELD, notice=i18n._(notice) if notice else None, path=self.request.url.path, now=time.time(),
+            **page_values(self.request), **values,
         )  # fmt: skip
         return HTMLResponse(html, status_code=status)
 
@@ -140,7 +166,7 @@ class Ctx:
         return self.render("error.html", status=status, status_code=status, message=message)
 
     def not_found(self, what: str = "page") -> HTMLResponse:
-        return self.error(404, f"No such {what}.")
+        return self.error(404, i18n._("No such page.") if what == "page" else i18n._("No such %(what)s.", what=what))
 
     def reveal_once(self, path: str, secret: str) -> RedirectResponse:
         """Post/redirect/get for a new secret: a redirect to ``path`` (the page that
@@ -192,24 +218,28 @@ def page(*, admin: bool = False, public: bool = False) -> Callable:
         async def endpoint(request: Request) -> Response:
             state: ConsoleState = request.app.state.console
             services, operations, signer = await state.resolve(request.scope)
+            i18n.use(language_of(request))
+            return remember_language(request, await respond(request, state, services, operations, signer))
+
+        async def respond(request: Request, state: ConsoleState, services: Any, operations: Admin, signer: Signer) -> Response:
             ctx = Ctx(request, state, services, operations, signer)
             ctx.viewer = await load_viewer(ctx)
             if not public and ctx.viewer is None:
                 if request.method != "GET":
-                    return ctx.error(403, "Your session has ended: sign in again.")
+                    return ctx.error(403, i18n._("Your session has ended: sign in again."))
                 target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
                 return RedirectResponse(ctx.url("/login?next=" + quote(target, safe="")), status_code=303)
             if admin and not ctx.user.is_admin:
-                return ctx.error(403, "This page is for operators (admins) only.")
+                return ctx.error(403, i18n._("This page is for operators (admins) only."))
             if request.method == "POST":
                 try:
                     ctx.form = await read_form(request)
                 except FormTooLarge:
-                    return ctx.error(413, "The form is too large.")
+                    return ctx.error(413, i18n._("The form is too large."))
                 except FormError as exc:
                     return ctx.error(400, str(exc))
                 if not public and not signer.check_csrf(ctx.user.token, ctx.form.get(CSRF_FIELD)):
-                    return ctx.error(403, "The form's security token is missing or wrong: reload the page and try again.")
+                    return ctx.error(403, i18n._("The form's security token is missing or wrong: reload the page and try again."))
             try:
                 return await view(ctx)
             except NotFound as exc:  # a record that is not there, or not the viewer's

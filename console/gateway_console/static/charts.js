@@ -90,7 +90,7 @@
     if (data.totals) {
       const line = document.createElement("div");
       line.className = "tip-total";
-      line.textContent = `Total: ${data.totals[index]}${unit}`;
+      line.textContent = window.relaygateText("Total: {value}", { value: `${data.totals[index]}${unit}` });
       tip.appendChild(line);
     }
     tip.dataset.index = String(index);
@@ -153,7 +153,7 @@
     const set = (shown) => {
       table.classList.toggle("sr-only", !shown);  // still read by screen readers when hidden
       button.setAttribute("aria-expanded", String(shown));
-      button.textContent = shown ? "Hide the table" : "Show the figures as a table";
+      button.textContent = shown ? window.relaygateText("Hide the table") : window.relaygateText("Show the figures as a table");
     };
     button.hidden = false;
     set(false);

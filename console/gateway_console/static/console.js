@@ -1,6 +1,14 @@
 // Relaygate console: copy buttons, confirmations, live refresh of the logs. No framework.
 "use strict";
 
+// The page's language: texts given by the page (#console-messages), English without them;
+// "{name}" in a text is replaced by values.name.
+window.relaygateText = (() => {
+  const element = document.getElementById("console-messages");
+  const messages = element ? JSON.parse(element.textContent) : {};
+  return (text, values = {}) => (messages[text] || text).replace(/\{(\w+)\}/g, (whole, name) => (name in values ? String(values[name]) : whole));
+})();
+
 function copyText(text) {
   if (navigator.clipboard && window.isSecureContext) {
     return navigator.clipboard.writeText(text);
@@ -24,8 +32,8 @@ document.addEventListener("click", (event) => {
     if (!source) return;
     const label = copy.textContent;
     copyText(source.textContent.trim()).then(
-      () => { copy.textContent = "Copied"; },
-      () => { copy.textContent = "Select and copy by hand"; }
+      () => { copy.textContent = window.relaygateText("Copied"); },
+      () => { copy.textContent = window.relaygateText("Select and copy by hand"); }
     ).finally(() => setTimeout(() => { copy.textContent = label; }, 2000));
     return;
   }

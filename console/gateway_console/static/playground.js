@@ -9,6 +9,7 @@
   const LOOKUP_TRIES = 12;
 
   const $ = (id) => document.getElementById(id);
+  const t = window.relaygateText;
   let history = [];  // the conversation sent with each turn
   let running = null;  // the AbortController of the turn in progress
 
@@ -18,7 +19,7 @@
     const select = $("pg-model");
     const kept = select.value;
     select.replaceChildren(...models.map((name) => new Option(name, name, false, name === kept)));
-    if (!models.length) select.appendChild(new Option("(no model for this key)", ""));
+    if (!models.length) select.appendChild(new Option(t("(no model for this key)"), ""));
   }
 
   function showError(text) {
@@ -32,7 +33,7 @@
     item.className = `turn ${role}`;
     const who = document.createElement("div");
     who.className = "who-said";
-    who.textContent = role === "user" ? "You" : "Assistant";
+    who.textContent = role === "user" ? t("You") : t("Assistant");
     const body = document.createElement("div");
     body.className = "said";
     body.textContent = text;
@@ -52,7 +53,7 @@
     for (const [name, value, link] of facts) {
       const part = document.createElement("span");
       part.className = `fact fact-${name.toLowerCase().replace(/\W+/g, "-")}`;
-      part.append(`${name}: `);
+      part.append(`${t(name)}: `);
       const shown = document.createElement(link ? "a" : "code");
       if (link) shown.href = link;
       shown.textContent = value;
@@ -85,7 +86,7 @@
       const body = await response.json();
       detail = (body.error && (body.error.message || body.error)) || JSON.stringify(body);
     } catch (error) { /* not JSON */ }
-    return `The gateway answered ${response.status}${detail ? `: ${detail}` : ""}`;
+    return t("The gateway answered {status}", { status: response.status }) + (detail ? `: ${detail}` : "");
   }
 
   // The request's row in the user's log: its cost (settled after the answer ends).
@@ -108,11 +109,11 @@
     const secret = $("pg-secret").value.trim();
     const model = $("pg-model").value;
     const text = $("pg-message").value;
-    if (!secret) return showError("Paste the key's secret first.");
+    if (!secret) return showError(t("Paste the key's secret first."));
     if (option && option.dataset.prefix && !secret.startsWith(option.dataset.prefix)) {
-      return showError(`That secret is not the key "${option.textContent.trim()}" (its secret starts with ${option.dataset.prefix}).`);
+      return showError(t('That secret is not the key "{name}" (its secret starts with {prefix}).', { name: option.textContent.trim(), prefix: option.dataset.prefix }));
     }
-    if (!model) return showError("This key can use no model.");
+    if (!model) return showError(t("This key can use no model."));
     if (!text.trim()) return;
     const stream = $("pg-stream").checked;
     history.push({ role: "user", content: text });
@@ -160,7 +161,7 @@
       history.pop();  // the turn failed: not part of the conversation
       failed = true;
       answer.classList.add("failed");
-      showError(error.name === "AbortError" ? "Stopped." : String(error.message || error));
+      showError(error.name === "AbortError" ? t("Stopped.") : String(error.message || error));
     } finally {
       answer.removeAttribute("aria-busy");
       running = null;
@@ -168,18 +169,18 @@
       $("pg-stop").disabled = true;
     }
     const facts = [];
-    if (usage) facts.push(["Tokens", `${usage.prompt_tokens} in · ${usage.completion_tokens} out`]);
-    if (costHeader) facts.push(["Cost", `${costHeader} USD`]);
+    if (usage) facts.push(["Tokens", t("{input} in · {output} out", { input: usage.prompt_tokens, output: usage.completion_tokens })]);
+    if (costHeader) facts.push(["Cost", t("{amount} USD", { amount: costHeader })]);
     if (requestId) facts.push(["Request id", requestId]);
     setFacts(answer, facts);
     if (requestId && !costHeader && !failed) {
       const row = await lookUp(requestId);
       if (row) {
-        if (!usage) facts.unshift(["Tokens", `${row.input_tokens ?? 0} in · ${row.output_tokens ?? 0} out`]);
-        facts.splice(facts.length - 1, 0, ["Cost", `${row.cost} USD`]);
+        if (!usage) facts.unshift(["Tokens", t("{input} in · {output} out", { input: row.input_tokens ?? 0, output: row.output_tokens ?? 0 })]);
+        facts.splice(facts.length - 1, 0, ["Cost", t("{amount} USD", { amount: row.cost })]);
         facts[facts.length - 1] = ["Request id", requestId, `${paths.logs}${row.id}`];
       } else {
-        facts.push(["Cost", "not logged yet"]);
+        facts.push(["Cost", t("not logged yet")]);
       }
       setFacts(answer, facts);
     }

@@ -17,11 +17,12 @@ from gateway_core.admin import AdminError, channels
 from gateway_core.records import ChannelRecord
 
 from ..channel_form import headers_from_text, headers_text, setting_groups, settings_from_form
+from ..i18n import N_, _
 from ..forms import FormError, model_map, optional_float, optional_int, split_list, text
 from ..web import Ctx, page
 
 HEALTH_WINDOW = 24 * 3600
-TIMEOUTS = {"timeout_connect": "Connect timeout", "timeout_first_byte": "First-byte timeout", "timeout_idle": "Idle timeout"}
+TIMEOUTS = {"timeout_connect": N_("Connect timeout"), "timeout_first_byte": N_("First-byte timeout"), "timeout_idle": N_("Idle timeout")}
 
 
 async def _list_page(ctx: Ctx, probe: tuple[ChannelRecord, channels.ProbeResult] | None = None) -> Response:
@@ -45,23 +46,23 @@ def _fields(ctx: Ctx, existing: ChannelRecord | None) -> dict[str, Any]:
     form = ctx.form
     keys = [line.strip() for line in str(form.get("api_keys") or "").splitlines() if line.strip()]
     fields = {
-        "name": text(form, "name", required="Give the channel a name.", max_length=100, label="The name"),
-        "type": text(form, "type", required="Choose a channel type."),
-        "base_url": text(form, "base_url", max_length=2000, label="The base URL"),
+        "name": text(form, "name", required=_("Give the channel a name."), max_length=100, label=_("The name")),
+        "type": text(form, "type", required=_("Choose a channel type.")),
+        "base_url": text(form, "base_url", max_length=2000, label=_("The base URL")),
         "models": split_list(text(form, "models", max_length=20_000)),
         "model_map": model_map(text(form, "model_map", max_length=20_000)),
         "groups": split_list(text(form, "groups")) or ["default"],
-        "priority": optional_int(text(form, "priority"), "Priority") or 0,
-        "weight": optional_int(text(form, "weight"), "Weight") if text(form, "weight") else 1,
+        "priority": optional_int(text(form, "priority"), _("Priority")) or 0,
+        "weight": optional_int(text(form, "weight"), _("Weight")) if text(form, "weight") else 1,
         "enabled": form.get("enabled") == "on",
     }
     if not fields["models"]:
-        raise FormError("List the models the channel serves.")
+        raise FormError(_("List the models the channel serves."))
     if keys or existing is None:
         fields["api_keys"] = keys
-    fields["concurrency"] = optional_int(text(form, "concurrency"), "Concurrency") or 0
+    fields["concurrency"] = optional_int(text(form, "concurrency"), _("Concurrency")) or 0
     for name, what in TIMEOUTS.items():
-        fields[name] = optional_float(text(form, name), what)
+        fields[name] = optional_float(text(form, name), _(what))
     fields["headers"] = headers_from_text(str(form.get("headers") or ""), existing.headers if existing else {})
     channel_type = ctx.admin.channel_types.get(str(fields["type"]))
     if channel_type is not None:  # a type not loaded keeps its stored settings
@@ -79,7 +80,7 @@ def _check_scheme(base_url: str, own_default: str) -> None:
     allowed = {"http", "https"} | ({urlsplit(own_default).scheme} if "://" in own_default else set())
     scheme = urlsplit(base_url).scheme.lower()
     if scheme not in allowed:
-        raise FormError(f"The base URL must start with {' or '.join(sorted(s + '://' for s in allowed))}, not {base_url[:60]!r}.")
+        raise FormError(_("The base URL must start with %(schemes)s, not %(url)s.", schemes=_(" or ").join(sorted(s + "://" for s in allowed)), url=repr(base_url[:60])))
 
 
 def _form(ctx: Ctx, channel: ChannelRecord | None, status: int = 200, error: str | None = None) -> Response:
@@ -97,7 +98,7 @@ def _form(ctx: Ctx, channel: ChannelRecord | None, status: int = 200, error: str
 def _timeouts(ctx: Ctx) -> list[tuple[str, str, float]]:
     """Each timeout field: its name, its label, the gateway's default."""
     defaults = ctx.services.config.timeouts
-    return [(name, what, getattr(defaults, name.removeprefix("timeout_"))) for name, what in TIMEOUTS.items()]
+    return [(name, _(what), getattr(defaults, name.removeprefix("timeout_"))) for name, what in TIMEOUTS.items()]
 
 
 @page(admin=True)
@@ -128,7 +129,7 @@ async def channel_edit(ctx: Ctx) -> Response:
 @page(admin=True)
 async def channel_enable(ctx: Ctx) -> Response:
     before = await channels.get_channel(ctx.admin, ctx.path_int("channel_id"))
-    after, _ = await channels.enable_channel(ctx.admin, before.id)
+    after, _changed = await channels.enable_channel(ctx.admin, before.id)
     await ctx.audit("channel.enable", f"channel {before.id}", before, after)
     return ctx.redirect("/admin/channels", "enabled")
 

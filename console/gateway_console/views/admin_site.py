@@ -9,8 +9,11 @@ from gateway_core.money import format_usd, parse_price_per_mtok
 from gateway_core.records import LIMIT_COLUMNS, PriceRecord
 
 from ..chart import spending_chart, window_start
+from ..i18n import N_, _
 from ..forms import FormError, optional_int, text
 from ..web import Ctx, page
+
+LIMIT_NAMES = {"rpm": N_("Requests / min"), "tpm": N_("Tokens / min"), "concurrency": N_("Concurrent")}
 
 # --- groups ---------------------------------------------------------------------------------
 
@@ -32,9 +35,9 @@ async def group_list(ctx: Ctx) -> Response:
 async def group_save(ctx: Ctx) -> Response:
     form = ctx.form
     try:
-        name = text(form, "name", required="Name the group.", max_length=100)
+        name = text(form, "name", required=_("Name the group."), max_length=100)
         ratio = groups.parse_ratio(text(form, "ratio") or "1")
-        limits = {column: optional_int(text(form, column), column) for column in LIMIT_COLUMNS}
+        limits = {column: optional_int(text(form, column), _(LIMIT_NAMES[column])) for column in LIMIT_COLUMNS}
         before = next((group for group in await groups.list_groups(ctx.admin) if group.name == name), None)
         after = await groups.set_group(ctx.admin, name, ratio_ppm=ratio, limits=limits)
     except ValueError as exc:  # FormError, Invalid
@@ -61,12 +64,12 @@ def _per_mtok(value: str, what: str, required: bool = False) -> int | None:
     value = value.strip()
     if not value:
         if required:
-            raise FormError(f"Enter the {what} price in USD per million tokens (0 for none).")
+            raise FormError(_("Enter the %(what)s price in USD per million tokens (0 for none).", what=what))
         return None
     try:
         return parse_price_per_mtok(value)
     except ValueError as exc:
-        raise FormError(f"{what}: {exc}") from None
+        raise FormError(f"{what}: {exc}") from None  # the reason is the admin layer's (English)
 
 
 @page(admin=True)
@@ -75,11 +78,11 @@ async def price_save(ctx: Ctx) -> Response:
     try:
         free = form.get("free") == "on"
         price = PriceRecord(
-            text(form, "model", required="Name the model.", max_length=200),
-            _per_mtok(text(form, "input"), "input", not free) or 0,
-            _per_mtok(text(form, "output"), "output", not free) or 0,
-            cached_input_micros_per_mtok=_per_mtok(text(form, "cached_input"), "cached input"),
-            cache_write_micros_per_mtok=_per_mtok(text(form, "cache_write"), "cache write"),
+            text(form, "model", required=_("Name the model."), max_length=200),
+            _per_mtok(text(form, "input"), _("input"), not free) or 0,
+            _per_mtok(text(form, "output"), _("output"), not free) or 0,
+            cached_input_micros_per_mtok=_per_mtok(text(form, "cached_input"), _("cached input")),
+            cache_write_micros_per_mtok=_per_mtok(text(form, "cache_write"), _("cache write")),
             free=free,
         )
         before = next((item for item in await prices.list_prices(ctx.admin) if item.model == price.model), None)

@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 from gateway_core.admin import AdminError, budgets, groups, keys, users, wallet
 from gateway_core.records import BUDGET_COLUMNS, UserRecord
 
+from ..i18n import _, period_name
 from ..forms import FormError, optional_usd, text
 from ..web import Ctx, page
 
@@ -42,13 +43,13 @@ async def user_list(ctx: Ctx) -> Response:
 async def user_create(ctx: Ctx) -> Response:
     form = ctx.form
     try:
-        name = text(form, "name", required="Give the user a name.", max_length=200)
+        name = text(form, "name", required=_("Give the user a name."), max_length=200)
         password = str(form.get("password") or "") or None
         if password is not None:
             users.check_password(password)
         groups_opened = [str(name) for name in form.getlist("groups")]
         if not groups_opened:
-            raise FormError("Open at least one group to the user.")
+            raise FormError(_("Open at least one group to the user."))
         is_admin = form.get("is_admin") == "on"
         created = await users.create_user(ctx.admin, name, is_admin=is_admin, password=password, groups=groups_opened)
     except (ValueError, AdminError) as exc:  # FormError, Invalid, Conflict
@@ -79,7 +80,7 @@ async def _user_budgets(ctx: Ctx, user: UserRecord) -> dict[str, int | None]:
 def _budget_changes(ctx: Ctx) -> dict[str, int | None]:
     """``daily``, ``weekly``, ``monthly`` caps in USD from the form (empty: none)."""
     return {
-        column: optional_usd(text(ctx.form, period), f"The {period} budget")
+        column: optional_usd(text(ctx.form, period), _("The %(period)s budget", period=period_name(period)))
         for period, column in zip(PERIODS, BUDGET_COLUMNS)
     }  # fmt: skip
 
@@ -103,8 +104,8 @@ async def key_budgets(ctx: Ctx) -> Response:
     try:
         before = await keys.get_key(ctx.admin, ctx.path_int("key_id"))
         if before.user_id != user_id:
-            raise FormError("That key is not this user's.")
-        after, _ = await keys.set_key_limits(ctx.admin, before.id, _budget_changes(ctx))
+            raise FormError(_("That key is not this user's."))
+        after, _changed = await keys.set_key_limits(ctx.admin, before.id, _budget_changes(ctx))
     except ValueError as exc:
         return await _user_page(ctx, 400, str(exc))
     await ctx.audit("key.limits", f"key {before.id}", before, after)
@@ -120,11 +121,11 @@ async def user_detail(ctx: Ctx) -> Response:
 async def user_topup(ctx: Ctx) -> Response:
     user_id = ctx.path_int("user_id")
     try:
-        amount = optional_usd(text(ctx.form, "amount"), "Amount")
+        amount = optional_usd(text(ctx.form, "amount"), _("Amount"))
         if not amount:
-            raise FormError("Enter an amount of USD above zero, like 10 or 2.50.")
+            raise FormError(_("Enter an amount of USD above zero, like 10 or 2.50."))
         before = await users.get_user(ctx.admin, user_id)
-        note = text(ctx.form, "note", max_length=500, label="The note") or None
+        note = text(ctx.form, "note", max_length=500, label=_("The note")) or None
         await wallet.topup(ctx.admin, user_id, amount, note)
     except ValueError as exc:
         return await _user_page(ctx, 400, str(exc))
@@ -142,7 +143,7 @@ async def user_groups(ctx: Ctx) -> Response:
         wanted = [str(name) for name in ctx.form.getlist("groups")]
         unknown = [name for name in wanted if name not in known]
         if unknown:
-            raise FormError(f"No group is named {', '.join(unknown)}: create it on the Groups page first.")
+            raise FormError(_("No group is named %(names)s: create it on the Groups page first.", names=", ".join(unknown)))
         opened = [name for name in wanted if name not in before.groups]
         closed = [name for name in before.groups if name not in wanted]
         after = await users.change_groups(ctx.admin, user_id, opened=opened, closed=closed)

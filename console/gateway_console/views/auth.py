@@ -12,6 +12,7 @@ from gateway_core.ratelimit import SignInThrottled, SignInThrottleUnavailable
 from gateway_core.secrets import hash_password, verify_password
 
 from .. import queries
+from ..i18n import _, n_
 from ..forms import text
 from ..sessions import CSRF_FIELD, MOUNT_PATH, SESSION_COOKIE, SIGNIN_COOKIE, new_token, session_id
 from ..web import Ctx, now, page, safe_next
@@ -56,7 +57,7 @@ async def sign_in_page(ctx: Ctx) -> Response:
 async def sign_in(ctx: Ctx) -> Response:
     form = ctx.form
     if not ctx.signer.check_signin_csrf(ctx.request.cookies.get(SIGNIN_COOKIE), form.get(CSRF_FIELD)):
-        return ctx.error(403, "The sign-in form's security token is missing or wrong: reload the page and try again.")
+        return ctx.error(403, _("The sign-in form's security token is missing or wrong: reload the page and try again."))
     name = text(form, "name", max_length=200)
     password = str(form.get("password") or "")
     address = ctx.services.client_address(ctx.request.scope) or "unknown"
@@ -65,19 +66,19 @@ async def sign_in(ctx: Ctx) -> Response:
         await throttle.attempt(name, address, ctx.state.signin_rule)
     except SignInThrottled as refused:
         wait = refused.retry_after
-        message = f"Too many failed sign-ins from your address: wait {_duration(wait)} and try again."
+        message = _("Too many failed sign-ins from your address: wait %(time)s and try again.", time=_duration(wait))
         response = _signin_form(ctx, 429, message, name)
         response.headers["Retry-After"] = str(wait)
         return response
     except SignInThrottleUnavailable:
-        response = _signin_form(ctx, 503, "Signing in is unavailable for a moment: try again in a few seconds.", name)
+        response = _signin_form(ctx, 503, _("Signing in is unavailable for a moment: try again in a few seconds."), name)
         response.headers["Retry-After"] = "5"
         return response
     record = await queries.sign_in_record(ctx.sql, name) if name else None
     stored = record[1] if record and record[1] else _decoy_hash()
     ok = await asyncio.to_thread(verify_password, password, stored)
     if not (ok and record and record[1]):
-        return _signin_form(ctx, 401, "Wrong user name or password.", name)
+        return _signin_form(ctx, 401, _("Wrong user name or password."), name)
     await throttle.succeeded(name, address)
     response = RedirectResponse(safe_next(ctx.base, form.get("next")), status_code=303)
     await _start_session(ctx, response, record[0], address)
@@ -88,8 +89,8 @@ async def sign_in(ctx: Ctx) -> Response:
 def _duration(seconds: int) -> str:
     """``1 second``, ``45 seconds``, ``5 minutes`` (rounded up)."""
     if seconds < 120:
-        return f"{seconds} second{'s' if seconds != 1 else ''}"
-    return f"{-(-seconds // 60)} minutes"
+        return n_("%(n)s second", "%(n)s seconds", seconds)
+    return n_("%(n)s minute", "%(n)s minutes", -(-seconds // 60))
 
 
 async def _start_session(ctx: Ctx, response: Response, user_id: int, address: str) -> None:
@@ -116,9 +117,9 @@ async def account(ctx: Ctx) -> Response:
     current, new, again = (str(form.get(n) or "") for n in ("current", "new", "again"))
     record = await queries.sign_in_record(ctx.sql, ctx.user.name)
     if not record or not await asyncio.to_thread(verify_password, current, record[1]):
-        return ctx.render("account.html", status=400, error="The current password is wrong.")
+        return ctx.render("account.html", status=400, error=_("The current password is wrong."))
     if len(new) < users.MIN_PASSWORD or new != again:
-        error = f"The new password needs {users.MIN_PASSWORD} characters or more, typed the same twice."
+        error = _("The new password needs %(count)s characters or more, typed the same twice.", count=users.MIN_PASSWORD)
         return ctx.render("account.html", status=400, error=error)
     await users.set_password(ctx.admin, ctx.user.id, new)  # ends every session of the user's, this one too
     await ctx.audit("user.password", f"user {ctx.user.id}", None, {"password": "changed"})

@@ -22,10 +22,11 @@ from gateway_core.admin import channels, usage
 from gateway_core.records import UsageTotal
 
 from ..chart import usage_charts
+from ..i18n import N_, _
 from ..web import Ctx, page
 
 HOUR, DAY = 3600, 86_400
-RANGES = {"24h": ("Last 24 hours", HOUR, 24), "7d": ("Last 7 days", DAY, 7), "30d": ("Last 30 days", DAY, 30)}
+RANGES = {"24h": (N_("Last 24 hours"), HOUR, 24), "7d": (N_("Last 7 days"), DAY, 7), "30d": (N_("Last 30 days"), DAY, 30)}  # labels translated when shown
 MAX_CUSTOM_DAYS = 366
 MAX_OFFSET = 14 * 60  # the farthest zone from UTC, in minutes
 
@@ -62,18 +63,18 @@ def choose_span(query: dict[str, str], now: float) -> Span:
     shift = offset * 60
     choice = query.get("range") or "24h"
     if choice == "custom":
-        first, last = _date(query.get("from"), "start"), _date(query.get("to"), "end")
+        first, last = _date(query.get("from"), _("start")), _date(query.get("to"), _("end"))
         if last < first:
-            raise SpanError("The range ends before it starts.")
+            raise SpanError(_("The range ends before it starts."))
         days = (last - first).days + 1
         if days > MAX_CUSTOM_DAYS:
-            raise SpanError(f"Choose at most {MAX_CUSTOM_DAYS} days.")
+            raise SpanError(_("Choose at most %(count)s days.", count=MAX_CUSTOM_DAYS))
         since = datetime(first.year, first.month, first.day, tzinfo=UTC).timestamp() - shift
         step = HOUR if days <= 2 else DAY
         return Span(choice, since, since + days * DAY, step, offset, first.isoformat(), last.isoformat())
     if choice not in RANGES:
         choice = "24h"
-    _, step, count = RANGES[choice]
+    _label, step, count = RANGES[choice]
     until = math.floor((now + shift) / step) * step - shift + step  # the end of the current hour or day
     return Span(choice, until - count * step, until, step, offset)
 
@@ -82,7 +83,7 @@ def _date(text: str | None, what: str) -> date:
     try:
         return date.fromisoformat((text or "").strip())
     except ValueError:
-        raise SpanError(f"Give the range's {what} as a date (YYYY-MM-DD).") from None
+        raise SpanError(_("Give the range's %(what)s as a date (YYYY-MM-DD).", what=what)) from None
 
 
 def add_up(points: list[tuple[float, UsageTotal]]) -> UsageTotal:

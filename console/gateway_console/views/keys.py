@@ -15,11 +15,12 @@ from starlette.responses import Response
 from gateway_core.admin import Locked, keys, users
 from gateway_core.records import DEFAULT_GROUP, LIMIT_COLUMNS, KeyRecord
 
+from ..i18n import N_, _
 from ..forms import FormError, future_time, optional_int, optional_usd, split_list, text
 from ..web import Ctx, page
 
 NAME_LENGTH = 100
-LIMIT_LABELS = {"rpm": "Requests per minute", "tpm": "Tokens per minute", "concurrency": "Requests at once"}
+LIMIT_LABELS = {"rpm": N_("Requests per minute"), "tpm": N_("Tokens per minute"), "concurrency": N_("Requests at once")}
 
 
 @page()
@@ -39,7 +40,7 @@ async def _limits(ctx: Ctx, group: str, key: KeyRecord | None) -> dict[str, Any]
     (a typo would otherwise leave a key that can call nothing); an expiry already
     past is refused (it would cut a live key's traffic at once)."""
     form = ctx.form
-    models = split_list(text(form, "models", max_length=5000, label="The model list"))
+    models = split_list(text(form, "models", max_length=5000, label=_("The model list")))
     known = await _group_models(ctx, group)
     if key is not None:  # names the key has, or an operator allowed it, stay acceptable
         locked = (await ctx.admin.store.get_key_locks(key.id)).get("models") or ()
@@ -47,19 +48,19 @@ async def _limits(ctx: Ctx, group: str, key: KeyRecord | None) -> dict[str, Any]
     unknown = [model for model in models if model not in known]
     if unknown:
         served = ", ".join(sorted(known)) or "none yet"
-        raise FormError(f"The group {group} serves no model named {', '.join(unknown)} (its models: {served}).")
+        raise FormError(_("The group %(group)s serves no model named %(names)s (its models: %(served)s).", group=group, names=", ".join(unknown), served=served))
     return {
-        "name": text(form, "name", required="Give the key a name.", max_length=NAME_LENGTH, label="The name"),
-        "quota_micros": optional_usd(text(form, "quota"), "The quota"),
-        "expires_at": future_time(text(form, "expires"), "The expiry", kept=key.expires_at if key else None),
+        "name": text(form, "name", required=_("Give the key a name."), max_length=NAME_LENGTH, label=_("The name")),
+        "quota_micros": optional_usd(text(form, "quota"), _("The quota")),
+        "expires_at": future_time(text(form, "expires"), _("The expiry"), kept=key.expires_at if key else None),
         "models": models,
-        "allow_ips": split_list(text(form, "allow_ips", max_length=5000, label="The IP allow list")),
+        "allow_ips": split_list(text(form, "allow_ips", max_length=5000, label=_("The IP allow list"))),
     }
 
 
 def _rate_limits(ctx: Ctx) -> dict[str, int | None]:
     """``rpm``, ``tpm``, ``concurrency`` from the form (empty or 0: no limit of the key's own)."""
-    return {column: optional_int(text(ctx.form, column), LIMIT_LABELS[column]) or None for column in LIMIT_COLUMNS}
+    return {column: optional_int(text(ctx.form, column), _(LIMIT_LABELS[column])) or None for column in LIMIT_COLUMNS}
 
 
 def _form(ctx: Ctx, key: KeyRecord | None, groups: Any, status: int = 200, error: str | None = None) -> Response:

@@ -21,6 +21,7 @@ from starlette.responses import Response, StreamingResponse
 from gateway_core.admin import keys, prices, usage, wallet
 from gateway_core.records import Cursor, UsageFilter
 
+from ..i18n import _
 from ..forms import FormError, optional_int, when
 from ..web import Ctx, page
 
@@ -33,7 +34,7 @@ def _cursor(value: str, what: str) -> Cursor | None:
     try:
         return usage.parse_cursor(value) if value else None
     except ValueError:
-        raise FormError(f"{what} is not a page of this log") from None
+        raise FormError(_("%(what)s is not a page of this log", what=what)) from None
 
 
 def _filters(ctx: Ctx, owner: int | None) -> tuple[UsageFilter, dict[str, str]]:
@@ -42,14 +43,14 @@ def _filters(ctx: Ctx, owner: int | None) -> tuple[UsageFilter, dict[str, str]]:
     query = ctx.request.query_params
     raw = {name: query.get(name, "").strip() for name in FILTER_NAMES}
     raw["key"] = raw["key"] or query.get("token", "").strip()  # "token": the name other gateways use
-    user_id = owner if owner is not None else optional_int(raw["user"], "user")
+    user_id = owner if owner is not None else optional_int(raw["user"], _("user"))
     status = raw["status"]
     if status and status != "errors" and not (status.isdigit() and len(status) == 3):
-        raise FormError("status must be a 3-digit code or 'errors'")
+        raise FormError(_("status must be a 3-digit code or 'errors'"))
     filters = UsageFilter(
-        key_id=optional_int(raw["key"], "key"), user_id=user_id, model=raw["model"] or None,
+        key_id=optional_int(raw["key"], _("key")), user_id=user_id, model=raw["model"] or None,
         status=int(status) if status.isdigit() else None, errors=status == "errors",
-        since=when(raw["since"], "From"), until=when(raw["until"], "Until"),
+        since=when(raw["since"], _("From")), until=when(raw["until"], _("Until")),
     )  # fmt: skip
     return filters, raw
 

@@ -7,6 +7,7 @@ from starlette.responses import Response
 
 from gateway_core.admin import tokens
 
+from ..i18n import _
 from ..forms import future_time, text
 from ..web import Ctx, page
 
@@ -26,10 +27,10 @@ async def token_new(ctx: Ctx) -> Response:
     try:
         scope = text(ctx.form, "scope") or "read"
         if scope not in _scopes(ctx):
-            raise ValueError(f"The scope {scope!r} is not yours to give.")
+            raise ValueError(_("The scope %(scope)s is not yours to give.", scope=repr(scope)))
         token, secret = await tokens.create_token(
-            ctx.admin, ctx.user.id, scope=scope, name=text(ctx.form, "name", max_length=100, label="The name"),
-            expires_at=future_time(text(ctx.form, "expires"), "The expiry"),
+            ctx.admin, ctx.user.id, scope=scope, name=text(ctx.form, "name", max_length=100, label=_("The name")),
+            expires_at=future_time(text(ctx.form, "expires"), _("The expiry")),
         )  # fmt: skip
     except ValueError as exc:  # FormError, Invalid
         listed = await tokens.list_tokens(ctx.admin, ctx.user.id)
