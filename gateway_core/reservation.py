@@ -18,21 +18,37 @@ learns the answer:
 
 Money stays exact: no answer is delivered without a committed reservation, and
 no settlement runs before its reservation's write finished.
+
+Only a process that is its store's sole writer overlaps (:func:`sole_writer`):
+the embedded store served by one process. With several workers on one SQLite
+file, or replicas on PostgreSQL, the others' reservations are invisible here, so
+a margin seen here proves nothing, and a refusal found after the upstream call
+would leave the operator paying the provider for an answer nobody is charged
+for: those always reserve before the call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from .context import RequestContext
+from .sql import SQLITE
 
+WORKERS_ENV = "RELAYGATE_WORKERS"  # set by `serve` for its worker processes (server.py)
 PENDING = "quota.pending_hold"  # ctx.state key of a reservation whose write is in flight
 MARGIN = 8  # the last-seen available balance must cover this many times the reservation
 FRESH_SECONDS = 5.0  # how long a last-seen available balance is trusted
 MAX_USERS = 10_000  # users remembered per process (forgotten all at once beyond)
+
+
+def sole_writer(dialect: str) -> bool:
+    """Whether this process alone reserves from its store's wallets: a SQLite store
+    served by one worker (PostgreSQL is there for replicas)."""
+    return dialect == SQLITE and os.environ.get(WORKERS_ENV, "1") == "1"
 
 
 class BalanceMargins:

@@ -90,6 +90,7 @@ def serve(
     (:mod:`gateway_core.supervisor` lists them for several workers).
     ``grace`` defaults to ``[gateway] shutdown_grace_seconds``; ``warnings`` are
     logged once logging is set up."""
+    from .reservation import WORKERS_ENV
     from .supervisor import Supervisor, prepare_server, worker_environment
 
     grace = config.shutdown_grace_seconds if grace is None else grace
@@ -98,6 +99,7 @@ def serve(
     for warning in warnings:
         log.warning(warning)
     env = worker_environment(config)
+    env[WORKERS_ENV] = str(workers)  # several workers share the store: none reserves beside the call (reservation.py)
     prepare_server(config, env, workers)
     from .app import create_app
 

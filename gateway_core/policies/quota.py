@@ -33,7 +33,7 @@ from ..errors import InsufficientQuotaError, PermissionDeniedError
 from ..money import format_usd
 from ..policy import Policy
 from ..request_store import HoldRefused
-from ..reservation import BalanceMargins
+from ..reservation import BalanceMargins, sole_writer
 from .budget_refusal import budget_refusal
 
 DEFAULT_MAX_OUTPUT_TOKENS = 4096
@@ -50,6 +50,12 @@ class Quota(Policy):
     def __init__(self, default_max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS) -> None:
         self.default_max_output_tokens = default_max_output_tokens
         self.margins = BalanceMargins()  # when the write may go beside the upstream call (reservation.py)
+        self.overlap: bool | None = None  # whether it may at all: this process is the store's sole writer
+
+    def _may_overlap(self, services) -> bool:
+        if self.overlap is None:
+            self.overlap = sole_writer(services.sql.dialect)
+        return self.overlap
 
     async def admit(self, ctx: RequestContext, services) -> None:
         call = ctx.call
@@ -93,7 +99,7 @@ class Quota(Policy):
             try:
                 if budgets:
                     await services.store.hold_within_budgets(key.user_id, needed, ctx.request_id, key.id, budgets)
-                elif key.quota_micros is None and self.margins.covers(key.user_id, needed):
+                elif key.quota_micros is None and self._may_overlap(services) and self.margins.covers(key.user_id, needed):
                     max_output = hints.max_output_tokens or self.default_max_output_tokens
                     hold = _hold(services, key.user_id, needed, ctx.request_id, key.id, max_output)
                     self.margins.start(ctx, key.user_id, needed, hold)  # the relay confirms it before answering
