@@ -29,7 +29,6 @@ import orjson
 from gateway_core import (
     ChannelType,
     Exchange,
-    Frame,
     InvalidRequestError,
     JsonReply,
     Reply,
@@ -38,11 +37,9 @@ from gateway_core import (
     UpstreamError,
     endpoints,
 )
-from gateway_core.errors import excerpt
 from gateway_core.model import ChatRequest
 from gateway_core.sessions import UpstreamSession
-from gateway_core.sse import frame_fields
-from gateway_core.upstream import parse_answer, parse_frame_json, post, read_all, sse_frames
+from gateway_core.upstream import parse_answer, post, read_all, sse_frames
 
 from .calls import (
     CHAT_WIRE,
@@ -60,7 +57,7 @@ from .channel_text import PATHS as TEXT_PATHS
 from .channel_text import send_text
 from .chat_request import request_to_wire
 from .chat_response import response_from_wire, usage_from_wire
-from .chat_stream import ChunkDecoder
+from .chat_stream import FrameDecoder
 from .completions import COMPLETIONS_WIRE
 from .error_body import upstream_error_message
 from .moderations import MODERATIONS_WIRE
@@ -163,23 +160,3 @@ def passthrough_body(body: dict[str, Any], model: str, stream: bool) -> dict[str
     return out
 
 
-class FrameDecoder:
-    """Decodes one upstream chat stream's frames into core events."""
-
-    __slots__ = ("_chunks",)
-
-    def __init__(self) -> None:
-        self._chunks = ChunkDecoder()
-
-    def decode(self, raw: bytes) -> Frame:
-        _, data = frame_fields(raw)
-        if not data:
-            return Frame(raw)  # a comment or keep-alive
-        if data == b"[DONE]":  # closes what a stream without finish_reason left open
-            return Frame(raw, tuple(self._chunks.close()), terminal=True)
-        chunk = parse_frame_json(data)
-        if "error" in chunk and not chunk.get("choices"):
-            error = UpstreamError(f"the upstream reported an error mid-stream: {upstream_error_message(200, data)}")
-            error.upstream_body = excerpt(data)
-            raise error
-        return Frame(raw, tuple(self._chunks.feed(chunk)))

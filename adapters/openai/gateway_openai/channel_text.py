@@ -12,7 +12,8 @@ from gateway_core import Exchange, JsonReply, Reply, StreamReply, endpoints
 from gateway_core.upstream import parse_answer, post, read_all, sse_frames
 
 from .chat_response import usage_from_wire
-from .completions import CompletionFrames, answer_texts
+from .chat_stream import FrameDecoder
+from .completions import answer_texts, as_chat_chunk
 from .error_body import upstream_error_message
 from .moderations import moderation_usage
 
@@ -30,7 +31,7 @@ async def send_text(exchange: Exchange, headers: dict[str, str], body: dict[str,
     url = target.channel.base_url + PATHS[call.endpoint]
     response = await post(exchange, url, headers=headers, body=orjson.dumps(body), error_message=upstream_error_message)
     if call.stream:
-        frames = sse_frames(response, CompletionFrames().decode)
+        frames = sse_frames(response, FrameDecoder(as_chat_chunk).decode)
         return StreamReply(frames=frames, close=frames.aclose)
     data = await read_all(response)
     answer = parse_answer(data)

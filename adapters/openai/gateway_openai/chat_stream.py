@@ -19,11 +19,13 @@ that arrives before the finish is held and written right after it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
-from gateway_core.errors import UpstreamError
+from gateway_core.channel_type import Frame
+from gateway_core.errors import UpstreamError, excerpt
 from gateway_core.model import (
     PartDelta,
     PartStart,
@@ -37,8 +39,11 @@ from gateway_core.model import (
     Usage,
     UsageReport,
 )
+from gateway_core.sse import frame_fields
+from gateway_core.upstream import parse_frame_json
 
 from .chat_response import finish_reason_to_wire, stop_reason_from_wire, usage_from_wire, usage_to_wire
+from .error_body import upstream_error_message
 
 JSON = dict[str, Any]
 _REFUSAL = {"openai_refusal": True}
@@ -247,3 +252,27 @@ class ChunkEncoder:
         if self._include_usage:
             chunk["usage"] = usage
         return chunk
+
+
+class FrameDecoder:
+    """Decodes one upstream chat stream's frames into core events; ``adapt``
+    turns each chunk into a chat chunk first (the legacy completions stream's)."""
+
+    __slots__ = ("_chunks", "_adapt")
+
+    def __init__(self, adapt: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        self._chunks = ChunkDecoder()
+        self._adapt = adapt
+
+    def decode(self, raw: bytes) -> Frame:
+        _, data = frame_fields(raw)
+        if not data:
+            return Frame(raw)  # a comment or keep-alive
+        if data == b"[DONE]":  # closes what a stream without finish_reason left open
+            return Frame(raw, tuple(self._chunks.close()), terminal=True)
+        chunk = parse_frame_json(data)
+        if "error" in chunk and not chunk.get("choices"):
+            error = UpstreamError(f"the upstream reported an error mid-stream: {upstream_error_message(200, data)}")
+            error.upstream_body = excerpt(data)
+            raise error
+        return Frame(raw, tuple(self._chunks.feed(chunk if self._adapt is None else self._adapt(chunk))))

@@ -18,15 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway_core import Call, Frame, InvalidRequestError, RouteSpec, UpstreamError, capped_output
-from gateway_core.errors import excerpt
+from gateway_core import Call, InvalidRequestError, RouteSpec, capped_output
 from gateway_core.model import ChatResponse, TextPart
-from gateway_core.sse import frame_fields
-from gateway_core.upstream import parse_frame_json
 
 from .calls import PROTOCOL, required_model, stream_flag
-from .chat_stream import ChunkDecoder
-from .error_body import upstream_error_message
 
 COMPLETIONS_WIRE = "openai.completions"
 JSON = dict[str, Any]
@@ -99,23 +94,3 @@ def answer_texts(answer: JSON) -> ChatResponse:
     return ChatResponse(id=str(answer.get("id") or ""), model=str(answer.get("model") or ""), parts=(TextPart(text),), stop_reason=None)
 
 
-class CompletionFrames:
-    """Decodes one upstream completions stream's frames into core events."""
-
-    __slots__ = ("_chunks",)
-
-    def __init__(self) -> None:
-        self._chunks = ChunkDecoder()
-
-    def decode(self, raw: bytes) -> Frame:
-        _, data = frame_fields(raw)
-        if not data:
-            return Frame(raw)  # a comment or keep-alive
-        if data == b"[DONE]":
-            return Frame(raw, tuple(self._chunks.close()), terminal=True)
-        chunk = parse_frame_json(data)
-        if "error" in chunk and not chunk.get("choices"):
-            error = UpstreamError(f"the upstream reported an error mid-stream: {upstream_error_message(200, data)}")
-            error.upstream_body = excerpt(data)
-            raise error
-        return Frame(raw, tuple(self._chunks.feed(as_chat_chunk(chunk))))

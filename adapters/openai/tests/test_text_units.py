@@ -11,7 +11,8 @@ from gateway_core import InvalidRequestError, RouteSpec, endpoints
 from gateway_core.model import PartDelta, StreamFinish, StreamStart, Usage, UsageReport
 from gateway_core.stream_contract import StreamContract
 from gateway_core.testing import Examples
-from gateway_openai.completions import CompletionFrames, completions_call, prompt_count
+from gateway_openai.chat_stream import FrameDecoder
+from gateway_openai.completions import as_chat_chunk, completions_call, prompt_count
 from gateway_openai.moderations import DEFAULT_MODEL, moderation_call, moderation_usage
 from gateway_openai.rerank import rerank_call, rerank_usage
 
@@ -22,7 +23,7 @@ RERANK = RouteSpec("/v1/rerank", endpoints.RERANK)
 
 
 def test_a_completions_stream_decodes_into_events_that_keep_the_contract():
-    decoder, contract = CompletionFrames(), StreamContract("openai")
+    decoder, contract = FrameDecoder(as_chat_chunk), StreamContract("openai")
     events = []
     frames = [decoder.decode(raw) for raw in examples.frames("completions_stream_usage.sse")]
     for frame in frames:
