@@ -6,6 +6,7 @@
 and the ``Authorization`` header with one shared aiohttp session to the upstream; a
 stream is relayed chunk by chunk as it arrives. No key check, no policies, no billing,
 no log: ``make bench`` runs it beside the gateway so that each figure has a floor.
+``--server uvicorn``: on uvicorn, as ``relaygate serve --server uvicorn`` (``bench/overhead.py --server``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from hello_app import serve
+from hello_app import SERVERS, serve
 
 
 def bare_proxy(upstream: str) -> Starlette:
@@ -56,10 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--upstream", required=True, help="the fake upstream's base URL, e.g. http://127.0.0.1:9001")
+    parser.add_argument("--server", choices=SERVERS, default="hypercorn", help="the HTTP server (default hypercorn)")
     args = parser.parse_args(argv)
     import uvloop
 
-    uvloop.run(serve(bare_proxy(args.upstream.rstrip("/")), args.host, args.port))
+    uvloop.run(serve(bare_proxy(args.upstream.rstrip("/")), args.host, args.port, args.server))
     return 0
 
 

@@ -5,7 +5,9 @@ path (or on ``/v1/chat/completions`` through a Starlette ``Router`` with
 ``--starlette``): it reads the request body and answers a fixed JSON body of
 the fake upstream's size. Hypercorn is configured as ``gateway_core.server``
 configures it (uvloop, no access log, keep-alive 75 s), so its CPU per request
-is what the server alone costs, before any gateway work.
+is what the server alone costs, before any gateway work. ``--server uvicorn``
+serves it as ``relaygate serve --server uvicorn`` does; ``--server granian``
+(installed apart: ``pip install granian``) on granian's embedded server, for comparison.
 """
 
 from __future__ import annotations
@@ -53,7 +55,25 @@ def starlette_app():
     return Router(routes=[Route("/v1/chat/completions", Hello(), methods=["POST"])])
 
 
-async def serve(app, host: str, port: int) -> None:
+SERVERS = ("hypercorn", "uvicorn", "granian")
+
+
+async def serve(app, host: str, port: int, server: str = "hypercorn") -> None:
+    """Serve ``app`` until SIGTERM or SIGINT on ``server``, configured as
+    ``gateway_core.server`` configures it (``granian``: its embedded server, for
+    comparison only)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if server == "granian":
+        await serve_granian(app, host, port, stop)
+        return
+    if server == "uvicorn":
+        from gateway_core.server_uvicorn import serve_uvicorn, uvicorn_config
+
+        await serve_uvicorn(uvicorn_config(app, host=host, port=port), stop, grace=5)
+        return
     from hypercorn.asyncio import serve as hypercorn_serve
     from hypercorn.config import Config
 
@@ -63,11 +83,17 @@ async def serve(app, host: str, port: int) -> None:
     config.errorlog = "-"
     config.keep_alive_timeout = 75
     config.graceful_timeout = 5
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     await hypercorn_serve(app, config, shutdown_trigger=stop.wait)
+
+
+async def serve_granian(app, host: str, port: int, stop: asyncio.Event) -> None:
+    from granian.constants import Interfaces
+    from granian.server.embed import Server
+
+    server = Server(app, address=host, port=port, interface=Interfaces.ASGI, log_access=False, backlog=1024)
+    stopper = asyncio.ensure_future(stop.wait())
+    stopper.add_done_callback(lambda _: server.stop())
+    await server.serve()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,10 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--starlette", action="store_true", help="route through a Starlette Router, as the gateway does")
+    parser.add_argument("--server", choices=SERVERS, default="hypercorn", help="the HTTP server (default hypercorn)")
     args = parser.parse_args(argv)
     import uvloop
 
-    uvloop.run(serve(starlette_app() if args.starlette else hello, args.host, args.port))
+    uvloop.run(serve(starlette_app() if args.starlette else hello, args.host, args.port, args.server))
     return 0
 
 

@@ -19,9 +19,13 @@ measures:
 - ``c50``: non-streaming, concurrency 50: a direct phase, then a gateway phase;
   added latency = difference of the two phases' percentiles;
 - ``stream50``: streaming (``--chunks`` chunks, usage asked), concurrency 50, likewise;
-- ``floor``: a hello-world ASGI app on hypercorn + uvloop, raw then behind a
+- ``hello``: a hello-world ASGI app on hypercorn + uvloop, raw then behind a
   Starlette router, at concurrency 50 and at concurrency 1 (paired with the
   fake upstream): what the server alone costs.
+
+``--server uvicorn`` serves the gateway (``relaygate serve --server``), the floor
+(``bench/bare_proxy.py``) and the hello app on uvicorn instead of hypercorn;
+``--server granian`` (hello only, ``pip install granian``) is for comparison.
 
 CPU per request is a process's utime+stime from ``/proc`` (all its threads, and
 live child processes with ``--workers``) over a phase, divided by the requests
@@ -182,6 +186,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--plugins", metavar="FILE", help='plugins.toml for the gateway (default: one with load = ["openai"])')
     p.add_argument("--free", action="store_true", help="make the model free (no balance reservation or settlement per request)")
     p.add_argument("--workers", type=int, default=1, help="relaygate serve --workers (default 1)")
+    p.add_argument("--server", default="hypercorn", choices=("hypercorn", "uvicorn", "granian"),
+                   help="relaygate serve --server, and the same server under the floor and the hello app (default hypercorn; "
+                        "granian: the hello scenario only, for comparison)")
+    p.add_argument("--floor-server", default=None, choices=("hypercorn", "uvicorn"),
+                   help="the floor's server when it should differ from --server (e.g. the gateway on uvicorn "
+                        "against the floor on hypercorn, where the targets were set)")
     p.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
     p.add_argument("--json", action="store_true", help="print the results as JSON (and nothing else on stdout)")
     p.add_argument("--profile", metavar="FILE", help="py-spy the gateway during the --profile-phase gateway phase into FILE (raw collapsed stacks)")
@@ -205,6 +215,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = set(args.scenarios) - set(SCENARIOS)
     if unknown:
         p.error(f"unknown scenario(s): {', '.join(sorted(unknown))}")
+    if args.server == "granian" and (set(args.scenarios) != {"hello"} or args.soak):
+        p.error("--server granian runs the hello scenario only (relaygate serve does not offer granian): add --scenarios hello")
     if (args.profile or args.perf) and args.profile_phase not in args.scenarios:
         p.error(f"--profile profiles the {args.profile_phase} gateway phase: include {args.profile_phase} in --scenarios")
     return args
@@ -267,6 +279,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             argv = [*relaygate_command(), "serve", "--db", served_db, "--plugins", str(plugins), "--host", "127.0.0.1", "--port", str(gw_port)]
             if args.workers > 1:
                 argv += ["--workers", str(args.workers)]
+            if args.server != "hypercorn":
+                argv += ["--server", args.server]
             if args.redis:
                 argv += ["--redis", args.redis]
             gateway = Child("gateway", placement.command(placement.server, argv), tmp / "gateway.log", tmp)
@@ -293,7 +307,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 arms = [Arm("direct", direct, "upstream")]
                 fl_port = free_port()
                 floor_child = Child("bare proxy", placement.command(placement.server, [
-                    sys.executable, str(HERE / "bare_proxy.py"), "--port", str(fl_port), "--upstream", up_url,
+                    sys.executable, str(HERE / "bare_proxy.py"), "--port", str(fl_port), "--upstream", up_url, "--server", args.floor_server or args.server,
                 ]), tmp / "bare_proxy.log", HERE)  # fmt: skip
                 children.append(floor_child)
                 floor_target = Target("floor", f"http://127.0.0.1:{fl_port}", UPSTREAM_KEY)
@@ -346,10 +360,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             result.setdefault("gateway_log_problems", []).extend(log_problems(tmp / "gateway.log"))
             result["usage_log"] = await pg_column.usage_log(served_db, gateway_sent) if args.postgres else usage_log(db, gateway_sent)
         if "hello" in args.scenarios and not args.soak:
-            say(args, f"hello: hello-world ASGI on hypercorn + uvloop, concurrency {args.concurrency} ...")
-            hello = [sys.executable, str(HERE / "hello_app.py")]
+            say(args, f"hello: hello-world ASGI on {args.server} + uvloop, concurrency {args.concurrency} ...")
+            hello = [sys.executable, str(HERE / "hello_app.py"), "--server", args.server]
             pids = {"upstream": upstream.pid}
-            result["scenarios"].append(await hello_floor("hypercorn hello", hello, placement, tmp, args, pids, direct))
+            result["scenarios"].append(await hello_floor(f"{args.server} hello", hello, placement, tmp, args, pids, direct))
             result["scenarios"].append(await hello_floor("+ starlette", [*hello, "--starlette"], placement, tmp, args, pids, direct))
     finally:
         for child in reversed(children):

@@ -54,7 +54,9 @@ def print_table(result: dict[str, Any]) -> None:
     print(f"\nRelaygate gateway overhead — {m['cpu_model']}, nproc {m['nproc']}, Python {m['python']}, "
           f"SQLite {m['sqlite']}, kernel {m['kernel']}, load average {m.get('load_average', '-')}")  # fmt: skip
     billing = "free model (no reservation)" if result["config"].get("free") else "priced model (reservation + settlement per request)"
-    print(f"placement: {result['placement']}; fake upstream: {result['config']['chunks']} stream chunks; {billing}")
+    config = result["config"]
+    servers = f"servers: gateway on {config.get('server', 'hypercorn')}, floor on {config.get('floor_server') or config.get('server', 'hypercorn')}"
+    print(f"placement: {result['placement']}; {servers}; fake upstream: {config['chunks']} stream chunks; {billing}")
     if "peer_versions" in result:
         print("peers: " + ", ".join(f"{name} {version}" for name, version in result["peer_versions"].items()))
     header = (

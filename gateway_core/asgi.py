@@ -7,6 +7,7 @@ import ipaddress
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .coarse_timers import deadline
 from .errors import InvalidRequestError, RequestTooLargeError
 from .types import Scope
 
@@ -53,7 +54,7 @@ async def read_body(scope: Scope, receive, limit: int, timeout: float) -> bytes:
     chunks: list[bytes] = []
     size = 0
     try:
-        async with asyncio.timeout(timeout):
+        async with deadline(timeout):
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect":

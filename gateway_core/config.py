@@ -88,6 +88,8 @@ class Config:
     budget_window: str = "calendar"
     # seconds a shutdown lets requests and streams finish before cutting them
     shutdown_grace_seconds: float = 30.0
+    # the HTTP server: hypercorn (h11) or uvicorn (httptools), see gateway_core/server.py
+    server: str = "hypercorn"
     # PostgreSQL: connections per worker process, and seconds a call waits for a
     # connection and its answer before the store reports itself unavailable
     db_pool_size: int = 10
@@ -167,7 +169,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
         "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "breaker_last_resort", "db_pool_size",
         "session_affinity", "session_header", "session_ttl", "session_max_entries", "db_timeout",
         "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds", "redis_faults",
-        "hold_lease_seconds", "replica", "shutdown_grace_seconds",
+        "hold_lease_seconds", "replica", "shutdown_grace_seconds", "server",
         "budget_timezone", "budget_window", "cost_header", "json", "detailed_model_errors",
         "body_timeout", "max_answer_bytes", "max_frame_bytes", "write_timeout",
     }  # fmt: skip
@@ -203,6 +205,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             hold_lease_seconds=_seconds(gateway, "hold_lease_seconds", defaults.hold_lease_seconds),
             replica=str(gateway["replica"]) if "replica" in gateway else None,
             shutdown_grace_seconds=_seconds(gateway, "shutdown_grace_seconds", defaults.shutdown_grace_seconds),
+            server=_choice(gateway, "server", SERVERS, defaults.server),
             cost_header=_flag(gateway, "cost_header", defaults.cost_header),
             budget_timezone=_timezone(gateway.get("budget_timezone", defaults.budget_timezone)),
             budget_window=_choice(gateway, "budget_window", ("calendar", "rolling"), defaults.budget_window),
@@ -221,6 +224,9 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
+
+
+SERVERS = ("hypercorn", "uvicorn")  # relaygate serve --server, [gateway] server
 
 
 def redis_url(value: object, where: str) -> str:

@@ -9,7 +9,8 @@ disconnect is only noted (``gone``). ``Task.uncancel`` tells our cancellation
 from the server's (a shutdown past its grace period), which still propagates.
 
 Cost: the watcher task starts only once the request has taken ``delay`` seconds
-(0.1 by default) — a timer until then. A request answered sooner (most of the
+(0.1 by default, up to a tick of :mod:`~gateway_core.coarse_timers` more) — a
+coarse timer until then. A request answered sooner (most of the
 gateway's own overhead benchmark) never pays for a task, and an upstream call a
 client abandons earlier is cancelled when the watcher starts, since the
 disconnect waits for it in ``receive``. Cancelling the request's own task rather
@@ -23,13 +24,14 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from .asgi import ClientGone
+from .coarse_timers import Timer, timers_of
 
 T = TypeVar("T")
 WATCH_DELAY = 0.1  # seconds before a request's watcher task starts
 
 
 class DisconnectWatch:
-    __slots__ = ("gone", "_armed", "_cancelled", "_task", "_watcher", "_timer", "_receive")
+    __slots__ = ("gone", "_armed", "_cancelled", "_task", "_watcher", "_timers", "_timer", "_receive")
 
     def __init__(self, receive, *, enabled: bool = True, delay: float = WATCH_DELAY) -> None:
         """``enabled=False``: watch nothing (someone else reads ``receive``)."""
@@ -39,7 +41,8 @@ class DisconnectWatch:
         self._task = asyncio.current_task()
         self._receive = receive
         self._watcher: asyncio.Task | None = None
-        self._timer = asyncio.get_running_loop().call_later(delay, self._start) if enabled else None
+        self._timers = timers_of(asyncio.get_running_loop())
+        self._timer: Timer | None = self._timers.after(delay, self._start) if enabled else None
 
     def _start(self) -> None:
         self._timer = None
@@ -80,7 +83,7 @@ class DisconnectWatch:
     def close(self) -> None:
         self._armed = False
         if self._timer is not None:
-            self._timer.cancel()
+            self._timers.cancel(self._timer)
             self._timer = None
         if self._watcher is not None:
             self._watcher.cancel()

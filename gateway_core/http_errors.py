@@ -4,7 +4,8 @@ A request that is not valid HTTP/1.1 — a header with a bare CR or bytes HTTP
 forbids, headers larger than the server reads (16 KiB), a ``Transfer-Encoding``
 other than chunked, a broken chunk — never reaches the app: hypercorn answers
 400, 431 or 501 itself, with an empty body. :func:`install` makes those answers
-JSON errors with a request id (also in ``X-Request-Id`` and the log), in a
+JSON errors with a request id (uvicorn's protocol in
+:mod:`gateway_core.server_uvicorn` writes the same with :func:`raw_answer`) (also in ``X-Request-Id`` and the log), in a
 shape the bundled client protocols' SDKs all read (``error`` with ``type`` and
 ``message``, a numeric ``code`` and a ``status`` name): no protocol is known for
 a request whose head could not be read. The connection closes after
@@ -13,6 +14,7 @@ them, as before.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
@@ -44,20 +46,42 @@ def error_body(status: int, request_id: str) -> bytes:
     return orjson.dumps({"type": "error", "error": error, "request_id": request_id})
 
 
-async def _send_error_response(self: Any, status_code: int) -> None:
-    """hypercorn's ``H11Protocol._send_error_response``, with a JSON body."""
-    import h11
-
+def refused(status: int, client: Any) -> tuple[str, bytes]:
+    """A new request id and the JSON body for a request the server refuses with
+    ``status`` (logged once)."""
     request_id = new_request_id()
-    body = error_body(status_code, request_id)
-    log.info("request refused by the HTTP layer", request_id=request_id, status=status_code, client=self.client and self.client[0])
-    fixed = [
+    log.info("request refused by the HTTP layer", request_id=request_id, status=status, client=client and client[0])
+    return request_id, error_body(status, request_id)
+
+
+REASONS = {400: b"Bad Request", 413: b"Content Too Large", 431: b"Request Header Fields Too Large", 501: b"Not Implemented", 505: b"HTTP Version Not Supported"}
+
+
+def raw_answer(status: int, client: Any, extra: Sequence[tuple[bytes, bytes]] = ()) -> bytes:
+    """The whole HTTP/1.1 response (head and JSON body, ``Connection: close``)
+    refusing a request with ``status``, for a server that writes bytes itself."""
+    request_id, body = refused(status, client)
+    head = [b"HTTP/1.1 %d %s\r\n" % (status, REASONS.get(status, b"Bad Request"))]
+    for name, value in [*extra, *_fixed(body, request_id)]:
+        head.append(name + b": " + value + b"\r\n")
+    return b"".join(head) + b"\r\n" + body
+
+
+def _fixed(body: bytes, request_id: str) -> list[tuple[bytes, bytes]]:
+    return [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
         (b"connection", b"close"),
         (b"x-request-id", request_id.encode()),
     ]
-    headers = list(chain(fixed, self.config.response_headers("h11")))
+
+
+async def _send_error_response(self: Any, status_code: int) -> None:
+    """hypercorn's ``H11Protocol._send_error_response``, with a JSON body."""
+    import h11
+
+    request_id, body = refused(status_code, self.client)
+    headers = list(chain(_fixed(body, request_id), self.config.response_headers("h11")))
     await self._send_h11_event(h11.Response(status_code=status_code, headers=headers))
     await self._send_h11_event(h11.Data(data=body))
     await self._send_h11_event(h11.EndOfMessage())

@@ -11,8 +11,10 @@ carries ``worker``: 0 for the supervising parent, 1…N for the workers.
 
 from __future__ import annotations
 
+import datetime
 import logging
 import sys
+import time
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -31,7 +33,7 @@ def configure_logging(level: str = "info", json: bool | None = None, *, worker: 
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        UtcTimestamp(),
     ]
     if worker is not None:
         shared.append(_WorkerField(worker))
@@ -40,7 +42,7 @@ def configure_logging(level: str = "info", json: bool | None = None, *, worker: 
     if json:
         renderer = structlog.processors.JSONRenderer(serializer=orjson.dumps)
         factory = structlog.BytesLoggerFactory()
-        processors: list[structlog.typing.Processor] = [*shared, structlog.processors.format_exc_info, renderer]
+        processors: list[structlog.typing.Processor] = [*shared, format_exc_info_if_any, renderer]
         handler = logging.StreamHandler(sys.stdout)  # the library's records as JSON lines too
         handler.setFormatter(
             structlog.stdlib.ProcessorFormatter(
@@ -81,6 +83,34 @@ class _WorkerField:
     def __call__(self, logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
         event.setdefault("worker", self.worker)
         return event
+
+
+class UtcTimestamp:
+    """Adds ``timestamp``, the time in ISO 8601 in UTC (``2026-11-24T17:46:32.794402Z``),
+    as structlog's ``TimeStamper(fmt="iso", utc=True)`` writes it, with the part up
+    to the second formatted once per second rather than for every line."""
+
+    __slots__ = ("_second", "_prefix")
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ""
+
+    def __call__(self, logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+        now = time.time_ns() // 1000  # microseconds
+        second, micros = divmod(now, 1_000_000)
+        if second != self._second:
+            self._prefix = datetime.datetime.fromtimestamp(second, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+            self._second = second
+        event["timestamp"] = f"{self._prefix}.{micros:06d}Z" if micros else self._prefix + "Z"
+        return event
+
+
+def format_exc_info_if_any(logger: Any, method: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """structlog's ``format_exc_info``, skipped for the lines that carry no exception (most)."""
+    if "exc_info" in event:
+        return structlog.processors.format_exc_info(logger, method, event)
+    return event
 
 
 def _json_text(value: Any, **kwargs: Any) -> str:

@@ -54,6 +54,7 @@ REQUEST_ID = "relaygate.request_id"
 COST_HEADER = b"x-relaygate-cost-usd"  # a billed answer's cost, when its key or the gateway opts in
 SHUTDOWN_SEND_SECONDS = 1.0  # how long a stream cut by a shutdown may take to send its error event
 JSON_TYPE = b"application/json"
+NO_QUERY = QueryParams("")  # immutable: shared by the requests without a query string
 
 
 class ProtocolEndpoint:
@@ -74,7 +75,7 @@ class ProtocolEndpoint:
         )
         services.metrics.started()
         try:
-            query = QueryParams(scope["query_string"])
+            query = QueryParams(scope["query_string"]) if scope["query_string"] else NO_QUERY
             ctx.secret = self.protocol.read_key(headers, query)
             path_params, limit = scope.get("path_params", {}), self.route.max_body_bytes or services.config.max_body_bytes
             if self.route.stream_body:  # an upload: only its head is read here, the channel streams the rest

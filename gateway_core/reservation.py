@@ -80,22 +80,32 @@ class BalanceMargins:
     def forget(self, user_id: int) -> None:
         self._seen.pop(user_id, None)
 
+    def reserving(self, user_id: int, needed: int) -> None:
+        """A reservation of ``needed`` for the user is being written (awaited or not):
+        until it is done, what it takes is not in the last-seen balance."""
+        self._in_flight[user_id] = self._in_flight.get(user_id, 0) + needed
+
+    def reserved(self, user_id: int, needed: int, available: int | None) -> None:
+        """That write is done: it left ``available`` (``None``: it failed or was refused)."""
+        left = self._in_flight.get(user_id, 0) - needed
+        if left > 0:
+            self._in_flight[user_id] = left
+        else:
+            self._in_flight.pop(user_id, None)
+        if available is None:
+            self.forget(user_id)
+        else:
+            self.saw(user_id, available)
+
     def start(self, ctx: RequestContext, user_id: int, needed: int, write: Coroutine[Any, Any, int]) -> None:
         """Start the reservation ``write`` (it returns the available balance after
         it) as the request's pending one."""
-        self._in_flight[user_id] = self._in_flight.get(user_id, 0) + needed
+        self.reserving(user_id, needed)
         task = asyncio.ensure_future(write)
 
         def done(task: asyncio.Task[int]) -> None:
-            left = self._in_flight.get(user_id, 0) - needed
-            if left > 0:
-                self._in_flight[user_id] = left
-            else:
-                self._in_flight.pop(user_id, None)
-            if not task.cancelled() and task.exception() is None:
-                self.saw(user_id, task.result())
-            else:
-                self.forget(user_id)
+            ok = not task.cancelled() and task.exception() is None
+            self.reserved(user_id, needed, task.result() if ok else None)
 
         task.add_done_callback(done)
         ctx.state[PENDING] = task

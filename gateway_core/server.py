@@ -1,4 +1,8 @@
-"""Serving the app with hypercorn on uvloop, with a graceful shutdown.
+"""Serving the app with hypercorn (or ``--server uvicorn``) on uvloop, with a graceful shutdown.
+
+hypercorn is the default; uvicorn (httptools) costs the server's part of a
+request about a fifth of hypercorn's (h11) and keeps every behaviour below
+(:mod:`gateway_core.server_uvicorn`; ``docs/operations.md``).
 
 One worker (the default) serves in this process. With ``workers > 1`` this
 process binds one ``SO_REUSEPORT`` listening socket per worker and becomes the
@@ -84,16 +88,18 @@ def serve(
     port: int = 8080,
     workers: int = 1,
     grace: float | None = None,
+    server: str | None = None,
     warnings: Sequence[str] = (),
 ) -> int:
     """Run the gateway until a shutdown signal; returns the exit status
     (:mod:`gateway_core.supervisor` lists them for several workers).
-    ``grace`` defaults to ``[gateway] shutdown_grace_seconds``; ``warnings`` are
-    logged once logging is set up."""
+    ``grace`` defaults to ``[gateway] shutdown_grace_seconds``, ``server`` to
+    ``[gateway] server``; ``warnings`` are logged once logging is set up."""
     from .reservation import WORKERS_ENV
     from .supervisor import Supervisor, prepare_server, worker_environment
 
     grace = config.shutdown_grace_seconds if grace is None else grace
+    server = server or config.server
     json = wants_json()
     configure_logging(json=json, worker=0 if workers > 1 else None)
     for warning in warnings:
@@ -108,10 +114,10 @@ def serve(
         os.environ.update(env)
         # loads plugins now: a bad configuration fails before binding (and they see the address, once)
         app = create_app(attrs.evolve(config, serve_host=host))
-        log.info("serving", address=address, workers=1, db=config.db_path, redis=config.redis)
+        log.info("serving", address=address, workers=1, server=server, db=config.db_path, redis=config.redis)
         import uvloop
 
-        uvloop.run(serve_until_stopped(app, hypercorn_config(bind_address(host, port), grace)))
+        uvloop.run(serve_until_stopped(app, bind_address(host, port), grace, server))
         return 0
     create_app(attrs.evolve(config, serve_host=host))  # the same check before any worker starts (and the same warnings, once)
     # every worker's socket bound now: an address in use fails here, in one line
@@ -119,9 +125,9 @@ def serve(
     port = first[0].getsockname()[1]  # port 0: the others join the one the first got
     supervisor = Supervisor(
         lambda: first.pop() if first else listening_socket(host, port),
-        workers=workers, grace=grace, drain=config.shutdown_drain_seconds, env=env, json=json,
+        workers=workers, grace=grace, drain=config.shutdown_drain_seconds, env=env, json=json, server=server,
     )  # fmt: skip
-    log.info("serving", address=address, workers=workers, db=config.db_path, redis=config.redis)
+    log.info("serving", address=address, workers=workers, server=server, db=config.db_path, redis=config.redis)
     return supervisor.run()
 
 
@@ -142,13 +148,12 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-async def serve_until_stopped(app: Any, hconfig: HypercornConfig, *, parent: int | None = None) -> None:
-    """Serve ``app`` until SIGTERM or SIGINT — ``/readyz`` says 503 at once, the
-    server stops accepting ``shutdown_drain_seconds`` later; a second signal stops
-    it at once — or, with ``parent``, until that process is gone (a worker never
-    outlives its supervisor)."""
-    from hypercorn.asyncio import serve as hypercorn_serve
-
+async def serve_until_stopped(app: Any, bind: str, grace: float, server: str = "hypercorn", *, parent: int | None = None) -> None:
+    """Serve ``app`` on ``bind`` (``HOST:PORT``, or ``fd://N``: an inherited
+    listening socket) with ``server`` until SIGTERM or SIGINT — ``/readyz`` says
+    503 at once, the server stops accepting ``shutdown_drain_seconds`` later and
+    gives requests ``grace`` seconds; a second signal stops it at once — or, with
+    ``parent``, until that process is gone (a worker never outlives its supervisor)."""
     from .readiness import drain_then
 
     stop = asyncio.Event()
@@ -159,7 +164,19 @@ async def serve_until_stopped(app: Any, hconfig: HypercornConfig, *, parent: int
     watch = asyncio.ensure_future(_watch_parent(parent, stop)) if parent is not None else None
     freeze_startup_objects()
     try:
-        await hypercorn_serve(app, hconfig, shutdown_trigger=stop.wait)
+        if server == "uvicorn":
+            from .server_uvicorn import serve_uvicorn, uvicorn_config
+
+            if bind.startswith("fd://"):
+                sockets = [socket.socket(fileno=int(bind[5:]))]
+                await serve_uvicorn(uvicorn_config(app), stop, grace=grace, sockets=sockets)
+            else:
+                host, _, port = bind.rpartition(":")
+                await serve_uvicorn(uvicorn_config(app, host=host.strip("[]"), port=int(port)), stop, grace=grace)
+        else:
+            from hypercorn.asyncio import serve as hypercorn_serve
+
+            await hypercorn_serve(app, hypercorn_config(bind, grace), shutdown_trigger=stop.wait)
     finally:
         if watch is not None:
             watch.cancel()

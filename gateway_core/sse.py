@@ -6,7 +6,7 @@ The other stream framings (newline-delimited JSON, a streamed JSON array) are in
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import orjson
 
@@ -21,9 +21,8 @@ class SSESplitter:
     are both understood. A frame larger than ``max_bytes`` raises
     :class:`gateway_core.framing.FrameTooLargeError` and drops what was held of it.
 
-    Each byte is scanned once: a frame spread over many chunks is kept in a
-    growing buffer whose scanned part is not searched again (the usual chunk,
-    made of whole frames, is cut without being copied).
+    A frame spread over many chunks is kept in a growing buffer whose scanned part is not searched again. The usual chunk,
+    one whole frame, is returned as it is, found in a few steps.
     """
 
     __slots__ = ("_buffer", "_scanned", "max_bytes")
@@ -33,7 +32,14 @@ class SSESplitter:
         self._scanned = 0  # bytes of ``_buffer`` known to hold no frame end
         self.max_bytes = max_bytes
 
-    def feed(self, chunk: bytes) -> Iterator[bytes]:
+    def feed(self, chunk: bytes) -> Iterable[bytes]:
+        """The frames ``chunk`` completes, in order."""
+        size = len(chunk)
+        if not self._buffer and 2 <= size <= self.max_bytes and b"\r" not in chunk and _blank_line(chunk, 0) == size - 2:
+            return (chunk,)  # the usual read: one whole frame
+        return self._frames(chunk)
+
+    def _frames(self, chunk: bytes) -> Iterator[bytes]:
         buffer: bytes = chunk
         if self._buffer:
             pending = self._buffer
@@ -55,14 +61,23 @@ class SSESplitter:
             buffer = bytes(pending[end + width :])
             self._drop()
         start = 0
-        while True:
-            end, width = _frame_end(buffer, start)
-            if end < 0:
-                break
-            if end + width - start > self.max_bytes:
-                raise frame_too_large("event", self.max_bytes, buffer[start : start + 512])
-            yield buffer[start : end + width]
-            start = end + width
+        if b"\r" not in buffer:  # LF line ends only (the usual): every frame ends with "\n\n"
+            pieces = buffer.split(b"\n\n")  # as many finds from the left
+            pieces.pop()  # what follows the last frame end: the start of a frame, or nothing
+            for piece in pieces:
+                if len(piece) + 2 > self.max_bytes:
+                    raise frame_too_large("event", self.max_bytes, buffer[start : start + 512])
+                start += len(piece) + 2
+                yield piece + b"\n\n"
+        else:
+            while True:
+                end, width = _frame_end(buffer, start)
+                if end < 0:
+                    break
+                if end + width - start > self.max_bytes:
+                    raise frame_too_large("event", self.max_bytes, buffer[start : start + 512])
+                yield buffer[start : end + width]
+                start = end + width
         if start < len(buffer):
             if len(buffer) - start > self.max_bytes:
                 raise frame_too_large("event", self.max_bytes, buffer[start : start + 512])
@@ -80,6 +95,17 @@ class SSESplitter:
         self._scanned = 0
 
 
+def _blank_line(buffer: bytes, start: int) -> int:
+    """Where the first blank line (``\\n\\n``) at or after ``start`` is (``-1`` when
+    none), found line end by line end: a search for one byte is a ``memchr``,
+    several times faster than one for two."""
+    end = buffer.find(b"\n", start)
+    last = len(buffer) - 1
+    while 0 <= end < last and buffer[end + 1] != 10:
+        end = buffer.find(b"\n", end + 2)
+    return end if end < last else -1
+
+
 def _frame_end(buffer: bytes | bytearray, start: int) -> tuple[int, int]:
     """Where the first frame end at or after ``start`` is (``-1`` when none), and its width."""
     lf = buffer.find(b"\n\n", start)
@@ -93,8 +119,17 @@ def _frame_end(buffer: bytes | bytearray, start: int) -> tuple[int, int]:
 
 def frame_fields(frame: bytes) -> tuple[str | None, bytes]:
     """The ``event`` name and the joined ``data`` of one frame."""
-    if frame.startswith(b"data: ") and frame.count(b"\n", 0, -2) == 0 and b"\r" not in frame:
-        return None, frame[6:].rstrip(b"\n")  # the common one-line frame
+    if b"\r" not in frame:
+        if frame.startswith(b"data: ") and frame.count(b"\n", 0, -2) == 0:
+            return None, frame[6:].rstrip(b"\n")  # the common one-line frame
+        if frame.startswith(b"event: ") and frame.endswith(b"\n\n"):  # an event line and a data line
+            first = frame.find(b"\n")
+            if frame.startswith(b"data: ", first + 1) and frame.count(b"\n", first + 1, -2) == 0:
+                return frame[6:first].strip().decode("utf-8", "replace"), frame[first + 7 : -2]
+    elif frame.startswith(b"data: ") and frame.endswith(b"\r\n\r\n"):
+        size = len(frame)
+        if frame.find(b"\r") == size - 4 and frame.find(b"\n") == size - 3:
+            return None, frame[6:-4]  # one line, CRLF line ends
     event: str | None = None
     data: list[bytes] = []
     for line in frame.splitlines():

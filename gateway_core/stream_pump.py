@@ -34,6 +34,7 @@ async def pump(reply: StreamReply, contract: StreamContract, writer: StreamWrite
     frames of one upstream read in one send; return the error that broke the
     stream, if any."""
     next_read = read_by_read(reply.frames)
+    check, observe, write = contract.check, tally.observe, writer.write
     out: list[bytes] = []
     try:
         while True:
@@ -41,15 +42,21 @@ async def pump(reply: StreamReply, contract: StreamContract, writer: StreamWrite
                 read = await next_read()
             except StopAsyncIteration:
                 break
-            for frame in read:
-                contract.check(frame)
-                tally.observe(frame.events)
-                data = writer.write(frame)
-                if data:
-                    out.append(data)
-            if out:
-                body = out[0] if len(out) == 1 else b"".join(out)
+            if len(read) == 1:  # the usual read: one frame
+                frame = read[0]
+                check(frame)
+                observe(frame.events)
+                body = write(frame)
+            else:
+                for frame in read:
+                    check(frame)
+                    observe(frame.events)
+                    data = write(frame)
+                    if data:
+                        out.append(data)
+                body = b"".join(out)
                 out.clear()
+            if body:
                 await send({"type": "http.response.body", "body": body, "more_body": True})
     except GatewayError as error:
         if out:  # what the frames before the failing one wrote

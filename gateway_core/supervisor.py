@@ -3,7 +3,7 @@
 ``relaygate serve --workers N`` binds one listening socket per worker, in this
 parent process, all on the same address with ``SO_REUSEPORT``, and starts N
 workers (``python -m gateway_core.worker``), each inheriting its own socket and
-serving the app with hypercorn on uvloop. The kernel spreads new connections
+serving the app with hypercorn (or uvicorn, ``--server``) on uvloop. The kernel spreads new connections
 evenly over the sockets; one socket shared by every worker would leave that to
 whichever worker wakes first, and with keep-alive connections one worker often
 ended up with most of them (measured: 44 of 48). The parent binding them keeps an
@@ -131,6 +131,7 @@ class Supervisor:
         policy: RestartPolicy = RestartPolicy(),
         command: Command | None = None,
         stop_margin: float = STOP_MARGIN,
+        server: str = "hypercorn",
     ) -> None:
         self.sockets: dict[int, socket.socket] = {}
         try:
@@ -146,7 +147,7 @@ class Supervisor:
         self.json = json
         self.policy = policy
         self.stop_margin = stop_margin
-        self.command = command or (lambda n, fd: worker_command(n, fd, grace, json))
+        self.command = command or (lambda n, fd: worker_command(n, fd, grace, json, server))
         self.crashes: collections.deque[float] = collections.deque()
         self.started = 0  # worker processes started, replacements included
         self._procs: dict[int, asyncio.subprocess.Process] = {}
@@ -303,11 +304,11 @@ def _as_record(line: bytes, n: int) -> bytes:
     return orjson.dumps(record) + b"\n"
 
 
-def worker_command(n: int, fd: int, grace: float, json: bool) -> list[str]:
-    """The command line of worker ``n`` serving on the inherited socket ``fd``."""
+def worker_command(n: int, fd: int, grace: float, json: bool, server: str = "hypercorn") -> list[str]:
+    """The command line of worker ``n`` serving on the inherited socket ``fd`` with ``server``."""
     return [
         sys.executable, "-m", "gateway_core.worker", "--worker", str(n), "--fd", str(fd),
-        "--grace", repr(grace), "--log", "json" if json else "console",
+        "--grace", repr(grace), "--log", "json" if json else "console", "--server", server,
     ]  # fmt: skip
 
 

@@ -13,14 +13,15 @@ from __future__ import annotations
 import asyncio
 import errno
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import aiohttp
 import orjson
 
 from .channel_type import AnswerLimits, Exchange
 from .client_protocol import Frame
+from .coarse_timers import deadline
 from .errors import (
     GatewayError,
     InvalidRequestError,
@@ -31,6 +32,8 @@ from .errors import (
     UpstreamUnavailableError,
     excerpt,
 )
+from .frame_stream import FrameStream
+from .frame_stream import read_by_read as read_by_read  # the relay's, kept here
 from .framing import JSONArraySplitter, NDJSONSplitter
 from .sse import SSESplitter
 
@@ -45,14 +48,6 @@ _STALE_ERRNOS = frozenset((errno.ECONNRESET, errno.EPIPE, None))
 
 ErrorMessage = Callable[[int, bytes], str]
 _TIMEOUTS: dict[tuple[float, float], aiohttp.ClientTimeout] = {}
-
-
-class Splitter(Protocol):
-    """Cuts a streamed body into frames (see :mod:`gateway_core.framing`)."""
-
-    def feed(self, chunk: bytes) -> Iterable[bytes]: ...
-
-    def flush(self) -> bytes: ...
 
 
 async def post(
@@ -76,7 +71,7 @@ async def post(
     sock_read = max(timeouts.idle, timeouts.first_byte)
     client_timeout = _client_timeout(timeouts.connect, sock_read)
     try:
-        async with asyncio.timeout(timeouts.first_byte):
+        async with deadline(timeouts.first_byte):
             try:
                 response = await exchange.session.post(
                     url, data=body, headers=headers, timeout=client_timeout, allow_redirects=False
@@ -208,89 +203,6 @@ def json_array_frames(
 
 def _frame_limit(response: aiohttp.ClientResponse, given: int | None) -> int:
     return given if given is not None else _LIMITS.get(response, _DEFAULT_LIMITS).frame_bytes
-
-
-class FrameStream:
-    """The frames of a streamed response: an async iterator of frames (what a
-    channel type returns in its ``StreamReply``), and :meth:`next_read`, the
-    same frames grouped by the upstream read that completed them, which the
-    relay uses to write each read to the client in one send. ``aclose`` stops it
-    (and closes the upstream connection when the body was not read to its end)."""
-
-    __slots__ = ("_reads", "_pending", "_next")
-
-    def __init__(self, response: aiohttp.ClientResponse, splitter: Splitter, decode: Callable[[bytes], Frame], terminator: bytes) -> None:
-        self._reads = _reads(response, splitter, decode, terminator)
-        self._pending: list[Frame] = []  # frames of the current read not yet taken one by one
-        self._next = 0
-
-    def __aiter__(self) -> FrameStream:
-        return self
-
-    async def __anext__(self) -> Frame:
-        while self._next >= len(self._pending):
-            self._pending, self._next = await self._reads.__anext__(), 0
-        frame = self._pending[self._next]
-        self._next += 1
-        return frame
-
-    async def next_read(self) -> list[Frame]:
-        """The frames of the next upstream read not taken yet (never an empty
-        list); ``StopAsyncIteration`` at the end, as ``__anext__``."""
-        if self._next < len(self._pending):
-            rest = self._pending[self._next :] if self._next else self._pending
-            self._pending, self._next = [], 0
-            return rest
-        return await self._reads.__anext__()
-
-    async def aclose(self) -> None:
-        await self._reads.aclose()
-
-
-def read_by_read(frames: AsyncIterator[Frame]) -> Callable[[], Awaitable[list[Frame]]]:
-    """How to take ``frames`` one upstream read at a time: a :class:`FrameStream`'s
-    reads, any other iterator's frames one by one (``StopAsyncIteration`` at the end)."""
-    if isinstance(frames, FrameStream):
-        return frames.next_read
-
-    async def next_read() -> list[Frame]:
-        return [await frames.__anext__()]
-
-    return next_read
-
-
-async def _reads(
-    response: aiohttp.ClientResponse, splitter: Splitter, decode: Callable[[bytes], Frame], terminator: bytes
-) -> AsyncGenerator[list[Frame], None]:
-    finished = False
-    try:
-        async for chunk in response.content.iter_any():
-            frames: list[Frame] = []
-            try:
-                for raw in splitter.feed(chunk):
-                    frames.append(decode(raw))
-            except Exception:
-                if frames:  # the frames before the one that failed still go out first
-                    yield frames
-                raise
-            if frames:
-                yield frames
-        rest = splitter.flush()
-        if rest.strip():
-            yield [decode(rest + terminator)]
-        finished = True
-    except (TimeoutError, aiohttp.ServerTimeoutError):
-        raise UpstreamTimeoutError("the upstream went silent in the middle of the stream") from None
-    except (aiohttp.ClientError, ConnectionError) as exc:
-        raise UpstreamError(
-            f"the upstream connection dropped in the middle of the stream ({type(exc).__name__})"
-        ) from None
-    finally:
-        # a stream left half-read cannot go back to the pool: close its connection
-        if finished:
-            response.release()
-        else:
-            response.close()
 
 
 def _idle_timeout(response: aiohttp.ClientResponse, seconds: float) -> None:

@@ -3,7 +3,7 @@
 
 It reads its configuration from the environment the supervisor gave it
 (``RELAYGATE_DB``, ``RELAYGATE_PLUGINS``, ``RELAYGATE_REDIS``), serves the app
-with hypercorn on uvloop on the listening socket it inherited, drains on
+with hypercorn (or uvicorn: ``--server``) on uvloop on the listening socket it inherited, drains on
 SIGTERM or SIGINT, and drains too when its supervisor is gone.
 """
 
@@ -17,6 +17,8 @@ from types import TracebackType
 
 import structlog
 
+from .config import SERVERS
+
 log = structlog.get_logger("relaygate.worker")
 
 
@@ -26,6 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fd", type=int, required=True, help="the inherited listening socket")
     parser.add_argument("--grace", type=float, required=True, help="seconds in-flight requests get on shutdown")
     parser.add_argument("--log", choices=("json", "console"), default="json")
+    parser.add_argument("--server", choices=SERVERS, default="hypercorn", help="the HTTP server")
     args = parser.parse_args(argv)
     parent = os.getppid()
 
@@ -36,10 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     import uvloop
 
     from .app import create_app_from_env
-    from .server import hypercorn_config, serve_until_stopped
+    from .server import serve_until_stopped
 
     app = create_app_from_env()
-    uvloop.run(serve_until_stopped(app, hypercorn_config(f"fd://{args.fd}", args.grace), parent=parent))
+    uvloop.run(serve_until_stopped(app, f"fd://{args.fd}", args.grace, args.server, parent=parent))
     return 0
 
 

@@ -31,11 +31,12 @@ async def upstream(fake_upstream):
     return await fake_upstream(FakeOpenAI(chunk_delay=0.2))
 
 
-async def test_a_stream_cut_by_the_shutdown_is_billed_logged_as_shutdown_and_ends_with_an_error(tmp_path, seed, upstream, relaygate_config):
+@pytest.mark.parametrize("server", ["hypercorn", "uvicorn"])  # the same cut on each server `serve` offers
+async def test_a_stream_cut_by_the_shutdown_is_billed_logged_as_shutdown_and_ends_with_an_error(tmp_path, seed, upstream, relaygate_config, server):
     user_id, _, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url)
     plugins = tmp_path / "plugins.toml"
     plugins.write_text('load = ["openai", "demo"]\n[gateway]\nshutdown_grace_seconds = 1\n')
-    gateway = GatewayProcess(relaygate_config.db_path, plugins_file=str(plugins)).start()
+    gateway = GatewayProcess(relaygate_config.db_path, plugins_file=str(plugins), args=["--server", server]).start()
     assert gateway.process is not None
     words = " ".join(f"w{n:02d}" for n in range(60))  # 12 seconds of answer
     body = {"model": MODEL, "stream": True, "max_tokens": 300, "messages": [{"role": "user", "content": words}]}

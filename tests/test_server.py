@@ -1,4 +1,5 @@
-"""``relaygate serve`` as a real process: serving, graceful shutdown, log lines."""
+"""``relaygate serve`` as a real process: serving, graceful shutdown, log lines
+(on each ``--server``; more of each server's behaviours in test_server_choice.py)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,12 @@ def demo_key(seed):
     return secret
 
 
-def test_sigterm_lets_an_inflight_stream_finish_and_records_it(seed, relaygate_config, demo_key):
-    gateway = GatewayProcess(relaygate_config.db_path).start()
+SERVERS = pytest.mark.parametrize("server", ("hypercorn", "uvicorn"))
+
+
+@SERVERS
+def test_sigterm_lets_an_inflight_stream_finish_and_records_it(seed, relaygate_config, demo_key, server):
+    gateway = GatewayProcess(relaygate_config.db_path, args=["--server", server]).start()
     try:
         client = openai.OpenAI(base_url=gateway.url + "/v1", api_key=demo_key, max_retries=0)
         stream = client.chat.completions.create(
@@ -47,8 +52,9 @@ def test_sigterm_lets_an_inflight_stream_finish_and_records_it(seed, relaygate_c
         openai.OpenAI(base_url=gateway.url + "/v1", api_key=demo_key, max_retries=0).models.list()
 
 
-def test_log_lines_are_json_with_the_request_id_and_no_secret(seed, relaygate_config, demo_key):
-    with GatewayProcess(relaygate_config.db_path) as gateway:
+@SERVERS
+def test_log_lines_are_json_with_the_request_id_and_no_secret(seed, relaygate_config, demo_key, server):
+    with GatewayProcess(relaygate_config.db_path, args=["--server", server]) as gateway:
         client = openai.OpenAI(base_url=gateway.url + "/v1", api_key=demo_key, max_retries=0)
         raw = client.chat.completions.with_raw_response.create(model="demo-chat", messages=[{"role": "user", "content": "hi"}])
         request_id = raw.headers["x-request-id"]
@@ -61,3 +67,4 @@ def test_log_lines_are_json_with_the_request_id_and_no_secret(seed, relaygate_co
     assert any(e["request_id"] == request_id and e["status"] == 200 for e in request_events)
     assert any(e["status"] == 401 for e in request_events)
     assert demo_key not in output and "sk-wrong-secret-123" not in output
+    assert all(line.startswith("{") for line in output.splitlines() if line.strip())  # the server's own records too

@@ -1,3 +1,6 @@
+import pytest
+
+from gateway_core.framing import FrameTooLargeError
 from gateway_core.sse import SSESplitter, data_frame, event_frame, frame_fields
 
 
@@ -28,3 +31,34 @@ def test_frame_fields():
 def test_writers():
     assert data_frame({"a": 1}) == b'data: {"a":1}\n\n'
     assert event_frame("ping", {"type": "ping"}) == b'event: ping\ndata: {"type":"ping"}\n\n'
+
+
+def test_a_chunk_of_one_whole_frame_is_that_frame():
+    for frame in (b'data: {"a":1}\n\n', b"event: x\ndata: y\n\n", b'data: {"a":1}\r\n\r\n', b"\n\n"):
+        splitter = SSESplitter()
+        assert list(splitter.feed(frame)) == [frame]
+        assert splitter.flush() == b""
+    # a frame end after a CRLF frame end: two frames, as CRLF line ends mean
+    assert list(SSESplitter().feed(b"a\r\n\r\nb\n\n")) == [b"a\r\n\r\n", b"b\n\n"]
+    assert list(SSESplitter().feed(b"a\n\n\n\n")) == [b"a\n\n", b"\n\n"]
+
+
+def test_a_frame_over_the_cap_comes_after_the_frames_before_it_in_the_same_chunk():
+    for end in (b"\n\n", b"\r\n\r\n"):
+        splitter = SSESplitter(max_bytes=64)
+        frames = splitter.feed(b"data: 1" + end + b"data: " + b"x" * 100 + end + b"data: 2" + end)
+        assert next(iter(frames)) == b"data: 1" + end
+        with pytest.raises(FrameTooLargeError) as caught:
+            list(frames)
+        assert caught.value.upstream_body.startswith("data: xxx")
+    with pytest.raises(FrameTooLargeError):
+        list(SSESplitter(max_bytes=64).feed(b"data: " + b"x" * 100 + b"\n\n"))  # alone in its chunk
+
+
+def test_frame_fields_of_the_usual_shapes_and_their_neighbours():
+    assert frame_fields(b"event: content_block_delta\ndata: {}\n\n") == ("content_block_delta", b"{}")
+    assert frame_fields(b'data: {"a":1}\r\n\r\n') == (None, b'{"a":1}')
+    assert frame_fields(b"event: x\ndata: 1\ndata: 2\n\n") == ("x", b"1\n2")
+    assert frame_fields(b"event: x\r\ndata: 1\r\n\r\n") == ("x", b"1")
+    assert frame_fields(b"data: 1\r2\r\n\r\n") == (None, b"1")  # a lone CR ends a line too
+    assert frame_fields(b"event: x\ndata:1\n\n") == ("x", b"1")

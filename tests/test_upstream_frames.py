@@ -154,3 +154,16 @@ async def test_frames_taken_one_by_one_and_by_read_are_the_same_frames(fake_upst
         later = [frame.raw async for frame in stream]
     assert [first.raw, *[frame.raw for frame in rest], *later] == [b"data: %d\n\n" % n for n in range(1, 5)]
     assert rest and rest[0].raw == b"data: 2\n\n"
+
+
+async def test_a_stream_closed_before_its_first_read_closes_its_connection(fake_upstream):
+    fake = await fake_upstream(Writes(chunk_delay=0.05))
+    fake.writes = SSE_WRITES[:2]
+    async with aiohttp.ClientSession() as session:
+        response = await session.post(fake.url + "/stream")
+        stream = sse_frames(response, sse_decode)
+        await stream.aclose()
+        assert response.closed and response.connection is None
+        with pytest.raises(StopAsyncIteration):
+            await stream.next_read()
+

@@ -1,4 +1,8 @@
-"""The Store's reader pool and group-commit writer, driven from asyncio."""
+"""The Store's reader pool and group-commit writer, driven from asyncio.
+
+The writer's first pass runs a batch with no savepoints; a failure among several
+writes rolls it back and runs it again, each write in its own savepoint. What each
+write leaves is the same either way (the tests at the end)."""
 
 import asyncio
 import sqlite3
@@ -7,7 +11,8 @@ import threading
 import pytest
 from structlog.testing import capture_logs
 
-from gateway_core.store import Store
+from gateway_core.store import Store, atomic
+from gateway_core.store.writer import GUARDED_AFTER_FAILURE
 
 
 def _schema(schema):
@@ -195,3 +200,83 @@ async def test_not_started(tmp_path):
     with pytest.raises(RuntimeError, match="start"):
         await store.read(lambda conn: 1)
     await store.close()  # closing a store never started is fine
+
+
+# --- batches without savepoints ------------------------------------------------------------
+
+
+def insert_then_fail(conn, value):
+    conn.execute("INSERT INTO items (value) VALUES (?)", (value,))
+    raise ValueError(f"{value} refused")
+
+
+def atomic_fails_then_goes_on(conn, first, then):
+    """A write that catches the failure of an atomic block that began its work,
+    then writes something else: only ``then`` may remain."""
+    try:
+        with atomic(conn):
+            conn.execute("INSERT INTO items (value) VALUES (?)", (first,))
+            raise ValueError("inside")
+    except ValueError:
+        pass
+    return insert(conn, then)
+
+
+async def _batch(store, writes):
+    """Run ``writes`` (functions and their arguments) as one batch of the writer:
+    a first write holds the writer thread while they queue."""
+    entered, release = threading.Event(), threading.Event()
+
+    def gate(conn):
+        entered.set()
+        assert release.wait(5)
+
+    store.write_nowait(gate)
+    await asyncio.to_thread(entered.wait, 5)
+    tasks = [asyncio.create_task(store.write(fn, *args)) for fn, *args in writes]
+    await asyncio.sleep(0)
+    release.set()
+    return await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_batch_that_succeeds_runs_unguarded_in_one_transaction(store):
+    before = store.writer_stats.transactions
+    results = await _batch(store, [(insert, f"v{i}") for i in range(20)])
+    assert sorted(results) == list(range(1, 21))
+    assert store.writer_stats.transactions - before == 2  # the gate's, then the 20 writes
+    assert store._writer._guarded_batches == 0
+
+
+async def test_one_failure_among_several_rolls_back_its_own_work_only(store):
+    results = await _batch(store, [(insert, "a"), (insert_then_fail, "b"), (insert, "c"), (insert, "a")])
+    assert results[0] == 1 and isinstance(results[1], ValueError) and results[2] == 2
+    assert isinstance(results[3], sqlite3.IntegrityError)  # "a" was written by the first write of the batch
+    assert values(store) == ["a", "c"]
+    assert store._writer._guarded_batches == GUARDED_AFTER_FAILURE - 1  # this batch ran guarded, then counts down
+    assert store.writer_stats.failed == 2
+
+
+async def test_a_write_going_on_after_a_failed_atomic_block_keeps_only_its_later_work(store):
+    results = await _batch(store, [(insert, "a"), (atomic_fails_then_goes_on, "x", "y")])
+    assert results == [1, 2]
+    assert values(store) == ["a", "y"]
+    alone = await store.write(atomic_fails_then_goes_on, "p", "q")  # a batch of one
+    assert alone == 3
+    assert values(store) == ["a", "q", "y"]
+
+
+async def test_a_write_alone_that_fails_leaves_nothing(store):
+    with pytest.raises(ValueError):
+        await store.write(insert_then_fail, "z")
+    assert values(store) == []
+    assert await store.write(insert, "z") == 1  # the transaction was rolled back, the writer goes on
+
+
+async def test_batches_run_unguarded_again_after_the_guarded_ones(store):
+    await _batch(store, [(insert, "a"), (insert_then_fail, "b")])
+    for n in range(GUARDED_AFTER_FAILURE):
+        await store.write(insert, f"n{n}")
+    assert store._writer._guarded_batches == 0
+    results = await _batch(store, [(insert, "c"), (insert, "d")])
+    assert all(isinstance(r, int) for r in results)
+    assert "c" in values(store) and "d" in values(store)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import attrs
 
 from ..admin import Admin, setup
-from ..config import redis_url
+from ..config import SERVERS, redis_url
 from ..hookspecs import hookimpl
 from .kit import EXIT_ERROR, EXIT_USAGE, CommandContext, CommandError, run_async
 
@@ -27,6 +27,10 @@ def _configure_serve(parser: argparse.ArgumentParser) -> None:
         help="on SIGTERM or SIGINT, how long in-flight requests and streams may take to finish (default: [gateway] shutdown_grace_seconds, 30)",
     )  # fmt: skip
     parser.add_argument(
+        "--server", choices=SERVERS, help="the HTTP server: hypercorn (h11) or uvicorn (httptools, a fifth of the server's CPU "
+        "per request) (default: [gateway] server, hypercorn)",
+    )  # fmt: skip
+    parser.add_argument(
         "--redis", metavar="URL", help="Redis for the state shared by workers and replicas: limits, channel caps, breakers, invalidations "
         "(default: RELAYGATE_REDIS, [gateway] redis)"
     )
@@ -37,8 +41,12 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
         raise ValueError("--workers must be at least 1")
     if args.grace is not None and not args.grace >= 0:
         raise ValueError("--grace must be a number of seconds, 0 or more")
+    server = args.server or cli.config.server
     try:
         from ..server import listen_problem, serve
+
+        if server == "uvicorn":
+            from .. import server_uvicorn  # noqa: F401
     except ImportError as exc:
         raise CommandError(f"the server is not available: {exc}") from None
     from ..store import is_postgresql
@@ -68,7 +76,7 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
             raise CommandError(refusal)
         warnings.append(warning)
     grace = config.shutdown_grace_seconds if args.grace is None else args.grace
-    return int(serve(config, host=args.host, port=args.port, workers=args.workers, grace=grace, warnings=warnings) or 0)
+    return int(serve(config, host=args.host, port=args.port, workers=args.workers, grace=grace, server=server, warnings=warnings) or 0)
 
 
 def workers_without_redis(workers: int, limits: dict[str, int]) -> tuple[str | None, str]:

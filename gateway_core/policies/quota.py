@@ -103,8 +103,13 @@ class Quota(Policy):
                     max_output = hints.max_output_tokens or self.default_max_output_tokens
                     hold = _hold(services, key.user_id, needed, ctx.request_id, key.id, max_output)
                     self.margins.start(ctx, key.user_id, needed, hold)  # the relay confirms it before answering
-                else:
-                    self.margins.saw(key.user_id, await services.store.hold(key.user_id, needed, ctx.request_id, key.id))
+                else:  # counted in flight meanwhile: a margin seen now must not count this money twice
+                    self.margins.reserving(key.user_id, needed)
+                    available = None
+                    try:
+                        available = await services.store.hold(key.user_id, needed, ctx.request_id, key.id)
+                    finally:
+                        self.margins.reserved(key.user_id, needed, available)
             except Exception as failed:  # refused, or the write failed: nothing is held
                 ctx.charge = None
                 self.margins.forget(key.user_id)

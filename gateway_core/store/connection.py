@@ -25,15 +25,46 @@ JOB_SAVEPOINT = "rg_write"  # the savepoint the group-commit writer opens around
 _writer_job = threading.local()
 
 
+class WriterJob:
+    """The writer thread's job in progress: its connection, ``total_changes`` when
+    it began, and whether it runs inside ``SAVEPOINT rg_write`` (``guarded``).
+
+    An unguarded job (the writer's first pass over a batch, see
+    :mod:`.writer`) has no savepoint to roll back to: when a block of
+    :func:`atomic` that began the job's work fails, nothing is undone here and
+    the job is marked ``spoiled``; the writer then rolls the whole transaction
+    back rather than trust what the job did after it."""
+
+    __slots__ = ("conn", "changes", "guarded", "spoiled")
+
+    def __init__(self, conn: sqlite3.Connection, guarded: bool) -> None:
+        self.conn = conn
+        self.changes = conn.total_changes
+        self.guarded = guarded
+        self.spoiled = False
+
+
+def begin_writer_job(conn: sqlite3.Connection, *, guarded: bool = True) -> WriterJob:
+    """Before one job of the group-commit writer (inside its ``SAVEPOINT rg_write``
+    when ``guarded``): lets :func:`atomic` use the job's isolation while the job has
+    written nothing yet. :func:`end_writer_job` after it."""
+    job = WriterJob(conn, guarded)
+    _writer_job.state = job
+    return job
+
+
+def end_writer_job() -> None:
+    _writer_job.state = None
+
+
 @contextmanager
-def writer_job(conn: sqlite3.Connection) -> Iterator[None]:
-    """Around one job of the group-commit writer, inside its ``SAVEPOINT rg_write``:
-    lets :func:`atomic` use that savepoint while the job has written nothing yet."""
-    _writer_job.state = (conn, conn.total_changes)
+def writer_job(conn: sqlite3.Connection, *, guarded: bool = True) -> Iterator[WriterJob]:
+    """:func:`begin_writer_job` … :func:`end_writer_job` around a block."""
+    job = begin_writer_job(conn, guarded=guarded)
     try:
-        yield
+        yield job
     finally:
-        _writer_job.state = None
+        end_writer_job()
 
 
 def connect(path: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, query_only: bool = False) -> sqlite3.Connection:
@@ -80,16 +111,20 @@ def atomic(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """Run a block atomically: a savepoint inside an open transaction (the
     writer's), else its own ``BEGIN IMMEDIATE`` … ``COMMIT`` (the CLI's).
 
-    A block that begins a writer job's work (nothing written since the job's
-    savepoint opened) needs no savepoint of its own: rolling back to the job's
-    undoes exactly what the block did, as its own would (two statements saved)."""
+    A block that begins a writer job's work (nothing written since the job
+    began) needs no savepoint of its own: rolling back to the job's savepoint
+    undoes exactly what the block did, as its own would (two statements saved);
+    a job the writer runs without a savepoint is marked spoiled instead, and the
+    writer rolls its whole transaction back (see :class:`WriterJob`)."""
     if conn.in_transaction:
         job = getattr(_writer_job, "state", None)
-        if job is not None and job[0] is conn and conn.total_changes == job[1]:
+        if job is not None and job.conn is conn and conn.total_changes == job.changes:
             try:
                 yield conn
             except BaseException:
-                if conn.in_transaction:
+                if not job.guarded:
+                    job.spoiled = True
+                elif conn.in_transaction:
                     conn.execute(f"ROLLBACK TO {JOB_SAVEPOINT}")
                 raise
             return

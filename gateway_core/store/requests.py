@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 
-import attrs
-
 from ..records import UsageRow
 from ..request_store import PriceSnapshot
 from .groups import group_ratios
@@ -29,7 +27,7 @@ def record_request(conn: sqlite3.Connection, row: UsageRow, user_id: int | None)
         settlement = settle(
             conn, user_id, request_id=row.request_id, cost_micros=row.cost_micros, key_id=row.key_id, used_at=row.started_at
         )
-        insert_usage(conn, attrs.evolve(row, overrun_micros=settlement.overrun_micros))
+        insert_usage(conn, row, settlement.overrun_micros)
         return
     insert_usage(conn, row)
     if row.key_id is not None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 from typing import Any
-
-import attrs
 
 from ..records import ChannelTraffic, Cursor, DailySpending, UsageRow, UsageTotal
 from .connection import fetch_all, from_json, inserted_id, to_json
@@ -23,22 +22,32 @@ _INSERT = (
 MAX_PAGE = 1000
 
 
-def insert_usage(conn: sqlite3.Connection, row: UsageRow) -> int:
-    """Store a request's row (``started_at`` becomes ``created_at``); return its id."""
-    cursor = conn.execute(_INSERT, usage_values(row))
-    return inserted_id(cursor)
+def insert_usage(conn: sqlite3.Connection, row: UsageRow, overrun_micros: int | None = None) -> int:
+    """Store a request's row (``started_at`` becomes ``created_at``; ``overrun_micros``,
+    when given, instead of the row's); return its id."""
+    values = usage_values(row)
+    if overrun_micros is not None:
+        values[OVERRUN_INDEX] = overrun_micros
+    return inserted_id(conn.execute(_INSERT, values))
+
+
+# the row's attributes in the order of ``_COLUMNS`` (``created_at`` is ``started_at``), read in one call
+_ROW_VALUES = operator.attrgetter(*("started_at" if name == "created_at" else name for name in _COLUMNS))
+_STREAM, _ESTIMATED, _ATTEMPTS, _COST_DETAIL, OVERRUN_INDEX = (
+    _COLUMNS.index(name) for name in ("stream", "estimated", "attempts", "cost_detail", "overrun_micros")
+)
 
 
 def usage_values(row: UsageRow) -> list[Any]:
     """A request's row as both stores keep it, in the order of ``_COLUMNS``
     (``started_at`` becomes ``created_at``, flags 0 or 1, attempts JSON text)."""
-    values = attrs.asdict(row, recurse=False)
-    values["created_at"] = row.started_at
-    values["stream"] = int(row.stream)
-    values["estimated"] = int(row.estimated)
-    values["attempts"] = to_json(row.attempts or [])
-    values["cost_detail"] = to_json(row.cost_detail) if row.cost_detail is not None else None
-    return [values[name] for name in _COLUMNS]
+    values = list(_ROW_VALUES(row))
+    values[_STREAM] = int(row.stream)
+    values[_ESTIMATED] = int(row.estimated)
+    values[_ATTEMPTS] = to_json(row.attempts or [])
+    if row.cost_detail is not None:
+        values[_COST_DETAIL] = to_json(row.cost_detail)
+    return values
 
 
 def query_usage(

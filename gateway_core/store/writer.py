@@ -1,10 +1,15 @@
 """The group-commit writer: one thread, one connection, one transaction per batch.
 
 Callers on any event loop queue ``fn(conn, *args)``. The writer thread takes
-everything pending, runs it in one ``BEGIN IMMEDIATE`` transaction with each
-function inside its own savepoint (a failing function rolls back only its own
-work), commits, and only then wakes each waiter. Many concurrent writes thus
-cost one fsync-bearing commit instead of one each.
+everything pending, runs it in one ``BEGIN IMMEDIATE`` transaction, commits,
+and only then wakes each waiter. Many concurrent writes thus cost one
+fsync-bearing commit instead of one each.
+
+A failing function rolls back only its own work. The writer first runs a batch
+with no savepoints (most writes succeed, and two statements per write are
+saved); if one of several functions fails, the whole transaction is rolled back
+and the batch runs again with each function inside its own savepoint, as do the
+next :data:`GUARDED_AFTER_FAILURE` batches.
 """
 
 from __future__ import annotations
@@ -20,11 +25,12 @@ from typing import Any
 import attrs
 import structlog
 
-from .connection import BUSY_TIMEOUT_MS, JOB_SAVEPOINT, begin_immediate, commit, writer_job
+from .connection import BUSY_TIMEOUT_MS, JOB_SAVEPOINT, begin_immediate, begin_writer_job, commit, end_writer_job, writer_job
 
 log = structlog.get_logger("relaygate.store")
 
 MAX_BATCH = 512
+GUARDED_AFTER_FAILURE = 16  # batches run guarded (a savepoint per job) after an unguarded pass failed
 
 
 @attrs.define(eq=False)
@@ -37,6 +43,7 @@ class WriteJob:
     loop: asyncio.AbstractEventLoop | None = None
 
 
+_Ran = tuple[list[tuple[WriteJob, bool, Any]], tuple[WriteJob, bool, Any] | None]  # done, and the one that ended the transaction
 _STOP = object()
 _SAVEPOINT, _ROLLBACK_TO, _RELEASE = (f"SAVEPOINT {JOB_SAVEPOINT}", f"ROLLBACK TO {JOB_SAVEPOINT}", f"RELEASE {JOB_SAVEPOINT}")
 
@@ -62,6 +69,7 @@ class GroupCommitWriter:
         self._started = threading.Event()
         self._start_error: BaseException | None = None
         self._in_batch = 0
+        self._guarded_batches = 0  # batches still to run guarded, after an unguarded pass failed
         self.stats = WriterStats()
         self.on_commit: Callable[[float], None] | None = None  # seconds of each committed batch (metrics)
 
@@ -142,7 +150,15 @@ class GroupCommitWriter:
             except Exception as exc:
                 outcomes.extend((job, False, exc) for job in batch)
                 break
-            done, retry = self._run_jobs(conn, batch)
+            if self._guarded_batches:
+                self._guarded_batches -= 1
+                done, retry = self._run_guarded(conn, batch)
+            else:
+                unguarded = self._run_unguarded(conn, batch)
+                if unguarded is None:  # rolled back: the same batch again, each job in its savepoint
+                    self._guarded_batches = GUARDED_AFTER_FAILURE
+                    continue
+                done, retry = unguarded
             if retry is not None:
                 # A function ended the whole transaction (an error SQLite answers
                 # with a full rollback): it fails alone, the others run again.
@@ -163,9 +179,45 @@ class GroupCommitWriter:
             break
         self._wake(outcomes)
 
-    def _run_jobs(
-        self, conn: sqlite3.Connection, batch: list[WriteJob]
-    ) -> tuple[list[tuple[WriteJob, bool, Any]], tuple[WriteJob, bool, Any] | None]:
+    def _run_unguarded(self, conn: sqlite3.Connection, batch: list[WriteJob]) -> _Ran | None:
+        """The first pass over a batch: every job straight in the transaction, no
+        savepoints. When all succeed (the usual case) that is the batch's result.
+        A batch of one job that fails fails alone (rolling the transaction back
+        undoes exactly its work, as its savepoint would). Otherwise, when a job of
+        several fails, or a job goes on after a failed :func:`atomic` block that
+        had nothing to roll back to (``spoiled``), everything is rolled back and
+        ``None`` returned: the writer runs the batch again, guarded."""
+        done: list[tuple[WriteJob, bool, Any]] = []
+        stats = self.stats
+        for job in batch:
+            state = begin_writer_job(conn, guarded=False)
+            try:
+                result = job.fn(conn, *job.args)
+            except Exception as exc:
+                if not conn.in_transaction:  # a full rollback: it fails alone, the others run again
+                    stats.writes += len(done) + 1
+                    stats.failed += 1
+                    return done, (job, False, exc)
+                conn.execute("ROLLBACK")
+                if len(batch) > 1:
+                    return None
+                stats.writes += 1
+                stats.failed += 1
+                return done, (job, False, exc)
+            finally:
+                end_writer_job()
+            if not conn.in_transaction:
+                stats.writes += len(done) + 1
+                stats.failed += 1
+                return done, (job, False, RuntimeError(f"write function {_name(job.fn)} ended the writer's transaction"))
+            if state.spoiled:
+                conn.execute("ROLLBACK")
+                return None
+            done.append((job, True, result))
+        stats.writes += len(done)
+        return done, None
+
+    def _run_guarded(self, conn: sqlite3.Connection, batch: list[WriteJob]) -> _Ran:
         if len(batch) == 1:  # alone in its transaction: the transaction isolates it, no savepoint
             return self._run_alone(conn, batch[0])
         done: list[tuple[WriteJob, bool, Any]] = []
@@ -191,9 +243,7 @@ class GroupCommitWriter:
             done.append((job, True, result))
         return done, None
 
-    def _run_alone(
-        self, conn: sqlite3.Connection, job: WriteJob
-    ) -> tuple[list[tuple[WriteJob, bool, Any]], tuple[WriteJob, bool, Any] | None]:
+    def _run_alone(self, conn: sqlite3.Connection, job: WriteJob) -> _Ran:
         """A batch of one job: its failure rolls the whole transaction back (the
         batch then ends with nothing to commit), as its savepoint would have."""
         self.stats.writes += 1

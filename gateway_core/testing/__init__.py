@@ -221,6 +221,8 @@ class GatewayProcess:
         return self._output.read().decode("utf-8", "replace")
 
     def __enter__(self) -> GatewayProcess:
+        if self.process is not None and self.process.poll() is None:
+            return self  # started already (``start()`` before ``with``): a second one would be left running
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -55,6 +55,7 @@ from .messages_response import stop_reason_from_wire, stop_reason_to_wire, usage
 
 JSON = dict[str, Any]
 WireEvent = tuple[str, JSON]
+_DELTA_TEXT = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}  # delta type → its text's key
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "cache_creation", "output_tokens_details")
 
 
@@ -138,7 +139,7 @@ class EventDecoder:
         if kind == "signature_delta":
             self._signatures[index] = self._signatures.get(index, "") + str(delta.get("signature") or "")
             return []
-        key = {"text_delta": "text", "thinking_delta": "thinking", "input_json_delta": "partial_json"}.get(str(kind))
+        key = _DELTA_TEXT.get(kind) if type(kind) is str else None
         if key is None or block == "opaque":
             return []
         text = delta.get(key)

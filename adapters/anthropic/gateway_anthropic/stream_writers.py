@@ -8,7 +8,7 @@ frame carries an ``event:`` line and a ``data:`` line; idle streams get ``ping``
 
 from __future__ import annotations
 
-from gateway_core import Frame, GatewayError, PartStart, PartStop, StreamFinish, StreamStart, StreamWriter
+from gateway_core import Frame, GatewayError, PartDelta, PartStart, PartStop, StreamFinish, StreamStart, StreamWriter
 from gateway_core.sse import event_frame
 
 from .error_body import error_event
@@ -42,10 +42,13 @@ class PassthroughEvents(StreamWriter):
         self._stop: bytes | None = None
 
     def write(self, frame: Frame) -> bytes:
+        events = frame.events
+        if not frame.terminal and (not events or (len(events) == 1 and type(events[0]) is PartDelta)):
+            return frame.raw  # the usual frame: a delta, or nothing for the core
         prefix = b""
-        if frame.events:
-            finishing = any(type(event) is StreamFinish for event in frame.events)
-            for event in frame.events:
+        if events:
+            finishing = any(type(event) is StreamFinish for event in events)
+            for event in events:
                 if type(event) is PartStart:
                     self._open.add(event.index)
                 elif type(event) is PartStop and event.index in self._open:

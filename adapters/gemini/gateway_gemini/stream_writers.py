@@ -75,7 +75,7 @@ class PassthroughChunks(StreamWriter):
         else:
             _, payload = frame_fields(frame.raw)
             data = self.framing.frame(payload) if payload.strip() else b""
-        if not self._finished:
+        if not self._finished and frame.events:
             self._finished = any(type(event) is StreamFinish for event in frame.events)
         if self._finished:
             self._held += data

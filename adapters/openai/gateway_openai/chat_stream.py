@@ -23,6 +23,8 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+from orjson import JSONDecodeError
+from orjson import loads as _loads
 
 from gateway_core.channel_type import Frame
 from gateway_core.errors import UpstreamError, excerpt
@@ -83,6 +85,26 @@ class ChunkDecoder:
         if usage is not None:
             events.append(UsageReport(usage))
         return events
+
+    def content_only(self, chunk: JSON) -> tuple[StreamEvent, ...] | None:
+        """The events of the usual chunk, read in a few steps: one choice whose delta
+        holds only ``content``, no finish and no usage, once the text part is open
+        (the same events :meth:`feed` gives for it). ``None`` for any other chunk,
+        which :meth:`feed` then reads whole."""
+        choices = chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1 or not self._started or self._finished or chunk.get("usage") is not None:
+            return None
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason") is not None or choice.get("index", 0) != 0:
+            return None
+        delta = choice.get("delta")
+        if type(delta) is not dict or len(delta) != 1:
+            return None
+        content = delta.get("content")
+        index = self._parts.get("text")
+        if type(content) is not str or index is None:
+            return None
+        return (PartDelta(index, content),) if content else ()
 
     def close(self) -> list[StreamEvent]:
         """For a stream that ended without ``finish_reason``: stop the open parts and
@@ -256,7 +278,11 @@ class ChunkEncoder:
 
 class FrameDecoder:
     """Decodes one upstream chat stream's frames into core events; ``adapt``
-    turns each chunk into a chat chunk first (the legacy completions stream's)."""
+    turns each chunk into a chat chunk first (the legacy completions stream's).
+
+    The usual frame (one ``data:`` line holding a content delta, see
+    :meth:`ChunkDecoder.content_only`) is read in a few steps: its JSON parsed
+    in place, its one ``PartDelta`` made without the general walk of the chunk."""
 
     __slots__ = ("_chunks", "_adapt")
 
@@ -265,6 +291,17 @@ class FrameDecoder:
         self._adapt = adapt
 
     def decode(self, raw: bytes) -> Frame:
+        if raw.startswith(b"data: {") and raw.find(b"\n") == len(raw) - 2 and b"\r" not in raw:
+            # one data line: its JSON is the rest of the frame (the blank line is whitespace)
+            try:
+                chunk = _loads(raw[6:])
+            except JSONDecodeError:
+                chunk = None  # the general path below says what is wrong with it
+            if type(chunk) is dict and "error" not in chunk:
+                if self._adapt is not None:
+                    chunk = self._adapt(chunk)
+                events = self._chunks.content_only(chunk)
+                return Frame(raw, events if events is not None else tuple(self._chunks.feed(chunk)))
         _, data = frame_fields(raw)
         if not data:
             return Frame(raw)  # a comment or keep-alive

@@ -35,7 +35,7 @@ class PassthroughChunks(StreamWriter):
         if frame.terminal:
             return b""
         events = frame.events
-        if not self.include_usage and events and all(type(e) is UsageReport for e in events):
+        if events and type(events[0]) is UsageReport and not self.include_usage and all(type(e) is UsageReport for e in events):
             return b""
         return frame.raw
 

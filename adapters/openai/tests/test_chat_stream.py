@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import ChatCompletionChunk
@@ -25,7 +26,7 @@ from gateway_core.model import (
     UsageReport,
 )
 from gateway_core.testing import Examples
-from gateway_openai.chat_stream import ChunkDecoder, ChunkEncoder
+from gateway_openai.chat_stream import ChunkDecoder, ChunkEncoder, FrameDecoder
 
 STREAMS = Examples.beside(__file__).names("chat_stream_*.sse")
 
@@ -255,3 +256,49 @@ def test_custom_tool_call_stream_round_trip() -> None:
         {"tool_calls": [{"index": 0, "custom": {"input": "-la"}}]},
         {},
     ]
+
+
+def frame_events(frames: list[bytes]) -> list[StreamEvent]:
+    decoder = FrameDecoder()
+    return [event for frame in frames for event in decoder.decode(frame).events]
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_the_frame_decoder_gives_the_chunk_decoders_events(examples, name: str) -> None:
+    """Frames read on the short path (one content delta) and the long one give the
+    events of the chunks fed whole, in order; CRLF frames the same."""
+    frames = examples.frames(name)
+    expected = decode(examples.sse(name))
+    assert frame_events(frames) == expected
+    assert frame_events([frame.replace(b"\n\n", b"\r\n\r\n") for frame in frames]) == expected
+
+
+def test_the_short_path_is_taken_only_for_a_plain_content_delta() -> None:
+    def frame(payload: dict[str, Any]) -> bytes:
+        return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+    for other in (
+        chunk({"content": "x", "refusal": None}),  # another field beside the content
+        chunk({"content": "x"}, "stop"),  # the finish
+        chunk({"content": "x"}, usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}),
+        {**chunk({"content": "x"}), "choices": [{"index": 1, "delta": {"content": "x"}}]},  # another choice
+        chunk({"reasoning_content": "x"}),
+    ):
+        fed, decoded = ChunkDecoder(), FrameDecoder()
+        for first in (chunk({"role": "assistant", "content": ""}), chunk({"content": "a"})):
+            fed.feed(first)
+            decoded.decode(frame(first))
+        assert list(decoded.decode(frame(other)).events) == fed.feed(other), other
+    decoder = FrameDecoder()
+    assert decoder.decode(frame(chunk({"content": "a"}))).events[1:] == (PartStart(0, TextPart("")), PartDelta(0, "a"))
+    assert decoder.decode(frame(chunk({"content": "b\n\u00e9"}))).events == (PartDelta(0, "b\n\u00e9"),)
+    assert decoder.decode(frame(chunk({"content": ""}))).events == ()
+    with pytest.raises(UpstreamError, match="not a JSON object"):
+        decoder.decode(b"data: {not json}\n\n")
+
+
+def test_an_error_chunk_raises_on_either_path() -> None:
+    decoder = FrameDecoder()
+    decoder.decode(b"data: " + orjson.dumps(chunk({"content": "a"})) + b"\n\n")
+    with pytest.raises(UpstreamError, match="overloaded"):
+        decoder.decode(b'data: {"error": {"message": "overloaded", "type": "server_error"}}\n\n')

@@ -1,0 +1,195 @@
+"""CPU time of the gateway's own streaming relay path, isolated from the server,
+the network and the load of the machine.
+
+The bench's 20-chunk stream (``bench/fast_upstream.py``: a role chunk, 18 content
+deltas, the finish chunk, the usage chunk, ``data: [DONE]``) goes through the real
+code: ``upstream.sse_frames`` (splitting, the channel type's frame decoder), the
+stream contract, the tally, the client protocol's writer and ``stream_pump.pump``,
+with a ``send`` that only keeps the body. The upstream response is a stand-in
+with the body's reads (``content.readany``, ``content.iter_any``).
+
+Run: ``.venv/bin/python bench/stream_path.py [--streams 2000] [--repeat 5]``; it
+prints the best CPU time per stream (``time.process_time``) of each case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+
+import orjson
+from aiohttp.streams import AsyncStreamIterator
+
+from gateway_core.channel_type import StreamReply
+from gateway_core.client_protocol import Call
+from gateway_core.stream_contract import StreamContract
+from gateway_core.stream_pump import pump
+from gateway_core.tally import StreamTally
+from gateway_core.upstream import sse_frames
+
+MODEL = "bench-model"
+
+
+def _chunk(delta: dict, finish: str | None = None, usage: dict | None = None, choices: bool = True) -> bytes:
+    payload = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": MODEL,
+        "system_fingerprint": "fp_bench",
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}] if choices else [],
+    }
+    if usage is not None:
+        payload["usage"] = usage
+    return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+
+def openai_stream(chunks: int = 20) -> list[bytes]:
+    """The frames ``bench/fast_upstream.py`` sends, usage asked for."""
+    frames = [_chunk({"role": "assistant", "content": ""})]
+    frames += [_chunk({"content": f"tok{i} "}) for i in range(chunks - 2)]
+    frames.append(_chunk({}, finish="stop"))
+    frames.append(_chunk({}, usage={"prompt_tokens": 12, "completion_tokens": chunks - 2, "total_tokens": 10 + chunks}, choices=False))
+    frames.append(b"data: [DONE]\n\n")
+    return frames
+
+
+def _event(name: str, payload: dict) -> bytes:
+    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+
+
+def anthropic_stream(chunks: int = 20) -> list[bytes]:
+    """The same answer as an Anthropic Messages stream (one frame per text delta)."""
+    message = {
+        "id": "msg_bench", "type": "message", "role": "assistant", "content": [], "model": MODEL,
+        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 12, "output_tokens": 1},
+    }
+    frames = [_event("message_start", {"type": "message_start", "message": message})]
+    frames.append(_event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
+    frames.append(_event("ping", {"type": "ping"}))
+    for i in range(chunks - 2):
+        delta = {"type": "text_delta", "text": f"tok{i} "}
+        frames.append(_event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}))
+    frames.append(_event("content_block_stop", {"type": "content_block_stop", "index": 0}))
+    delta = {"stop_reason": "end_turn", "stop_sequence": None}
+    frames.append(_event("message_delta", {"type": "message_delta", "delta": delta, "usage": {"output_tokens": chunks - 2}}))
+    frames.append(_event("message_stop", {"type": "message_stop"}))
+    return frames
+
+
+def gemini_stream(chunks: int = 20) -> list[bytes]:
+    """The same answer as a Gemini ``alt=sse`` stream (CRLF frames, usage on every chunk)."""
+    frames = []
+    for i in range(chunks - 2):
+        last = i == chunks - 3
+        candidate: dict = {"content": {"parts": [{"text": f"tok{i} "}], "role": "model"}, "index": 0}
+        usage: dict = {"promptTokenCount": 12, "totalTokenCount": 12}
+        if last:
+            candidate["finishReason"] = "STOP"
+            usage = {"promptTokenCount": 12, "candidatesTokenCount": chunks - 2, "totalTokenCount": 10 + chunks}
+        payload = {"candidates": [candidate], "usageMetadata": usage, "modelVersion": MODEL, "responseId": "bench"}
+        frames.append(b"data: " + orjson.dumps(payload) + b"\r\n\r\n")
+    return frames
+
+
+class _Content:
+    """The body's reads, as aiohttp's ``StreamReader`` gives them (``readany``, and
+    ``iter_any`` over it as aiohttp builds it), each at once."""
+
+    def __init__(self, reads: list[bytes]) -> None:
+        self._reads = iter(reads)
+
+    async def readany(self) -> bytes:
+        return next(self._reads, b"")
+
+    def iter_any(self) -> AsyncStreamIterator[bytes]:
+        return AsyncStreamIterator(self.readany)
+
+
+class _Response:
+    """What ``FrameStream`` reads of an aiohttp response."""
+
+    def __init__(self, reads: list[bytes]) -> None:
+        self.content = _Content(reads)
+
+    def release(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+async def _send(message) -> None:
+    pass
+
+
+async def one_stream(reads: list[bytes], decoder_factory, writer_factory, channel_type: str) -> None:
+    frames = sse_frames(_Response(reads), decoder_factory().decode, max_frame_bytes=1 << 20)  # type: ignore[arg-type]
+    reply = StreamReply(frames=frames, close=frames.aclose)
+    tally = StreamTally(time.perf_counter())
+    error = await pump(reply, StreamContract(channel_type), writer_factory(), tally, _send)
+    assert error is None and tally.finished and tally.usage is not None, (error, tally.usage)
+
+
+def measure(name: str, reads: list[bytes], decoder_factory, writer_factory, channel_type: str, streams: int, repeat: int) -> float:
+    loop = asyncio.new_event_loop()
+
+    async def many() -> None:
+        for _ in range(streams):
+            await one_stream(reads, decoder_factory, writer_factory, channel_type)
+
+    loop.run_until_complete(many())  # warm up
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        loop.run_until_complete(many())
+        best = min(best, time.process_time() - start)
+    loop.close()
+    per_stream = best / streams * 1e6
+    print(f"{name:58s} {per_stream:8.1f} us per stream")
+    return per_stream
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--only", default="", help="run only the cases whose name holds this text")
+    args = parser.parse_args(argv)
+
+    from gateway_openai.chat_stream import FrameDecoder
+    from gateway_openai.protocol import OpenAIProtocol
+
+    protocol = OpenAIProtocol()
+    call = Call(protocol="openai", endpoint="chat", wire="openai.chat", model=MODEL, stream=True, body={}, options={"include_usage": True})
+    frames = openai_stream()
+    passthrough, converted = (lambda: protocol.stream_writer(call, True)), (lambda: protocol.stream_writer(call, False))
+    cases = {
+        "openai chat passthrough, one read per frame": (frames, passthrough),
+        "openai chat passthrough, the whole stream in one read": ([b"".join(frames)], passthrough),
+        "openai chat converted (ConvertedChunks), one read per frame": (frames, converted),
+    }
+    for name, (reads, writer) in cases.items():
+        if args.only in name:
+            measure(name, reads, FrameDecoder, writer, "openai", args.streams, args.repeat)
+
+    from gateway_anthropic.channel import FrameDecoder as AnthropicDecoder
+    from gateway_anthropic.protocol import MESSAGES_WIRE, AnthropicProtocol
+    from gateway_gemini.channel import FrameDecoder as GeminiDecoder
+    from gateway_gemini.protocol import GeminiProtocol
+
+    anthropic_call = Call(protocol="anthropic", endpoint="chat", wire=MESSAGES_WIRE, model=MODEL, stream=True, body={})
+    gemini_call = Call(protocol="gemini", endpoint="chat", wire="gemini.generate", model=MODEL, stream=True, body={}, options={"sse": True})
+    others = {
+        "anthropic passthrough, one read per frame": (anthropic_stream(), AnthropicDecoder, AnthropicProtocol(), anthropic_call, "anthropic"),
+        "gemini passthrough (alt=sse), one read per frame": (gemini_stream(), GeminiDecoder, GeminiProtocol(), gemini_call, "gemini"),
+    }
+    for name, (reads, decoder, client, client_call, channel_type) in others.items():
+        if args.only in name:
+            measure(name, reads, decoder, lambda: client.stream_writer(client_call, True), channel_type, args.streams, args.repeat)  # noqa: B023
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
