@@ -104,25 +104,15 @@ class SharedFailures:
             shared.faults.record(BREAKERS, unreachable, opened=True)
             board.counted(lease, slot, breaker, None, False)
             return
+        shared.resync.changed_here(channel_id, slot)
         board.counted(lease, slot, breaker, int(count), bool(is_open))
 
     def reset(self, channel_id: int, slot: str) -> None:
         """A success where failures were counted: drop the count on every replica."""
         self.resets += 1
+        self.shared.resync.changed_here(channel_id, slot)
         message = orjson.dumps({"k": events.FAILURES, "c": channel_id, "s": slot, "f": 0, "o": self.shared.origin})
         self.shared.spawn(self.shared.run(self._reset, [self.key(channel_id, slot)], [self.shared.channel, message]))
-
-    async def resync(self) -> None:
-        """Take the counts stored in Redis (at start-up, after a reconnection:
-        published counts may have been missed). A count this replica still has
-        that Redis no longer has costs one needless reset at its next success."""
-        names = [name async for name in self._client.scan_iter(match=f"{self._prefix}:bf:*", count=500)]
-        counts = await self._client.mget(names) if names else []
-        head = len(self._prefix) + 4
-        for name, count in zip(names, counts):
-            if count is not None:
-                channel_text, _, slot = (name.decode() if isinstance(name, bytes) else str(name))[head:].partition(":")
-                self.apply(int(channel_text), "" if slot == "-" else slot, int(count))
 
     def apply(self, channel_id: int, slot: str, count: int) -> None:
         """Another replica's count (0: a success there reset it)."""

@@ -41,6 +41,7 @@ from ..records import RateLimits, key_fingerprint
 from ..request_store import CHANNEL_SLOT
 from . import events
 from .failures import SharedFailures
+from .resync import Resync
 
 if TYPE_CHECKING:
     from ..health import Breaker, HealthBoard, Lease
@@ -77,25 +78,6 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
-# ARGV: the pattern of breaker states. Returns now, then key, until, failures, error per state.
-_SNAPSHOT = """
-local clock = redis.call('TIME')
-local out = {string.format('%.6f', tonumber(clock[1]) + tonumber(clock[2]) / 1000000)}
-local cursor = '0'
-repeat
-  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 500)
-  cursor = page[1]
-  for _, key in ipairs(page[2]) do
-    local h = redis.call('HMGET', key, 'until', 'failures', 'error')
-    if h[1] then
-      table.insert(out, key); table.insert(out, h[1]); table.insert(out, h[2] or '0'); table.insert(out, h[3] or '')
-    end
-  end
-until cursor == '0'
-return out
-"""
-
-
 class SharedHealth:
     """What :class:`~gateway_core.health.HealthBoard` asks Redis, and what it hears."""
 
@@ -121,8 +103,8 @@ class SharedHealth:
         self._open = client.register_script(_OPEN)
         self._close = client.register_script(_CLOSE)
         self._unclaim = client.register_script(_UNCLAIM)
-        self._snapshot = client.register_script(_SNAPSHOT)
         self.failures = SharedFailures(self, client, prefix, margin=STATE_MARGIN)  # consecutive failures counted across replicas
+        self.resync = Resync(self, client, prefix)  # what Redis holds, read on (re)connecting
         self._tasks: set[asyncio.Task[Any]] = set()
         self._reporter: asyncio.Future[None] | None = None
         self.probes_claimed = 0
@@ -285,6 +267,7 @@ class SharedHealth:
         state, claim = self.keys(channel.id, slot)
         count = self.failures.key(channel.id, slot)
         event = self.breaker_event(lease, slot, is_open)
+        self.resync.changed_here(channel.id, slot)
         if is_open:
             left = max(0.0, breaker.until - self.board.clock())
             event.update(left=left, failures=breaker.failures, error=breaker.last_error or "")
@@ -340,7 +323,7 @@ class SharedHealth:
             return
         is_open = bool(event.get("open"))
         if is_open:
-            self._hold_open(breaker, float(event.get("left") or 0.0), int(event.get("failures") or 0), str(event.get("error") or ""))
+            self.hold_open(breaker, float(event.get("left") or 0.0), int(event.get("failures") or 0), str(event.get("error") or ""))
         else:
             breaker.succeed()
         metrics = self.board.metrics
@@ -361,7 +344,7 @@ class SharedHealth:
             breaker = health.keys[secret] = Breaker()
         return breaker
 
-    def _hold_open(self, breaker: Breaker, left: float, failures: int, error: str) -> None:
+    def hold_open(self, breaker: Breaker, left: float, failures: int, error: str) -> None:
         from ..health import OPEN
 
         now = self.board.clock()
@@ -371,20 +354,6 @@ class SharedHealth:
         breaker.until = now + left
         breaker.failures = failures
         breaker.last_error = error or breaker.last_error
-
-    async def resync(self) -> None:
-        """Take the breakers stored in Redis (at start-up, after a reconnection)."""
-        answer = await self._snapshot(args=[f"{self._prefix}:br:*"])
-        now = float(answer[0])
-        head = len(self._prefix) + 4
-        for i in range(1, len(answer), 4):
-            key = answer[i].decode() if isinstance(answer[i], bytes) else str(answer[i])
-            channel_text, _, slot = key[head:].partition(":")
-            breaker = self.breaker(int(channel_text), "" if slot == "-" else slot, create=True)
-            if breaker is not None:
-                error = answer[i + 3].decode() if isinstance(answer[i + 3], bytes) else str(answer[i + 3])
-                self._hold_open(breaker, max(0.0, float(answer[i + 1]) - now), int(answer[i + 2]), error)
-        await self.failures.resync()
 
     async def close(self) -> None:
         if self._reporter is not None:

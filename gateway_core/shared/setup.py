@@ -64,7 +64,7 @@ class SharedState:
 
         async def connected() -> None:
             events.forget_everything(services)  # what changed while not listening
-            await self.health.resync()
+            await self.health.resync.run()
 
         self.bus.listen(lambda event: events.apply(services, event, origin), connected)
         self.health.report_in_flight()
