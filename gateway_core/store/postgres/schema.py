@@ -250,6 +250,10 @@ ALTER TABLE ledger ENABLE TRIGGER ledger_append_only;
 
 USER_SESSIONS_AFTER = "ALTER TABLE users ADD COLUMN sessions_after DOUBLE PRECISION;"
 
+# holds has one row per request in flight, written and deleted by each priced request:
+# the indexes only the periodic sweeps read go (gateway_core.store.holds_schema)
+HOLDS_IN_FLIGHT = "DROP INDEX idx_holds_created_at; DROP INDEX idx_holds_owner;"
+
 CORE_MIGRATIONS: list[Migration] = [
     ("0001_core", script(CORE_0001)),
     ("0002_limits", script(CORE_0002)),
@@ -265,6 +269,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0012_stored_responses", script(STORED_RESPONSES)),
     ("0013_model_fallbacks", script(MODEL_FALLBACKS_POSTGRES)),
     ("0014_budget_buckets", script(BUDGET_BUCKETS)),
+    ("0015_holds_in_flight", script(HOLDS_IN_FLIGHT)),
 ]
 
 
