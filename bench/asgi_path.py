@@ -143,6 +143,7 @@ async def measure(args, gateway_key: str, upstream: str, workdir: Path) -> None:
     from gateway_core.app import create_app
     from gateway_core.config import load_config
     from gateway_core.logs import configure_logging
+    from gateway_core.server import freeze_startup_objects
 
     # the gateway's JSON lines go to a file, as the server's stdout does in production; results to stderr
     log_file = open(workdir / "gateway.log", "wb")
@@ -155,6 +156,7 @@ async def measure(args, gateway_key: str, upstream: str, workdir: Path) -> None:
     spans = {name: span for name, span in (("gateway", Lifespan(gateway)), ("floor", Lifespan(floor))) if name in args.arms.split(",")}
     for span in spans.values():
         await span.start()
+    freeze_startup_objects()  # as `relaygate serve` does once started
     callers = {name: Caller(span.app, span.state, gateway_key, args.stream) for name, span in spans.items()}
     for caller in callers.values():  # warm-up
         await run_batch(caller, args.warmup, args.concurrency)
