@@ -201,9 +201,17 @@ class SqliteEnd:
         return self._conn.execute(f"SELECT 1 FROM {_quoted(table)} WHERE name NOT IN ({marks}) LIMIT 1", tuple(keys)).fetchone() is None
 
     async def rows(self, table: str, columns: Sequence[str]) -> AsyncIterator[list[tuple[Any, ...]]]:
-        cursor = self._conn.execute(f"SELECT {', '.join(map(_quoted, columns))} FROM {_quoted(table)} ORDER BY rowid")
+        cursor = self._conn.execute(f"SELECT {', '.join(map(_quoted, columns))} FROM {_quoted(table)} ORDER BY {self._order(table)}")
         while batch := cursor.fetchmany(BATCH):
             yield batch
+
+    def _order(self, table: str) -> str:
+        """The order rows were written in: the rowid, or a ``WITHOUT ROWID`` table's primary key."""
+        found = self._conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+        if found is None or "WITHOUT ROWID" not in str(found[0]).upper():
+            return "rowid"
+        keys = sorted((row[5], row[1]) for row in self._conn.execute(f"PRAGMA table_info({_quoted(table)})") if row[5])
+        return ", ".join(_quoted(name) for _, name in keys)
 
     async def begin(self) -> None:
         self._conn.execute("BEGIN IMMEDIATE")
