@@ -44,7 +44,7 @@ COMPLETION = orjson.dumps(
 )
 
 
-def _chunk(delta: dict, finish: str | None = None, usage: dict | None = None, choices: bool = True) -> bytes:
+def chunk_frame(delta: dict, finish: str | None = None, usage: dict | None = None, choices: bool = True) -> bytes:
     payload = {
         "id": "chatcmpl-bench",
         "object": "chat.completion.chunk",
@@ -65,10 +65,10 @@ def _chunked(frame: bytes) -> bytes:
 
 def stream_frames(chunks: int) -> tuple[list[bytes], bytes]:
     """The stream's chunked-encoded frames, and the usage frame (sent only when asked)."""
-    frames = [_chunk({"role": "assistant", "content": ""})]
-    frames += [_chunk({"content": f"tok{i} "}) for i in range(max(0, chunks - 2))]
-    frames.append(_chunk({}, finish="stop"))
-    usage = _chunk({}, usage={"prompt_tokens": 12, "completion_tokens": max(0, chunks - 2), "total_tokens": 12 + max(0, chunks - 2)}, choices=False)
+    frames = [chunk_frame({"role": "assistant", "content": ""})]
+    frames += [chunk_frame({"content": f"tok{i} "}) for i in range(max(0, chunks - 2))]
+    frames.append(chunk_frame({}, finish="stop"))
+    usage = chunk_frame({}, usage={"prompt_tokens": 12, "completion_tokens": max(0, chunks - 2), "total_tokens": 12 + max(0, chunks - 2)}, choices=False)
     return [_chunked(f) for f in frames], _chunked(usage)
 
 

@@ -77,13 +77,7 @@ def seed(store: Store, users_count: int) -> list:
 
 
 async def one(services, quota: Quota, recorder: Recorder, key, holds: list, settles: list) -> None:
-    ctx = RequestContext(request_id=new_request_id(), protocol=OPENAI, client_ip="127.0.0.1", headers={}, endpoint="chat")
-    ctx.key = key
-    ctx.body_size = 600
-    ctx.call = Call(
-        protocol="openai", endpoint="chat", wire="openai.chat", model=MODEL, stream=False, body={"max_tokens": 256},
-        billing=capped_output(256),
-    )
+    ctx = _context(key)
     started = time.perf_counter()
     await quota.admit(ctx, services)
     held = time.perf_counter()

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import time
+from pathlib import Path
 
 import orjson
 from aiohttp.streams import AsyncStreamIterator
@@ -28,29 +30,17 @@ from gateway_core.stream_pump import pump
 from gateway_core.tally import StreamTally
 from gateway_core.upstream import sse_frames
 
-MODEL = "bench-model"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def _chunk(delta: dict, finish: str | None = None, usage: dict | None = None, choices: bool = True) -> bytes:
-    payload = {
-        "id": "chatcmpl-bench",
-        "object": "chat.completion.chunk",
-        "created": 1_700_000_000,
-        "model": MODEL,
-        "system_fingerprint": "fp_bench",
-        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}] if choices else [],
-    }
-    if usage is not None:
-        payload["usage"] = usage
-    return b"data: " + orjson.dumps(payload) + b"\n\n"
+from fast_upstream import MODEL, chunk_frame  # noqa: E402
 
 
 def openai_stream(chunks: int = 20) -> list[bytes]:
     """The frames ``bench/fast_upstream.py`` sends, usage asked for."""
-    frames = [_chunk({"role": "assistant", "content": ""})]
-    frames += [_chunk({"content": f"tok{i} "}) for i in range(chunks - 2)]
-    frames.append(_chunk({}, finish="stop"))
-    frames.append(_chunk({}, usage={"prompt_tokens": 12, "completion_tokens": chunks - 2, "total_tokens": 10 + chunks}, choices=False))
+    frames = [chunk_frame({"role": "assistant", "content": ""})]
+    frames += [chunk_frame({"content": f"tok{i} "}) for i in range(chunks - 2)]
+    frames.append(chunk_frame({}, finish="stop"))
+    frames.append(chunk_frame({}, usage={"prompt_tokens": 12, "completion_tokens": chunks - 2, "total_tokens": 10 + chunks}, choices=False))
     frames.append(b"data: [DONE]\n\n")
     return frames
 
