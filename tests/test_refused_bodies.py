@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any
 
 import attrs
 import openai
@@ -86,6 +88,17 @@ class Connection:
         self.writer.close()
 
 
+@contextlib.asynccontextmanager
+async def sending(work: Coroutine[Any, Any, None]) -> AsyncIterator[None]:
+    """``work`` (a client still sending) runs while the block reads the answer, and is stopped after it."""
+    sender = asyncio.ensure_future(work)
+    try:
+        yield
+    finally:
+        sender.cancel()
+        await asyncio.gather(sender, return_exceptions=True)
+
+
 def post_head(secret: str, path: str = "/v1/chat/completions", **headers: str) -> bytes:
     lines = [f"POST {path} HTTP/1.1", "Host: gateway", f"Authorization: Bearer {secret}", "Content-Type: application/json"]
     lines += [f"{name.replace('_', '-')}: {value}" for name, value in headers.items()]
@@ -155,14 +168,10 @@ async def test_a_chunked_body_stops_being_read_at_the_limit_and_its_connection_c
                     await connection.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     sent += len(chunk)
 
-        sender = asyncio.ensure_future(keep_sending())
-        try:
+        async with sending(keep_sending()):
             status, headers, body = await connection.answer()
             assert (status, headers["connection"], body["error"]["code"]) == (413, "close", "request_too_large")
             assert await connection.closed_by_gateway()
-        finally:
-            sender.cancel()
-            await asyncio.gather(sender, return_exceptions=True)
         assert sent < 200 * LIMIT  # read and dropped, a bounded amount, then closed
     finally:
         connection.close()
@@ -181,12 +190,8 @@ async def test_a_body_trickling_in_past_body_timeout_is_408_and_closed(start_gat
                 await connection.send(b" ")
                 await asyncio.sleep(0.2)
 
-        sender = asyncio.ensure_future(trickle())
-        try:
+        async with sending(trickle()):
             status, headers, body = await connection.answer()
-        finally:
-            sender.cancel()
-            await asyncio.gather(sender, return_exceptions=True)
         assert 0.9 < time.monotonic() - started < 5
         assert (status, headers["connection"]) == (408, "close")
         assert body["error"]["code"] == "request_timeout" and "1 s" in body["error"]["message"]

@@ -28,6 +28,8 @@ import pytest
 from gateway_core.testing import GatewayProcess, free_port
 from gateway_openai.fake_upstream import FakeOpenAI
 
+from .test_refused_bodies import Connection, post_head, sending
+
 SERVERS = ("hypercorn", "uvicorn")
 HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n"
 
@@ -189,91 +191,64 @@ def test_the_server_can_be_chosen_in_the_configuration(tmp_path, seed, relaygate
     assert server in gateway.output()
 
 
-async def read_answer(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], dict]:
-    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:] if line)}
-    body = await asyncio.wait_for(reader.readexactly(int(headers["content-length"])), 10)
-    return int(lines[0].split()[1]), headers, orjson.loads(body)
-
-
-async def closed_by_gateway(reader: asyncio.StreamReader, timeout: float = 10) -> bool:
-    try:
-        async with asyncio.timeout(timeout):
-            while await reader.read(65536):
-                pass
-        return True
-    except ConnectionError:
-        return True
-    except TimeoutError:
-        return False
-
-
 async def test_bodies_over_the_limit_or_too_slow_are_refused_and_their_connections_closed(tmp_path, seed, fake_upstream, relaygate_config, server):
     upstream = await fake_upstream(FakeOpenAI())
     seed.channel("up", type="openai", base_url=upstream.url, models=["gpt-test"])
     seed.price("gpt-test", 0, 0, free=True)
     secret = seed.key(seed.user("alice"))[1]
-    head = f"POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer {secret}\r\nContent-Type: application/json\r\n"
     settings = "max_body_bytes = 1048576\nbody_timeout = 1\n"
     with serve(relaygate_config.db_path, server, plugins=plugins_file(tmp_path, settings, '"openai"')) as gateway:
         # a Content-Length over the limit: answered before a byte of the body, and closed
-        reader, writer = await asyncio.open_connection("127.0.0.1", gateway.port)
-        writer.write((head + "Content-Length: 1000000000000\r\n\r\n").encode())
-        status, headers, body = await read_answer(reader)
+        connection = await Connection.open(gateway.port)
+        await connection.send(post_head(secret, Content_Length="1000000000000"))
+        status, headers, body = await connection.answer()
         assert (status, headers["connection"], body["error"]["code"]) == (413, "close", "request_too_large")
-        assert await closed_by_gateway(reader, 5)
-        writer.close()
+        assert await connection.closed_by_gateway(5)
+        connection.close()
         # a chunked body that would never end: read up to the limit, refused, closed
-        reader, writer = await asyncio.open_connection("127.0.0.1", gateway.port)
-        writer.write((head + "Transfer-Encoding: chunked\r\n\r\n").encode())
+        connection = await Connection.open(gateway.port)
+        await connection.send(post_head(secret, Transfer_Encoding="chunked"))
         chunk = b"x" * 65536
 
         async def keep_sending() -> None:
             with contextlib.suppress(ConnectionError):
                 while True:
-                    writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                    await writer.drain()
+                    await connection.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
 
-        sender = asyncio.ensure_future(keep_sending())
         try:
-            status, headers, body = await read_answer(reader)
-            assert (status, headers["connection"], body["error"]["code"]) == (413, "close", "request_too_large")
-            assert await closed_by_gateway(reader)
+            async with sending(keep_sending()):
+                status, headers, body = await connection.answer()
+                assert (status, headers["connection"], body["error"]["code"]) == (413, "close", "request_too_large")
+                assert await connection.closed_by_gateway()
         finally:
-            sender.cancel()
-            await asyncio.gather(sender, return_exceptions=True)
-            writer.close()
+            connection.close()
         # a body trickling in past body_timeout: 408, closed
-        reader, writer = await asyncio.open_connection("127.0.0.1", gateway.port)
-        writer.write((head + "Content-Length: 1000\r\n\r\n").encode())
+        connection = await Connection.open(gateway.port)
+        await connection.send(post_head(secret, Content_Length="1000"))
         started = time.monotonic()
 
         async def trickle() -> None:
             with contextlib.suppress(ConnectionError):
                 for _ in range(100):
-                    writer.write(b" ")
-                    await writer.drain()
+                    await connection.send(b" ")
                     await asyncio.sleep(0.2)
 
-        sender = asyncio.ensure_future(trickle())
         try:
-            status, headers, body = await read_answer(reader)
-            assert 0.9 < time.monotonic() - started < 5
-            assert (status, headers["connection"], body["error"]["code"]) == (408, "close", "request_timeout")
-            assert await closed_by_gateway(reader)
+            async with sending(trickle()):
+                status, headers, body = await connection.answer()
+                assert 0.9 < time.monotonic() - started < 5
+                assert (status, headers["connection"], body["error"]["code"]) == (408, "close", "request_timeout")
+                assert await connection.closed_by_gateway()
         finally:
-            sender.cancel()
-            await asyncio.gather(sender, return_exceptions=True)
-            writer.close()
+            connection.close()
         # a normal request keeps its connection: two answers on one
-        reader, writer = await asyncio.open_connection("127.0.0.1", gateway.port)
+        connection = await Connection.open(gateway.port)
         chat = orjson.dumps({"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]})
         for _ in range(2):
-            writer.write((head + f"Content-Length: {len(chat)}\r\n\r\n").encode() + chat)
-            status, headers, body = await read_answer(reader)
+            await connection.send(post_head(secret, Content_Length=str(len(chat))) + chat)
+            status, headers, body = await connection.answer()
             assert status == 200 and body["choices"][0]["message"]["content"] == "echo: hi"
-        writer.close()
+        connection.close()
     assert len(upstream.requests) == 2
 
 
