@@ -1,0 +1,180 @@
+"""Instructions per request of the gateway and of the floor served by hypercorn,
+counted by valgrind: what the server adds to each app, free of the machine's load.
+
+``python bench/server_instructions.py [--arms gateway,floor] [--small 200] [--large 800] [--concurrency 1]``
+
+``bench/asgi_instructions.py`` counts the apps without a server. This runs each
+app under hypercorn (the gateway with ``relaygate serve``'s hypercorn settings,
+the floor as ``bench/bare_proxy.py`` serves it), inside ``valgrind --tool=callgrind``,
+twice per arm: a load from this process (outside valgrind) sends ``--small`` and
+then ``--large`` requests after the same warm-up, SIGTERM stops the server, and
+the difference of the two instruction totals over the difference of the request
+counts is the cost of one request: start-up, warm-up and shutdown cancel out.
+Every thread of the served process is counted (the SQLite writer too); the fake
+upstream and the load run outside valgrind. Minus ``asgi_instructions.py``'s
+figure for the same arm, what is left is the server's share. A run takes one to
+two minutes. Needs ``valgrind`` on the PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from loadgen import request_body  # noqa: E402
+from processes import free_port  # noqa: E402
+from seeding import BENCH_PLUGINS, seed  # noqa: E402
+
+TOTAL = re.compile(r"Collected : (\d+)")
+
+
+async def _served(arm: str, workdir: Path, upstream: str, port: int) -> None:
+    """Inside valgrind: serve ``arm`` on hypercorn until SIGTERM."""
+    from hypercorn.asyncio import serve as hypercorn_serve
+
+    from gateway_core.server import freeze_startup_objects
+
+    if arm == "gateway":
+        from gateway_core.app import create_app
+        from gateway_core.config import load_config
+        from gateway_core.logs import configure_logging
+        from gateway_core.server import hypercorn_config
+
+        configure_logging(json=True)
+        app = create_app(load_config(str(workdir / "relaygate.db"), str(workdir / "plugins.toml")))
+        config = hypercorn_config(f"127.0.0.1:{port}")
+    else:
+        from bare_proxy import bare_proxy
+        from hypercorn.config import Config
+
+        app = bare_proxy(upstream)
+        config = Config()
+        config.bind = [f"127.0.0.1:{port}"]
+        config.accesslog = None
+        config.keep_alive_timeout = 75
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    freeze_startup_objects()
+    await hypercorn_serve(app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+
+
+async def _load(port: int, key: str, requests: int, concurrency: int, stream: bool) -> None:
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    body = request_body(stream)
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    left = requests
+
+    async def worker(session: aiohttp.ClientSession) -> None:
+        nonlocal left
+        while left > 0:
+            left -= 1
+            async with session.post(url, data=body, headers=headers) as answer:
+                data = await answer.read()
+                if answer.status != 200 or (stream and not data.endswith(b"data: [DONE]\n\n")):
+                    raise SystemExit(f"server_instructions: a wrong answer ({answer.status}): {data[:200]!r}")
+
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=600)) as session:
+        await asyncio.gather(*(worker(session) for _ in range(concurrency)))
+
+
+def _wait_listening(port: int, child: subprocess.Popen, timeout: float = 600.0) -> None:
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if child.poll() is not None:
+            raise SystemExit(f"server_instructions: the server exited ({child.returncode})")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise SystemExit("server_instructions: the server never listened")
+
+
+def instructions(arm: str, requests: int, args: argparse.Namespace, workdir: Path, upstream: str, key: str) -> int:
+    port = free_port()
+    out = workdir / f"callgrind.{arm}.{requests}"
+    argv = [
+        "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+        sys.executable, __file__, "--serve", arm, "--workdir", str(workdir), "--upstream", upstream, "--port", str(port),
+    ]  # fmt: skip
+    with open(workdir / f"{arm}.{requests}.log", "wb") as log:
+        child = subprocess.Popen(argv, stdout=log, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            _wait_listening(port, child)
+            asyncio.run(_load(port, key, args.warmup, args.concurrency, args.stream))
+            asyncio.run(_load(port, key, requests, args.concurrency, args.stream))
+            child.send_signal(signal.SIGTERM)
+            _, stderr = child.communicate(timeout=600)
+        finally:
+            if child.poll() is None:
+                child.kill()
+    found = TOTAL.search(stderr)
+    if found is None:
+        raise SystemExit(f"server_instructions: the run failed ({child.returncode}):\n{stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--arms", default="gateway,floor")
+    parser.add_argument("--small", type=int, default=200)
+    parser.add_argument("--large", type=int, default=800)
+    parser.add_argument("--warmup", type=int, default=100)
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--stream", action="store_true")
+    parser.add_argument("--serve", choices=("gateway", "floor"), help=argparse.SUPPRESS)  # inside valgrind
+    parser.add_argument("--workdir", help=argparse.SUPPRESS)
+    parser.add_argument("--upstream", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    import uvloop
+
+    if args.serve:
+        uvloop.run(_served(args.serve, Path(args.workdir), args.upstream, args.port))
+        return 0
+    if shutil.which("valgrind") is None:
+        raise SystemExit("server_instructions: valgrind is not installed")
+    per_request: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="relaygate-server-callgrind-") as tmp:
+        workdir = Path(tmp)
+        plugins = workdir / "plugins.toml"
+        plugins.write_text(BENCH_PLUGINS)
+        port = free_port()
+        pin = ["taskset", "-c", "1"] if (os.cpu_count() or 1) >= 2 else []
+        upstream_process = subprocess.Popen([*pin, sys.executable, str(HERE / "fast_upstream.py"), "--port", str(port)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert upstream_process.stdout is not None
+            upstream_process.stdout.readline()  # "ready"
+            upstream = f"http://127.0.0.1:{port}"
+            key = seed(workdir / "relaygate.db", workdir, plugins, upstream, free=False)
+            for arm in args.arms.split(","):
+                small = instructions(arm, args.small, args, workdir, upstream, key)
+                large = instructions(arm, args.large, args, workdir, upstream, key)
+                per_request[arm] = (large - small) / (args.large - args.small)
+                print(f"{arm:8} {per_request[arm] / 1000:10.1f} thousand instructions per request (app and hypercorn)", flush=True)
+        finally:
+            upstream_process.terminate()
+            upstream_process.wait()
+    if "gateway" in per_request and "floor" in per_request:
+        print(f"gateway / floor = {per_request['gateway'] / per_request['floor']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
