@@ -1,15 +1,16 @@
-"""Instructions per request of the gateway and of the floor served by hypercorn,
+"""Instructions per request of the gateway and of the floor served over HTTP,
 counted by valgrind: what the server adds to each app, free of the machine's load.
 
-``python bench/server_instructions.py [--arms gateway,floor] [--small 200] [--large 800] [--concurrency 1]``
+``python bench/server_instructions.py [--arms gateway,floor] [--server hypercorn] [--small 200] [--large 800] [--concurrency 1]``
 
 ``bench/asgi_instructions.py`` counts the apps without a server. This runs each
-app under hypercorn (the gateway with ``relaygate serve``'s hypercorn settings,
-the floor as ``bench/bare_proxy.py`` serves it), inside ``valgrind --tool=callgrind``,
+app on hypercorn or uvicorn (the gateway as ``relaygate serve`` serves it, the
+floor as ``bench/bare_proxy.py`` does), inside ``valgrind --tool=callgrind``,
 twice per arm: a load from this process (outside valgrind) sends ``--small`` and
 then ``--large`` requests after the same warm-up, SIGTERM stops the server, and
 the difference of the two instruction totals over the difference of the request
-counts is the cost of one request: start-up, warm-up and shutdown cancel out.
+counts is the cost of one request: start-up, warm-up and shutdown (the gateway's
+drain included) cancel out.
 Every thread of the served process is counted (the SQLite writer too); the fake
 upstream and the load run outside valgrind. Minus ``asgi_instructions.py``'s
 figure for the same arm, what is left is the server's share. A run takes one to
@@ -42,34 +43,26 @@ from seeding import BENCH_PLUGINS, seed  # noqa: E402
 TOTAL = re.compile(r"Collected : (\d+)")
 
 
-async def _served(arm: str, workdir: Path, upstream: str, port: int) -> None:
-    """Inside valgrind: serve ``arm`` on hypercorn until SIGTERM."""
-    from hypercorn.asyncio import serve as hypercorn_serve
-
-    from gateway_core.server import freeze_startup_objects
+async def _served(arm: str, server: str, workdir: Path, upstream: str, port: int) -> None:
+    """Inside valgrind: serve ``arm`` on ``server`` until SIGTERM, the gateway as
+    ``relaygate serve`` does, the floor as ``bench/bare_proxy.py`` does."""
+    from gateway_core.server import freeze_startup_objects, serve_until_stopped
 
     if arm == "gateway":
         from gateway_core.app import create_app
         from gateway_core.config import load_config
         from gateway_core.logs import configure_logging
-        from gateway_core.server import hypercorn_config
 
         configure_logging(json=True)
         app = create_app(load_config(str(workdir / "relaygate.db"), str(workdir / "plugins.toml")))
-        config = hypercorn_config(f"127.0.0.1:{port}")
-    else:
-        from bare_proxy import bare_proxy
-        from hypercorn.config import Config
+        await serve_until_stopped(app, f"127.0.0.1:{port}", 5.0, server)
+        return
+    from bare_proxy import bare_proxy
+    from hello_app import serve
 
-        app = bare_proxy(upstream)
-        config = Config()
-        config.bind = [f"127.0.0.1:{port}"]
-        config.accesslog = None
-        config.keep_alive_timeout = 75
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    app = bare_proxy(upstream)
     freeze_startup_objects()
-    await hypercorn_serve(app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+    await serve(app, "127.0.0.1", port, server)
 
 
 async def _load(port: int, key: str, requests: int, concurrency: int, stream: bool) -> None:
@@ -111,7 +104,8 @@ def instructions(arm: str, requests: int, args: argparse.Namespace, workdir: Pat
     out = workdir / f"callgrind.{arm}.{requests}"
     argv = [
         "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-        sys.executable, __file__, "--serve", arm, "--workdir", str(workdir), "--upstream", upstream, "--port", str(port),
+        sys.executable, __file__, "--serve", arm, "--server", args.server, "--workdir", str(workdir), "--upstream", upstream,
+        "--port", str(port),
     ]  # fmt: skip
     with open(workdir / f"{arm}.{requests}.log", "wb") as log:
         child = subprocess.Popen(argv, stdout=log, stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -138,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--stream", action="store_true")
+    parser.add_argument("--server", choices=("hypercorn", "uvicorn"), default="hypercorn", help="the HTTP server of both arms (default hypercorn)")
     parser.add_argument("--serve", choices=("gateway", "floor"), help=argparse.SUPPRESS)  # inside valgrind
     parser.add_argument("--workdir", help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
@@ -146,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     import uvloop
 
     if args.serve:
-        uvloop.run(_served(args.serve, Path(args.workdir), args.upstream, args.port))
+        uvloop.run(_served(args.serve, args.server, Path(args.workdir), args.upstream, args.port))
         return 0
     if shutil.which("valgrind") is None:
         raise SystemExit("server_instructions: valgrind is not installed")
@@ -167,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                 small = instructions(arm, args.small, args, workdir, upstream, key)
                 large = instructions(arm, args.large, args, workdir, upstream, key)
                 per_request[arm] = (large - small) / (args.large - args.small)
-                print(f"{arm:8} {per_request[arm] / 1000:10.1f} thousand instructions per request (app and hypercorn)", flush=True)
+                print(f"{arm:8} {per_request[arm] / 1000:10.1f} thousand instructions per request (app and {args.server})", flush=True)
         finally:
             upstream_process.terminate()
             upstream_process.wait()
