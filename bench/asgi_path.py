@@ -24,9 +24,7 @@ import asyncio
 import cProfile
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -35,19 +33,11 @@ sys.path.insert(0, str(HERE))
 
 from bare_proxy import bare_proxy  # noqa: E402
 from loadgen import request_body  # noqa: E402
-from seeding import BENCH_PLUGINS, seed  # noqa: E402
+from seeding import seeded_workdir  # noqa: E402
 
 
 def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Lifespan:
@@ -202,27 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import uvloop
 
-    with tempfile.TemporaryDirectory(prefix="relaygate-asgi-path-") as tmp:
-        workdir = Path(tmp)
-        plugins = workdir / "plugins.toml"
-        plugins.write_text(BENCH_PLUGINS)
-        port = free_port()
-        pin = ["taskset", "-c", "1"] if (os.cpu_count() or 1) >= 2 else []
-        upstream_process = subprocess.Popen(
-            [*pin, sys.executable, str(HERE / "fast_upstream.py"), "--port", str(port), "--chunks", str(args.chunks)],
-            stdout=subprocess.PIPE, text=True,
-        )
-        try:
-            assert upstream_process.stdout is not None
-            upstream_process.stdout.readline()  # "ready"
-            upstream = f"http://127.0.0.1:{port}"
-            key = seed(workdir / "relaygate.db", workdir, plugins, upstream, free=args.free)
-            if pin:
-                os.sched_setaffinity(0, {0})
-            uvloop.run(measure(args, key, upstream, workdir))
-        finally:
-            upstream_process.terminate()
-            upstream_process.wait()
+    with seeded_workdir("relaygate-asgi-path-", chunks=args.chunks, free=args.free) as (workdir, upstream, key):
+        if (os.cpu_count() or 1) >= 2:
+            os.sched_setaffinity(0, {0})  # the upstream has CPU 1
+        uvloop.run(measure(args, key, upstream, workdir))
     return 0
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from loadgen import MODEL
@@ -38,6 +42,33 @@ def cli(args: list[str], db: Path, cwd: Path, plugins: Path) -> str:
         raise SystemExit(f"bench: '{' '.join(['relaygate', *args])}' failed ({done.returncode}): {done.stderr.strip()}")
     return done.stdout
 
+
+
+@contextlib.contextmanager
+def seeded_workdir(prefix: str, *, chunks: int = 20, free: bool = False) -> Iterator[tuple[Path, str, str]]:
+    """A temporary directory with ``plugins.toml`` and a seeded database whose channel
+    calls ``bench/fast_upstream.py``, started here on CPU 1 (when there are two):
+    ``(directory, the upstream's URL, the bench key)``; the upstream stops after."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        workdir = Path(tmp)
+        plugins = workdir / "plugins.toml"
+        plugins.write_text(BENCH_PLUGINS)
+        from processes import free_port
+
+        port = free_port()
+        pin = ["taskset", "-c", "1"] if (os.cpu_count() or 1) >= 2 else []
+        upstream_process = subprocess.Popen(
+            [*pin, sys.executable, str(Path(__file__).resolve().parent / "fast_upstream.py"), "--port", str(port), "--chunks", str(chunks)],
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert upstream_process.stdout is not None
+            upstream_process.stdout.readline()  # "ready"
+            upstream = f"http://127.0.0.1:{port}"
+            yield workdir, upstream, seed(workdir / "relaygate.db", workdir, plugins, upstream, free=free)
+        finally:
+            upstream_process.terminate()
+            upstream_process.wait()
 
 
 LIMITS = ["--rpm", "100000000", "--tpm", "1000000000", "--concurrency", "10000"]  # counted, never reached

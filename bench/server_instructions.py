@@ -21,13 +21,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -38,7 +36,7 @@ sys.path.insert(0, str(HERE))
 
 from loadgen import request_body  # noqa: E402
 from processes import free_port  # noqa: E402
-from seeding import BENCH_PLUGINS, seed  # noqa: E402
+from seeding import seeded_workdir  # noqa: E402
 
 TOTAL = re.compile(r"Collected : (\d+)")
 
@@ -146,26 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("valgrind") is None:
         raise SystemExit("server_instructions: valgrind is not installed")
     per_request: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(prefix="relaygate-server-callgrind-") as tmp:
-        workdir = Path(tmp)
-        plugins = workdir / "plugins.toml"
-        plugins.write_text(BENCH_PLUGINS)
-        port = free_port()
-        pin = ["taskset", "-c", "1"] if (os.cpu_count() or 1) >= 2 else []
-        upstream_process = subprocess.Popen([*pin, sys.executable, str(HERE / "fast_upstream.py"), "--port", str(port)], stdout=subprocess.PIPE, text=True)
-        try:
-            assert upstream_process.stdout is not None
-            upstream_process.stdout.readline()  # "ready"
-            upstream = f"http://127.0.0.1:{port}"
-            key = seed(workdir / "relaygate.db", workdir, plugins, upstream, free=False)
-            for arm in args.arms.split(","):
-                small = instructions(arm, args.small, args, workdir, upstream, key)
-                large = instructions(arm, args.large, args, workdir, upstream, key)
-                per_request[arm] = (large - small) / (args.large - args.small)
-                print(f"{arm:8} {per_request[arm] / 1000:10.1f} thousand instructions per request (app and {args.server})", flush=True)
-        finally:
-            upstream_process.terminate()
-            upstream_process.wait()
+    with seeded_workdir("relaygate-server-callgrind-") as (workdir, upstream, key):
+        for arm in args.arms.split(","):
+            small = instructions(arm, args.small, args, workdir, upstream, key)
+            large = instructions(arm, args.large, args, workdir, upstream, key)
+            per_request[arm] = (large - small) / (args.large - args.small)
+            print(f"{arm:8} {per_request[arm] / 1000:10.1f} thousand instructions per request (app and {args.server})", flush=True)
     if "gateway" in per_request and "floor" in per_request:
         print(f"gateway / floor = {per_request['gateway'] / per_request['floor']:.2f}")
     return 0

@@ -190,3 +190,12 @@ def completion_of(model: str) -> dict[str, Any]:
 async def flooding_upstream(fake_upstream) -> FloodingUpstream:
     upstream: FloodingUpstream = await fake_upstream(FloodingUpstream(api_key=None))
     return upstream
+
+
+@pytest.fixture
+def demo_key(seed) -> str:
+    """The secret of alice's key, with a demo channel answering ``demo-chat`` slowly (100 ms per word)."""
+    user = seed.user("alice")
+    _, secret = seed.key(user)
+    seed.channel("demo", type="demo", base_url="local://demo", models=["demo-chat"], settings={"delay_ms": 100})
+    return secret

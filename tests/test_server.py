@@ -14,14 +14,6 @@ import pytest
 from gateway_core.testing import GatewayProcess
 
 
-@pytest.fixture
-def demo_key(seed):
-    user = seed.user("alice")
-    _, secret = seed.key(user)
-    seed.channel("demo", type="demo", base_url="local://demo", models=["demo-chat"], settings={"delay_ms": 100})
-    return secret
-
-
 SERVERS = pytest.mark.parametrize("server", ("hypercorn", "uvicorn"))
 
 

@@ -98,14 +98,6 @@ async def test_the_http_layer_refuses_in_json_with_a_request_id_and_serves_big_h
         assert got == 401 and orjson.loads(body)["error"]
 
 
-@pytest.fixture
-def demo_key(seed):
-    user = seed.user("alice")
-    _, secret = seed.key(user)
-    seed.channel("demo", type="demo", base_url="local://demo", models=["demo-chat"], settings={"delay_ms": 100})
-    return secret
-
-
 async def read_demo_stream(url: str, secret: str, on_first=None) -> str:
     body = {"model": "demo-chat", "stream": True, "messages": [{"role": "user", "content": "one two three four five"}]}
     text = ""
