@@ -20,10 +20,25 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TOTAL = re.compile(r"Collected : (\d+)")
+
+
+def total_of(tool: str, returncode: int, stderr: str) -> int:
+    """The instructions callgrind reported at the end of a run (``tool`` names the bench in an error)."""
+    found = TOTAL.search(stderr)
+    if returncode != 0 or found is None:
+        raise SystemExit(f"{tool}: the run failed ({returncode}):\n{stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def per_request_of(run: Callable[[int], int], small: int, large: int) -> float:
+    """Instructions of one request: ``run(n)`` counts a whole run of ``n`` requests;
+    start-up, warm-up and shutdown cancel out in the difference of two runs."""
+    return (run(large) - run(small)) / (large - small)
 
 
 def instructions(arm: str, requests: int, args: argparse.Namespace, out: Path) -> int:
@@ -34,10 +49,7 @@ def instructions(arm: str, requests: int, args: argparse.Namespace, out: Path) -
         *(["--stream"] if args.stream else []), *(["--free"] if args.free else []),
     ]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True)
-    found = TOTAL.search(done.stderr)
-    if done.returncode != 0 or found is None:
-        raise SystemExit(f"asgi_instructions: the run failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return total_of("asgi_instructions", done.returncode, done.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,9 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     per_request: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="relaygate-callgrind-") as tmp:
         for arm in args.arms.split(","):
-            small = instructions(arm, args.small, args, Path(tmp) / f"{arm}.small")
-            large = instructions(arm, args.large, args, Path(tmp) / f"{arm}.large")
-            per_request[arm] = (large - small) / (args.large - args.small)
+            per_request[arm] = per_request_of(lambda n: instructions(arm, n, args, Path(tmp) / f"{arm}.{n}"), args.small, args.large)
             print(f"{arm:8} {per_request[arm] / 1000:10.1f} thousand instructions per request", flush=True)
     if "gateway" in per_request and "floor" in per_request:
         print(f"gateway / floor = {per_request['gateway'] / per_request['floor']:.2f}")

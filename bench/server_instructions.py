@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import re
 import shutil
 import signal
 import subprocess
@@ -34,11 +33,11 @@ import aiohttp
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from asgi_instructions import per_request_of, total_of  # noqa: E402
 from loadgen import request_body  # noqa: E402
 from processes import free_port  # noqa: E402
 from seeding import seeded_workdir  # noqa: E402
 
-TOTAL = re.compile(r"Collected : (\d+)")
 
 
 async def _served(arm: str, server: str, workdir: Path, upstream: str, port: int) -> None:
@@ -116,10 +115,7 @@ def instructions(arm: str, requests: int, args: argparse.Namespace, workdir: Pat
         finally:
             if child.poll() is None:
                 child.kill()
-    found = TOTAL.search(stderr)
-    if found is None:
-        raise SystemExit(f"server_instructions: the run failed ({child.returncode}):\n{stderr[-2000:]}")
-    return int(found.group(1))
+    return total_of("server_instructions", child.returncode, stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,9 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     per_request: dict[str, float] = {}
     with seeded_workdir("relaygate-server-callgrind-") as (workdir, upstream, key):
         for arm in args.arms.split(","):
-            small = instructions(arm, args.small, args, workdir, upstream, key)
-            large = instructions(arm, args.large, args, workdir, upstream, key)
-            per_request[arm] = (large - small) / (args.large - args.small)
+            per_request[arm] = per_request_of(lambda n: instructions(arm, n, args, workdir, upstream, key), args.small, args.large)
             print(f"{arm:8} {per_request[arm] / 1000:10.1f} thousand instructions per request (app and {args.server})", flush=True)
     if "gateway" in per_request and "floor" in per_request:
         print(f"gateway / floor = {per_request['gateway'] / per_request['floor']:.2f}")
