@@ -31,6 +31,7 @@ from .billing_v2_schema import (
 from .connection import atomic
 from .health_schema import migrate_0004_channel_health
 from .holds_schema import migrate_0015_holds_in_flight
+from .ledger_triggers import migrate_0016_ledger_triggers_without_lists
 from .ledger_schema import migrate_0006_ledger_money_only
 from .sqlite_sql import SqliteSchema, sqlite_only
 from .fallbacks import migrate_0013_model_fallbacks
@@ -287,6 +288,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0013_model_fallbacks", sqlite_only(migrate_0013_model_fallbacks)),
     ("0014_budget_buckets", sqlite_only(migrate_0014_budget_buckets)),
     ("0015_holds_in_flight", sqlite_only(migrate_0015_holds_in_flight)),
+    ("0016_ledger_triggers_without_lists", sqlite_only(migrate_0016_ledger_triggers_without_lists)),
 ]
 
 

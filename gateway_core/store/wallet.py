@@ -1,8 +1,11 @@
 """Balances, reservations and the append-only ledger.
 
-Every change of a balance is one ``UPDATE … RETURNING`` (atomic in SQL, so
-several gateway processes can share the file) plus a ledger row carrying the
-balance after it, both inside one transaction. Amounts are signed integer
+Every change of a balance is one ``UPDATE`` (atomic in SQL, so several gateway
+processes can share the file), the balance it left read back, and a ledger row
+carrying that balance, all inside one write transaction: no other writer runs
+between the update and the read. (Not ``UPDATE … RETURNING``: SQLite answers that
+through a temporary b-tree, about 2.5 % of a priced request's instructions for
+the four statements of a reservation and its settlement.) Amounts are signed integer
 micro-USD: what the change did to the balance.
 
 The ledger holds money that moved only (top-ups, captures, refunds,
@@ -100,9 +103,9 @@ def hold(
         if key_id is not None:
             reserved = conn.execute(
                 "UPDATE api_keys SET held_micros = held_micros + ?1 WHERE id = ?2 "
-                "AND (quota_micros IS NULL OR used_micros + held_micros + ?1 <= quota_micros) RETURNING id",
+                "AND (quota_micros IS NULL OR used_micros + held_micros + ?1 <= quota_micros)",
                 (amount_micros, key_id),
-            ).fetchall()
+            ).rowcount
             if not reserved:
                 row = conn.execute(
                     "SELECT quota_micros, used_micros, held_micros FROM api_keys WHERE id = ?", (key_id,)
@@ -110,21 +113,20 @@ def hold(
                 if row is None:
                     raise ValueError(f"no API key with id {key_id}")
                 raise HoldRefused("key_quota", needed=amount_micros, limit=row[0], used=row[1], held=row[2])
-        rows = conn.execute(
-            "UPDATE users SET held_micros = held_micros + ?1 WHERE id = ?2 AND balance_micros - held_micros >= ?1 "
-            "RETURNING balance_micros - held_micros",
+        held = conn.execute(
+            "UPDATE users SET held_micros = held_micros + ?1 WHERE id = ?2 AND balance_micros - held_micros >= ?1",
             (amount_micros, user_id),
-        ).fetchall()
-        if not rows:
-            available = get_available(conn, user_id)
-            if available is None:
-                raise ValueError(f"no user with id {user_id}")
+        ).rowcount
+        available = get_available(conn, user_id)
+        if available is None:
+            raise ValueError(f"no user with id {user_id}")
+        if not held:
             raise HoldRefused("balance", needed=amount_micros, limit=available)
         conn.execute(
             "INSERT INTO holds (request_id, user_id, key_id, amount_micros, created_at, owner) VALUES (?, ?, ?, ?, ?, ?)",
             (request_id, user_id, key_id, amount_micros, time.time(), owner),
         )
-    return int(rows[0][0])
+    return available
 
 
 def settle(
@@ -144,23 +146,23 @@ def settle(
     if not isinstance(cost_micros, int) or cost_micros < 0:
         raise ValueError("a cost must be a non-negative integer")
     with atomic(conn):
-        held_rows = conn.execute(
-            "DELETE FROM holds WHERE request_id = ? RETURNING amount_micros, user_id, key_id", (request_id,)
-        ).fetchall()
+        held_row = conn.execute(
+            "SELECT amount_micros, user_id, key_id FROM holds WHERE request_id = ?", (request_id,)
+        ).fetchone()
         held = 0
-        if held_rows:
-            held, held_user, held_key = held_rows[0]
+        if held_row is not None:
+            held, held_user, held_key = held_row
             if held_user != user_id:
                 raise ValueError(f"the reservation of {request_id} belongs to user {held_user}, not {user_id}")
             key_id = key_id if key_id is not None else held_key
-        rows = conn.execute(
-            "UPDATE users SET balance_micros = balance_micros - ?, held_micros = held_micros - ? WHERE id = ? "
-            "RETURNING balance_micros",
+            conn.execute("DELETE FROM holds WHERE request_id = ?", (request_id,))
+        changed = conn.execute(
+            "UPDATE users SET balance_micros = balance_micros - ?, held_micros = held_micros - ? WHERE id = ?",
             (cost_micros, held, user_id),
-        ).fetchall()
-        if not rows:
+        ).rowcount
+        if not changed:
             raise ValueError(f"no user with id {user_id}")
-        balance = rows[0][0]
+        balance = _balance_after(conn, user_id)
         if cost_micros:
             _ledger(conn, user_id, "capture", -cost_micros, balance, request_id, None, key_id, time.time())
         if key_id is not None and (held or cost_micros or used_at is not None):
@@ -203,6 +205,11 @@ def release_stale_holds(conn: sqlite3.Connection, older_than: float, *, limit: i
 def get_balance(conn: sqlite3.Connection, user_id: int) -> int | None:
     row = conn.execute("SELECT balance_micros FROM users WHERE id = ?", (user_id,)).fetchone()
     return row[0] if row else None
+
+
+def _balance_after(conn: sqlite3.Connection, user_id: int) -> int:
+    """The balance a change of the user's row (in this transaction) left."""
+    return int(conn.execute("SELECT balance_micros FROM users WHERE id = ?", (user_id,)).fetchone()[0])
 
 
 def get_available(conn: sqlite3.Connection, user_id: int) -> int | None:
@@ -255,14 +262,11 @@ def _change(
     if kind not in MONEY_KINDS:
         raise ValueError(f"unknown ledger kind {kind!r} (one of {', '.join(MONEY_KINDS)})")
     with atomic(conn):
-        rows = conn.execute(
-            "UPDATE users SET balance_micros = balance_micros + ? WHERE id = ? RETURNING balance_micros",
-            (amount, user_id),
-        ).fetchall()
-        if not rows:
+        if not conn.execute("UPDATE users SET balance_micros = balance_micros + ? WHERE id = ?", (amount, user_id)).rowcount:
             raise ValueError(f"no user with id {user_id}")
-        _ledger(conn, user_id, kind, amount, rows[0][0], request_id, note, key_id, time.time())
-    return rows[0][0]
+        balance = _balance_after(conn, user_id)
+        _ledger(conn, user_id, kind, amount, balance, request_id, note, key_id, time.time())
+    return balance
 
 
 def _add_key_used(conn: sqlite3.Connection, key_id: int, amount: int) -> None:

@@ -254,6 +254,10 @@ USER_SESSIONS_AFTER = "ALTER TABLE users ADD COLUMN sessions_after DOUBLE PRECIS
 # the indexes only the periodic sweeps read go (gateway_core.store.holds_schema)
 HOLDS_IN_FLIGHT = "DROP INDEX idx_holds_created_at; DROP INDEX idx_holds_owner;"
 
+# SQLite's ledger triggers without value lists (gateway_core.store.ledger_triggers): this
+# store checks kinds with a CHECK constraint and counts budgets in a function, nothing to change
+LEDGER_TRIGGERS_WITHOUT_LISTS = "SELECT 1;"
+
 CORE_MIGRATIONS: list[Migration] = [
     ("0001_core", script(CORE_0001)),
     ("0002_limits", script(CORE_0002)),
@@ -270,6 +274,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0013_model_fallbacks", script(MODEL_FALLBACKS_POSTGRES)),
     ("0014_budget_buckets", script(BUDGET_BUCKETS)),
     ("0015_holds_in_flight", script(HOLDS_IN_FLIGHT)),
+    ("0016_ledger_triggers_without_lists", script(LEDGER_TRIGGERS_WITHOUT_LISTS)),
 ]
 
 
