@@ -19,6 +19,7 @@ from ..request_store import BreakerReport, HoldOwner, PriceSnapshot, StoreLocked
 from ..types import Migration
 from . import budgets as budget_counts
 from . import channel_health, channels, hold_owners, keys, requests, wallet
+from .checkpointer import Checkpointer, writer_connection
 from .connection import BUSY_TIMEOUT_MS, connect, is_busy
 from .migrations import apply_migrations
 from .writer import GroupCommitWriter, WriteJob
@@ -50,6 +51,7 @@ class Store:
         self.busy_timeout_ms = busy_timeout_ms
         self._pool: ThreadPoolExecutor | None = None
         self._writer: GroupCommitWriter | None = None
+        self._checkpointer: Checkpointer | None = None
         self._local = threading.local()
         self._reader_conns: list[sqlite3.Connection] = []
         self._reader_lock = threading.Lock()
@@ -87,16 +89,20 @@ class Store:
         return self._writer is not None and not self._closed
 
     async def start(self) -> None:
-        """Bring the schema up to date, then start the reader pool and the writer thread."""
+        """Bring the schema up to date, then start the reader pool, the writer
+        thread and the checkpoint thread (:mod:`.checkpointer`)."""
         if self._closed:
             raise RuntimeError("store is closed")
         if self._writer is not None:
             return
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self.migrate)
-        writer = GroupCommitWriter(self.connect, busy_timeout_ms=self.busy_timeout_ms)
+        writer = GroupCommitWriter(writer_connection(self.connect), busy_timeout_ms=self.busy_timeout_ms)
         writer.on_commit = self.on_commit
-        await asyncio.get_running_loop().run_in_executor(None, writer.start)
+        await loop.run_in_executor(None, writer.start)
+        checkpointer = Checkpointer(self.connect, lambda: writer.stats.transactions)
+        await loop.run_in_executor(None, checkpointer.start)
+        self._checkpointer = checkpointer
         self._pool = ThreadPoolExecutor(max_workers=self.readers, thread_name_prefix="relaygate-reader")
         self._writer = writer
 
@@ -111,6 +117,8 @@ class Store:
         loop = asyncio.get_running_loop()
         if self._writer is not None:
             await loop.run_in_executor(None, self._writer.stop)
+        if self._checkpointer is not None:
+            await loop.run_in_executor(None, self._checkpointer.stop)
         if self._pool is not None:
             await loop.run_in_executor(None, functools.partial(self._pool.shutdown, wait=True))
         with self._reader_lock:
