@@ -1,6 +1,6 @@
 """The SQLite store's checkpoint thread: the log reaches the database file
-beside the writer, whose own commits no longer checkpoint, and nothing is
-copied while the writer commits nothing."""
+beside the writer, whose own commits no longer checkpoint, nothing is copied
+while the writer commits nothing, and an idle log file is cut back to nothing."""
 
 from __future__ import annotations
 
@@ -59,6 +59,9 @@ async def test_the_log_reaches_the_database_file_beside_the_writer(tmp_path):
         assert await store.write(lambda conn: conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]) == WRITER_AUTOCHECKPOINT_PAGES
         await asyncio.gather(*(store.write(add_note, f"note {n}") for n in range(200)))
         await eventually(lambda: rows_in_database_file(path, tmp_path) == 200)
+        # a second with no commit: the log file is cut back to nothing
+        await eventually(lambda: (tmp_path / "g.db-wal").stat().st_size == 0, timeout=5.0)
+        assert await store.read(lambda conn: conn.execute("SELECT count(*) FROM notes").fetchone()[0]) == 200
         assert any(thread.name == "relaygate-checkpointer" for thread in threading.enumerate())
     finally:
         await store.close()

@@ -12,7 +12,10 @@ own connection every :data:`INTERVAL_S`: a passive checkpoint copies what no
 reader still needs and never waits for, or blocks, the writer, which goes on
 appending to the log meanwhile. The writer's connection keeps SQLite's own
 checkpoint, at :data:`WRITER_AUTOCHECKPOINT_PAGES` only, so the log stays
-bounded should this thread fall behind. Nothing changes for durability: a
+bounded should this thread fall behind: under a steady load the log is rarely
+copied to its end, so it starts over at that bound. After a second with no
+commit the log file is cut back to nothing (``TRUNCATE``), waiting at most
+:data:`CHECKPOINT_BUSY_TIMEOUT_MS` for readers. Nothing changes for durability: a
 commit is in the log (which a killed process does not lose) before its waiter
 is woken, as before; the syncs happen here instead of in a commit, and more often.
 """
@@ -30,7 +33,10 @@ from .connection import is_busy
 log = structlog.get_logger("relaygate.store")
 
 INTERVAL_S = 0.1
-WRITER_AUTOCHECKPOINT_PAGES = 20_000  # the writer checkpoints itself only past this (about 80 MB of log)
+WRITER_AUTOCHECKPOINT_PAGES = 10_000  # the writer checkpoints itself only past this (about 40 MB of log)
+IDLE_INTERVALS_BEFORE_TRUNCATE = 10  # a second with no commit: the log file is cut back to nothing
+# how long a truncating checkpoint waits for readers (and holds up the writer meanwhile)
+CHECKPOINT_BUSY_TIMEOUT_MS = 10
 
 
 class Checkpointer:
@@ -62,22 +68,29 @@ class Checkpointer:
 
     def _run(self, conn: sqlite3.Connection) -> None:
         copied_after = 0
+        idle = 0  # intervals since the last commit, while the log file still holds something
         try:
             while not self._stopping.wait(self._interval_s):
                 commits = self._commits()
                 if commits != copied_after:
-                    copied_after = commits
-                    self.checkpoint(conn)
+                    copied_after, idle = commits, 1
+                    self.checkpoint(conn, "PASSIVE")
+                elif idle:
+                    idle += 1
+                    if idle > IDLE_INTERVALS_BEFORE_TRUNCATE:
+                        idle = 0
+                        self.checkpoint(conn, "TRUNCATE")
         finally:
             conn.close()
 
-    def checkpoint(self, conn: sqlite3.Connection) -> None:
-        """One passive checkpoint; another process's checkpoint in progress is not an error."""
+    def checkpoint(self, conn: sqlite3.Connection, mode: str) -> None:
+        """One checkpoint; another process's checkpoint, or its write, in progress is
+        not an error (the next one copies what this one could not)."""
         try:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
         except sqlite3.OperationalError as exc:
             if not is_busy(exc):
-                log.warning("store.checkpoint_failed", error=str(exc))
+                log.warning("store.checkpoint_failed", mode=mode, error=str(exc))
 
 
 def writer_connection(connect: Callable[[], sqlite3.Connection]) -> Callable[[], sqlite3.Connection]:

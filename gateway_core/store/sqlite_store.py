@@ -19,7 +19,7 @@ from ..request_store import BreakerReport, HoldOwner, PriceSnapshot, StoreLocked
 from ..types import Migration
 from . import budgets as budget_counts
 from . import channel_health, channels, hold_owners, keys, requests, wallet
-from .checkpointer import Checkpointer, writer_connection
+from .checkpointer import CHECKPOINT_BUSY_TIMEOUT_MS, Checkpointer, writer_connection
 from .connection import BUSY_TIMEOUT_MS, connect, is_busy
 from .migrations import apply_migrations
 from .writer import GroupCommitWriter, WriteJob
@@ -100,7 +100,9 @@ class Store:
         writer = GroupCommitWriter(writer_connection(self.connect), busy_timeout_ms=self.busy_timeout_ms)
         writer.on_commit = self.on_commit
         await loop.run_in_executor(None, writer.start)
-        checkpointer = Checkpointer(self.connect, lambda: writer.stats.transactions)
+        checkpointer = Checkpointer(
+            functools.partial(connect, self.path, busy_timeout_ms=CHECKPOINT_BUSY_TIMEOUT_MS), lambda: writer.stats.transactions
+        )
         await loop.run_in_executor(None, checkpointer.start)
         self._checkpointer = checkpointer
         self._pool = ThreadPoolExecutor(max_workers=self.readers, thread_name_prefix="relaygate-reader")
