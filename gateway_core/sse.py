@@ -35,7 +35,7 @@ class SSESplitter:
     def feed(self, chunk: bytes) -> Iterable[bytes]:
         """The frames ``chunk`` completes, in order."""
         size = len(chunk)
-        if not self._buffer and 2 <= size <= self.max_bytes and b"\r" not in chunk and _blank_line(chunk, 0) == size - 2:
+        if not self._buffer and 2 <= size <= self.max_bytes and chunk.find(b"\r") < 0 and _blank_line(chunk, 0) == size - 2:
             return (chunk,)  # the usual read: one whole frame
         return self._frames(chunk)
 
@@ -61,7 +61,7 @@ class SSESplitter:
             buffer = bytes(pending[end + width :])
             self._drop()
         start = 0
-        if b"\r" not in buffer:  # LF line ends only (the usual): every frame ends with "\n\n"
+        if buffer.find(b"\r") < 0:  # LF line ends only (the usual): every frame ends with "\n\n"
             pieces = buffer.split(b"\n\n")  # as many finds from the left
             pieces.pop()  # what follows the last frame end: the start of a frame, or nothing
             for piece in pieces:
@@ -119,7 +119,7 @@ def _frame_end(buffer: bytes | bytearray, start: int) -> tuple[int, int]:
 
 def frame_fields(frame: bytes) -> tuple[str | None, bytes]:
     """The ``event`` name and the joined ``data`` of one frame."""
-    if b"\r" not in frame:
+    if frame.find(b"\r") < 0:  # (not `in`: on bytes it first tries the operand as an int and formats that error)
         if frame.startswith(b"data: ") and frame.count(b"\n", 0, -2) == 0:
             return None, frame[6:].rstrip(b"\n")  # the common one-line frame
         if frame.startswith(b"event: ") and frame.endswith(b"\n\n"):  # an event line and a data line

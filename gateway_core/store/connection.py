@@ -19,6 +19,17 @@ from typing import Any
 import orjson
 
 BUSY_TIMEOUT_MS = 5000
+
+
+def _null(value: None) -> None:
+    return None
+
+
+# sqlite3 binds int, float and str directly but sends every other value, None too,
+# through its adapters: a None with no adapter registered costs a failed attribute
+# lookup (an exception formatted and dropped) before it is bound as NULL, about
+# 0.2 µs for each of the usage row's empty columns. Registered, it is a dict hit.
+sqlite3.register_adapter(type(None), _null)
 _savepoints = itertools.count(1)
 JOB_SAVEPOINT = "rg_write"  # the savepoint the group-commit writer opens around each of its jobs
 # the writer thread's job in progress: its connection and ``total_changes`` when its savepoint opened

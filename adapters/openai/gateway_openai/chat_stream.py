@@ -291,7 +291,7 @@ class FrameDecoder:
         self._adapt = adapt
 
     def decode(self, raw: bytes) -> Frame:
-        if raw.startswith(b"data: {") and raw.find(b"\n") == len(raw) - 2 and b"\r" not in raw:
+        if raw.startswith(b"data: {") and raw.find(b"\n") == len(raw) - 2 and raw.find(b"\r") < 0:
             # one data line: its JSON is the rest of the frame (the blank line is whitespace)
             try:
                 chunk = _loads(raw[6:])
