@@ -42,7 +42,7 @@ CHECKPOINT_BUSY_TIMEOUT_MS = 10
 class Checkpointer:
     """The checkpoint thread of one store: ``start``, then ``stop`` (waits for it).
     It checkpoints only after the writer committed something (an idle gateway
-    costs nothing); other processes' writes are their own checkpointers' or
+    runs no checkpoint); other processes' writes are their own checkpointers' or
     SQLite's."""
 
     def __init__(

@@ -4,7 +4,7 @@ Every change of a balance is one ``UPDATE`` (atomic in SQL, so several gateway
 processes can share the file), the balance it left read back, and a ledger row
 carrying that balance, all inside one write transaction: no other writer runs
 between the update and the read. (Not ``UPDATE … RETURNING``: SQLite answers that
-through a temporary b-tree, about 2.5 % of a priced request's instructions for
+through a temporary b-tree: about 5 % of a priced request's instructions for
 the four statements of a reservation and its settlement.) Amounts are signed integer
 micro-USD: what the change did to the balance.
 
