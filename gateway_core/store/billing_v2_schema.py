@@ -83,9 +83,11 @@ def migrate_0010_billing_prices(db: sqlite_utils.Database) -> None:
 
 KEEP_BUCKET_HOURS = 32 * 24  # as gateway_core.billing.budgets.KEEP_HOURS (the schema does not import the billing package)
 
-# a capture (the ledger's negative amount) counted in its UTC hour's bucket, for its
-# user and its key, and the subject's buckets past the longest window pruned
-_COUNT_CAPTURE = f"""
+def count_capture_trigger(prune: str) -> str:
+    """``ledger_budget_buckets``: a capture (the ledger's negative amount) counted in
+    its UTC hour's bucket, for its user and its key, then ``prune`` (statements
+    dropping the subjects' buckets past the longest window)."""
+    return f"""
 CREATE TRIGGER ledger_budget_buckets AFTER INSERT ON ledger
 WHEN NEW.kind = 'capture' AND NEW.amount_micros < 0 AND NEW.created_at IS NOT NULL
 BEGIN
@@ -95,10 +97,15 @@ BEGIN
     INSERT INTO budget_buckets (subject, hour, spent_micros)
     SELECT 'k:' || NEW.key_id, CAST(NEW.created_at / 3600 AS INTEGER), -NEW.amount_micros WHERE NEW.key_id IS NOT NULL
     ON CONFLICT (subject, hour) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros;
-    DELETE FROM budget_buckets WHERE subject IN ('u:' || NEW.user_id, 'k:' || NEW.key_id)
-    AND hour < CAST(NEW.created_at / 3600 AS INTEGER) - {KEEP_BUCKET_HOURS};
-END
+{prune}END
 """
+
+
+# as 0014 wrote it: both subjects pruned by one statement (0016 writes one per subject)
+_COUNT_CAPTURE = count_capture_trigger(
+    "    DELETE FROM budget_buckets WHERE subject IN ('u:' || NEW.user_id, 'k:' || NEW.key_id)\n"
+    f"    AND hour < CAST(NEW.created_at / 3600 AS INTEGER) - {KEEP_BUCKET_HOURS};\n"
+)
 # ?1: the first hour to keep; the captures since then, per subject and hour
 _BACKFILL = (
     "INSERT INTO budget_buckets (subject, hour, spent_micros) "

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sqlite_utils
 
-from .billing_v2_schema import KEEP_BUCKET_HOURS, KINDS_0008
+from .billing_v2_schema import KEEP_BUCKET_HOURS, KINDS_0008, count_capture_trigger
 
 
 def kind_check(kinds: tuple[str, ...]) -> str:
@@ -23,24 +23,14 @@ def kind_check(kinds: tuple[str, ...]) -> str:
     return f"CREATE TRIGGER ledger_kind_check BEFORE INSERT ON ledger WHEN {unknown} BEGIN SELECT RAISE(ABORT, 'ledger: unknown kind'); END"
 
 
-# a capture (the ledger's negative amount) counted in its UTC hour's bucket, for its
-# user and its key, and each subject's buckets past the longest window pruned
-COUNT_CAPTURE = f"""
-CREATE TRIGGER ledger_budget_buckets AFTER INSERT ON ledger
-WHEN NEW.kind = 'capture' AND NEW.amount_micros < 0 AND NEW.created_at IS NOT NULL
-BEGIN
-    INSERT INTO budget_buckets (subject, hour, spent_micros)
-    SELECT 'u:' || NEW.user_id, CAST(NEW.created_at / 3600 AS INTEGER), -NEW.amount_micros WHERE 1
-    ON CONFLICT (subject, hour) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros;
-    INSERT INTO budget_buckets (subject, hour, spent_micros)
-    SELECT 'k:' || NEW.key_id, CAST(NEW.created_at / 3600 AS INTEGER), -NEW.amount_micros WHERE NEW.key_id IS NOT NULL
-    ON CONFLICT (subject, hour) DO UPDATE SET spent_micros = spent_micros + excluded.spent_micros;
-    DELETE FROM budget_buckets WHERE subject = 'u:' || NEW.user_id
-    AND hour < CAST(NEW.created_at / 3600 AS INTEGER) - {KEEP_BUCKET_HOURS};
-    DELETE FROM budget_buckets WHERE subject = 'k:' || NEW.key_id
-    AND hour < CAST(NEW.created_at / 3600 AS INTEGER) - {KEEP_BUCKET_HOURS};
-END
-"""
+# each subject's buckets pruned by a statement of its own (a lookup of its primary key)
+COUNT_CAPTURE = count_capture_trigger(
+    "".join(
+        f"    DELETE FROM budget_buckets WHERE subject = '{prefix}' || NEW.{column}\n"
+        f"    AND hour < CAST(NEW.created_at / 3600 AS INTEGER) - {KEEP_BUCKET_HOURS};\n"
+        for prefix, column in (("u:", "user_id"), ("k:", "key_id"))
+    )
+)
 
 
 def migrate_0016_ledger_triggers_without_lists(db: sqlite_utils.Database) -> None:
