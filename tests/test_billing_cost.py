@@ -1,10 +1,13 @@
 """The cost of a request in integer micro-USD: prices, group ratio, cached tokens,
 non-token units, and the one rounding rule (sum exactly, round up once)."""
 
+import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gateway_core.billing.charge import max_request_cost, request_cost
-from gateway_core.billing.cost import Metered, cost_micros, max_cost_micros
+from gateway_core.billing.cost import Metered, cost_breakdown, cost_micros, max_cost_micros
 from gateway_core.client_protocol import NO_HINTS, capped_output
 from gateway_core.model import Usage
 from gateway_core.outcome import Outcome
@@ -75,6 +78,56 @@ def test_the_maximum_cost_uses_the_dearest_input_price_and_covers_any_usage_with
     for cached, written, output in ((0, 0, 200), (1000, 0, 200), (0, 1000, 200), (300, 700, 200), (0, 0, 0)):
         usage = Metered(input_tokens=1000, cached_input_tokens=cached, cache_write_tokens=written, output_tokens=output)
         assert cost_micros(price, 1_300_000, usage) <= most
+
+
+
+_MICROS = st.integers(0, 50_000_000)
+_SOME_MICROS = st.none() | _MICROS
+_TOKENS = st.integers(0, 3_000_000)
+
+
+@st.composite
+def _prices(draw):
+    return PriceRecord(
+        "m", draw(_MICROS), draw(_MICROS), cached_input_micros_per_mtok=draw(_SOME_MICROS),
+        cache_write_micros_per_mtok=draw(_SOME_MICROS), cache_write_1h_micros_per_mtok=draw(_SOME_MICROS),
+        reasoning_micros_per_mtok=draw(_SOME_MICROS), per_request_micros=draw(_SOME_MICROS),
+        per_image_micros=draw(_SOME_MICROS), per_mchar_micros=draw(_SOME_MICROS),
+        tier_threshold_tokens=draw(st.none() | _TOKENS), tier_input_micros_per_mtok=draw(_SOME_MICROS),
+        tier_output_micros_per_mtok=draw(_SOME_MICROS),
+    )  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(_prices(), st.integers(1, 5_000_000), _TOKENS, _TOKENS, st.lists(_TOKENS, min_size=4, max_size=4))
+def test_the_maximum_cost_is_the_cost_of_the_worst_case_and_covers_every_usage_within_it(price, ratio, input_tokens, output_cap, split):
+    """The definition the reservation keeps: the cost, by the one pricing function, of
+    every input token at the dearest input price of its tier and the output cap at the
+    dearer of the output and reasoning prices, with the price per request."""
+    tier = price.tier_threshold_tokens is not None and input_tokens > price.tier_threshold_tokens
+    plain = (price.tier_input_micros_per_mtok or 0) if tier else price.input_micros_per_mtok
+    output = price.output_micros_per_mtok
+    if tier and price.tier_output_micros_per_mtok is not None:
+        output = price.tier_output_micros_per_mtok
+    cached = plain if price.cached_input_micros_per_mtok is None else price.cached_input_micros_per_mtok
+    write = plain if price.cache_write_micros_per_mtok is None else price.cache_write_micros_per_mtok
+    write_1h = write if price.cache_write_1h_micros_per_mtok is None else price.cache_write_1h_micros_per_mtok
+    reasoning = output if price.reasoning_micros_per_mtok is None else price.reasoning_micros_per_mtok
+    worst = attrs.evolve(
+        price, input_micros_per_mtok=max(plain, cached, write, write_1h), output_micros_per_mtok=max(output, reasoning),
+        cached_input_micros_per_mtok=None, cache_write_micros_per_mtok=None, cache_write_1h_micros_per_mtok=None,
+        reasoning_micros_per_mtok=None, tier_threshold_tokens=None,
+    )  # fmt: skip
+    most = max_cost_micros(price, ratio, input_tokens=input_tokens, max_output_tokens=output_cap)
+    assert most == cost_breakdown(worst, ratio, Metered(input_tokens=input_tokens, output_tokens=output_cap, requests=1)).total
+    # any split of that input over cached, written and plain tokens, and any output within the cap
+    cached_n, written_n = sorted(n % (input_tokens + 1) for n in split[:2])
+    used = Metered(
+        input_tokens=input_tokens, cached_input_tokens=cached_n, cache_write_tokens=written_n - cached_n,
+        cache_write_1h_tokens=split[2] % (written_n - cached_n + 1), output_tokens=output_cap,
+        reasoning_tokens=split[3] % (output_cap + 1), requests=1,
+    )  # fmt: skip
+    assert cost_micros(price, ratio, used) <= most
 
 
 def _ended(*, input_tokens=0, output_tokens=0, estimated=False, end_reason=None, status=200):

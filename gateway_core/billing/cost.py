@@ -93,16 +93,31 @@ def rates(price: PriceRecord, input_tokens: int) -> Rates:
     return Rates(input_price, output_price, cached, write, write_1h, reasoning, tier)
 
 
+# the components of a cost, in the order of ``CostBreakdown.numerators``
+PARTS = ("input", "cached", "cache_write", "output", "reasoning", "media", "per_request")
+_NOTHING = (0,) * len(PARTS)
+
+
 @attrs.frozen
 class CostBreakdown:
-    """A request's cost by component (micro-USD with the ratio applied, before the one
-    rounding), the ratio, and the total charged (``total``, rounded up)."""
+    """A request's cost by component and the total charged (``total``, rounded up).
 
-    parts: dict[str, float]
+    ``numerators`` are the components (named by :data:`PARTS`) over the common
+    denominator, before the ratio; :attr:`parts` and :attr:`exact` give them in
+    micro-USD with the ratio applied, before the one rounding."""
+
+    numerators: tuple[int, ...]
     ratio_ppm: int
     tier: bool
     total: int
-    exact: float
+
+    @property
+    def parts(self) -> dict[str, float]:
+        return {name: value * self.ratio_ppm / _SCALE for name, value in zip(PARTS, self.numerators)}
+
+    @property
+    def exact(self) -> float:
+        return sum(self.numerators) * self.ratio_ppm / _SCALE
 
     def as_dict(self) -> dict[str, Any]:
         """For the usage row's ``cost_detail``: the non-zero parts, the ratio, the rounding."""
@@ -113,36 +128,42 @@ class CostBreakdown:
         return detail
 
 
-NO_COST = CostBreakdown({}, UNIT_RATIO_PPM, False, 0, 0.0)
+NO_COST = CostBreakdown(_NOTHING, UNIT_RATIO_PPM, False, 0)
 
 
 def cost_breakdown(price: PriceRecord, ratio_ppm: int, metered: Metered) -> CostBreakdown:
     """The cost of ``metered`` at ``price`` × ``ratio_ppm``, by component, rounded up once."""
     if price.free:
-        return attrs.evolve(NO_COST, ratio_ppm=ratio_ppm)
-    r = rates(price, metered.input_tokens)
+        return CostBreakdown(_NOTHING, ratio_ppm, False, 0)
+    return _priced(rates(price, metered.input_tokens), price, ratio_ppm, metered)
+
+
+def _priced(r: Rates, price: PriceRecord, ratio_ppm: int, metered: Metered) -> CostBreakdown:
+    """The cost of ``metered`` at the token prices ``r`` and ``price``'s prices per unit."""
     cached = max(0, metered.cached_input_tokens)
     written = max(0, metered.cache_write_tokens)
     written_1h = min(written, max(0, metered.cache_write_1h_tokens))
     uncached = max(0, metered.input_tokens - cached - written)
-    reasoning = min(max(0, metered.output_tokens), max(0, metered.reasoning_tokens))
-    numerators = {
-        "input": uncached * r.input * _PER_MILLION,
-        "cached": cached * r.cached * _PER_MILLION,
-        "cache_write": (written - written_1h) * r.cache_write * _PER_MILLION + written_1h * r.cache_write_1h * _PER_MILLION,
-        "output": (max(0, metered.output_tokens) - reasoning) * r.output * _PER_MILLION,
-        "reasoning": reasoning * r.reasoning * _PER_MILLION,
-        "media": (
-            max(0, metered.characters) * (price.per_mchar_micros or 0) * _PER_MILLION
-            + max(0, metered.images) * (price.per_image_micros or 0) * _PER_UNIT
-            + max(0, metered.audio_ms) * (price.per_audio_minute_micros or 0) * _PER_AUDIO_MS
-        ),
-        "per_request": max(0, metered.requests) * (price.per_request_micros or 0) * _PER_UNIT,
-    }
-    numerator = sum(numerators.values()) * ratio_ppm
-    total = -(-numerator // _SCALE)  # ceil, exactly, in integers
-    parts = {name: value * ratio_ppm / _SCALE for name, value in numerators.items()}
-    return CostBreakdown(parts, ratio_ppm, r.tier, total, numerator / _SCALE)
+    output = max(0, metered.output_tokens)
+    reasoning = min(output, max(0, metered.reasoning_tokens))
+    media = 0
+    if metered.characters > 0 and price.per_mchar_micros:
+        media += metered.characters * price.per_mchar_micros * _PER_MILLION
+    if metered.images > 0 and price.per_image_micros:
+        media += metered.images * price.per_image_micros * _PER_UNIT
+    if metered.audio_ms > 0 and price.per_audio_minute_micros:
+        media += metered.audio_ms * price.per_audio_minute_micros * _PER_AUDIO_MS
+    numerators = (
+        uncached * r.input * _PER_MILLION,
+        cached * r.cached * _PER_MILLION,
+        ((written - written_1h) * r.cache_write + written_1h * r.cache_write_1h) * _PER_MILLION,
+        (output - reasoning) * r.output * _PER_MILLION,
+        reasoning * r.reasoning * _PER_MILLION,
+        media,
+        max(0, metered.requests) * (price.per_request_micros or 0) * _PER_UNIT,
+    )
+    total = -(-sum(numerators) * ratio_ppm // _SCALE)  # ceil, exactly, in integers
+    return CostBreakdown(numerators, ratio_ppm, r.tier, total)
 
 
 def cost_micros(price: PriceRecord, ratio_ppm: int, metered: Metered) -> int:
@@ -154,15 +175,12 @@ def max_cost_micros(price: PriceRecord, ratio_ppm: int, *, input_tokens: int, ma
     """The most a chat request can cost: every input token at the dearest input
     price (plain, cached or cache write, of its tier), ``max_output_tokens`` of
     output at the dearer of the output and reasoning prices, and its price per
-    request — :func:`cost_breakdown` on that worst case."""
+    request — the same pricing as :func:`cost_breakdown`, on those worst rates."""
     if price.free:
         return 0
     r = rates(price, input_tokens)
     dearest_input = max(r.input, r.cached, r.cache_write, r.cache_write_1h)
-    worst = attrs.evolve(
-        price, input_micros_per_mtok=dearest_input, output_micros_per_mtok=max(r.output, r.reasoning),
-        cached_input_micros_per_mtok=None, cache_write_micros_per_mtok=None, cache_write_1h_micros_per_mtok=None,
-        reasoning_micros_per_mtok=None, tier_threshold_tokens=None,
-    )  # fmt: skip
+    dearest_output = max(r.output, r.reasoning)
+    worst = Rates(dearest_input, dearest_output, dearest_input, dearest_input, dearest_input, dearest_output, False)
     metered = Metered(input_tokens=input_tokens, output_tokens=max_output_tokens, requests=1)
-    return cost_breakdown(worst, ratio_ppm, metered).total
+    return _priced(worst, price, ratio_ppm, metered).total
