@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway_core.billing.charge import max_request_cost, request_cost
-from gateway_core.billing.cost import Metered, cost_breakdown, cost_micros, max_cost_micros
+from gateway_core.billing.cost import Metered, cost_breakdown, cost_micros, max_cost_micros, rates
 from gateway_core.client_protocol import NO_HINTS, capped_output
 from gateway_core.model import Usage
 from gateway_core.outcome import Outcome
@@ -104,17 +104,9 @@ def test_the_maximum_cost_is_the_cost_of_the_worst_case_and_covers_every_usage_w
     """The definition the reservation keeps: the cost, by the one pricing function, of
     every input token at the dearest input price of its tier and the output cap at the
     dearer of the output and reasoning prices, with the price per request."""
-    tier = price.tier_threshold_tokens is not None and input_tokens > price.tier_threshold_tokens
-    plain = (price.tier_input_micros_per_mtok or 0) if tier else price.input_micros_per_mtok
-    output = price.output_micros_per_mtok
-    if tier and price.tier_output_micros_per_mtok is not None:
-        output = price.tier_output_micros_per_mtok
-    cached = plain if price.cached_input_micros_per_mtok is None else price.cached_input_micros_per_mtok
-    write = plain if price.cache_write_micros_per_mtok is None else price.cache_write_micros_per_mtok
-    write_1h = write if price.cache_write_1h_micros_per_mtok is None else price.cache_write_1h_micros_per_mtok
-    reasoning = output if price.reasoning_micros_per_mtok is None else price.reasoning_micros_per_mtok
+    r = rates(price, input_tokens)  # the prices of this request's tier
     worst = attrs.evolve(
-        price, input_micros_per_mtok=max(plain, cached, write, write_1h), output_micros_per_mtok=max(output, reasoning),
+        price, input_micros_per_mtok=max(r.input, r.cached, r.cache_write, r.cache_write_1h), output_micros_per_mtok=max(r.output, r.reasoning),
         cached_input_micros_per_mtok=None, cache_write_micros_per_mtok=None, cache_write_1h_micros_per_mtok=None,
         reasoning_micros_per_mtok=None, tier_threshold_tokens=None,
     )  # fmt: skip
