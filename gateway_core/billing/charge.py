@@ -31,7 +31,7 @@ from ..client_protocol import NO_HINTS, BillingHints
 from ..model import MediaUsage
 from ..outcome import NO_USAGE, Outcome
 from ..records import PriceRecord
-from .cost import NO_COST, CostBreakdown, Metered, cost_breakdown, cost_micros, max_cost_micros
+from .cost import CostBreakdown, Metered, cost_breakdown, cost_micros, max_cost_micros, no_cost
 
 NO_MEDIA = MediaUsage()
 NO_OUTPUT_ENDPOINTS = frozenset({endpoints.EMBEDDINGS, endpoints.AUDIO_SPEECH, endpoints.MODERATIONS, endpoints.RERANK})
@@ -85,7 +85,7 @@ def request_breakdown(outcome: Outcome, price: PriceRecord, ratio_ppm: int, medi
     """
     usage = outcome.usage or NO_USAGE
     if media is None and outcome.estimated and usage.output_tokens == 0 and outcome.end_reason != "done":
-        return attrs.evolve(NO_COST, ratio_ppm=ratio_ppm)
+        return no_cost(ratio_ppm)
     media = media or NO_MEDIA
     answered = outcome.end_reason is not None and (outcome.end_reason == "done" or usage != NO_USAGE or media != NO_MEDIA)
     metered = Metered(

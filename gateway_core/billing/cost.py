@@ -128,13 +128,15 @@ class CostBreakdown:
         return detail
 
 
-NO_COST = CostBreakdown(_NOTHING, UNIT_RATIO_PPM, False, 0)
+def no_cost(ratio_ppm: int) -> CostBreakdown:
+    """A breakdown of nothing charged, at ``ratio_ppm``."""
+    return CostBreakdown(_NOTHING, ratio_ppm, False, 0)
 
 
 def cost_breakdown(price: PriceRecord, ratio_ppm: int, metered: Metered) -> CostBreakdown:
     """The cost of ``metered`` at ``price`` × ``ratio_ppm``, by component, rounded up once."""
     if price.free:
-        return CostBreakdown(_NOTHING, ratio_ppm, False, 0)
+        return no_cost(ratio_ppm)
     return _priced(rates(price, metered.input_tokens), price, ratio_ppm, metered)
 
 
