@@ -137,6 +137,9 @@ class Services:
             timeout=aiohttp.ClientTimeout(total=None),
             auto_decompress=True,
             skip_auto_headers=("User-Agent",),
+            # one session serves every client: a cookie one upstream answer set must not
+            # ride along on the next client's requests (and no jar is kept per request)
+            cookie_jar=aiohttp.DummyCookieJar(),
         )
 
     async def close(self) -> None:

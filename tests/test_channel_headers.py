@@ -35,6 +35,16 @@ class TextUpstream(FakeUpstream):
         return refusal or self.answer({"text": f"you said: {body['prompt']}"})
 
 
+class CookieSettingUpstream(TextUpstream):
+    """Answers as :class:`TextUpstream` does, and sets a cookie on every answer
+    (as providers behind a CDN do: a bot-management cookie)."""
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        response = await super().handle(request)
+        response.set_cookie("__cf_bm", "session-of-whoever-came-first", path="/")
+        return response
+
+
 class BareChannel(ChannelType):
     """A channel type that knows nothing of channel headers: it sends its key only."""
 
@@ -87,6 +97,18 @@ async def test_a_channel_type_that_ignores_headers_still_sends_the_channels(seed
     assert sent["authorizations"] == ["Bearer sk-upstream-test"]  # the channel type's own wins, sent once
     await api.chat.completions.create(model="bare-2", messages=CHAT)  # a channel without headers sends none
     assert "X-Org" not in upstream.requests[-1]["headers"] and upstream.requests[-1]["authorizations"] == ["Bearer sk-upstream-test"]
+
+
+async def test_a_cookie_an_upstream_sets_is_not_sent_on_later_requests(seed, key, fake_upstream, start_gateway):
+    upstream = await fake_upstream(CookieSettingUpstream())
+    # by a host name: aiohttp's own jar keeps no cookie of a bare IP address
+    seed.channel("plain", type="bare", base_url=upstream.url.replace("127.0.0.1", "localhost"), models=["bare-1"])
+    bob = seed.key(seed.user("bob"))[1]
+    gateway = start_gateway()
+    await client(gateway, key).chat.completions.create(model="bare-1", messages=CHAT)
+    answer = await client(gateway, bob).chat.completions.with_raw_response.create(model="bare-1", messages=CHAT)
+    assert "set-cookie" not in answer.headers  # nor is it passed to the client
+    assert [sent["headers"].get("Cookie") for sent in upstream.requests] == [None, None]
 
 
 @pytest.mark.parametrize("channel_type", ["openai", "anthropic", "gemini"])
