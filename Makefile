@@ -7,7 +7,7 @@ PROJECTS := pyproject.toml adapters/openai/pyproject.toml adapters/anthropic/pyp
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: install browser postgres redis run test fuzz bench bench-peers clean
+.PHONY: install browser postgres redis run test fuzz bench bench-workers bench-peers clean
 
 install: $(STAMP)
 
@@ -51,6 +51,10 @@ fuzz: install postgres redis
 
 bench: install
 	$(BIN)/python bench/overhead.py
+
+# requests per second of `serve --workers 2` on two CPUs against one worker on one (needs 2 CPUs)
+bench-workers: install
+	$(BIN)/python bench/workers_scaling.py
 
 # not in CI: installs the LiteLLM proxy and Portkey's gateway (pinned) outside the
 # repository, then runs the same load through them beside Relaygate and the floor

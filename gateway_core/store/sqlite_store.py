@@ -21,6 +21,7 @@ from . import budgets as budget_counts
 from . import channel_health, channels, hold_owners, keys, requests, wallet
 from .checkpointer import CHECKPOINT_BUSY_TIMEOUT_MS, Checkpointer, writer_connection
 from .connection import BUSY_TIMEOUT_MS, connect, is_busy
+from .writer_turn import turn_for
 from .migrations import apply_migrations
 from .writer import GroupCommitWriter, WriteJob
 
@@ -97,7 +98,8 @@ class Store:
             return
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, self.migrate)
-        writer = GroupCommitWriter(writer_connection(self.connect), busy_timeout_ms=self.busy_timeout_ms)
+        turn = turn_for(self.path, timeout_ms=self.busy_timeout_ms)
+        writer = GroupCommitWriter(writer_connection(self.connect), busy_timeout_ms=self.busy_timeout_ms, turn=turn)
         writer.on_commit = self.on_commit
         await loop.run_in_executor(None, writer.start)
         checkpointer = Checkpointer(

@@ -26,6 +26,7 @@ import attrs
 import structlog
 
 from .connection import BUSY_TIMEOUT_MS, JOB_SAVEPOINT, begin_immediate, begin_writer_job, commit, end_writer_job, writer_job
+from .writer_turn import WriterTurn
 
 log = structlog.get_logger("relaygate.store")
 
@@ -59,9 +60,15 @@ class GroupCommitWriter:
     """Owns the writer thread. Thread-safe ``submit``; ``stop`` drains the queue first."""
 
     def __init__(
-        self, connect: Callable[[], sqlite3.Connection], *, max_batch: int = MAX_BATCH, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        *,
+        max_batch: int = MAX_BATCH,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        turn: WriterTurn | None = None,
     ) -> None:
         self._connect = connect
+        self._turn = turn  # taken around each transaction: the gateway's writers to one file take turns (writer_turn.py)
         self._busy_timeout_ms = busy_timeout_ms  # how long a lock another process holds is waited for
         self._max_batch = max_batch
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -128,10 +135,15 @@ class GroupCommitWriter:
                     self._in_batch = 0
         finally:
             conn.close()
+            if self._turn is not None:
+                self._turn.close()
 
     def _run_batch_safely(self, conn: sqlite3.Connection, batch: list[WriteJob]) -> None:
+        turn = self._turn
+        if turn is not None:
+            turn.take()  # not taken in time: SQLite's busy timeout decides, as without turns
         try:
-            self._run_batch(conn, batch)
+            outcomes = self._run_batch(conn, batch)
         except Exception as exc:  # the connection itself failed: fail the batch, keep serving
             log.error("store.writer_batch_failed", error=repr(exc))
             try:
@@ -139,9 +151,14 @@ class GroupCommitWriter:
                     conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
-            self._wake([(job, False, exc) for job in batch])
+            outcomes = [(job, False, exc) for job in batch]
+        finally:
+            if turn is not None:
+                turn.give()  # before waking the waiters: the next writer need not wait for that
+        self._wake(outcomes)
 
-    def _run_batch(self, conn: sqlite3.Connection, batch: list[WriteJob]) -> None:
+    def _run_batch(self, conn: sqlite3.Connection, batch: list[WriteJob]) -> list[tuple[WriteJob, bool, Any]]:
+        """Run the batch to its end (committed, or failed); what each job gave."""
         outcomes: list[tuple[WriteJob, bool, Any]] = []
         while batch:
             started = time.perf_counter()
@@ -177,7 +194,7 @@ class GroupCommitWriter:
                     self.on_commit(time.perf_counter() - started)
                 outcomes.extend(done)
             break
-        self._wake(outcomes)
+        return outcomes
 
     def _run_unguarded(self, conn: sqlite3.Connection, batch: list[WriteJob]) -> _Ran | None:
         """The first pass over a batch: every job straight in the transaction, no
