@@ -62,6 +62,9 @@ STOP_MARGIN = 10.0  # seconds past the grace period before a worker still runnin
 # how a worker ends when told to stop: drained, or killed by the signal before it could handle it (still starting)
 CLEAN_STOPS = (0, -signal.SIGTERM, -signal.SIGINT)
 MAX_LINE = 1024 * 1024  # a longer output line is passed on in pieces
+# after passing a worker's output on, the next read waits this long: under load a read
+# then takes many lines at once (about one wake-up, read and write per line before)
+RELAY_PAUSE_S = 0.005
 
 
 def prepare_server(config: Config, env: dict[str, str], workers: int) -> None:
@@ -230,25 +233,29 @@ class Supervisor:
         """Start worker ``n``, pass its output on, wait for its end: its exit status and pid."""
         assert self._stopping is not None
         fd = self.sockets[n].fileno()
+        output, output_end = os.pipe()  # the worker's stdout and stderr
+        os.set_blocking(output, False)
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.command(n, fd),
                 stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
+                stdout=output_end,
                 stderr=asyncio.subprocess.STDOUT,
                 env=self.env,
                 pass_fds=(fd,),
             )
         except OSError as exc:
+            os.close(output)
             log.error("worker could not start", slot=n, error=str(exc))
             return 127, None
+        finally:
+            os.close(output_end)  # the worker's copy alone: its exit ends the relay
         self.started += 1
         self._procs[n] = proc
         log.info("worker started", slot=n, pid=proc.pid)
         if self._stopping.is_set():  # a stop came while it was being started
             _signal(proc, signal.SIGTERM)
-        assert proc.stdout is not None
-        relay = asyncio.ensure_future(self._relay(proc.stdout, n))
+        relay = asyncio.ensure_future(self._relay(output, n))
         status = await proc.wait()
         await relay
         del self._procs[n]
@@ -263,19 +270,31 @@ class Supervisor:
             self.crashes.popleft()
         return len(self.crashes) > self.policy.crash_limit
 
-    async def _relay(self, stream: asyncio.StreamReader, n: int) -> None:
-        """Pass a worker's output on, whole lines only."""
+    async def _relay(self, fd: int, n: int) -> None:
+        """Pass a worker's output (the pipe ``fd``) on, whole lines only, until it ends.
+
+        Once the pipe has something, the read waits :data:`RELAY_PAUSE_S` first: under
+        load one wake-up, read and write then carries many lines (one each per line
+        cost about 0.03 ms of CPU per request); an idle worker costs nothing."""
+        loop = asyncio.get_running_loop()
         pending = b""
-        while chunk := await stream.read(65536):
-            pending += chunk
-            end = pending.rfind(b"\n")
-            if end < 0:
-                if len(pending) >= MAX_LINE:
-                    self._emit(pending + b"\n", n)
-                    pending = b""
-                continue
-            self._emit(pending[: end + 1], n)
-            pending = pending[end + 1 :]
+        try:
+            ended = False
+            while not ended:
+                await _readable(loop, fd)
+                await asyncio.sleep(RELAY_PAUSE_S)
+                chunk, ended = _read_available(fd)
+                pending += chunk
+                end = pending.rfind(b"\n")
+                if end < 0:
+                    if len(pending) >= MAX_LINE:
+                        self._emit(pending + b"\n", n)
+                        pending = b""
+                    continue
+                self._emit(pending[: end + 1], n)
+                pending = pending[end + 1 :]
+        finally:
+            os.close(fd)
         if pending:
             self._emit(pending + b"\n", n)
 
@@ -288,6 +307,32 @@ class Supervisor:
             self._out.flush()
         except (BrokenPipeError, ValueError):  # nobody reads our output any more
             pass
+
+
+async def _readable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    """Wait until ``fd`` has something to read (or its end)."""
+    ready = loop.create_future()
+    loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+    try:
+        await ready
+    finally:
+        loop.remove_reader(fd)
+
+
+def _read_available(fd: int) -> tuple[bytes, bool]:
+    """What the pipe ``fd`` holds now (up to :data:`MAX_LINE`), and whether it ended."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < MAX_LINE:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return b"".join(chunks), False
+        if not chunk:
+            return b"".join(chunks), True
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks), False
 
 
 def _has_stray_line(lines: bytes) -> bool:

@@ -81,3 +81,28 @@ def test_workers_that_stop_on_sigterm_end_with_status_0():
     stopped = [r for r in lines if r["event"] == "worker stopped"]
     assert sorted(r["slot"] for r in stopped) == [1, 2] and {r["status"] for r in stopped} == {0}
     assert lines[-1]["started"] == 2
+
+
+def test_a_burst_of_output_from_every_worker_passes_whole_and_in_order():
+    """The relay reads a few milliseconds' worth at a time: lines of any length
+    (some beyond a pipe's atomic 4 KiB), many at once, from two workers together,
+    come out whole, each worker's in its order, none lost; a last line without its
+    newline still comes."""
+    chatty = (
+        "import json, os, signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: (sys.stdout.write('{\"event\": \"tail\"}'), sys.stdout.flush(), sys.exit(0)))\n"
+        "worker = os.getpid()\n"
+        "for n in range(3000):\n"
+        "    sys.stdout.write(json.dumps({'event': 'line', 'pid': worker, 'n': n, 'pad': 'x' * (9000 if n % 500 == 0 else n % 97)}) + '\\n')\n"
+        "sys.stdout.flush()\n"
+        "print('{\"event\": \"up\"}', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    status, lines = supervise(chatty, workers=2, grace=5, stop_when_up=True)  # every line parsed as JSON
+    assert status == EXIT_OK
+    by_worker: dict[int, list[int]] = {}
+    for record in lines:
+        if record["event"] == "line":
+            by_worker.setdefault(record["pid"], []).append(record["n"])
+    assert list(by_worker.values()) == [list(range(3000))] * 2
+    assert sum(r["event"] == "tail" for r in lines) == 2
