@@ -311,8 +311,13 @@ class Supervisor:
 
 async def _readable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
     """Wait until ``fd`` has something to read (or its end)."""
-    ready = loop.create_future()
-    loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
     try:
         await ready
     finally:
