@@ -62,8 +62,8 @@ STOP_MARGIN = 10.0  # seconds past the grace period before a worker still runnin
 # how a worker ends when told to stop: drained, or killed by the signal before it could handle it (still starting)
 CLEAN_STOPS = (0, -signal.SIGTERM, -signal.SIGINT)
 MAX_LINE = 1024 * 1024  # a longer output line is passed on in pieces
-# after passing a worker's output on, the next read waits this long: under load a read
-# then takes many lines at once (about one wake-up, read and write per line before)
+# once a worker's pipe has output, the read waits this long: under load one read then
+# takes many lines at once (about one wake-up, read and write per line before)
 RELAY_PAUSE_S = 0.005
 
 

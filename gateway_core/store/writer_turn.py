@@ -9,8 +9,8 @@ again: two workers on two CPUs answered about 1.1 times what one did.
 
 So the writers of the gateway's processes first take their turn on an OS lock,
 ``flock`` on the file ``<database>-writer`` beside the database, and only then
-``BEGIN IMMEDIATE``; the kernel wakes a waiting writer as soon as the one
-writing releases it, after its ``COMMIT``. SQLite's own lock still guards the
+``BEGIN IMMEDIATE``; a waiting writer tries the turn again every 0.1 ms at most,
+so it starts within that of the other's ``COMMIT``. SQLite's own lock still guards the
 data (a CLI command or a backup takes only that one, and is waited for as
 before): the turn only orders the gateway's writers among themselves.
 
