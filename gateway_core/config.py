@@ -90,6 +90,8 @@ class Config:
     shutdown_grace_seconds: float = 30.0
     # the HTTP server: hypercorn (h11) or uvicorn (httptools), see gateway_core/server.py
     server: str = "hypercorn"
+    # serve --workers N: each worker's threads on one CPU of its own (gateway_core/cpu_pinning.py)
+    pin_workers: bool = False
     # PostgreSQL: connections per worker process, and seconds a call waits for a
     # connection and its answer before the store reports itself unavailable
     db_pool_size: int = 10
@@ -169,7 +171,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
         "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "breaker_last_resort", "db_pool_size",
         "session_affinity", "session_header", "session_ttl", "session_max_entries", "db_timeout",
         "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds", "redis_faults",
-        "hold_lease_seconds", "replica", "shutdown_grace_seconds", "server",
+        "hold_lease_seconds", "replica", "shutdown_grace_seconds", "server", "pin_workers",
         "budget_timezone", "budget_window", "cost_header", "json", "detailed_model_errors",
         "body_timeout", "max_answer_bytes", "max_frame_bytes", "write_timeout",
     }  # fmt: skip
@@ -206,6 +208,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             replica=str(gateway["replica"]) if "replica" in gateway else None,
             shutdown_grace_seconds=_seconds(gateway, "shutdown_grace_seconds", defaults.shutdown_grace_seconds),
             server=_choice(gateway, "server", SERVERS, defaults.server),
+            pin_workers=_flag(gateway, "pin_workers", defaults.pin_workers),
             cost_header=_flag(gateway, "cost_header", defaults.cost_header),
             budget_timezone=_timezone(gateway.get("budget_timezone", defaults.budget_timezone)),
             budget_window=_choice(gateway, "budget_window", ("calendar", "rolling"), defaults.budget_window),

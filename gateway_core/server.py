@@ -34,6 +34,7 @@ import structlog
 from hypercorn.config import Config as HypercornConfig
 
 from .config import Config
+from .cpu_pinning import allowed_cpus, cpu_for_worker, pin_process
 from .http_errors import install as install_error_bodies
 from .logs import configure_logging, wants_json
 
@@ -91,17 +92,21 @@ def serve(
     workers: int = 1,
     grace: float | None = None,
     server: str | None = None,
+    pin_workers: bool | None = None,
     warnings: Sequence[str] = (),
 ) -> int:
     """Run the gateway until a shutdown signal; returns the exit status
     (:mod:`gateway_core.supervisor` lists them for several workers).
     ``grace`` defaults to ``[gateway] shutdown_grace_seconds``, ``server`` to
-    ``[gateway] server``; ``warnings`` are logged once logging is set up."""
+    ``[gateway] server``, ``pin_workers`` (each worker on a CPU of its own,
+    :mod:`gateway_core.cpu_pinning`) to ``[gateway] pin_workers``;
+    ``warnings`` are logged once logging is set up."""
     from .reservation import WORKERS_ENV
     from .supervisor import Supervisor, prepare_server, worker_environment
 
     grace = config.shutdown_grace_seconds if grace is None else grace
     server = server or config.server
+    cpus = allowed_cpus() if (config.pin_workers if pin_workers is None else pin_workers) else None
     json = wants_json()
     configure_logging(json=json, worker=0 if workers > 1 else None)
     for warning in warnings:
@@ -114,9 +119,11 @@ def serve(
     address = f"http://{bind_address(host, port)}"
     if workers == 1:
         os.environ.update(env)
+        if cpus is not None:  # before the app starts its store's threads (they inherit it)
+            pin_process(cpu_for_worker(1, cpus))
         # loads plugins now: a bad configuration fails before binding (and they see the address, once)
         app = create_app(attrs.evolve(config, serve_host=host))
-        log.info("serving", address=address, workers=1, server=server, db=config.db_path, redis=config.redis)
+        log.info("serving", address=address, workers=1, server=server, db=config.db_path, redis=config.redis, cpus=_pinned(cpus, 1))
         import uvloop
 
         uvloop.run(serve_until_stopped(app, bind_address(host, port), grace, server))
@@ -127,10 +134,15 @@ def serve(
     port = first[0].getsockname()[1]  # port 0: the others join the one the first got
     supervisor = Supervisor(
         lambda: first.pop() if first else listening_socket(host, port),
-        workers=workers, grace=grace, drain=config.shutdown_drain_seconds, env=env, json=json, server=server,
+        workers=workers, grace=grace, drain=config.shutdown_drain_seconds, env=env, json=json, server=server, cpus=cpus,
     )  # fmt: skip
-    log.info("serving", address=address, workers=workers, server=server, db=config.db_path, redis=config.redis)
+    log.info("serving", address=address, workers=workers, server=server, db=config.db_path, redis=config.redis, cpus=_pinned(cpus, workers))
     return supervisor.run()
+
+
+def _pinned(cpus: list[int] | None, workers: int) -> list[int] | None:
+    """The CPU of each worker, in order, for the log (``None``: not pinned)."""
+    return None if cpus is None else [cpu_for_worker(n, cpus) for n in range(1, workers + 1)]
 
 
 def listening_socket(host: str, port: int) -> socket.socket:

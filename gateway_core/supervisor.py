@@ -54,6 +54,7 @@ import orjson
 import structlog
 
 from .config import Config
+from .cpu_pinning import cpu_for_worker
 
 log = structlog.get_logger("relaygate.supervisor")
 
@@ -135,6 +136,7 @@ class Supervisor:
         command: Command | None = None,
         stop_margin: float = STOP_MARGIN,
         server: str = "hypercorn",
+        cpus: list[int] | None = None,
     ) -> None:
         self.sockets: dict[int, socket.socket] = {}
         try:
@@ -150,7 +152,8 @@ class Supervisor:
         self.json = json
         self.policy = policy
         self.stop_margin = stop_margin
-        self.command = command or (lambda n, fd: worker_command(n, fd, grace, json, server))
+        pin = (lambda n: cpu_for_worker(n, cpus)) if cpus else (lambda n: None)  # a replacement gets its slot's CPU
+        self.command = command or (lambda n, fd: worker_command(n, fd, grace, json, server, pin(n)))
         self.crashes: collections.deque[float] = collections.deque()
         self.started = 0  # worker processes started, replacements included
         self._procs: dict[int, asyncio.subprocess.Process] = {}
@@ -354,11 +357,13 @@ def _as_record(line: bytes, n: int) -> bytes:
     return orjson.dumps(record) + b"\n"
 
 
-def worker_command(n: int, fd: int, grace: float, json: bool, server: str = "hypercorn") -> list[str]:
-    """The command line of worker ``n`` serving on the inherited socket ``fd`` with ``server``."""
+def worker_command(n: int, fd: int, grace: float, json: bool, server: str = "hypercorn", cpu: int | None = None) -> list[str]:
+    """The command line of worker ``n`` serving on the inherited socket ``fd`` with
+    ``server`` (pinned to ``cpu``, when given)."""
     return [
         sys.executable, "-m", "gateway_core.worker", "--worker", str(n), "--fd", str(fd),
         "--grace", repr(grace), "--log", "json" if json else "console", "--server", server,
+        *(["--cpu", str(cpu)] if cpu is not None else []),
     ]  # fmt: skip
 
 

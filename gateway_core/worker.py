@@ -29,8 +29,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--grace", type=float, required=True, help="seconds in-flight requests get on shutdown")
     parser.add_argument("--log", choices=("json", "console"), default="json")
     parser.add_argument("--server", choices=SERVERS, default="hypercorn", help="the HTTP server")
+    parser.add_argument("--cpu", type=int, help="the CPU this worker's threads run on (serve --pin-workers)")
     args = parser.parse_args(argv)
     parent = os.getppid()
+    if args.cpu is not None:  # first: every thread started later inherits it
+        from .cpu_pinning import pin_process
+
+        pin_process(args.cpu)
 
     from .logs import configure_logging
 

@@ -31,6 +31,10 @@ def _configure_serve(parser: argparse.ArgumentParser) -> None:
         "per request) (default: [gateway] server, hypercorn)",
     )  # fmt: skip
     parser.add_argument(
+        "--pin-workers", action="store_true", default=None,
+        help="pin each worker process to a CPU of its own (Linux; default: [gateway] pin_workers, off)",
+    )  # fmt: skip
+    parser.add_argument(
         "--redis", metavar="URL", help="Redis for the state shared by workers and replicas: limits, channel caps, breakers, invalidations "
         "(default: RELAYGATE_REDIS, [gateway] redis)"
     )
@@ -42,6 +46,12 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
     if args.grace is not None and not args.grace >= 0:
         raise ValueError("--grace must be a number of seconds, 0 or more")
     server = args.server or cli.config.server
+    pin = cli.config.pin_workers if args.pin_workers is None else args.pin_workers
+    if pin:
+        from ..cpu_pinning import supported
+
+        if not supported():
+            raise CommandError("--pin-workers needs a platform that can pin a process to a CPU (Linux)", EXIT_USAGE)
     try:
         from ..server import listen_problem, serve
 
@@ -76,7 +86,9 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
             raise CommandError(refusal)
         warnings.append(warning)
     grace = config.shutdown_grace_seconds if args.grace is None else args.grace
-    return int(serve(config, host=args.host, port=args.port, workers=args.workers, grace=grace, server=server, warnings=warnings) or 0)
+    return int(
+        serve(config, host=args.host, port=args.port, workers=args.workers, grace=grace, server=server, pin_workers=pin, warnings=warnings) or 0
+    )
 
 
 def workers_without_redis(workers: int, limits: dict[str, int]) -> tuple[str | None, str]:

@@ -176,3 +176,63 @@ def test_several_workers_without_redis_refuse_configured_limits(seed, relaygate_
     assert done.returncode == 1 and done.stdout == ""
     [line] = done.stderr.strip().splitlines()
     assert "--workers 2 without Redis" in line and "1 API key(s)" in line and "add --redis URL" in line
+
+
+def thread_cpus(pid: int) -> list[frozenset[int]]:
+    """The CPUs each thread of process ``pid`` may run on (``Cpus_allowed_list``: ``0-3,6``)."""
+    allowed = []
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/status") as f:
+            [text] = [line.split(":", 1)[1].strip() for line in f if line.startswith("Cpus_allowed_list:")]
+        cpus: set[int] = set()
+        for part in text.split(","):
+            first, _, last = part.partition("-")
+            cpus.update(range(int(first), int(last or first) + 1))
+        allowed.append(frozenset(cpus))
+    return allowed
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="pinning to a CPU is Linux's")
+async def test_pinned_workers_keep_every_thread_on_a_cpu_of_their_own(seed, relaygate_config, priced_demo):
+    cpus = sorted(os.sched_getaffinity(0))
+    expected = {1: frozenset({cpus[0]}), 2: frozenset({cpus[1 % len(cpus)]})}  # one CPU: both workers on it
+    gateway = GatewayProcess(relaygate_config.db_path, workers=2, args=["--pin-workers"]).start()
+    assert gateway.process is not None
+    try:
+        await all_serving(gateway, 2)
+
+        async def sixteen_answered() -> None:
+            async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=16)) as session:
+
+                async def chat() -> int:
+                    body = {"model": "demo-chat", "messages": [{"role": "user", "content": "hi"}]}
+                    async with session.post(gateway.url + "/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {priced_demo}"}) as r:
+                        return r.status
+
+                assert await asyncio.gather(*(chat() for _ in range(16))) == [200] * 16  # the store's threads are running
+
+        def placement() -> dict[int, list[frozenset[int]]]:
+            started = {r["pid"]: r["slot"] for r in json_lines(gateway.output()) if r.get("event") == "worker started"}
+            return {started[pid]: thread_cpus(pid) for pid in worker_pids(gateway.process.pid)}
+
+        await sixteen_answered()
+        pinned = placement()
+        assert set(pinned) == {1, 2}
+        for slot, allowed in pinned.items():
+            assert len(allowed) >= 3 and set(allowed) == {expected[slot]}  # every thread: loop, writer, readers
+        assert set(thread_cpus(gateway.process.pid)) == {frozenset(cpus)}  # the supervisor is not pinned
+        [serving] = [r for r in json_lines(gateway.output()) if r.get("event") == "serving"]
+        assert serving["cpus"] == [cpus[0], cpus[1 % len(cpus)]]
+
+        victim = {r["slot"]: r["pid"] for r in json_lines(gateway.output()) if r.get("event") == "worker started"}[1]
+        os.kill(victim, signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while victim in worker_pids(gateway.process.pid) or len(worker_pids(gateway.process.pid)) < 2:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        await all_serving(gateway, 3)
+        await sixteen_answered()
+        assert {slot: set(allowed) for slot, allowed in placement().items()} == {1: {expected[1]}, 2: {expected[2]}}  # the replacement: its slot's CPU
+        assert gateway.terminate() == 0
+    finally:
+        gateway.kill()
