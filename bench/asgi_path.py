@@ -113,6 +113,13 @@ class Caller:
             raise SystemExit(f"asgi_path: a wrong answer ({status}): {body[:200]!r}")
 
 
+def writer_counts(app) -> tuple[int, int] | None:
+    """The SQLite writer's committed transactions and writes so far (``None`` for the floor or another store)."""
+    services = getattr(app, "services", None)
+    stats = getattr(getattr(services, "store", None), "writer_stats", None)
+    return (stats.transactions, stats.writes) if stats is not None else None
+
+
 async def run_batch(caller: Caller, requests: int, concurrency: int) -> tuple[float, float]:
     """CPU seconds per request for ``requests`` calls at ``concurrency``: every
     thread's, and the event loop thread's alone."""
@@ -152,6 +159,7 @@ async def measure(args, gateway_key: str, upstream: str, workdir: Path) -> None:
         await run_batch(caller, args.warmup, args.concurrency)
     figures: dict[str, list[float]] = {name: [] for name in callers}
     loop_figures: dict[str, list[float]] = {name: [] for name in callers}
+    batches: dict[str, list[float]] = {name: [] for name in callers}
     order = list(callers)
     profiler = cProfile.Profile() if args.profile else None
     profiled = "gateway" if "gateway" in callers else order[0]  # the gateway's arm, or the only one
@@ -159,7 +167,12 @@ async def measure(args, gateway_key: str, upstream: str, workdir: Path) -> None:
         for name in order if round_number % 2 == 0 else reversed(order):
             if profiler is not None and name == profiled:
                 profiler.enable()
+            stats = writer_counts(spans[name].app)
             every, loop_only = await run_batch(callers[name], args.requests, args.concurrency)
+            if stats is not None:
+                after = writer_counts(spans[name].app)
+                assert after is not None
+                batches[name].append((after[1] - stats[1]) / max(1, after[0] - stats[0]))
             figures[name].append(every)
             loop_figures[name].append(loop_only)
             if profiler is not None and name == profiled:
@@ -170,7 +183,8 @@ async def measure(args, gateway_key: str, upstream: str, workdir: Path) -> None:
     say(f"asgi_path: {kind}, concurrency {args.concurrency}, {args.requests} requests x {args.rounds} rounds per arm (CPU ms per request, all threads)")
     best = {name: min(values) * 1000 for name, values in figures.items()}
     for name, values in figures.items():
-        say(f"  {name:8} best {best[name]:.3f}  median {statistics.median(values) * 1000:.3f}  event loop {statistics.median(loop_figures[name]) * 1000:.3f}  runs {[round(v * 1000, 3) for v in values]}")
+        batch = f"  writes per transaction {statistics.median(batches[name]):.2f}" if batches[name] else ""
+        say(f"  {name:8} best {best[name]:.3f}  median {statistics.median(values) * 1000:.3f}  event loop {statistics.median(loop_figures[name]) * 1000:.3f}  runs {[round(v * 1000, 3) for v in values]}{batch}")
     if len(best) == 2:
         say(f"  gateway - floor = {best['gateway'] - best['floor']:.3f} ms; gateway / floor = {best['gateway'] / best['floor']:.2f}")
     if profiler is not None:
