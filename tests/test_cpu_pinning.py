@@ -12,6 +12,7 @@ import sys
 import openai
 import pytest
 
+from gateway_core.cli import main
 from gateway_core.config import ConfigError, load_config
 from gateway_core.cpu_pinning import cpu_for_worker
 from gateway_core.testing import GatewayProcess
@@ -80,3 +81,25 @@ def test_one_worker_serves_pinned(seed, relaygate_config, demo_key):
     assert serving["cpus"] == [cpu]
     rows = seed.rows("SELECT status FROM usage_logs")
     assert [r["status"] for r in rows] == [200]
+
+
+@linux_only
+@pytest.mark.skipif(len(getattr(os, "sched_getaffinity", lambda _: ())(0)) < 2, reason="needs two CPUs to tell pinned from not")
+def test_the_setting_pins_and_no_pin_workers_overrides_it(seed, relaygate_config, demo_key, tmp_path):
+    plugins = tmp_path / "plugins.toml"
+    plugins.write_text("[gateway]\npin_workers = true\n")
+    everywhere = frozenset(os.sched_getaffinity(0))
+    for args, expected in (((), {frozenset({min(everywhere)})}), (("--no-pin-workers",), {everywhere})):
+        with GatewayProcess(relaygate_config.db_path, plugins_file=str(plugins), args=args) as gateway:
+            client = openai.OpenAI(base_url=gateway.url + "/v1", api_key=demo_key, max_retries=0)
+            assert client.chat.completions.create(model="demo-chat", messages=[{"role": "user", "content": "hi"}]).choices
+            assert gateway.process is not None
+            assert process_cpus(gateway.process.pid) == expected, args
+            gateway.terminate()
+
+
+def test_a_platform_that_cannot_pin_refuses_in_one_line(seed, relaygate_config, monkeypatch, capsys):
+    monkeypatch.setattr("gateway_core.cpu_pinning.supported", lambda: False)
+    assert main(["--db", relaygate_config.db_path, "serve", "--port", "0", "--pin-workers"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--pin-workers needs a platform that can pin a process to a CPU" in err[0]

@@ -31,7 +31,7 @@ def _configure_serve(parser: argparse.ArgumentParser) -> None:
         "per request) (default: [gateway] server, hypercorn)",
     )  # fmt: skip
     parser.add_argument(
-        "--pin-workers", action="store_true", default=None,
+        "--pin-workers", action=argparse.BooleanOptionalAction, default=None,
         help="pin each worker process to a CPU of its own (Linux; default: [gateway] pin_workers, off)",
     )  # fmt: skip
     parser.add_argument(
