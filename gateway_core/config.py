@@ -90,7 +90,7 @@ class Config:
     shutdown_grace_seconds: float = 30.0
     # the HTTP server: hypercorn (h11) or uvicorn (httptools), see gateway_core/server.py
     server: str = "hypercorn"
-    # serve --workers N: each worker's threads on one CPU of its own (gateway_core/cpu_pinning.py)
+    # serve: each worker process (or the one process) keeps its threads on one CPU of its own (gateway_core/cpu_pinning.py)
     pin_workers: bool = False
     # PostgreSQL: connections per worker process, and seconds a call waits for a
     # connection and its answer before the store reports itself unavailable
