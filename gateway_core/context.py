@@ -20,7 +20,14 @@ if TYPE_CHECKING:
 
 
 def new_request_id() -> str:
-    return "req_" + os.urandom(12).hex()
+    """``req_``, the time in milliseconds (12 hex digits), then 80 random bits (20).
+
+    Ids made later sort after earlier ones (within one millisecond, in any
+    order), so the indexes keyed by them — the usage log's, the ledger's, the
+    reservations' — take each new id at their right edge: a batch of settlements
+    writes one leaf page of each instead of one random page per request, and the
+    pages fill up. The random part keeps them unique across workers and replicas."""
+    return f"req_{time.time_ns() // 1_000_000:012x}{os.urandom(10).hex()}"
 
 
 @attrs.define
