@@ -19,7 +19,7 @@ $(STAMP): $(PROJECTS) constraints.txt
 	touch $(STAMP)
 
 run: install
-	$(BIN)/relaygate init
+	$(BIN)/relaygate init --host $(HOST) --port $(PORT)
 	$(BIN)/relaygate serve --host $(HOST) --port $(PORT)
 
 # Debian's Chromium drives the console's browser tests: installed when missing and possible (root, apt-get)
