@@ -86,3 +86,28 @@ async def test_nothing_is_copied_until_the_writer_commits(tmp_path):
     finally:
         checkpointer.stop()
         writer.close()
+
+
+async def test_an_idle_checkpointer_looks_for_commits_ten_times_less_often(tmp_path):
+    path = tmp_path / "g.db"
+    writer = connect(str(path))
+    notes_schema(writer)
+    looks = 0
+    commits = 0
+
+    def count() -> int:
+        nonlocal looks
+        looks += 1
+        return commits
+
+    checkpointer = Checkpointer(lambda: connect(str(path)), count, interval_s=0.01)
+    checkpointer.start()
+    try:
+        await asyncio.sleep(0.5)  # nothing committed: one look per 0.1 s, not per 0.01 s
+        assert 2 <= looks <= 8, looks
+        add_note(writer, "a note")
+        commits = 1
+        await eventually(lambda: rows_in_database_file(path, tmp_path) == 1)  # noticed at the next look, copied
+    finally:
+        checkpointer.stop()
+        writer.close()

@@ -15,7 +15,10 @@ checkpoint, at :data:`WRITER_AUTOCHECKPOINT_PAGES` only, so the log stays
 bounded should this thread fall behind: under a steady load the log is rarely
 copied to its end, so it starts over at that bound. After a second with no
 commit the log file is cut back to nothing (``TRUNCATE``), waiting at most
-:data:`CHECKPOINT_BUSY_TIMEOUT_MS` for readers. Nothing changes for durability: a
+:data:`CHECKPOINT_BUSY_TIMEOUT_MS` for readers; from then until the next commit
+the thread looks once a second instead of every interval (the first checkpoint
+after a quiet spell may come a second late; the log meanwhile stays far below
+the writer's own bound). Nothing changes for durability: a
 commit is in the log (which a killed process does not lose) before its waiter
 is woken, as before; the syncs happen here instead of in a commit, and more often.
 """
@@ -70,7 +73,9 @@ class Checkpointer:
         copied_after = 0
         idle = 0  # intervals since the last commit, while the log file still holds something
         try:
-            while not self._stopping.wait(self._interval_s):
+            # nothing in the log: look for commits only once per truncation period (an idle
+            # gateway's thread wakes once a second, not ten times), then every interval
+            while not self._stopping.wait(self._interval_s if idle else self._interval_s * IDLE_INTERVALS_BEFORE_TRUNCATE):
                 commits = self._commits()
                 if commits != copied_after:
                     copied_after, idle = commits, 1
