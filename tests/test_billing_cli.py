@@ -52,7 +52,7 @@ def billed(cli):
             request_id=f"req_{n:02d}", started_at=now - 3600 + n * 60, protocol="openai", endpoint="chat",
             user_id=user_id, key_id=key_id if n % 2 else other_key, key_name="ci" if n % 2 else "other",
             model="m-big" if n % 3 == 0 else "m-small", status=200 if n % 5 else 429,
-            input_tokens=n, output_tokens=2 * n, cost_micros=n * 10,
+            input_tokens=n, output_tokens=2 * n, cost_micros=n * 10, duration_ms=n * 1.0001,
         ))  # fmt: skip
     conn.close()
     return user_id, key_id, other_key
@@ -135,6 +135,7 @@ def test_logs_text_shows_money_and_times(cli, billed):
     header, row, cursor = out.splitlines()
     assert header.split()[:4] == ["created_at", "request_id", "key_id", "key_name"]
     assert "req_29" in row and "0.00029 USD" in row
+    assert row.split()[-1] == "29.00"  # the duration in ms, to two places (29.0029 stored)
     assert cursor.startswith("next page: --before ")
 
 

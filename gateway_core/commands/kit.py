@@ -152,7 +152,7 @@ def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
 
 
 def display(name: str, value: Any) -> str:
-    """A value for people: money in USD, times in UTC, lists joined."""
+    """A value for people: money in USD, times in UTC, durations in ms to two places, lists joined."""
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -163,6 +163,8 @@ def display(name: str, value: Any) -> str:
         return f"{format_usd(value)} USD"
     if isinstance(value, (int, float)) and name.endswith("_at"):
         return dt.datetime.fromtimestamp(value, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    if isinstance(value, float) and name.endswith("_ms"):
+        return f"{value:.2f}"  # a duration, to the hundredth of a millisecond (--json keeps every digit)
     if isinstance(value, list):
         return ",".join(display(name, v) for v in value) or "-"
     if isinstance(value, dict):
