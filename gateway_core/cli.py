@@ -35,6 +35,7 @@ def build_parser(commands: Iterable[Command]) -> ArgumentParser:
     parser.set_defaults(_help_parser=parser)
     groups: dict[tuple[str, ...], argparse._SubParsersAction] = {(): _subparsers(parser, ())}
     parsers: dict[tuple[str, ...], argparse.ArgumentParser] = {}
+    commands_seen: set[tuple[str, ...]] = set()
     for name, help, configure, run in commands:
         words = tuple(name.split())
         if not words:
@@ -42,20 +43,26 @@ def build_parser(commands: Iterable[Command]) -> ArgumentParser:
         for depth in range(1, len(words)):
             path = words[:depth]
             if path not in groups:
-                if path in parsers:
-                    raise ConfigError(f"command {' '.join(path)!r} is both a command and a group")
+                if path in parsers:  # a command with sub-commands of its own (``logs``, ``logs export``)
+                    groups[path] = _subparsers(parsers[path], path)
+                    continue
                 group = groups[path[:-1]].add_parser(path[-1], help=f"{' '.join(path)} commands")
                 group.set_defaults(_help_parser=group)
                 add_common_options(group, default=argparse.SUPPRESS)
                 parsers[path] = group
                 groups[path] = _subparsers(group, path)
-        if words in parsers:
+        if words in commands_seen:
             raise ConfigError(f"command {name!r} registered twice")
-        sub = groups[words[:-1]].add_parser(words[-1], help=help, description=help)
-        add_common_options(sub, default=argparse.SUPPRESS)
+        commands_seen.add(words)
+        sub = parsers.get(words)
+        if sub is None:
+            sub = groups[words[:-1]].add_parser(words[-1], help=help, description=help)
+            add_common_options(sub, default=argparse.SUPPRESS)
+            parsers[words] = sub
+        else:  # registered as a group first: the group's parser becomes the command
+            sub.description = help
         configure(sub)
         sub.set_defaults(_command=(name, run))
-        parsers[words] = sub
     return parser
 
 

@@ -77,6 +77,7 @@ def routes() -> list:
         Route("/keys/{key_id:int}/delete", keys.key_delete, methods=POST),
         Route("/logs", logs.log_list, methods=GET),
         Route("/logs/export.csv", logs.log_export, methods=GET),
+        Route("/logs/export.jsonl", logs.log_export_jsonl, methods=GET),
         Route("/logs/{log_id:int}", logs.log_detail, methods=GET),
         Route("/wallet", wallet.wallet, methods=GET),
         Route("/wallet/redeem", wallet.redeem, methods=POST),
@@ -112,6 +113,7 @@ def routes() -> list:
         Route("/admin/usage", admin_site.usage_report, methods=GET),
         Route("/admin/logs", logs.admin_log_list, methods=GET),
         Route("/admin/logs/export.csv", logs.admin_log_export, methods=GET),
+        Route("/admin/logs/export.jsonl", logs.admin_log_export_jsonl, methods=GET),
         Route("/admin/logs/{log_id:int}", logs.admin_log_detail, methods=GET),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]

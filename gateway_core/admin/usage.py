@@ -8,15 +8,11 @@ its first row's (``after``).
 
 from __future__ import annotations
 
-import csv
-import io
 import math
-from collections.abc import AsyncIterator
 from typing import Any
 
 import attrs
 
-from ..money import format_usd
 from ..records import Cursor, DailySpending, UsageFilter, UsageTotal
 from .context import Admin
 from .errors import Invalid, NotFound
@@ -151,47 +147,3 @@ def safe_summary(row: dict[str, Any]) -> str | None:
         return (f"The request failed with status {status} ({kind}): the upstream provider or the gateway could not "
                 "answer it. Quote the request id to the gateway's operator for the details.")  # fmt: skip
     return f"The request was refused with status {status} ({kind}). The answer your client received says why."
-
-
-# --- the usage log as CSV (the management API's export and the console's) --------------
-
-CSV_COLUMNS = (
-    "id", "request_id", "created_at", "key_id", "key_name", "model", "served_model", "channel_name", "status", "input_tokens",
-    "output_tokens", "cached_tokens", "cost", "cost_micros", "duration_ms", "error_type",
-)  # fmt: skip
-OWNER_CSV_COLUMNS = tuple(name for name in CSV_COLUMNS if name not in OPERATOR_FIELDS)
-
-
-async def usage_csv(
-    admin: Admin, filters: UsageFilter, *, before: Cursor | None = None, most: int | None = None,
-    columns: tuple[str, ...] = CSV_COLUMNS,
-) -> AsyncIterator[str]:
-    """The CSV of every row ``filters`` match (at most ``most``), page by page:
-    memory stays bounded whatever the range."""
-    yield _csv_lines([columns])
-    cursor, sent = before, 0
-    while most is None or sent < most:
-        size = MAX_PAGE if most is None else min(MAX_PAGE, most - sent)
-        found = await page_usage(admin, filters, before=cursor, limit=size)
-        if found.rows:
-            yield _csv_lines([_csv_row(row, columns) for row in found.rows])
-            sent += len(found.rows)
-        if not found.more or not found.rows:
-            return
-        cursor = cursor_of(found.rows[-1])
-
-
-def rows_csv(rows: list[dict[str, Any]], columns: tuple[str, ...] = CSV_COLUMNS) -> str:
-    """Usage rows as CSV with its header line."""
-    return _csv_lines([columns, *(_csv_row(row, columns) for row in rows)])
-
-
-def _csv_row(row: dict[str, Any], columns: tuple[str, ...]) -> list[Any]:
-    values = {**row, "cost": format_usd(row.get("cost_micros") or 0), "cost_micros": row.get("cost_micros") or 0}
-    return ["" if values.get(name) is None else values.get(name) for name in columns]
-
-
-def _csv_lines(rows: list[Any]) -> str:
-    out = io.StringIO()
-    csv.writer(out).writerows(rows)
-    return out.getvalue()

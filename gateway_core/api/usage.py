@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 from starlette.responses import Response, StreamingResponse
 
-from ..admin import usage
+from ..admin import usage, usage_export
 from ..money import format_usd
 from ..records import Cursor, UsageFilter
 from .errors import ApiError
@@ -108,19 +108,36 @@ async def list_usage(call: ApiCall) -> dict[str, Any]:
     return await _page(call, call.user_id)
 
 
-async def export_usage(call: ApiCall) -> Response:
-    """Every matching row (``limit``: at most that many), streamed page by page:
-    memory stays bounded whatever the range."""
-    columns = usage.OWNER_CSV_COLUMNS
+async def _export(call: ApiCall, user_id: int | None, fmt: str) -> Response:
+    """Every matching row (``limit``: at most that many) in ``fmt``, streamed page by
+    page: memory stays bounded whatever the range. ``user_id``: that user's own
+    rows, with the columns an owner is shown."""
+    owner = user_id is not None
+    media_type = usage_export.media_type(fmt)
+    headers = {"content-disposition": f'attachment; filename="usage.{fmt}"'}
+    filters, before = _filters(call, user_id)
     if "request_id" in call.query:
-        rows = (await _page(call, call.user_id))["items"]
-        return Response(usage.rows_csv(rows, columns), media_type="text/csv", headers=CSV_HEADERS)
-    filters, before = _filters(call, call.user_id)
-    lines = usage.usage_csv(call.admin, filters, before=before, most=call.query.get("limit"), columns=columns)
-    return StreamingResponse(lines, media_type="text/csv", headers=CSV_HEADERS)
+        row = await usage.find_request(call.admin, call.query["request_id"], owner=user_id)
+        text = await usage_export.export_found(call.admin, [row] if row is not None else [], fmt, owner=owner)
+        return Response(text, media_type=media_type, headers=headers)
+    lines = usage_export.export_usage(call.admin, filters, fmt, owner=owner, before=before, most=call.query.get("limit"))
+    return StreamingResponse(lines, media_type=media_type, headers=headers)
 
 
-CSV_HEADERS = {"content-disposition": 'attachment; filename="usage.csv"'}
+async def export_usage_csv(call: ApiCall) -> Response:
+    return await _export(call, call.user_id, "csv")
+
+
+async def export_usage_jsonl(call: ApiCall) -> Response:
+    return await _export(call, call.user_id, "jsonl")
+
+
+async def export_logs_csv(call: ApiCall) -> Response:
+    return await _export(call, None, "csv")
+
+
+async def export_logs_jsonl(call: ApiCall) -> Response:
+    return await _export(call, None, "jsonl")
 
 
 async def usage_summary(call: ApiCall) -> dict[str, Any]:
@@ -160,8 +177,11 @@ def _money(item: dict[str, Any]) -> dict[str, Any]:
 
 OPERATIONS = (
     Operation("GET", "/usage", "Your usage log, newest first (filters; cursor pages)", "usage", "read", list_usage, page(ROW), query=FILTERS + PAGING),
-    Operation("GET", "/usage.csv", "Your usage log as CSV: every matching row (at most limit), streamed", "usage", "read", export_usage, {"type": "string"}, query=EXPORT, media_type="text/csv"),
+    Operation("GET", "/usage.csv", "Your usage log as CSV: every matching row (at most limit), streamed", "usage", "read", export_usage_csv, {"type": "string"}, query=EXPORT, media_type="text/csv"),
+    Operation("GET", "/usage.jsonl", "Your usage log as JSON lines: every matching row (at most limit), streamed", "usage", "read", export_usage_jsonl, {"type": "string"}, query=EXPORT, media_type="application/x-ndjson"),
     Operation("GET", "/usage/summary", "Your cost and requests per UTC day and per model", "usage", "read", usage_summary, SUMMARY, query=SUMMARY_SPAN),
     Operation("GET", "/logs", "Everyone's usage log (admin)", "site", "admin", list_logs, page(ROW), query=(USER_FILTER, *FILTERS, *PAGING)),
+    Operation("GET", "/logs.csv", "Everyone's usage log as CSV, with each row's user: every matching row (at most limit), streamed (admin)", "site", "admin", export_logs_csv, {"type": "string"}, query=(USER_FILTER, *EXPORT), media_type="text/csv"),
+    Operation("GET", "/logs.jsonl", "Everyone's usage log as JSON lines, with each row's user: every matching row (at most limit), streamed (admin)", "site", "admin", export_logs_jsonl, {"type": "string"}, query=(USER_FILTER, *EXPORT), media_type="application/x-ndjson"),
     Operation("GET", "/site/usage", "Totals by model, user and channel, and per day (admin)", "site", "admin", site_usage, SITE, query=SPAN),
 )

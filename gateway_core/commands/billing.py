@@ -7,6 +7,8 @@
 - ``logs [--key ID] [--user NAME] [--model M] [--status S] [--since T] [--until T]
   [--limit N] [--before CURSOR]``: the usage log, newest first; a full page ends
   with the ``--before`` cursor of the next one.
+- ``logs export [the same filters] [--format csv|jsonl] [--output FILE]``: every
+  row of the filter, streamed (:mod:`gateway_core.admin.usage_export`).
 - ``check``: verifies the money invariants (see :func:`gateway_core.admin.wallet.check_ledger`);
   exits 1 with a report when one is broken.
 """
@@ -14,19 +16,23 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
+import os
 import re
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import TextIO
 
 import attrs
 
-from ..admin import Admin, usage, users, wallet
+from ..admin import Admin, usage, usage_export, users, wallet
 from ..hookspecs import hookimpl
 from ..jsonable import to_jsonable
 from ..money import format_usd, parse_usd
 from ..records import Cursor, UsageFilter
-from .kit import EXIT_ERROR, CommandContext, no_arguments
+from .kit import EXIT_ERROR, CommandContext, CommandError, no_arguments
 
 LOG_COLUMNS = [
     "created_at", "request_id", "key_id", "key_name", "model", "status", "input_tokens", "output_tokens",
@@ -42,6 +48,7 @@ def register_commands(register: Callable[..., None]) -> None:
     register("wallet show", "show a user's balance, reservations and latest ledger rows", _configure_wallet_show, _run_wallet_show)
     register("wallet adjust", "correct a user's balance by a signed amount (kept in the ledger)", _configure_wallet_adjust, _run_wallet_adjust)
     register("logs", "show the usage log, newest first", _configure_logs, _run_logs)
+    register("logs export", "write every row of the usage log's filter as CSV or JSON lines", _configure_logs_export, _run_logs_export)
     register("check", "verify balances against the ledger and keys' usage against their charges", no_arguments, _run_check)
 
 
@@ -112,28 +119,76 @@ def _run_wallet_adjust(args: argparse.Namespace, cli: CommandContext) -> int:
 # --- logs ----------------------------------------------------------------------------------
 
 
-def _configure_logs(parser: argparse.ArgumentParser) -> None:
+def _add_log_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", type=int, metavar="ID", help="one API key's requests")
     parser.add_argument("--user", metavar="NAME", help="one user's requests")
     parser.add_argument("--model", metavar="M", help="requests for this model (as the client named it)")
     parser.add_argument("--status", type=int, metavar="S", help="requests answered with this HTTP status")
     parser.add_argument("--since", type=parse_time, metavar="T", help="from this time: ISO 8601 (UTC if no offset), Unix seconds, or an age like 30m, 2h, 7d")
     parser.add_argument("--until", type=parse_time, metavar="T", help="before this time (same forms as --since)")
+
+
+def _configure_logs(parser: argparse.ArgumentParser) -> None:
+    _add_log_filters(parser)
     parser.add_argument("--limit", type=_page_size, default=50, metavar="N", help="rows per page (default 50, at most 1000)")
     parser.add_argument("--before", type=_cursor, metavar="CURSOR", help="the page after the one that printed this cursor")
 
 
+def _configure_logs_export(parser: argparse.ArgumentParser) -> None:
+    _add_log_filters(parser)
+    parser.add_argument("--format", choices=tuple(usage_export.FORMATS), default="csv", help="csv (default) or jsonl: one JSON object a line")
+    parser.add_argument("--output", "-o", metavar="FILE", help="write to FILE (default: standard output)")
+
+
+async def _log_filters(admin: Admin, args: argparse.Namespace) -> UsageFilter:
+    user_id = (await users.find_user(admin, args.user)).id if args.user else None
+    return UsageFilter(key_id=args.key, user_id=user_id, model=args.model, status=args.status, since=args.since, until=args.until)
+
+
 def _run_logs(args: argparse.Namespace, cli: CommandContext) -> int:
     async def page(admin: Admin) -> usage.UsagePage:
-        user_id = (await users.find_user(admin, args.user)).id if args.user else None
-        filters = UsageFilter(key_id=args.key, user_id=user_id, model=args.model, status=args.status, since=args.since, until=args.until)
-        return await usage.page_usage(admin, filters, before=args.before, limit=args.limit)
+        return await usage.page_usage(admin, await _log_filters(admin, args), before=args.before, limit=args.limit)
 
     found = cli.run(page)
     cli.print_table(found.rows, LOG_COLUMNS)
     if not cli.json and found.more:
         print(f"next page: --before {usage.page_cursor(found.rows[-1])}")
     return 0
+
+
+def _run_logs_export(args: argparse.Namespace, cli: CommandContext) -> int:
+    """Every row of the filter, newest first, written as it is read: a page of rows in
+    memory at a time whatever the range (archive with this before pruning)."""
+
+    async def export(admin: Admin) -> None:
+        filters = await _log_filters(admin, args)
+        with _output(args.output) as out:
+            async for text in usage_export.export_usage(admin, filters, args.format):
+                out.write(text)
+
+    try:
+        cli.run(export)
+    except OSError as exc:
+        raise CommandError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    return 0
+
+
+@contextlib.contextmanager
+def _output(path: str | None) -> Iterator[TextIO]:
+    """The export's destination: ``path`` (written whole or not at all) or standard output."""
+    if path is None or path == "-":
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    partial = f"{path}.partial"
+    with open(partial, "w", encoding="utf-8", newline="") as out:
+        try:
+            yield out
+        except BaseException:
+            out.close()
+            os.unlink(partial)
+            raise
+    os.replace(partial, path)
 
 
 def parse_time(text: str) -> float:

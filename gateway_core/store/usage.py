@@ -19,7 +19,10 @@ _COLUMNS = (
 _INSERT = (
     f"INSERT INTO usage_logs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
 )
-MAX_PAGE = 1000
+# the most rows one read returns: the admin layer's largest page (1,000) and the one
+# row past it that tells its pager more rows follow; below that, a full page would
+# look like the last one
+MAX_READ = 1001
 
 
 def insert_usage(conn: sqlite3.Connection, row: UsageRow, overrun_micros: int | None = None) -> int:
@@ -117,7 +120,7 @@ def usage_query(
         sql += " WHERE " + " AND ".join(where)
     direction = "ASC" if after is not None else "DESC"
     sql += f" ORDER BY created_at {direction}, id {direction} LIMIT ?"
-    params.append(max(1, min(int(limit), MAX_PAGE)))
+    params.append(max(1, min(int(limit), MAX_READ)))
     return sql, params
 
 

@@ -1,10 +1,10 @@
 """Request logs: filtered, newest first, keyset-paginated, with the totals of
-the filter, a search by request id and a CSV export; a request's detail.
+the filter, a search by request id and an export (CSV or JSON lines); a request's detail.
 
 A user sees only their own rows (their id is part of every page's filter); an
 operator sees every user's under ``/admin/logs``. Pages come from the admin
 layer's usage-log pager, the one ``relaygate logs`` uses; the export is the
-management API's CSV writer (:func:`gateway_core.admin.usage.usage_csv`).
+management API's writer (:func:`gateway_core.admin.usage_export.export_usage`).
 
 A user's detail page says what failed in safe words (the status, the error's
 kind and the request id to quote); the channel, the upstream's own error text
@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 
 from starlette.responses import Response, StreamingResponse
 
-from gateway_core.admin import keys, prices, usage, wallet
+from gateway_core.admin import keys, prices, usage, usage_export, wallet
 from gateway_core.records import Cursor, UsageFilter
 
 from ..i18n import _
@@ -27,7 +27,6 @@ from ..web import Ctx, page
 
 PAGE_SIZE = 50
 FILTER_NAMES = ("key", "model", "status", "since", "until", "user", "request")
-CSV_HEADERS = {"content-disposition": 'attachment; filename="logs.csv"'}
 
 
 def _cursor(value: str, what: str) -> Cursor | None:
@@ -92,7 +91,8 @@ async def _logs(ctx: Ctx, owner: int | None, path: str) -> Response:
     if owner is not None:  # deleted keys too: their rows remain
         choices = sorted(await keys.list_keys(ctx.admin, owner, include_deleted=True), key=lambda key: key.deleted)
     params = {name: value for name, value in raw.items() if value}
-    export = ctx.url(path + "/export.csv") + ("?" + urlencode(params) if params else "")
+    query_text = "?" + urlencode(params) if params else ""
+    export = {fmt: ctx.url(f"{path}/export.{fmt}") + query_text for fmt in usage_export.FORMATS}
     return ctx.render(
         "logs.html", status=400 if error else 200, rows=rows, keys=choices, raw=raw, error=error, older=older,
         newer=newer, first=_link(ctx, path, raw), live=before is None and after is None and not request_id,
@@ -112,29 +112,41 @@ async def _model_choices(ctx: Ctx, owner: int | None, current: str) -> list[str]
     return sorted(names | ({current} if current else set()))
 
 
-async def _export(ctx: Ctx, owner: int | None) -> Response:
-    """Every row of the filter (or the one request searched for) as CSV, streamed."""
+async def _export(ctx: Ctx, owner: int | None, fmt: str) -> Response:
+    """Every row of the filter (or the one request searched for) in ``fmt``, streamed."""
     try:
         filters, raw = _filters(ctx, owner)
     except FormError as exc:
         return ctx.error(400, str(exc))
-    columns = usage.CSV_COLUMNS if owner is None else usage.OWNER_CSV_COLUMNS
+    media_type = usage_export.media_type(fmt)
+    headers = {"content-disposition": f'attachment; filename="logs.{fmt}"'}
     request_id = raw["request"][:200]
     if request_id:
         row = await usage.find_request(ctx.admin, request_id, owner=owner)
-        text = usage.rows_csv([row] if row else [], columns)
-        return Response(text, media_type="text/csv", headers=CSV_HEADERS)
-    return StreamingResponse(usage.usage_csv(ctx.admin, filters, columns=columns), media_type="text/csv", headers=CSV_HEADERS)
+        text = await usage_export.export_found(ctx.admin, [row] if row else [], fmt, owner=owner is not None)
+        return Response(text, media_type=media_type, headers=headers)
+    lines = usage_export.export_usage(ctx.admin, filters, fmt, owner=owner is not None)
+    return StreamingResponse(lines, media_type=media_type, headers=headers)
 
 
 @page()
 async def log_export(ctx: Ctx) -> Response:
-    return await _export(ctx, ctx.user.id)
+    return await _export(ctx, ctx.user.id, "csv")
+
+
+@page()
+async def log_export_jsonl(ctx: Ctx) -> Response:
+    return await _export(ctx, ctx.user.id, "jsonl")
 
 
 @page(admin=True)
 async def admin_log_export(ctx: Ctx) -> Response:
-    return await _export(ctx, None)
+    return await _export(ctx, None, "csv")
+
+
+@page(admin=True)
+async def admin_log_export_jsonl(ctx: Ctx) -> Response:
+    return await _export(ctx, None, "jsonl")
 
 
 @page()
