@@ -62,8 +62,20 @@ def build_parser(commands: Iterable[Command]) -> ArgumentParser:
         else:  # registered as a group first: the group's parser becomes the command
             sub.description = help
         configure(sub)
-        sub.set_defaults(_command=(name, run))
+        sub.set_defaults(_command=(name, run), _field_names=_field_names(sub))
     return parser
+
+
+def _field_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """How a command's arguments are written (``{"base_url": "--base-url", "name": "NAME"}``),
+    to name the one an admin-layer :class:`Invalid` blames."""
+    names = {}
+    for action in parser._actions:
+        if action.option_strings:
+            names[action.dest] = max(action.option_strings, key=len)
+        elif isinstance(action.metavar, str):
+            names[action.dest] = action.metavar
+    return names
 
 
 def add_common_options(parser: argparse.ArgumentParser, *, default: Any) -> None:
@@ -121,8 +133,9 @@ def main(argv: Sequence[str] | None = None, extra_plugins: Iterable[Any] = ()) -
         return _fail(f"{PROG} {name}: {exc}", exc.status)
     except ConfigError as exc:
         return _fail(f"{PROG} {name}: {exc}", EXIT_USAGE)
-    except Invalid as exc:  # a field's value: named as its option
-        problem = f"--{exc.field.replace('_', '-')} {exc.detail}" if exc.field else exc.detail
+    except Invalid as exc:  # a field's value: named as its option or argument
+        written = getattr(args, "_field_names", {})
+        problem = f"{written.get(exc.field, '--' + exc.field.replace('_', '-'))} {exc.detail}" if exc.field else exc.detail
         return _fail(f"{PROG} {name}: {problem}", EXIT_USAGE)
     except ValueError as exc:
         return _fail(f"{PROG} {name}: {exc}", EXIT_USAGE)

@@ -20,6 +20,7 @@ class UserRecord:
     enabled: bool
     balance_micros: int
     groups: tuple[str, ...]
+    deleted: bool = False  # deleted users keep their name, ledger and usage rows (docs/operations.md)
 
 
 @attrs.frozen

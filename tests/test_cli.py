@@ -244,6 +244,7 @@ def test_price_set(cli):
 
 def test_key_create_json_is_exactly_id_and_key(cli):
     cli("user", "add", "alice", "--groups", "default,vip")
+    assert cli("channel", "add", "both", "--type", "fakeai", "--base-url", "https://x", "--models", "m1,m2", "--groups", "vip")[0] == 0
     status, out, _ = cli(
         "key", "create", "alice", "--name", "ci", "--group", "vip", "--quota", "5.5", "--expires", "2099-01-01T00:00:00Z",
         "--models", "m1,m2", "--allow-ip", "10.0.0.0/8,192.168.1.7", "--json",

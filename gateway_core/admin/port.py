@@ -59,7 +59,13 @@ class AdminStore(AccessStore, Protocol):
     async def list_users(self) -> list[UserOverview]:
         """Every user, by id, with its number of live keys."""
 
-    async def set_user_enabled(self, user_id: int, enabled: bool) -> bool: ...
+    async def set_user_enabled(self, user_id: int, enabled: bool) -> bool:
+        """Enable or disable a user that is not deleted; ``False`` when there is none."""
+
+    async def delete_user(self, user_id: int) -> bool:
+        """Delete a user in one transaction: disabled, signed out, no password, every
+        key deleted and token revoked; its row, ledger and usage rows stay.
+        ``False`` when there is no such user, or it was deleted before."""
 
     async def set_password_hash(self, user_id: int, password_hash: str | None) -> bool: ...
 
@@ -106,7 +112,9 @@ class AdminStore(AccessStore, Protocol):
         expires_at: float | None,
         models: Sequence[str],
         allow_ips: Sequence[str],
-    ) -> bool: ...
+        group: str | None = None,
+    ) -> bool:
+        """Change a live key (its group too, when given); ``False`` when there is none."""
 
     async def set_key_limits(self, key_id: int, changes: LimitChanges) -> dict[str, int | None] | None:
         """Change a key's own rate limits; the stored limits after, ``None``: no such key."""

@@ -272,6 +272,12 @@ def migrate_0011_user_sessions_after(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE users ADD COLUMN sessions_after REAL")
 
 
+def migrate_0018_user_deleted(db: sqlite_utils.Database) -> None:
+    """``users.deleted_at`` (Unix time): a deleted user keeps its row (name, balance,
+    ledger and usage rows are history) but can never be enabled, sign in or call."""
+    db.execute("ALTER TABLE users ADD COLUMN deleted_at REAL")
+
+
 CORE_MIGRATIONS: list[Migration] = [
     ("0001_core", sqlite_only(migrate_0001_core)),
     ("0002_limits", sqlite_only(migrate_0002_limits)),
@@ -289,6 +295,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0014_budget_buckets", sqlite_only(migrate_0014_budget_buckets)),
     ("0015_holds_in_flight", sqlite_only(migrate_0015_holds_in_flight)),
     ("0016_ledger_triggers_without_lists", sqlite_only(migrate_0016_ledger_triggers_without_lists)),
+    ("0018_user_deleted", sqlite_only(migrate_0018_user_deleted)),
 ]
 
 

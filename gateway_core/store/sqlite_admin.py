@@ -72,6 +72,9 @@ class SqliteAdmin(SqliteAccess):
     async def set_user_enabled(self, user_id: int, enabled: bool) -> bool:
         return await self._write(users.set_user_enabled, user_id, enabled)
 
+    async def delete_user(self, user_id: int) -> bool:
+        return await self._write(users.delete_user, user_id)
+
     async def set_password_hash(self, user_id: int, password_hash: str | None) -> bool:
         return await self._write(users.set_password_hash, user_id, password_hash)
 
@@ -125,10 +128,12 @@ class SqliteAdmin(SqliteAccess):
         expires_at: float | None,
         models: Sequence[str],
         allow_ips: Sequence[str],
+        group: str | None = None,
     ) -> bool:
         return await self._write(
             lambda conn: keys.update_key(
-                conn, key_id, name=name, quota_micros=quota_micros, expires_at=expires_at, models=models, allow_ips=allow_ips
+                conn, key_id, name=name, quota_micros=quota_micros, expires_at=expires_at, models=models, allow_ips=allow_ips,
+                group=group,
             )
         )
 

@@ -275,6 +275,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0014_budget_buckets", script(BUDGET_BUCKETS)),
     ("0015_holds_in_flight", script(HOLDS_IN_FLIGHT)),
     ("0016_ledger_triggers_without_lists", script(LEDGER_TRIGGERS_WITHOUT_LISTS)),
+    ("0018_user_deleted", script("ALTER TABLE users ADD COLUMN deleted_at DOUBLE PRECISION;")),
 ]
 
 
