@@ -33,7 +33,25 @@ from .channel_type import Timeouts
 from .json_body import DEFAULT_LIMITS, JsonLimits
 from .ratelimit.faults import FaultPolicy
 
-DEFAULT_DB = "./data/relaygate.db"
+HOME_ENV = "RELAYGATE_HOME"
+
+
+def data_home() -> Path:
+    """The gateway's data folder: ``RELAYGATE_HOME``, else the user's data folder
+    (``~/.local/share/relaygate`` on Linux; ``/var/lib/relaygate`` in the image).
+    Never relative to the current folder: a command run from elsewhere finds the
+    same database."""
+    configured = os.environ.get(HOME_ENV)
+    if configured:
+        return Path(configured).expanduser().absolute()
+    from platformdirs import user_data_path
+
+    return user_data_path("relaygate", appauthor=False)
+
+
+def default_db() -> str:
+    """The database when neither ``--db`` nor ``RELAYGATE_DB`` names one."""
+    return str(data_home() / "relaygate.db")
 
 
 class ConfigError(Exception):
@@ -42,7 +60,7 @@ class ConfigError(Exception):
 
 @attrs.frozen
 class Config:
-    db_path: str = DEFAULT_DB
+    db_path: str = attrs.field(factory=default_db)
     load: tuple[str, ...] | None = None  # None: every installed plugin
     plugins: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     trusted_proxies: tuple[str, ...] = ()
@@ -127,10 +145,11 @@ class Config:
 
 def load_config(db_path: str | None = None, plugins_file: str | os.PathLike[str] | None = None) -> Config:
     """Read ``plugins_file`` (default: ``RELAYGATE_PLUGINS`` or ``./plugins.toml``
-    when it exists) and the database path (``RELAYGATE_DB`` or the default);
+    when it exists) and the database path (``RELAYGATE_DB``, else ``relaygate.db``
+    in :func:`data_home`);
     ``RELAYGATE_REDIS`` names Redis over the file's ``[gateway] redis``, and
     ``RELAYGATE_METRICS_TOKEN`` the token of ``GET /metrics`` over ``metrics_token``."""
-    config = _load_file(db_path or os.environ.get("RELAYGATE_DB") or DEFAULT_DB, plugins_file)
+    config = _load_file(db_path or os.environ.get("RELAYGATE_DB") or default_db(), plugins_file)
     token = os.environ.get("RELAYGATE_METRICS_TOKEN")
     if token:
         config = attrs.evolve(config, metrics_token=token)
@@ -157,7 +176,7 @@ def _load_file(db: str, plugins_file: str | os.PathLike[str] | None) -> Config:
     return config_from_mapping(data, db_path=db, source=str(path))
 
 
-def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, source: str | None = None) -> Config:
+def config_from_mapping(data: dict[str, Any], *, db_path: str | None = None, source: str | None = None) -> Config:
     where = source or "configuration"
     load = data.get("load")
     if load is not None and (not isinstance(load, list) or not all(isinstance(n, str) for n in load)):
@@ -179,10 +198,10 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
     if unknown:
         raise ConfigError(f"{where}: unknown [gateway] setting(s): {', '.join(sorted(unknown))}")
     timeouts = gateway.get("timeouts", {})
-    defaults = Config()
+    defaults = Config(db_path=db_path or "")
     try:
         return Config(
-            db_path=db_path,
+            db_path=db_path or default_db(),
             load=tuple(load) if load is not None else None,
             plugins={str(k): dict(v) for k, v in plugins.items()},
             trusted_proxies=tuple(gateway.get("trusted_proxies", ())),

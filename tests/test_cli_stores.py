@@ -188,7 +188,7 @@ def test_check_reports_the_same_problems_on_both_stores(tmp_path: Path, pg_url: 
     (tmp_path / "plugins.toml").write_text("load = []\n")
     reports = []
     for db in (str(tmp_path / "gw.db"), pg_url):
-        for argv in (("user", "add", "alice"), ("wallet", "topup", "alice", "4.5"), ("key", "create", "alice", "--name", "other")):
+        for argv in (("migrate",), ("user", "add", "alice"), ("wallet", "topup", "alice", "4.5"), ("key", "create", "alice", "--name", "other")):
             assert main([*argv, "--db", db]) == 0
         asyncio.run(corrupt(db))
         capsys.readouterr()

@@ -13,6 +13,7 @@ import asyncio
 import datetime as dt
 import getpass
 import json
+import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 PROG = "relaygate"
+CREATES_DATABASE = frozenset({"init", "serve", "migrate"})  # every other command refuses a database file that does not exist
 EXIT_ERROR = 1  # a record is missing, an operation failed
 EXIT_USAGE = 2  # a bad argument or configuration
 
@@ -79,9 +81,15 @@ class CommandContext:
         return run_async(self._run(operation))
 
     async def _run(self, operation: Callable[[Admin], Awaitable[T]]) -> T:
-        from ..store import open_admin
+        from ..store import is_postgresql, open_admin, sqlite_path
 
         config = self.config
+        command = getattr(self.args, "_command", ("", None))[0]
+        if command not in CREATES_DATABASE and not is_postgresql(config.db_path) and not os.path.exists(sqlite_path(config.db_path)):
+            raise CommandError(
+                f"no database at {os.path.abspath(sqlite_path(config.db_path))}: create one with 'relaygate init', "
+                "or point --db, RELAYGATE_DB or RELAYGATE_HOME at yours"
+            )
         async with open_admin(config.db_path, self.registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout) as port:
             if not config.redis:
                 return await operation(Admin(port, self.registry.channel_types))
