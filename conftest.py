@@ -13,6 +13,10 @@ from hypothesis import HealthCheck, settings
 @pytest.fixture(autouse=True)
 def _relaygate_home(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("RELAYGATE_HOME", str(tmp_path_factory.mktemp("relaygate-home")))
+    yield
+    from gateway_core.store.sealing import use_key_file
+
+    use_key_file(None)  # the key file a test's command line or gateway named is not the next test's
 
 _COMMON = {"deadline": None, "database": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.filter_too_much]}
 settings.register_profile("relaygate", max_examples=int(os.environ.get("RELAYGATE_EXAMPLES", "25")), **_COMMON)

@@ -79,7 +79,9 @@ class Services:
 
             store = open_store(config.db_path, registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout)
         from .store import admin_ports, response_store
+        from .store.sealing import default_key_file, use_key_file
 
+        use_key_file(default_key_file(config.db_path))  # relaygate init's secret key, when no RELAYGATE_SECRET_KEY is set
         admin, sql = admin_ports(store)
         router = Router(
             store, registry.channel_types, timeouts=config.timeouts, detailed_model_errors=config.detailed_model_errors, fallbacks=admin.list_fallbacks

@@ -160,6 +160,9 @@ class AdminStore(AccessStore, Protocol):
 
     async def list_channels(self) -> list[ChannelRecord]: ...
 
+    async def unsealed_channels(self) -> int:
+        """How many channels hold an upstream key stored in the clear (not sealed)."""
+
     async def update_channel(self, channel_id: int, changes: ChannelFields) -> ChannelRecord | None:
         """Change some fields, creating missing groups; new ``api_keys`` keep the
         disabled marks of the keys they keep. The channel after, ``None``: no such channel."""

@@ -64,6 +64,9 @@ class CommandContext:
         self.args = args
         self.config = config
         self.registry = registry
+        from ..store.sealing import default_key_file, use_key_file
+
+        use_key_file(default_key_file(config.db_path))  # relaygate init's secret key, when no RELAYGATE_SECRET_KEY is set
 
     @property
     def json(self) -> bool:

@@ -43,6 +43,7 @@ from . import budgets, channel_health, channels, codes, fallbacks, groups, keys,
 from .audit import audit
 from .connection import atomic
 from .limits import get_limits, set_key_limits, set_user_limits
+from .sealing import count_unsealed
 from .sqlite_access import SqliteAccess
 from .sqlite_store import Store
 
@@ -184,6 +185,9 @@ class SqliteAdmin(SqliteAccess):
 
     async def list_channels(self) -> list[ChannelRecord]:
         return await self._read(channels.list_channels)
+
+    async def unsealed_channels(self) -> int:
+        return await self._read(lambda conn: count_unsealed(row[0] for row in conn.execute("SELECT api_keys FROM channels")))
 
     async def update_channel(self, channel_id: int, changes: ChannelFields) -> ChannelRecord | None:
         return await self._write(_update_channel, channel_id, changes)
