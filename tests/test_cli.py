@@ -2,6 +2,7 @@
 
 import io
 import json
+import time
 import os
 import sqlite3
 import subprocess
@@ -438,3 +439,18 @@ def test_version_names_the_core_and_each_plugins_distribution(tmp_path):
     if "demo" in collect(Config(db_path=str(tmp_path / "probe.db"))).channel_types:
         assert f"relaygate-demo {metadata.version('relaygate-demo')} (plugins: demo)" in lines
     assert not (tmp_path / "home").exists()  # nothing created to print it
+
+
+def test_a_token_made_without_an_expiry_lapses_in_ninety_days_and_is_named(cli):
+    assert cli("user", "add", "root", "--admin")[0] == 0
+    status, out, err = cli("token", "create", "root", "--scope", "admin")
+    assert status == 0, err
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    lapses = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 90 * 86_400))
+    assert f"('cli {today}', scope admin, expires {lapses})" in out
+    status, out, _ = cli("token", "create", "root", "--expires", "never", "--name", "forever", "--json")
+    assert status == 0
+    status, out, _ = cli("token", "list", "--json")
+    listed = {token["name"]: token for token in json.loads(out)}
+    assert listed["forever"]["expires_at"] is None
+    assert abs(listed[f"cli {today}"]["expires_at"] - (time.time() + 90 * 86_400)) < 120
