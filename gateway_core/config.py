@@ -25,6 +25,7 @@ import ipaddress
 import os
 import tomllib
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -138,42 +139,79 @@ class Config:
     # a key asking for a model it may not use is told why (403), not only "not found
     # or not permitted" (400), which it also gets for a model that does not exist
     detailed_model_errors: bool = False
+    # where each setting came from ("db", a [gateway] name): a flag, an environment
+    # variable, the plugins file; absent: the default (relaygate config show)
+    sources: Mapping[str, str] = attrs.field(factory=dict, eq=False, repr=False)
 
     def plugin_settings(self, name: str) -> dict[str, Any]:
         return self.plugins.get(name, {})
 
 
-def load_config(db_path: str | None = None, plugins_file: str | os.PathLike[str] | None = None) -> Config:
-    """Read ``plugins_file`` (default: ``RELAYGATE_PLUGINS`` or ``./plugins.toml``
-    when it exists) and the database path (``RELAYGATE_DB``, else ``relaygate.db``
-    in :func:`data_home`);
-    ``RELAYGATE_REDIS`` names Redis over the file's ``[gateway] redis``, and
-    ``RELAYGATE_METRICS_TOKEN`` the token of ``GET /metrics`` over ``metrics_token``."""
-    config = _load_file(db_path or os.environ.get("RELAYGATE_DB") or default_db(), plugins_file)
-    token = os.environ.get("RELAYGATE_METRICS_TOKEN")
-    if token:
-        config = attrs.evolve(config, metrics_token=token)
-    redis = os.environ.get("RELAYGATE_REDIS")
-    if redis:
-        try:
-            return attrs.evolve(config, redis=redis_url(redis, "RELAYGATE_REDIS"))
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-    return config
+def load_config(
+    db_path: str | None = None, plugins_file: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Config:
+    """The configuration: ``plugins_file`` (default: ``RELAYGATE_PLUGINS`` or
+    ``./plugins.toml`` when it exists) under the environment's ``RELAYGATE_<SETTING>``
+    variables (:mod:`gateway_core.config_env`), and the database (``db_path``, else
+    ``RELAYGATE_DB``, else ``relaygate.db`` in :func:`data_home`). ``sources`` says
+    where each setting came from."""
+    from .config_env import from_environment, table_keys
+
+    environ = os.environ if environ is None else environ
+    if db_path:
+        db, db_source = db_path, "--db"
+    elif environ.get("RELAYGATE_DB"):
+        db, db_source = environ["RELAYGATE_DB"], "RELAYGATE_DB"
+    else:
+        db, db_source = default_db(), f"default ({HOME_ENV})" if environ.get(HOME_ENV) else "default"
+    data, path = _read_file(plugins_file, environ)
+    file_gateway = data.get("gateway", {})
+    if not isinstance(file_gateway, dict):
+        raise ConfigError(f"{path}: [gateway] and [plugins.NAME] must be tables")
+    defaults = Config(db_path=db)
+    try:
+        from_env, env_sources = from_environment(GATEWAY_SETTINGS, defaults, table_keys(defaults), environ)
+        if "redis" in from_env:
+            redis_url(from_env["redis"], "RELAYGATE_REDIS")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    gateway = dict(file_gateway)
+    for name, value in from_env.items():
+        gateway[name] = {**file_gateway.get(name, {}), **value} if isinstance(value, dict) else value
+    config = config_from_mapping({**data, "gateway": gateway}, db_path=db, source=str(path) if path else None)
+    sources = {"db": db_source, **{name: str(path) for name in file_gateway if path}}
+    variables: dict[str, list[str]] = {}
+    for key, variable_name in env_sources.items():  # a table's keys: "timeouts.connect"
+        variables.setdefault(key.partition(".")[0], []).append(variable_name)
+    for name, names in variables.items():
+        sources[name] = ", ".join(names) + (f" over {path}" if isinstance(file_gateway.get(name), dict) else "")  # a table's other keys
+    return attrs.evolve(config, sources=sources)
 
 
-def _load_file(db: str, plugins_file: str | os.PathLike[str] | None) -> Config:
-    explicit = plugins_file or os.environ.get("RELAYGATE_PLUGINS")
+def _read_file(plugins_file: str | os.PathLike[str] | None, environ: Mapping[str, str]) -> tuple[dict[str, Any], Path | None]:
+    """``plugins.toml``'s tables and its path (``{}`` and ``None`` when there is none)."""
+    explicit = plugins_file or environ.get("RELAYGATE_PLUGINS")
     path = Path(explicit) if explicit else Path("plugins.toml")
     if not path.exists():
         if explicit:
             raise ConfigError(f"plugins file not found: {path}")
-        return Config(db_path=db)
+        return {}, None
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8")), path
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return config_from_mapping(data, db_path=db, source=str(path))
+
+
+# every [gateway] setting; each has its environment variable too (gateway_core/config_env.py)
+GATEWAY_SETTINGS = (
+    "trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds",
+    "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "breaker_last_resort", "db_pool_size",
+    "session_affinity", "session_header", "session_ttl", "session_max_entries", "db_timeout",
+    "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds", "redis_faults",
+    "hold_lease_seconds", "replica", "shutdown_grace_seconds", "server", "pin_workers",
+    "budget_timezone", "budget_window", "cost_header", "json", "detailed_model_errors",
+    "body_timeout", "max_answer_bytes", "max_frame_bytes", "write_timeout",
+)  # fmt: skip
 
 
 def config_from_mapping(data: dict[str, Any], *, db_path: str | None = None, source: str | None = None) -> Config:
@@ -185,16 +223,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str | None = None, sou
     plugins = data.get("plugins", {})
     if not isinstance(gateway, dict) or not isinstance(plugins, dict):
         raise ConfigError(f"{where}: [gateway] and [plugins.NAME] must be tables")
-    known = {
-        "trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds",
-        "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "breaker_last_resort", "db_pool_size",
-        "session_affinity", "session_header", "session_ttl", "session_max_entries", "db_timeout",
-        "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds", "redis_faults",
-        "hold_lease_seconds", "replica", "shutdown_grace_seconds", "server", "pin_workers",
-        "budget_timezone", "budget_window", "cost_header", "json", "detailed_model_errors",
-        "body_timeout", "max_answer_bytes", "max_frame_bytes", "write_timeout",
-    }  # fmt: skip
-    unknown = set(gateway) - known
+    unknown = set(gateway) - set(GATEWAY_SETTINGS)
     if unknown:
         raise ConfigError(f"{where}: unknown [gateway] setting(s): {', '.join(sorted(unknown))}")
     timeouts = gateway.get("timeouts", {})

@@ -41,6 +41,7 @@ DEFAULT_PLUGINS = {
     "core.tokens": "gateway_core.commands.tokens",
     "core.api": "gateway_core.api.plugin",
     "core.secrets": "gateway_core.commands.secrets",
+    "core.config": "gateway_core.commands.config",
 }
 
 

@@ -23,7 +23,7 @@ def register_commands(register: Callable[..., None]) -> None:
 
 def _configure_serve(parser: argparse.ArgumentParser) -> None:
     _address_options(parser)
-    parser.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default 1)")
+    parser.add_argument("--workers", type=int, default=os.environ.get("RELAYGATE_WORKERS", "1"), metavar="N", help="worker processes (default: $RELAYGATE_WORKERS, else 1)")
     parser.add_argument(
         "--grace", type=float, metavar="SECONDS",
         help="on SIGTERM or SIGINT, how long in-flight requests and streams may take to finish (default: [gateway] shutdown_grace_seconds, 30)",
@@ -205,9 +205,12 @@ def _ensure_key_file(cli: CommandContext) -> Path | None:
     return path if create_key_file(path) else None
 
 
+SERVE_ENVIRONMENT = {"host": ("RELAYGATE_HOST", "127.0.0.1"), "port": ("RELAYGATE_PORT", "8080"), "workers": ("RELAYGATE_WORKERS", "1")}
+
+
 def _address_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    parser.add_argument("--host", default=os.environ.get("RELAYGATE_HOST", "127.0.0.1"), help="address to listen on (default: $RELAYGATE_HOST, else 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=os.environ.get("RELAYGATE_PORT", "8080"), help="port (default: $RELAYGATE_PORT, else 8080)")
 
 
 def _host_for_url(host: str) -> str:
