@@ -139,6 +139,9 @@ class Config:
     # a key asking for a model it may not use is told why (403), not only "not found
     # or not permitted" (400), which it also gets for a model that does not exist
     detailed_model_errors: bool = False
+    # a model its operator has not priced is charged at the catalogue's list price
+    # (gateway_core/billing/catalogue.json); false: it is refused, 403 model_not_priced
+    price_catalogue: bool = True
     # where each setting came from ("db", a [gateway] name): a flag, an environment
     # variable, the plugins file; absent: the default (relaygate config show)
     sources: Mapping[str, str] = attrs.field(factory=dict, eq=False, repr=False)
@@ -210,7 +213,7 @@ GATEWAY_SETTINGS = (
     "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds", "redis_faults",
     "hold_lease_seconds", "replica", "shutdown_grace_seconds", "server", "pin_workers",
     "budget_timezone", "budget_window", "cost_header", "json", "detailed_model_errors",
-    "body_timeout", "max_answer_bytes", "max_frame_bytes", "write_timeout",
+    "body_timeout", "max_answer_bytes", "max_frame_bytes", "write_timeout", "price_catalogue",
 )  # fmt: skip
 
 
@@ -271,6 +274,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str | None = None, sou
             redis_faults=_redis_faults(gateway),
             json_limits=_json_limits(gateway.get("json", {})),
             detailed_model_errors=_flag(gateway, "detailed_model_errors", defaults.detailed_model_errors),
+            price_catalogue=_flag(gateway, "price_catalogue", defaults.price_catalogue),
             source=source,
         )
     except (TypeError, ValueError) as exc:

@@ -239,6 +239,7 @@ class PriceRecord:
     tier_threshold_tokens: int | None = None
     tier_input_micros_per_mtok: int | None = None
     tier_output_micros_per_mtok: int | None = None
+    source: str = "operator"  # or "catalogue": the list price of a model not priced (billing/catalogue.py)
 
 
 # --- what the admin port reads and writes (gateway_core.admin.port) --------------------

@@ -79,6 +79,7 @@ class Services:
 
             store = open_store(config.db_path, registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout)
         from .store import admin_ports, response_store
+        from .billing.catalogue import with_catalogue
         from .store.sealing import default_key_file, use_key_file
 
         use_key_file(default_key_file(config.db_path))  # relaygate init's secret key, when no RELAYGATE_SECRET_KEY is set
@@ -119,7 +120,7 @@ class Services:
             sql=sql,
             responses=response_store(store),
             rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
-            prices=TtlSnapshot(store.price_snapshot),
+            prices=TtlSnapshot(with_catalogue(store.price_snapshot) if config.price_catalogue else store.price_snapshot),
             affinity=affinity_for(config, shared.client if shared is not None else None),
             hold_sweeper=HoldSweeper(store, config.stale_hold_seconds, lease=config.hold_lease_seconds, replica=config.replica),
         )

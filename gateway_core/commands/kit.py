@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..access_records import Actor
 from ..admin import Admin, Caches, audit
+from ..admin.context import catalogue_of
 from ..config import Config
 from ..jsonable import to_jsonable
 from ..money import format_usd
@@ -94,12 +95,13 @@ class CommandContext:
                 "or point --db, RELAYGATE_DB or RELAYGATE_HOME at yours"
             )
         async with open_admin(config.db_path, self.registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout) as port:
+            catalogue = catalogue_of(config.price_catalogue)
             if not config.redis:
-                return await operation(Admin(port, self.registry.channel_types))
+                return await operation(Admin(port, self.registry.channel_types, catalogue=catalogue))
             from ..shared.bus import publisher
 
             async with publisher(config.redis, config.redis_prefix) as publish:
-                return await operation(Admin(port, self.registry.channel_types, Caches(publish=publish)))
+                return await operation(Admin(port, self.registry.channel_types, Caches(publish=publish), catalogue))
 
     async def audit(self, admin: Admin, action: str, target: str, before: Any = None, after: Any = None) -> None:
         """Record a write made by this command in the audit log, as :func:`cli_actor`

@@ -226,7 +226,7 @@ class SqliteAdmin(SqliteAccess):
 
     async def set_price(self, price: PriceRecord) -> PriceRecord:
         fields = attrs.asdict(price)
-        del fields["updated_at"]
+        del fields["updated_at"], fields["source"]  # stored: the operator's
         return await self._write(lambda conn: prices.set_price(conn, **fields))
 
     async def list_prices(self) -> list[PriceRecord]:

@@ -63,7 +63,7 @@ async def add_channel(conn: asyncpg.Connection, fields: Mapping[str, Any]) -> in
 
 async def set_price(conn: asyncpg.Connection, price: PriceRecord) -> PriceRecord:
     fields = attrs.asdict(price)
-    del fields["updated_at"]
+    del fields["updated_at"], fields["source"]  # stored: the operator's
     record = checked_price(**fields)
     await conn.execute(_SET_PRICE, *price_values(record))
     return record
