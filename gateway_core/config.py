@@ -136,9 +136,10 @@ class Config:
     # the address ``relaygate serve`` listens on (None elsewhere), for plugins that
     # warn at start-up about what it exposes
     serve_host: str | None = None
-    # a key asking for a model it may not use is told why (403), not only "not found
-    # or not permitted" (400), which it also gets for a model that does not exist
-    detailed_model_errors: bool = False
+    # a key asking for a model that exists but that it may not use (its restriction,
+    # its group) gets 403 saying so; true: the same 400 "not found or not permitted" as
+    # an unknown model, so that a key cannot learn other groups' model names
+    hide_forbidden_models: bool = False
     # a model its operator has not priced is charged at the catalogue's list price
     # (gateway_core/billing/catalogue.json); false: it is refused, 403 model_not_priced
     price_catalogue: bool = True
@@ -212,7 +213,7 @@ GATEWAY_SETTINGS = (
     "session_affinity", "session_header", "session_ttl", "session_max_entries", "db_timeout",
     "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds", "redis_faults",
     "hold_lease_seconds", "replica", "shutdown_grace_seconds", "server", "pin_workers",
-    "budget_timezone", "budget_window", "cost_header", "json", "detailed_model_errors",
+    "budget_timezone", "budget_window", "cost_header", "json", "hide_forbidden_models",
     "body_timeout", "max_answer_bytes", "max_frame_bytes", "write_timeout", "price_catalogue",
 )  # fmt: skip
 
@@ -226,7 +227,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str | None = None, sou
     plugins = data.get("plugins", {})
     if not isinstance(gateway, dict) or not isinstance(plugins, dict):
         raise ConfigError(f"{where}: [gateway] and [plugins.NAME] must be tables")
-    unknown = set(gateway) - set(GATEWAY_SETTINGS)
+    unknown = set(gateway) - set(GATEWAY_SETTINGS) - {"detailed_model_errors"}
     if unknown:
         raise ConfigError(f"{where}: unknown [gateway] setting(s): {', '.join(sorted(unknown))}")
     timeouts = gateway.get("timeouts", {})
@@ -273,12 +274,20 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str | None = None, sou
             shutdown_drain_seconds=_seconds(gateway, "shutdown_drain_seconds", defaults.shutdown_drain_seconds, zero=True),
             redis_faults=_redis_faults(gateway),
             json_limits=_json_limits(gateway.get("json", {})),
-            detailed_model_errors=_flag(gateway, "detailed_model_errors", defaults.detailed_model_errors),
+            hide_forbidden_models=_hide_forbidden_models(gateway),
             price_catalogue=_flag(gateway, "price_catalogue", defaults.price_catalogue),
             source=source,
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
+
+
+def _hide_forbidden_models(gateway: dict[str, Any]) -> bool:
+    """``hide_forbidden_models``; an older file's ``detailed_model_errors`` (its opposite,
+    whose default was to hide) is honoured when the new name is absent."""
+    if "hide_forbidden_models" in gateway or "detailed_model_errors" not in gateway:
+        return _flag(gateway, "hide_forbidden_models", False)
+    return not _flag(gateway, "detailed_model_errors", False)
 
 
 SERVERS = ("hypercorn", "uvicorn")  # relaygate serve --server, [gateway] server

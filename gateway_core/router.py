@@ -101,25 +101,24 @@ MODEL_NOT_FOUND = "model_not_found"
 MODEL_NOT_ALLOWED = "model_not_allowed"
 
 
-def model_refusal(index: ChannelIndex, key: KeyRecord, model: str, *, detailed: bool = False) -> GatewayError | None:
+def model_refusal(index: ChannelIndex, key: KeyRecord, model: str, *, hide: bool = False) -> GatewayError | None:
     """Why ``key`` may not call ``model``, or ``None`` when it may.
 
-    A model no enabled channel serves, one outside the key's own model
-    restriction and one not served to the key's group are all the same 400
-    ``model_not_found`` (a key cannot learn which models exist in groups it
-    cannot use); the reason is logged. ``detailed`` (``[gateway]
-    detailed_model_errors``) tells the client the reason instead: 400
-    ``model_not_found`` for an unknown model, 403 ``model_not_allowed`` for the
-    others. Model names match exactly (case and hyphens count).
+    A model no enabled channel serves is 400 ``model_not_found``; one outside the
+    key's own model restriction or not served to the key's group is 403
+    ``model_not_allowed`` saying which (the spec's permission error). ``hide``
+    (``[gateway] hide_forbidden_models``) answers the latter as the former, so that
+    a key cannot learn which models exist in groups it cannot use; the reason is
+    then logged. Model names match exactly (case and hyphens count).
     """
     refusal = _model_refusal(index, key, model)
-    return None if refusal is None else _as_shown(refusal, model, detailed)
+    return None if refusal is None else _as_shown(refusal, model, hide)
 
 
-def _as_shown(refusal: GatewayError, model: str, detailed: bool) -> GatewayError:
-    """The refusal as the client sees it: the same for a model that does not exist
-    and one the key may not use, unless ``detailed``."""
-    if detailed or refusal.code not in (MODEL_NOT_FOUND, MODEL_NOT_ALLOWED):
+def _as_shown(refusal: GatewayError, model: str, hide: bool) -> GatewayError:
+    """The refusal as the client sees it: with ``hide``, the same for a model that
+    does not exist and one the key may not use."""
+    if not hide or refusal.code not in (MODEL_NOT_FOUND, MODEL_NOT_ALLOWED):
         return refusal
     log.info("model refused", model=model, reason=refusal.message)
     return InvalidRequestError(
@@ -144,7 +143,7 @@ def _model_refusal(index: ChannelIndex, key: KeyRecord, model: str) -> GatewayEr
         )
     if key.models and model not in key.models:
         return PermissionDeniedError(
-            f"The model '{model}' is not allowed for this API key: the key is restricted to "
+            f"This API key lacks permission for the model '{model}': the key is restricted to "
             f"{len(key.models)} model(s). {MODELS_HINT}",
             code=MODEL_NOT_ALLOWED,
             param="model",
@@ -156,7 +155,7 @@ def _model_refusal(index: ChannelIndex, key: KeyRecord, model: str) -> GatewayEr
 
 def _group_refusal(key: KeyRecord, model: str) -> PermissionDeniedError:
     return PermissionDeniedError(
-        f"The model '{model}' is not available to the group '{key.group}' of this key. {MODELS_HINT}",
+        f"This API key lacks permission for the model '{model}': it is not available to the key's group '{key.group}'. {MODELS_HINT}",
         code=MODEL_NOT_ALLOWED,
         param="model",
     )
@@ -171,11 +170,11 @@ class Router:
         ttl: float = 1.0,
         rng: random.Random | None = None,
         timeouts: Timeouts = Timeouts(),
-        detailed_model_errors: bool = False,
+        hide_forbidden_models: bool = False,
         fallbacks: Callable[[], Awaitable[list[ModelFallback]]] | None = None,
     ) -> None:
         self._store = store
-        self.detailed_model_errors = detailed_model_errors
+        self.hide_forbidden_models = hide_forbidden_models
         self._channel_types = channel_types
         self._rng = rng or random.Random()
         self._timeouts = timeouts
@@ -254,7 +253,7 @@ class Router:
         routes = index.by_group_model.get((key.group, model))
         if not routes:
             refusal = _model_refusal(index, key, model) or _group_refusal(key, model)
-            raise _as_shown(refusal, model, self.detailed_model_errors)
+            raise _as_shown(refusal, model, self.hide_forbidden_models)
         serving = [r for r in routes if self._serves(r.channel, endpoint)]
         if not serving:
             raise NotFoundError(

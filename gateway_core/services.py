@@ -85,7 +85,7 @@ class Services:
         use_key_file(default_key_file(config.db_path))  # relaygate init's secret key, when no RELAYGATE_SECRET_KEY is set
         admin, sql = admin_ports(store)
         router = Router(
-            store, registry.channel_types, timeouts=config.timeouts, detailed_model_errors=config.detailed_model_errors, fallbacks=admin.list_fallbacks
+            store, registry.channel_types, timeouts=config.timeouts, hide_forbidden_models=config.hide_forbidden_models, fallbacks=admin.list_fallbacks
         )
         metrics = Metrics(known_model=router.known_model)
         metrics.watch_store(store, sql.dialect)

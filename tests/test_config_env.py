@@ -98,3 +98,13 @@ def test_config_show_says_where_each_setting_came_from_and_masks_secrets(tmp_pat
     assert shown["db"]["from"].startswith("default") and shown["db"]["value"].endswith("relaygate.db")
     assert shown["max_body_bytes"] == {"value": 33554432, "from": "default"}
     assert set(GATEWAY_SETTINGS) <= set(shown)
+
+
+@pytest.mark.parametrize(("toml", "hidden"), [
+    ("", False), ("[gateway]\nhide_forbidden_models = true\n", True),
+    ("[gateway]\ndetailed_model_errors = false\n", True),  # an older file that asked for the indistinguishable answer keeps it
+    ("[gateway]\ndetailed_model_errors = true\n", False),
+    ("[gateway]\ndetailed_model_errors = false\nhide_forbidden_models = false\n", False),  # the new name wins
+])  # fmt: skip
+def test_hide_forbidden_models_and_the_older_name(tmp_path, toml, hidden):
+    assert config_of({}, tmp_path, toml).hide_forbidden_models is hidden
