@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 
 import attrs
 import structlog
 
 from . import endpoints
+from .billing.catalogue import CatalogueModel, load_catalogue
 from .channel_type import Timeouts
 from .errors import GatewayError, InvalidRequestError, NotFoundError, PermissionDeniedError, UpstreamUnavailableError
 from .model import ModelInfo
@@ -161,6 +162,11 @@ def _group_refusal(key: KeyRecord, model: str) -> PermissionDeniedError:
     )
 
 
+def _limit(known: Mapping[str, CatalogueModel], model: str, field: str) -> int | None:
+    entry = known.get(model)
+    return getattr(entry, field) if entry is not None else None
+
+
 class Router:
     def __init__(
         self,
@@ -245,7 +251,12 @@ class Router:
         models = index.group_models.get(key.group, set())
         if key.models:
             models = models & set(key.models)
-        return [ModelInfo(id=m, created=index.models.get(m, 0)) for m in sorted(models)]
+        known = load_catalogue().models
+        return [
+            ModelInfo(id=m, created=index.models.get(m, 0), input_token_limit=_limit(known, m, "context_window"),
+                      output_token_limit=_limit(known, m, "max_output_tokens"))
+            for m in sorted(models)
+        ]  # fmt: skip
 
     async def candidates(self, key: KeyRecord, model: str, endpoint: str) -> list[Route]:
         """The channels to try for ``model`` at ``endpoint``, in order; raises when none."""

@@ -37,7 +37,7 @@ def test_model_object_has_the_fields_sdks_read(examples):
 
 def test_render_models_lists_or_gets_the_model_the_call_names():
     protocol = GeminiProtocol()
-    route = next(r for r in protocol.routes() if r.path == "/v1beta/models/{model}" and r.methods == ("GET",))
+    route = next(r for r in protocol.routes() if r.path == "/v1beta/models/{model:path}" and r.methods == ("GET",))
     call = protocol.parse(route, b"", {}, {}, {"model": "b-model"})
     assert orjson.loads(protocol.render_models(call, MODELS, {}, {}))["name"] == "models/b-model"
     listing = next(r for r in protocol.routes() if r.path == "/v1beta/models")
@@ -65,7 +65,7 @@ def test_routes_put_methods_before_the_model_route():
     paths = [(r.path, r.methods) for r in GeminiProtocol().routes()]
     for version in ("/v1beta", "/v1"):
         methods = [i for i, (p, _) in enumerate(paths) if p.startswith(f"{version}/models/{{model}}:")]
-        plain = paths.index((f"{version}/models/{{model}}", ("GET",)))
+        plain = paths.index((f"{version}/models/{{model:path}}", ("GET",)))
         assert len(methods) == 5 and max(methods) < plain
     shared = [r for r in GeminiProtocol().routes() if r.path == "/v1/models"]
     assert shared[0].match is is_gemini_request and shared[0].endpoint == endpoints.MODELS
