@@ -4,6 +4,7 @@ anthropic channel (the fast path) and on an openai channel (through the core mod
 from __future__ import annotations
 
 import anthropic
+import orjson
 import pytest
 from anthropic._constants import ANTHROPIC_API_VERSION
 
@@ -189,3 +190,18 @@ async def test_key_rate_limits_show_in_anthropic_headers(gateway, seed, models) 
     with pytest.raises(anthropic.RateLimitError) as caught:
         await limited.messages.create(model=models.claude, max_tokens=10, messages=[{"role": "user", "content": "x"}])
     assert caught.value.body["error"]["type"] == "rate_limit_error" and int(caught.value.response.headers["retry-after"]) >= 1
+
+
+async def test_count_tokens_on_a_gemini_channel_answers_the_count(fake_upstream, seed, start_gateway) -> None:
+    from gateway_gemini.fake_upstream import FakeGemini
+
+    gemini = await fake_upstream(FakeGemini())
+    user = seed.user("carol")
+    _, secret = seed.key(user)
+    seed.channel("gem", type="gemini", base_url=gemini.url, models=["gemini-for-claude-code"])
+    gateway = start_gateway()
+    client = anthropic.AsyncAnthropic(base_url=gateway.url, api_key=secret, max_retries=0)
+    raw = await client.messages.with_raw_response.count_tokens(model="gemini-for-claude-code", messages=[{"role": "user", "content": "Hello, world"}])
+    assert sorted(orjson.loads(raw.http_response.content)) == ["input_tokens"]  # {"input_tokens": N}, not a Message
+    counted = await raw.parse()
+    assert counted.input_tokens > 0 and gemini.requests[-1]["path"].endswith(":countTokens")
