@@ -85,7 +85,8 @@ class JsonReply:
     ``wire`` names the wire of ``body`` when the channel answered in the client's
     own wire although asked to convert (see :attr:`Frame.wire`): the body is then
     sent as on the fast path. ``media`` is what the call used that is priced per
-    unit (images, characters, audio), for billing.
+    unit (images, characters, audio), for billing. ``estimated``: the channel
+    computed ``usage`` itself (the upstream reported none); the usage row says so.
     """
 
     body: bytes | None
@@ -95,6 +96,7 @@ class JsonReply:
     content_type: str = "application/json"
     wire: str | None = None
     media: MediaUsage | None = None
+    estimated: bool = False  # ``usage`` is the channel's own estimate, not the upstream's report
 
 
 @attrs.define
