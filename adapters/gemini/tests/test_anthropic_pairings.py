@@ -142,3 +142,14 @@ async def test_anthropic_sdk_web_search_on_a_gemini_channel(claude_client, gemin
     message = await client.messages.create(model=GEMINI_MODEL, max_tokens=100, tools=tools, messages=[{"role": "user", "content": "news?"}])
     assert message.content[0].text == "echo: news?"
     assert gemini_upstream.requests[-1]["body"]["tools"] == [{"googleSearch": {}}]
+
+
+async def test_genai_count_tokens_on_an_anthropic_channel_is_counted_there(pairing_key, genai_client, anthropic_upstream, seed):
+    client = genai_client(pairing_key, "v1beta")
+    result = await client.models.count_tokens(model=CLAUDE_MODEL, contents="how many tokens is this?")
+    received = anthropic_upstream.requests[-1]
+    assert received["path"] == "/v1/messages/count_tokens" and received["body"]["model"] == CLAUDE_MODEL
+    assert "max_tokens" not in received["body"] and "stream" not in received["body"]  # what count_tokens takes only
+    assert result.total_tokens > 0
+    row = seed.rows("SELECT * FROM usage_logs")[-1]
+    assert (row["endpoint"], row["status"], row["cost_micros"]) == ("count_tokens", 200, 0)
