@@ -245,9 +245,40 @@ def request_to_wire(request: ChatRequest, model: str, *, default_max_tokens: int
             continue
         if all_extra or (key in ANTHROPIC_PARAMS and _SHARED_VALUES.get(key, lambda v: True)(value)):
             out.setdefault(key, value)  # the core fields above win over extras
+    if not all_extra:
+        _structured_output(out, request.extra.get("response_format"))
     if request.stream:
         out["stream"] = True
     return out
+
+
+def _structured_output(out: JSON, fmt: Any) -> None:
+    """Another protocol's JSON output (OpenAI's ``response_format``, which the Gemini
+    protocol writes too) as Anthropic's: a schema becomes ``output_config.format``
+    (every object closed, as Anthropic's structured outputs require); plain JSON,
+    which Anthropic has no switch for, an instruction at the end of the system prompt."""
+    if not isinstance(fmt, dict) or "output_config" in out:
+        return
+    if fmt.get("type") == "json_schema":
+        schema = (fmt.get("json_schema") or {}).get("schema")
+        if isinstance(schema, dict):
+            out["output_config"] = {"format": {"type": "json_schema", "schema": _closed(schema)}}
+    elif fmt.get("type") == "json_object":
+        instruction = {"type": "text", "text": "Answer with one JSON object and nothing else."}
+        system = out.get("system")
+        out["system"] = [*( [{"type": "text", "text": system}] if isinstance(system, str) else system or []), instruction]
+
+
+def _closed(schema: Any) -> Any:
+    """``schema`` with ``additionalProperties: false`` on each object that does not say."""
+    if isinstance(schema, list):
+        return [_closed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    closed = {key: _closed(value) for key, value in schema.items()}
+    if closed.get("type") == "object" and "additionalProperties" not in closed:
+        closed["additionalProperties"] = False
+    return closed
 
 
 def _results_first(role: str, blocks: list[JSON]) -> list[JSON]:

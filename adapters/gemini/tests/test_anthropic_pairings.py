@@ -153,3 +153,17 @@ async def test_genai_count_tokens_on_an_anthropic_channel_is_counted_there(pairi
     assert result.total_tokens > 0
     row = seed.rows("SELECT * FROM usage_logs")[-1]
     assert (row["endpoint"], row["status"], row["cost_micros"]) == ("count_tokens", 200, 0)
+
+
+async def test_genai_json_output_reaches_an_anthropic_channel_as_structured_output(pairing_key, genai_client, anthropic_upstream):
+    """The Gemini CLI's model router asks for JSON first (responseMimeType and a schema)."""
+    client = genai_client(pairing_key, "v1beta")
+    schema = {"type": "object", "properties": {"reasoning": {"type": "string"}, "model_choice": {"type": "string", "enum": ["flash", "pro"]}}, "required": ["reasoning", "model_choice"]}
+    config = types.GenerateContentConfig(response_mime_type="application/json", response_json_schema=schema)
+    await client.models.generate_content(model=CLAUDE_MODEL, contents="route this", config=config)
+    sent = anthropic_upstream.requests[-1]["body"]["output_config"]["format"]
+    assert sent["type"] == "json_schema" and sent["schema"]["properties"]["model_choice"]["enum"] == ["flash", "pro"]
+    assert sent["schema"]["additionalProperties"] is False  # Anthropic's structured outputs want closed objects
+    await client.models.generate_content(model=CLAUDE_MODEL, contents="any json", config=types.GenerateContentConfig(response_mime_type="application/json"))
+    system = anthropic_upstream.requests[-1]["body"]["system"]
+    assert "JSON object" in (system if isinstance(system, str) else system[-1]["text"])
