@@ -54,6 +54,7 @@ class CatalogueModel:
     context_window: int | None
     max_output_tokens: int | None
     input_modalities: tuple[str, ...]
+    reasoning: bool = False  # it can think (reason) before answering
 
 
 @attrs.frozen
@@ -72,6 +73,12 @@ def load_catalogue() -> Catalogue:
     return parse_catalogue(json.loads(text))
 
 
+def catalogue_model(name: str) -> CatalogueModel | None:
+    """What the catalogue knows of the model ``name`` (``None``: nothing), for
+    adapters that shape a request by what the upstream model can do."""
+    return load_catalogue().models.get(name)
+
+
 def parse_catalogue(data: Mapping[str, Any]) -> Catalogue:
     """Our catalogue format: ``{"checked": DATE, "models": {NAME: {"input": "2.5", …}}}``."""
     checked = str(data.get("checked") or "")
@@ -81,7 +88,7 @@ def parse_catalogue(data: Mapping[str, Any]) -> Catalogue:
         models[name] = CatalogueModel(
             price=price_of(name, entry, updated_at=updated_at), provider=entry.get("provider"), mode=str(entry.get("mode", "chat")),
             context_window=entry.get("context_window"), max_output_tokens=entry.get("max_output_tokens"),
-            input_modalities=tuple(entry.get("input_modalities", ("text",))),
+            input_modalities=tuple(entry.get("input_modalities", ("text",))), reasoning=bool(entry.get("reasoning_model")),
         )  # fmt: skip
     return Catalogue(checked, models)
 
