@@ -15,6 +15,9 @@
     [gateway.redis_faults]    # Redis unreachable: "open" or "closed" per kind
     rate_limits = "closed"
 
+    [retention]               # how long usage rows are kept (gateway_core/retention.py)
+    usage_days = 90
+
     [plugins.acme]            # a plugin's own settings
     default_max_tokens = 4096
 """
@@ -32,6 +35,7 @@ import attrs
 from .channel_type import Timeouts
 from .json_body import DEFAULT_LIMITS, JsonLimits
 from .ratelimit.faults import FaultPolicy
+from .retention import Retention
 
 DEFAULT_DB = "./data/relaygate.db"
 
@@ -120,6 +124,8 @@ class Config:
     # a key asking for a model it may not use is told why (403), not only "not found
     # or not permitted" (400), which it also gets for a model that does not exist
     detailed_model_errors: bool = False
+    # [retention]: how long the usage log keeps its rows, and the job that rolls it up and prunes it
+    retention: Retention = Retention()
 
     def plugin_settings(self, name: str) -> dict[str, Any]:
         return self.plugins.get(name, {})
@@ -223,6 +229,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             redis_faults=_redis_faults(gateway),
             json_limits=_json_limits(gateway.get("json", {})),
             detailed_model_errors=_flag(gateway, "detailed_model_errors", defaults.detailed_model_errors),
+            retention=Retention.from_table(data.get("retention", {})),
             source=source,
         )
     except (TypeError, ValueError) as exc:

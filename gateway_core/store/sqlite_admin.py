@@ -44,12 +44,13 @@ from .audit import audit
 from .connection import atomic
 from .limits import get_limits, set_key_limits, set_user_limits
 from .sqlite_access import SqliteAccess
+from .sqlite_retention import SqliteRetention
 from .sqlite_store import Store
 
 T = TypeVar("T")
 
 
-class SqliteAdmin(SqliteAccess):
+class SqliteAdmin(SqliteAccess, SqliteRetention):
     """The admin port of a running :class:`Store`."""
 
     def __init__(self, store: Store) -> None:

@@ -1,0 +1,186 @@
+"""Hourly totals of the usage log (migration ``0017_usage_hourly``), kept apart
+from its rows so that the dashboards' figures survive pruning (:mod:`gateway_core.retention`).
+
+``usage_hourly`` has one row per UTC hour, user, key, model, channel (id and
+name) and status, with its requests, tokens and cost. Absent values are kept as
+``0`` or ``''`` (a primary key cannot hold ``NULL`` on SQLite) and read back as
+``NULL``. It is filled off the request path: a rollup folds the usage rows of
+ids ``(rolled_id, next]`` into it, adding to the hours they fall in, and moves
+``usage_rollup.rolled_id`` in the same transaction, so every row is counted
+exactly once however late it was written. Pruning deletes only rows whose id is
+at most ``rolled_id``.
+
+A totals read (:func:`totals_source`) is one statement, hence one snapshot: the
+whole hours of its span from ``usage_hourly``, and from ``usage_logs`` the
+partial hours at both ends of the span and the rows not rolled up yet
+(``id > rolled_id``, a short range of the primary key).
+
+Ids are handed out in commit order on SQLite (one writer at a time), not on
+PostgreSQL (a transaction may take an id, then commit after a later one): there
+the rollup folds only up to the largest id it saw ``margin`` seconds before
+(``usage_rollup.seen_id``, ``seen_at``), by when every transaction holding a
+smaller id has committed or rolled back (a settlement lives for seconds).
+
+The statements here are written for both stores (``?`` placeholders, which the
+PostgreSQL store numbers); :func:`roll_up` and :func:`prune` run them on SQLite.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from typing import Any
+
+from ..retention import Prunable, RollupStep
+
+HOUR = 3600
+MIGRATION_NAME = "0017_usage_hourly"
+KEY_COLUMNS = ("hour", "user_id", "key_id", "model", "channel_id", "channel_name", "status")
+SUM_COLUMNS = ("requests", "input_tokens", "output_tokens", "cost_micros")
+
+_TABLES = """
+CREATE TABLE usage_hourly (
+    hour {int} NOT NULL, user_id {int} NOT NULL, key_id {int} NOT NULL, model TEXT NOT NULL,
+    channel_id {int} NOT NULL, channel_name TEXT NOT NULL, status {int} NOT NULL,
+    requests {int} NOT NULL, input_tokens {int} NOT NULL, output_tokens {int} NOT NULL, cost_micros {int} NOT NULL,
+    PRIMARY KEY (hour, user_id, key_id, model, channel_id, channel_name, status)
+);
+CREATE INDEX idx_usage_hourly_user_id_hour ON usage_hourly (user_id, hour);
+CREATE TABLE usage_rollup (
+    id {int} PRIMARY KEY CHECK (id = 1), rolled_id {int} NOT NULL, seen_id {int} NOT NULL, seen_at {real} NOT NULL
+);
+INSERT INTO usage_rollup (id, rolled_id, seen_id, seen_at) VALUES (1, 0, 0, 0);
+"""
+USAGE_HOURLY_POSTGRES = _TABLES.format(int="BIGINT", real="DOUBLE PRECISION")
+
+
+def migrate_0017_usage_hourly(db: Any) -> None:
+    """``usage_hourly`` (the usage log's totals by hour) and ``usage_rollup`` (how far it is filled)."""
+    for statement in _TABLES.format(int="INTEGER", real="REAL").split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _hour_of(column: str, postgres: bool) -> str:
+    return f"(floor({column} / 3600) * 3600)::bigint" if postgres else f"CAST({column} / 3600 AS INTEGER) * 3600"
+
+
+def fold_sql(postgres: bool = False) -> str:
+    """Add the usage rows of ids ``(?, ?]`` to their hours."""
+    keys = ", ".join(KEY_COLUMNS)
+    sums = ", ".join(f"{column} = usage_hourly.{column} + excluded.{column}" for column in SUM_COLUMNS)
+    return (
+        f"INSERT INTO usage_hourly ({keys}, {', '.join(SUM_COLUMNS)}) "
+        f"SELECT {_hour_of('created_at', postgres)}, coalesce(user_id, 0), coalesce(key_id, 0), coalesce(model, ''), "
+        "coalesce(channel_id, 0), coalesce(channel_name, ''), coalesce(status, 0), count(*), "
+        "coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), coalesce(sum(cost_micros), 0) "
+        "FROM usage_logs WHERE id > ? AND id <= ? GROUP BY 1, 2, 3, 4, 5, 6, 7 "
+        f"ON CONFLICT ({keys}) DO UPDATE SET {sums}"
+    )
+
+
+STATE = "SELECT rolled_id, seen_id, seen_at FROM usage_rollup WHERE id = 1"
+TOP = "SELECT coalesce(max(id), 0) FROM usage_logs"
+SET_STATE = "UPDATE usage_rollup SET rolled_id = ?, seen_id = ?, seen_at = ? WHERE id = 1"
+# ? before (a time), ? the most rows: the oldest rows before it that are rolled up
+PRUNE = (
+    "DELETE FROM usage_logs WHERE id IN (SELECT id FROM usage_logs{index} WHERE created_at < ? "
+    "AND id <= (SELECT rolled_id FROM usage_rollup WHERE id = 1) ORDER BY created_at LIMIT ?)"
+)
+# ? before: rows a prune would delete (rolled up) and would not yet (not rolled up), with their span
+PRUNABLE = (
+    "SELECT count(*) FILTER (WHERE u.id <= r.rolled_id), count(*) FILTER (WHERE u.id > r.rolled_id), "
+    "min(u.created_at) FILTER (WHERE u.id <= r.rolled_id), max(u.created_at) FILTER (WHERE u.id <= r.rolled_id), r.rolled_id "
+    "FROM usage_rollup AS r LEFT JOIN usage_logs AS u ON u.created_at < ? WHERE r.id = 1 GROUP BY r.rolled_id"
+)
+
+
+def next_step(state: tuple[int, int, float], top: int, now: float, batch: int, margin: float) -> RollupStep:
+    """The next step from ``state`` (``rolled_id, seen_id, seen_at``) with ``top``
+    the largest id written: ids up to ``seen_id`` are folded once ``margin``
+    seconds have passed since it was seen; once they are, ``top`` is the next mark."""
+    rolled, seen, seen_at = int(state[0]), int(state[1]), float(state[2])
+    ripe = now - seen_at >= margin
+    safe = seen if ripe else rolled
+    end = max(rolled, min(safe, rolled + batch))
+    if end >= seen and ripe and top > seen:
+        seen, seen_at = top, now
+    return RollupStep(rolled, end, seen, seen_at)
+
+
+def roll_up(conn: sqlite3.Connection, batch: int, margin: float, now: float) -> RollupStep:
+    """One rollup transaction on SQLite (through the writer: one at a time)."""
+    step = next_step(conn.execute(STATE).fetchone(), conn.execute(TOP).fetchone()[0], now, batch, margin)
+    if step.folded:
+        conn.execute(fold_sql(), (step.rolled_id, step.end))
+    conn.execute(SET_STATE, (step.end, step.seen_id, step.seen_at))
+    return step
+
+
+def prune(conn: sqlite3.Connection, before: float, batch: int) -> int:
+    """Delete at most ``batch`` of the oldest rolled-up rows created before ``before``; how many."""
+    return conn.execute(PRUNE.format(index=" INDEXED BY idx_usage_logs_created_at"), (before, batch)).rowcount
+
+
+def prunable_of(row: Any) -> Prunable:
+    count, waiting, oldest, newest, rolled = tuple(row)
+    return Prunable(int(count), int(waiting), oldest, newest, int(rolled))
+
+
+def prunable(conn: sqlite3.Connection, before: float) -> Prunable:
+    """The rows created before ``before``: rolled up (what a prune deletes) and not yet."""
+    return prunable_of(conn.execute(PRUNABLE, (before,)).fetchone())
+
+
+# --- reading totals ---------------------------------------------------------------------
+
+_RAW = (
+    "SELECT created_at AS t, user_id, key_id, model, channel_name, status, 1 AS requests, "
+    "input_tokens, output_tokens, cost_micros FROM usage_logs"
+)
+_HOURLY = (
+    "SELECT CAST(hour AS {real}) AS t, nullif(user_id, 0) AS user_id, nullif(key_id, 0) AS key_id, "
+    "nullif(model, '') AS model, nullif(channel_name, '') AS channel_name, nullif(status, 0) AS status, requests, "
+    "input_tokens, output_tokens, cost_micros FROM usage_hourly"
+)
+_NOT_ROLLED = "id > (SELECT rolled_id FROM usage_rollup WHERE id = 1)"
+
+
+def totals_source(
+    since: float, until: float | None, user_id: int | None, *, postgres: bool = False, hourly: bool = True
+) -> tuple[str, list[Any]]:
+    """A subquery (and its parameters) of the usage rows from ``since`` to
+    ``until`` (of one user, or everyone's), each with the columns ``t`` (its
+    time), ``user_id``, ``key_id``, ``model``, ``channel_name``, ``status`` and
+    the sums ``requests``, ``input_tokens``, ``output_tokens``, ``cost_micros``:
+    whole hours from ``usage_hourly``, the rest from the log (module docstring).
+    ``hourly=False``: every row from the log, as before ``usage_hourly`` existed."""
+    first = math.ceil(since / HOUR) * HOUR
+    last = math.floor(until / HOUR) * HOUR if until is not None else None
+    parts: list[tuple[str, list[Any]]] = []
+
+    def part(select: str, where: list[str], params: list[Any]) -> None:
+        if user_id is not None:
+            where.append("user_id = ?")
+            params.append(user_id)
+        parts.append((f"{select} WHERE {' AND '.join(where)}", params))
+
+    if not hourly or (last is not None and first >= last):
+        part(_RAW, ["created_at >= ?", *(["created_at < ?"] if until is not None else [])], [since, *([until] if until is not None else [])])
+    else:
+        if since < first:
+            part(_RAW, ["created_at >= ?", "created_at < ?"], [since, float(first)])
+        if last is not None and until is not None and last < until:
+            part(_RAW, ["created_at >= ?", "created_at < ?"], [float(last), until])
+        # rows not rolled up yet: a short range of the primary key (SQLite: NOT INDEXED keeps it to the rowid)
+        recent = _RAW + ("" if postgres else " NOT INDEXED")
+        part(recent, [_NOT_ROLLED, "created_at >= ?", *(["created_at < ?"] if last is not None else [])], [float(first), *([float(last)] if last is not None else [])])
+        hours = _HOURLY.format(real="DOUBLE PRECISION" if postgres else "REAL")
+        part(hours, ["hour >= ?", *(["hour < ?"] if last is not None else [])], [first, *([last] if last is not None else [])])
+    return " UNION ALL ".join(sql for sql, _ in parts), [value for _, params in parts for value in params]
+
+
+def buckets_fit_hours(since: float, bucket: float | None) -> bool:
+    """Whether buckets of ``bucket`` seconds from ``since`` each hold whole hours
+    (else totals by time read every row of the log, as before)."""
+    return bucket is not None and since % HOUR == 0 and bucket % HOUR == 0
