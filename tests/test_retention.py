@@ -81,6 +81,7 @@ async def seed_people(url: str) -> None:
 # every figure a dashboard or report reads: (what, arguments of usage_totals or daily_spending)
 SPANS = [
     ("site 30 d by day", "time", NOW // HOUR * HOUR - 29 * DAY, NOW // HOUR * HOUR + HOUR, None, DAY),
+    ("site 7 d by UTC day", "time", NOW // DAY * DAY - 6 * DAY, NOW // DAY * DAY + DAY, None, DAY),
     ("site 24 h by hour", "time", NOW // HOUR * HOUR - 23 * HOUR, NOW // HOUR * HOUR + HOUR, None, HOUR),
     ("user 7 d by day, half-hour zone", "time", NOW // HOUR * HOUR - 7 * DAY + 1800, NOW + DAY, 3, DAY),
     ("site by model", "model", NOW - 30 * DAY, NOW + HOUR, None, None),
@@ -232,6 +233,16 @@ async def _no_sleep(_seconds: float) -> None:
     return None
 
 
-def test_daily_query_reads_whole_hours_from_the_hourly_totals():
-    sql, _params = daily_query(NOW - 7 * DAY)
-    assert "usage_hourly" in sql and "NOT INDEXED" in sql
+def test_which_totals_each_figure_reads():
+    site, params = daily_query(NOW // DAY * DAY - 7 * DAY)
+    assert "FROM usage_site" in site and "usage_hourly" not in site and "NOT INDEXED" in site
+    assert params[-3:] == [DAY, "model", NOW // DAY * DAY - 7 * DAY]  # whole UTC days
+    mine, _ = daily_query(NOW - 7 * DAY, 3)
+    assert "FROM usage_hourly" in mine and "usage_site" not in mine
+    # buckets of days on UTC midnights read days; in a zone off UTC, hours
+    utc, params = totals_query("time", NOW // DAY * DAY - 7 * DAY, 8, until=NOW // DAY * DAY + DAY, bucket=DAY)
+    assert params[-5:-2] == [DAY, "all", NOW // DAY * DAY - 7 * DAY]
+    zone, params = totals_query("time", NOW // DAY * DAY - 7 * DAY + 7200, 8, until=NOW // DAY * DAY + DAY + 7200, bucket=DAY)
+    assert DAY not in params[2:] and "FROM usage_site" in zone
+    raw, _ = totals_query("time", NOW - 7 * DAY, 8, until=NOW, bucket=DAY)  # buckets off the hour: every row
+    assert "usage_site" not in raw and "usage_hourly" not in raw

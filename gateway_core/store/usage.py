@@ -8,7 +8,7 @@ from typing import Any
 
 from ..records import ChannelTraffic, Cursor, DailySpending, UsageRow, UsageTotal
 from .connection import fetch_all, from_json, inserted_id, to_json
-from .usage_hourly import buckets_fit_hours, totals_source
+from .usage_hourly import DAY, buckets_fit, totals_source
 
 _COLUMNS = (
     "request_id", "created_at", "user_id", "key_id", "key_name", "protocol", "endpoint", "model",
@@ -193,7 +193,7 @@ def get_usage(conn: sqlite3.Connection, request: str | int) -> dict[str, Any] | 
 def daily_query(since: float, user_id: int | None = None, *, postgres: bool = False) -> tuple[str, list[Any]]:
     """The SQL (``?`` placeholders) and parameters of :func:`daily_spending`, for both
     stores: whole hours from ``usage_hourly`` (a UTC hour lies in one UTC day), the rest from the log."""
-    source, params = totals_source(since, None, user_id, postgres=postgres)
+    source, params = totals_source(since, None, user_id, postgres=postgres, site="model" if user_id is None else None, days=True)
     day = "to_char(to_timestamp(u.t) AT TIME ZONE 'UTC', 'YYYY-MM-DD')" if postgres else "date(u.t, 'unixepoch')"
     sql = (
         f"SELECT {day} AS day, coalesce(u.model, '?') AS model, CAST(coalesce(sum(u.cost_micros), 0) AS BIGINT) AS cost_micros, "
@@ -210,7 +210,7 @@ def daily_spending(conn: sqlite3.Connection, since: float, user_id: int | None =
 
 _REQUESTS_AND_ERRORS = (
     "CAST(coalesce(sum(u.requests), 0) AS BIGINT) AS requests, "
-    "CAST(coalesce(sum(CASE WHEN u.status >= 400 THEN u.requests ELSE 0 END), 0) AS BIGINT) AS errors"
+    "CAST(coalesce(sum(u.errors), 0) AS BIGINT) AS errors"
 )
 _TOTALS_BY = {  # what usage_totals groups by, the label it shows, and the join that label needs
     "model": ("u.model", "u.model", ""),
@@ -218,6 +218,7 @@ _TOTALS_BY = {  # what usage_totals groups by, the label it shows, and the join 
     "channel": ("u.channel_name", "u.channel_name", ""),
     "key": ("u.key_id, k.name", "coalesce(k.name, '-')", "LEFT JOIN api_keys AS k ON k.id = u.key_id"),
 }
+_SITE_DIMS = {"time": "all", "model": "model", "user": "user", "channel": "channel"}  # usage_site's dimension of each
 TOTALS_SPANS = ("time",)  # usage_totals by time: one row per ``bucket`` seconds from ``since``
 
 
@@ -240,17 +241,20 @@ def totals_query(
         span = "floor((u.t - ?) / ?)::bigint::text" if postgres else "CAST(CAST((u.t - ?) / ? AS INTEGER) AS TEXT)"
         group, label, join = "1", span, ""
         params += [since, bucket]
-        hourly = hourly and buckets_fit_hours(since, bucket)
+        hourly = hourly and buckets_fit(since, bucket)
     else:
         group, label, join = _TOTALS_BY[by]
-    source, source_params = totals_source(since, until, user_id, postgres=postgres, hourly=hourly)
+    # everyone's figures by one dimension read the site's totals (by UTC day where the buckets allow)
+    site = _SITE_DIMS.get(by) if user_id is None else None
+    days = by != "time" or buckets_fit(since, bucket, DAY)
+    source, source_params = totals_source(since, until, user_id, postgres=postgres, hourly=hourly, site=site, days=days)
     params += source_params
     sql = (
         f"SELECT {label} AS label, CAST(coalesce(sum(u.requests), 0) AS BIGINT) AS requests, "
         "CAST(coalesce(sum(u.input_tokens), 0) AS BIGINT) AS input_tokens, "
         "CAST(coalesce(sum(u.output_tokens), 0) AS BIGINT) AS output_tokens, "
         "CAST(coalesce(sum(u.cost_micros), 0) AS BIGINT) AS cost_micros, "
-        "CAST(coalesce(sum(CASE WHEN u.status >= 400 THEN u.requests ELSE 0 END), 0) AS BIGINT) AS errors "
+        "CAST(coalesce(sum(u.errors), 0) AS BIGINT) AS errors "
         f"FROM ({source}) AS u {join} GROUP BY {group}"
     )
     if by != "time":

@@ -33,7 +33,7 @@ from typing import Any
 
 from ..retention import Prunable, RollupStep
 
-HOUR = 3600
+HOUR, DAY = 3600, 86_400
 MIGRATION_NAME = "0017_usage_hourly"
 KEY_COLUMNS = ("hour", "user_id", "key_id", "model", "channel_id", "channel_name", "status")
 SUM_COLUMNS = ("requests", "input_tokens", "output_tokens", "cost_micros")
@@ -46,6 +46,11 @@ CREATE TABLE usage_hourly (
     PRIMARY KEY (hour, user_id, key_id, model, channel_id, channel_name, status)
 );
 CREATE INDEX idx_usage_hourly_user_id_hour ON usage_hourly (user_id, hour);
+CREATE TABLE usage_site (
+    span {int} NOT NULL, dim TEXT NOT NULL, start {int} NOT NULL, label TEXT NOT NULL,
+    requests {int} NOT NULL, input_tokens {int} NOT NULL, output_tokens {int} NOT NULL, cost_micros {int} NOT NULL,
+    errors {int} NOT NULL, PRIMARY KEY (span, dim, start, label)
+);
 CREATE TABLE usage_rollup (
     id {int} PRIMARY KEY CHECK (id = 1), rolled_id {int} NOT NULL, seen_id {int} NOT NULL, seen_at {real} NOT NULL
 );
@@ -76,6 +81,29 @@ def fold_sql(postgres: bool = False) -> str:
         "coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), coalesce(sum(cost_micros), 0) "
         "FROM usage_logs WHERE id > ? AND id <= ? GROUP BY 1, 2, 3, 4, 5, 6, 7 "
         f"ON CONFLICT ({keys}) DO UPDATE SET {sums}"
+    )
+
+
+SITE_DIMS = ("all", "model", "user", "channel")
+SITE_SPANS = (HOUR, DAY)
+
+
+def fold_site_sql(postgres: bool = False) -> str:
+    """Add the usage rows of ids ``(?, ?]`` to the whole site's totals by hour and by
+    UTC day, each overall (``all``) and by model, by user and by channel."""
+    start = "(floor(u.created_at / s.span) * s.span)::bigint" if postgres else "CAST(u.created_at / s.span AS INTEGER) * s.span"
+    sums = ", ".join(f"{column} = usage_site.{column} + excluded.{column}" for column in (*SUM_COLUMNS, "errors"))
+    spans = ", ".join(f"({span})" for span in SITE_SPANS)
+    dims = ", ".join(f"('{dim}')" for dim in SITE_DIMS)
+    return (
+        f"WITH s(span) AS (VALUES {spans}), d(dim) AS (VALUES {dims}) "
+        "INSERT INTO usage_site (span, dim, start, label, requests, input_tokens, output_tokens, cost_micros, errors) "
+        f"SELECT s.span, d.dim, {start}, CASE d.dim WHEN 'model' THEN coalesce(u.model, '') "
+        "WHEN 'user' THEN CAST(coalesce(u.user_id, 0) AS TEXT) WHEN 'channel' THEN coalesce(u.channel_name, '') ELSE '' END, "
+        "count(*), coalesce(sum(u.input_tokens), 0), coalesce(sum(u.output_tokens), 0), coalesce(sum(u.cost_micros), 0), "
+        "sum(CASE WHEN u.status >= 400 THEN 1 ELSE 0 END) "
+        "FROM usage_logs AS u, s, d WHERE u.id > ? AND u.id <= ? GROUP BY 1, 2, 3, 4 "
+        f"ON CONFLICT (span, dim, start, label) DO UPDATE SET {sums}"
     )
 
 
@@ -113,6 +141,7 @@ def roll_up(conn: sqlite3.Connection, batch: int, margin: float, now: float) -> 
     step = next_step(conn.execute(STATE).fetchone(), conn.execute(TOP).fetchone()[0], now, batch, margin)
     if step.folded:
         conn.execute(fold_sql(), (step.rolled_id, step.end))
+        conn.execute(fold_site_sql(), (step.rolled_id, step.end))
     conn.execute(SET_STATE, (step.end, step.seen_id, step.seen_at))
     return step
 
@@ -135,26 +164,46 @@ def prunable(conn: sqlite3.Connection, before: float) -> Prunable:
 # --- reading totals ---------------------------------------------------------------------
 
 _RAW = (
-    "SELECT created_at AS t, user_id, key_id, model, channel_name, status, 1 AS requests, "
-    "input_tokens, output_tokens, cost_micros FROM usage_logs"
+    "SELECT created_at AS t, user_id, key_id, model, channel_name, CASE WHEN status >= 400 THEN 1 ELSE 0 END AS errors, "
+    "1 AS requests, input_tokens, output_tokens, cost_micros FROM usage_logs"
 )
 _HOURLY = (
     "SELECT CAST(hour AS {real}) AS t, nullif(user_id, 0) AS user_id, nullif(key_id, 0) AS key_id, "
-    "nullif(model, '') AS model, nullif(channel_name, '') AS channel_name, nullif(status, 0) AS status, requests, "
-    "input_tokens, output_tokens, cost_micros FROM usage_hourly"
+    "nullif(model, '') AS model, nullif(channel_name, '') AS channel_name, "
+    "CASE WHEN status >= 400 THEN requests ELSE 0 END AS errors, requests, input_tokens, output_tokens, cost_micros FROM usage_hourly"
+)
+_SITE = (
+    "SELECT CAST(start AS {real}) AS t, {user} AS user_id, CAST(NULL AS {int}) AS key_id, {model} AS model, "
+    "{channel} AS channel_name, errors, requests, input_tokens, output_tokens, cost_micros FROM usage_site"
 )
 _NOT_ROLLED = "id > (SELECT rolled_id FROM usage_rollup WHERE id = 1)"
 
 
+def _site_select(dim: str, postgres: bool) -> str:
+    integer, real = ("BIGINT", "DOUBLE PRECISION") if postgres else ("INTEGER", "REAL")
+    none_int, none_text = f"CAST(NULL AS {integer})", "CAST(NULL AS TEXT)"
+    return _SITE.format(
+        real=real, int=integer,
+        user=f"nullif(CAST(label AS {integer}), 0)" if dim == "user" else none_int,
+        model="nullif(label, '')" if dim == "model" else none_text,
+        channel="nullif(label, '')" if dim == "channel" else none_text,
+    )  # fmt: skip
+
+
 def totals_source(
-    since: float, until: float | None, user_id: int | None, *, postgres: bool = False, hourly: bool = True
+    since: float, until: float | None, user_id: int | None, *, postgres: bool = False, hourly: bool = True,
+    site: str | None = None, days: bool = False,
 ) -> tuple[str, list[Any]]:
     """A subquery (and its parameters) of the usage rows from ``since`` to
     ``until`` (of one user, or everyone's), each with the columns ``t`` (its
-    time), ``user_id``, ``key_id``, ``model``, ``channel_name``, ``status`` and
-    the sums ``requests``, ``input_tokens``, ``output_tokens``, ``cost_micros``:
+    time), ``user_id``, ``key_id``, ``model``, ``channel_name`` and the sums
+    ``requests``, ``errors``, ``input_tokens``, ``output_tokens``, ``cost_micros``:
     whole hours from ``usage_hourly``, the rest from the log (module docstring).
-    ``hourly=False``: every row from the log, as before ``usage_hourly`` existed."""
+
+    ``site`` (everyone's only) names the one dimension the figure groups by
+    (``all``, ``model``, ``user``, ``channel``; the others are ``NULL``): whole
+    hours then come from ``usage_site``, and with ``days`` whole UTC days too.
+    ``hourly=False``: every row from the log, as before the rollup existed."""
     first = math.ceil(since / HOUR) * HOUR
     last = math.floor(until / HOUR) * HOUR if until is not None else None
     parts: list[tuple[str, list[Any]]] = []
@@ -165,22 +214,38 @@ def totals_source(
             params.append(user_id)
         parts.append((f"{select} WHERE {' AND '.join(where)}", params))
 
+    def between(column: str, start: float, end: float | None) -> tuple[list[str], list[Any]]:
+        return [f"{column} >= ?", *([f"{column} < ?"] if end is not None else [])], [start, *([end] if end is not None else [])]
+
     if not hourly or (last is not None and first >= last):
-        part(_RAW, ["created_at >= ?", *(["created_at < ?"] if until is not None else [])], [since, *([until] if until is not None else [])])
+        part(_RAW, *between("created_at", since, until))
+        return parts[0]
+    if since < first:
+        part(_RAW, *between("created_at", since, float(first)))
+    if last is not None and until is not None and last < until:
+        part(_RAW, *between("created_at", float(last), until))
+    # rows not rolled up yet: a short range of the primary key (SQLite: NOT INDEXED keeps it to the rowid)
+    where, params = between("created_at", float(first), None if last is None else float(last))
+    part(_RAW + ("" if postgres else " NOT INDEXED"), [_NOT_ROLLED, *where], params)
+    if site is None:
+        part(_HOURLY.format(real="DOUBLE PRECISION" if postgres else "REAL"), *between("hour", first, last))
     else:
-        if since < first:
-            part(_RAW, ["created_at >= ?", "created_at < ?"], [since, float(first)])
-        if last is not None and until is not None and last < until:
-            part(_RAW, ["created_at >= ?", "created_at < ?"], [float(last), until])
-        # rows not rolled up yet: a short range of the primary key (SQLite: NOT INDEXED keeps it to the rowid)
-        recent = _RAW + ("" if postgres else " NOT INDEXED")
-        part(recent, [_NOT_ROLLED, "created_at >= ?", *(["created_at < ?"] if last is not None else [])], [float(first), *([float(last)] if last is not None else [])])
-        hours = _HOURLY.format(real="DOUBLE PRECISION" if postgres else "REAL")
-        part(hours, ["hour >= ?", *(["hour < ?"] if last is not None else [])], [first, *([last] if last is not None else [])])
+        day_first = math.ceil(first / DAY) * DAY
+        day_last = math.floor(last / DAY) * DAY if last is not None else None
+        select = _site_select(site, postgres)
+        spans = [(HOUR, first, last)]
+        if days and (day_last is None or day_first < day_last):
+            spans = [(HOUR, first, day_first), (DAY, day_first, day_last)]
+            if day_last is not None and last is not None and day_last < last:
+                spans.append((HOUR, day_last, last))
+        for span, start, end in spans:
+            if end is None or start < end:
+                where, params = between("start", start, end)
+                part(select, ["span = ?", "dim = ?", *where], [span, site, *params])
     return " UNION ALL ".join(sql for sql, _ in parts), [value for _, params in parts for value in params]
 
 
-def buckets_fit_hours(since: float, bucket: float | None) -> bool:
-    """Whether buckets of ``bucket`` seconds from ``since`` each hold whole hours
-    (else totals by time read every row of the log, as before)."""
-    return bucket is not None and since % HOUR == 0 and bucket % HOUR == 0
+def buckets_fit(since: float, bucket: float | None, span: int = HOUR) -> bool:
+    """Whether buckets of ``bucket`` seconds from ``since`` each hold whole spans
+    (hours or days; else totals by time read every row of the log, or hours)."""
+    return bucket is not None and since % span == 0 and bucket % span == 0

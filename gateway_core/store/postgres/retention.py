@@ -27,6 +27,7 @@ from .migrate import numbered
 POSTGRES_MARGIN = 60.0
 _PRUNE_LOCK = 0x72656C6170  # the advisory lock one prune batch at a time holds
 _FOLD = numbered(usage_hourly.fold_sql(postgres=True))
+_FOLD_SITE = numbered(usage_hourly.fold_site_sql(postgres=True))
 _SET_STATE = numbered(usage_hourly.SET_STATE)
 _PRUNE = numbered(usage_hourly.PRUNE.format(index=""))
 _PRUNABLE = numbered(usage_hourly.PRUNABLE)
@@ -42,6 +43,7 @@ class PostgresRetention(AdminBase):
             step = usage_hourly.next_step(tuple(state), int(top), now, batch, wait)
             if step.folded:
                 await conn.execute(_FOLD, step.rolled_id, step.end)
+                await conn.execute(_FOLD_SITE, step.rolled_id, step.end)
             await conn.execute(_SET_STATE, step.end, step.seen_id, step.seen_at)
             return step
 
