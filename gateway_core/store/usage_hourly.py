@@ -224,9 +224,12 @@ def totals_source(
         part(_RAW, *between("created_at", since, float(first)))
     if last is not None and until is not None and last < until:
         part(_RAW, *between("created_at", float(last), until))
-    # rows not rolled up yet: a short range of the primary key (SQLite: NOT INDEXED keeps it to the rowid)
+    # rows not rolled up yet: everyone's are a short range of the primary key while the rollup
+    # keeps up (SQLite: NOT INDEXED keeps the scan to the rowid's range), one user's are
+    # their rows in the span (their index, as before the rollup: bounded however far behind it is)
     where, params = between("created_at", float(first), None if last is None else float(last))
-    part(_RAW + ("" if postgres else " NOT INDEXED"), [_NOT_ROLLED, *where], params)
+    index = "" if postgres else " NOT INDEXED" if user_id is None else " INDEXED BY idx_usage_logs_user_id_created_at"
+    part(_RAW + index, [_NOT_ROLLED, *where], params)
     if site is None:
         part(_HOURLY.format(real="DOUBLE PRECISION" if postgres else "REAL"), *between("hour", first, last))
     else:
