@@ -168,3 +168,29 @@ async def _insert(port, rows: list[dict]) -> None:
         await conn.executemany(numbered(sql), values)
 
     await store.run("test.insert", insert, write=True)
+
+
+async def test_serve_prunes_on_its_own(tmp_path, start_gateway, seed, relaygate_config, upstream):
+    """The job each serve process runs every [retention] interval_seconds: old rows go,
+    the ledger stays, and requests keep being answered and billed meanwhile."""
+    user_id, key_id, secret = kit.seed_world(seed, channel_type="openai", base_url=upstream.url, balance_usd=50)
+    now = time.time()
+    settings = Retention(usage_days=DAYS, batch_rows=200, batch_pause_seconds=0.01, interval_seconds=0.2)
+    async with open_admin(relaygate_config.db_path, CORE_MIGRATIONS) as port:
+        await _insert(port, old_rows(user_id, key_id, now))
+        await retention.roll_up(Admin(port), settings, margin=0.0)  # on PostgreSQL the job folds ids a minute after seeing them
+    ledger = seed.rows("SELECT count(*) AS n FROM ledger")[0]["n"]
+    gateway = start_gateway(attrs.evolve(relaygate_config, retention=settings))
+    client = openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=secret, max_retries=0, timeout=60)
+    try:
+        answered = [await one_request(client, n) for n in range(5)]
+    finally:
+        await client.close()
+    deadline = time.monotonic() + 20
+    while seed.rows("SELECT count(*) AS n FROM usage_logs WHERE created_at < ?", (settings.cutoff(now),))[0]["n"]:
+        assert time.monotonic() < deadline, "serve's retention job pruned nothing"
+        await asyncio.sleep(0.1)
+    assert {status for status, _ in answered} == {200}
+    assert seed.rows("SELECT count(*) AS n FROM usage_logs WHERE request_id NOT LIKE 'old_%'")[0]["n"] == 5
+    assert seed.rows("SELECT count(*) AS n FROM ledger")[0]["n"] == ledger + 5
+    kit.assert_invariants(seed)

@@ -1,19 +1,24 @@
-"""Hourly totals of the usage log (migration ``0017_usage_hourly``), kept apart
+"""Totals of the usage log by hour (migration ``0017_usage_hourly``), kept apart
 from its rows so that the dashboards' figures survive pruning (:mod:`gateway_core.retention`).
 
-``usage_hourly`` has one row per UTC hour, user, key, model, channel (id and
-name) and status, with its requests, tokens and cost. Absent values are kept as
-``0`` or ``''`` (a primary key cannot hold ``NULL`` on SQLite) and read back as
-``NULL``. It is filled off the request path: a rollup folds the usage rows of
-ids ``(rolled_id, next]`` into it, adding to the hours they fall in, and moves
-``usage_rollup.rolled_id`` in the same transaction, so every row is counted
+- ``usage_hourly``: one row per UTC hour, user, key, model, channel (id and name)
+  and status, with its requests, tokens and cost. Absent values are kept as ``0``
+  or ``''`` (a primary key cannot hold ``NULL`` on SQLite) and read back as ``NULL``.
+- ``usage_site``: the whole site's requests, errors, tokens and cost per UTC hour
+  and per UTC day (``span``), overall (``dim`` ``all``) and by model, user and
+  channel (``label``): what the site's dashboard reads, a few hundred rows for a
+  month whatever the traffic.
+
+Both are filled off the request path: a rollup folds the usage rows of ids
+``(rolled_id, next]`` into them, adding to the hours and days they fall in, and
+moves ``usage_rollup.rolled_id`` in the same transaction, so every row is counted
 exactly once however late it was written. Pruning deletes only rows whose id is
-at most ``rolled_id``.
+at most ``rolled_id``; the totals are never pruned.
 
 A totals read (:func:`totals_source`) is one statement, hence one snapshot: the
-whole hours of its span from ``usage_hourly``, and from ``usage_logs`` the
+whole hours (or days) of its span from the totals, and from ``usage_logs`` the
 partial hours at both ends of the span and the rows not rolled up yet
-(``id > rolled_id``, a short range of the primary key).
+(``id > rolled_id``).
 
 Ids are handed out in commit order on SQLite (one writer at a time), not on
 PostgreSQL (a transaction may take an id, then commit after a later one): there
@@ -34,7 +39,6 @@ from typing import Any
 from ..retention import Prunable, RollupStep
 
 HOUR, DAY = 3600, 86_400
-MIGRATION_NAME = "0017_usage_hourly"
 KEY_COLUMNS = ("hour", "user_id", "key_id", "model", "channel_id", "channel_name", "status")
 SUM_COLUMNS = ("requests", "input_tokens", "output_tokens", "cost_micros")
 
@@ -60,7 +64,7 @@ USAGE_HOURLY_POSTGRES = _TABLES.format(int="BIGINT", real="DOUBLE PRECISION")
 
 
 def migrate_0017_usage_hourly(db: Any) -> None:
-    """``usage_hourly`` (the usage log's totals by hour) and ``usage_rollup`` (how far it is filled)."""
+    """``usage_hourly`` and ``usage_site`` (the usage log's totals) and ``usage_rollup`` (how far they are filled)."""
     for statement in _TABLES.format(int="INTEGER", real="REAL").split(";"):
         if statement.strip():
             db.execute(statement)
