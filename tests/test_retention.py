@@ -5,8 +5,10 @@ never touched."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
+import time
 from typing import Any
 
 import asyncpg
@@ -246,3 +248,34 @@ def test_which_totals_each_figure_reads():
     assert DAY not in params[2:] and "FROM usage_site" in zone
     raw, _ = totals_query("time", NOW - 7 * DAY, 8, until=NOW, bucket=DAY)  # buckets off the hour: every row
     assert "usage_site" not in raw and "usage_hourly" not in raw
+
+
+async def test_the_command_says_what_it_would_delete_then_deletes_it(tmp_path, capsys):
+    from gateway_core.cli import main
+
+    db = str(tmp_path / "gw.db")
+    async with open_admin(db, CORE_MIGRATIONS) as _port:
+        await seed_people(db)
+    now = time.time()
+    old = [(f"old_{n}", now - 40 * DAY + n, 1, 1, "m1", 1, "ch1", 200, 10, 5, 100) for n in range(700)]
+    young = [(f"new_{n}", now - 2 * DAY + n, 1, 1, "m1", 1, "ch1", 200, 10, 5, 100) for n in range(300)]
+    await execute(db, INSERT, old + young)
+    plugins = tmp_path / "plugins.toml"
+    plugins.write_text('load = []\n\n[retention]\nusage_days = 30\nbatch_pause_seconds = 0\n')
+    args = ["--db", db, "--plugins", str(plugins)]
+
+    assert main(["logs", "prune", "--dry-run", *args]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("A prune would delete 0 usage row(s) created before ") and "700 older row(s) are not rolled up yet" in said
+    assert main(["logs", "prune", *args]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("Deleted 700 usage row(s) created before ") and "every row up to id 1000" in said
+    assert await count(db, "usage_logs") == 300
+    audit = await execute(db, "SELECT action, target, after_json FROM audit_log")
+    assert [(action, target) for action, target, _ in audit] == [("usage.prune", "usage log")] and json.loads(audit[0][2])["pruned"] == 700
+    assert main(["logs", "prune", "--days", "1", "--dry-run", "--json", *args]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["dry_run"] and report["usage_days"] == 1 and report["found"]["rows"] == 300 and report["pruned"] == 0
+    plugins.write_text("load = []\n")
+    assert main(["logs", "prune", *args]) == 0
+    assert capsys.readouterr().out.startswith("Pruning is off ([retention] usage_days = 0: usage rows are kept for ever).")

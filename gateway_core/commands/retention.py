@@ -48,7 +48,11 @@ def _run(args: argparse.Namespace, cli: CommandContext) -> int:
         settings = attrs.evolve(settings, usage_days=args.days)
 
     async def prune(admin: Admin) -> PruneReport:
-        return await retention.prune(admin, settings, dry_run=args.dry_run)
+        report = await retention.prune(admin, settings, dry_run=args.dry_run)
+        if report.pruned:  # rows of billing history gone: said in the audit log, which is never pruned
+            after = {"pruned": report.pruned, "created_before": report.cutoff, "usage_days": settings.usage_days}
+            await cli.audit(admin, "usage.prune", "usage log", None, after)
+        return report
 
     report = cli.run(prune)
     cli.print_record({"dry_run": args.dry_run, "usage_days": settings.usage_days, **attrs.asdict(report)}, text=describe(report, args.dry_run))
