@@ -39,7 +39,7 @@ from typing import Any
 from ..retention import Prunable, RollupStep
 
 HOUR, DAY = 3600, 86_400
-KEY_COLUMNS = ("hour", "user_id", "key_id", "model", "channel_id", "channel_name", "status")
+KEY_COLUMNS = ("user_id", "hour", "key_id", "model", "channel_id", "channel_name", "status")  # a user's hours: a range of the key
 SUM_COLUMNS = ("requests", "input_tokens", "output_tokens", "cost_micros")
 
 _TABLES = """
@@ -47,25 +47,25 @@ CREATE TABLE usage_hourly (
     hour {int} NOT NULL, user_id {int} NOT NULL, key_id {int} NOT NULL, model TEXT NOT NULL,
     channel_id {int} NOT NULL, channel_name TEXT NOT NULL, status {int} NOT NULL,
     requests {int} NOT NULL, input_tokens {int} NOT NULL, output_tokens {int} NOT NULL, cost_micros {int} NOT NULL,
-    PRIMARY KEY (hour, user_id, key_id, model, channel_id, channel_name, status)
-);
-CREATE INDEX idx_usage_hourly_user_id_hour ON usage_hourly (user_id, hour);
+    PRIMARY KEY (user_id, hour, key_id, model, channel_id, channel_name, status)
+){rowid};
 CREATE TABLE usage_site (
     span {int} NOT NULL, dim TEXT NOT NULL, start {int} NOT NULL, label TEXT NOT NULL,
     requests {int} NOT NULL, input_tokens {int} NOT NULL, output_tokens {int} NOT NULL, cost_micros {int} NOT NULL,
     errors {int} NOT NULL, PRIMARY KEY (span, dim, start, label)
-);
+){rowid};
 CREATE TABLE usage_rollup (
     id {int} PRIMARY KEY CHECK (id = 1), rolled_id {int} NOT NULL, seen_id {int} NOT NULL, seen_at {real} NOT NULL
 );
 INSERT INTO usage_rollup (id, rolled_id, seen_id, seen_at) VALUES (1, 0, 0, 0);
 """
-USAGE_HOURLY_POSTGRES = _TABLES.format(int="BIGINT", real="DOUBLE PRECISION")
+USAGE_HOURLY_POSTGRES = _TABLES.format(int="BIGINT", real="DOUBLE PRECISION", rowid="")
 
 
 def migrate_0017_usage_hourly(db: Any) -> None:
     """``usage_hourly`` and ``usage_site`` (the usage log's totals) and ``usage_rollup`` (how far they are filled)."""
-    for statement in _TABLES.format(int="INTEGER", real="REAL").split(";"):
+    # the totals live in their primary key's tree only (not in a rowid table and its key's index too)
+    for statement in _TABLES.format(int="INTEGER", real="REAL", rowid=" WITHOUT ROWID").split(";"):
         if statement.strip():
             db.execute(statement)
 
@@ -80,7 +80,7 @@ def fold_sql(postgres: bool = False) -> str:
     sums = ", ".join(f"{column} = usage_hourly.{column} + excluded.{column}" for column in SUM_COLUMNS)
     return (
         f"INSERT INTO usage_hourly ({keys}, {', '.join(SUM_COLUMNS)}) "
-        f"SELECT {_hour_of('created_at', postgres)}, coalesce(user_id, 0), coalesce(key_id, 0), coalesce(model, ''), "
+        f"SELECT coalesce(user_id, 0), {_hour_of('created_at', postgres)}, coalesce(key_id, 0), coalesce(model, ''), "
         "coalesce(channel_id, 0), coalesce(channel_name, ''), coalesce(status, 0), count(*), "
         "coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), coalesce(sum(cost_micros), 0) "
         "FROM usage_logs WHERE id > ? AND id <= ? GROUP BY 1, 2, 3, 4, 5, 6, 7 "
