@@ -11,7 +11,8 @@ the job ``serve`` runs: :mod:`gateway_core.retention_job`).
     interval_seconds = 60       # how often serve rolls the log up into hourly totals and prunes it
 
 The ledger, budgets' buckets, the audit log and reservations are never pruned:
-only ``usage_logs`` rows, once their hour is counted in ``usage_hourly``.
+only ``usage_logs`` rows, once they are counted in the hourly totals
+(:mod:`gateway_core.store.usage_hourly`).
 """
 
 from __future__ import annotations

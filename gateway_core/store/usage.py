@@ -192,7 +192,7 @@ def get_usage(conn: sqlite3.Connection, request: str | int) -> dict[str, Any] | 
 
 def daily_query(since: float, user_id: int | None = None, *, postgres: bool = False) -> tuple[str, list[Any]]:
     """The SQL (``?`` placeholders) and parameters of :func:`daily_spending`, for both
-    stores: whole hours from ``usage_hourly`` (a UTC hour lies in one UTC day), the rest from the log."""
+    stores: whole UTC days and hours from the totals (the site's, or the user's hours), the rest from the log."""
     source, params = totals_source(since, None, user_id, postgres=postgres, site="model" if user_id is None else None, days=True)
     day = "to_char(to_timestamp(u.t) AT TIME ZONE 'UTC', 'YYYY-MM-DD')" if postgres else "date(u.t, 'unixepoch')"
     sql = (
@@ -230,10 +230,12 @@ def totals_query(
 
     By ``"time"``, the label is the bucket's number (``"0"`` from ``since`` to
     ``since + bucket``, ...) and rows come in no particular order. Whole hours
-    are read from ``usage_hourly``, the rest of the span from the log
+    are read from the totals (everyone's by time, model, user or channel from
+    ``usage_site``, with whole UTC days where the buckets allow; the rest from
+    ``usage_hourly``), the rest of the span from the log
     (:func:`~.usage_hourly.totals_source`); buckets that do not hold whole hours
     read every row from the log (``hourly=False`` always does: the figures as
-    they were before ``usage_hourly``)."""
+    they were before the totals)."""
     params: list[Any] = []
     if by == "time":
         if not bucket or bucket <= 0:
