@@ -212,6 +212,10 @@ async def test_ids_are_folded_only_once_seen_for_the_margin(db_url):
         await execute(db_url, INSERT, usage_rows(10, 50, seed=9))
         ripe = await port.roll_up_usage(100, NOW + 60, 60.0)
         assert (ripe.end, ripe.seen_id) == (50, 60)  # up to what was seen a minute ago; the new mark
+        # without a clock of its own the store reads the database's (PostgreSQL: the one all replicas share)
+        await execute(db_url, INSERT, usage_rows(5, 60, seed=10))
+        own = await port.roll_up_usage(100, None, 60.0)
+        assert own.end == 60 and own.seen_id == 65 and abs(own.seen_at - time.time()) < 5
 
 
 def test_retention_settings():

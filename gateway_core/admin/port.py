@@ -237,10 +237,11 @@ class AdminStore(AccessStore, Protocol):
 
     # --- retention (gateway_core.retention) -------------------------------------
 
-    async def roll_up_usage(self, batch: int, now: float, margin: float | None = None) -> RollupStep:
+    async def roll_up_usage(self, batch: int, now: float | None = None, margin: float | None = None) -> RollupStep:
         """One transaction of the rollup: fold at most ``batch`` ids of the usage log
         past the mark into the hourly totals and move the mark; ids are folded once
-        ``margin`` seconds (``None``: the store's own) passed since they were seen."""
+        ``margin`` seconds (``None``: the store's own) passed since they were seen,
+        by the clock ``now`` (``None``: the database's, which every replica shares)."""
 
     async def prune_usage(self, before: float, batch: int) -> int | None:
         """One transaction: delete at most ``batch`` of the oldest rolled-up usage rows

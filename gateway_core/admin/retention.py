@@ -29,10 +29,11 @@ async def roll_up(
 ) -> int:
     """Fold the usage rows not counted yet into the hourly totals, ``settings.batch_rows``
     ids a transaction; the mark after (every row of an id up to it is counted).
-    ``margin``: seconds an id must have been seen before it is folded (``None``: the store's own)."""
+    ``margin``: seconds an id must have been seen before it is folded (``None``: the store's own),
+    by the clock ``now`` (``None``: the database's)."""
     idle = 0
     for _ in range(MAX_STEPS):
-        step = await admin.store.roll_up_usage(settings.batch_rows, time.time() if now is None else now, margin)
+        step = await admin.store.roll_up_usage(settings.batch_rows, now, margin)
         idle = 0 if step.folded else idle + 1
         if step.seen_id <= step.end or idle >= 2:  # caught up with every id seen, or waiting for the margin
             return step.end
@@ -48,14 +49,13 @@ async def prune(
     """Roll the log up, then (with ``usage_days`` set) delete its rolled-up rows
     older than the retention, ``settings.batch_rows`` a transaction. A
     ``dry_run`` writes nothing: it reports what a prune would delete now."""
-    now = time.time() if now is None else now
+    cutoff = settings.cutoff(time.time() if now is None else now) if settings.prunes else None
     if dry_run:
-        found = await admin.store.prunable_usage(settings.cutoff(now) if settings.prunes else 0.0)
-        return PruneReport(found.rolled_id, settings.cutoff(now) if settings.prunes else None, found)
+        found = await admin.store.prunable_usage(cutoff if cutoff is not None else 0.0)
+        return PruneReport(found.rolled_id, cutoff, found)
     rolled = await roll_up(admin, settings, now=now, margin=margin, sleep=sleep)
-    if not settings.prunes:
+    if cutoff is None:
         return PruneReport(rolled)
-    cutoff = settings.cutoff(now)
     pruned = 0
     for _ in range(MAX_STEPS):
         deleted = await admin.store.prune_usage(cutoff, settings.batch_rows)

@@ -5,6 +5,7 @@ settlements like any write, so it never holds the writer for more than one batch
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,8 +22,9 @@ class SqliteRetention:
     _read: Callable[..., Awaitable[Any]]
     _write: Callable[..., Awaitable[Any]]
 
-    async def roll_up_usage(self, batch: int, now: float, margin: float | None = None) -> RollupStep:
-        step: RollupStep = await self._write(usage_hourly.roll_up, batch, SQLITE_MARGIN if margin is None else margin, now)
+    async def roll_up_usage(self, batch: int, now: float | None = None, margin: float | None = None) -> RollupStep:
+        when = time.time() if now is None else now  # one machine: its clock is the database's
+        step: RollupStep = await self._write(usage_hourly.roll_up, batch, SQLITE_MARGIN if margin is None else margin, when)
         return step
 
     async def prune_usage(self, before: float, batch: int) -> int | None:

@@ -25,6 +25,7 @@ from .migrate import numbered
 # seconds after an id is seen before the rollup counts every smaller id as final:
 # a settlement's transaction holds its id for at most its timeout (seconds)
 POSTGRES_MARGIN = 60.0
+_NOW = "SELECT extract(epoch FROM clock_timestamp())::double precision"
 _PRUNE_LOCK = 0x72656C6170  # the advisory lock one prune batch at a time holds
 _FOLD = numbered(usage_hourly.fold_sql(postgres=True))
 _FOLD_SITE = numbered(usage_hourly.fold_site_sql(postgres=True))
@@ -34,13 +35,15 @@ _PRUNABLE = numbered(usage_hourly.PRUNABLE)
 
 
 class PostgresRetention(AdminBase):
-    async def roll_up_usage(self, batch: int, now: float, margin: float | None = None) -> RollupStep:
+    async def roll_up_usage(self, batch: int, now: float | None = None, margin: float | None = None) -> RollupStep:
         wait = POSTGRES_MARGIN if margin is None else margin
 
         async def roll_up(conn: asyncpg.Connection) -> RollupStep:
             state = await conn.fetchrow(usage_hourly.STATE + " FOR UPDATE")
             top = await conn.fetchval(usage_hourly.TOP)
-            step = usage_hourly.next_step(tuple(state), int(top), now, batch, wait)
+            # the database's clock by default: replicas whose clocks differ agree on the margin
+            when = now if now is not None else float(await conn.fetchval(_NOW))
+            step = usage_hourly.next_step(tuple(state), int(top), when, batch, wait)
             if step.folded:
                 await conn.execute(_FOLD, step.rolled_id, step.end)
                 await conn.execute(_FOLD_SITE, step.rolled_id, step.end)
