@@ -165,7 +165,7 @@ async def test_hourly_totals_equal_the_rows_before_and_after_pruning(db_url):
         report = await retention.prune(admin, settings, now=NOW, margin=0.0, sleep=_no_sleep)
         assert report.pruned == found.rows and not report.busy
         assert await count(db_url, "usage_logs") == ROWS + 500 - found.rows
-        oldest = (await execute(db_url, "SELECT min(created_at) FROM usage_logs"))[0][0]
+        oldest = (await execute(db_url, "SELECT min(created_at) FROM usage_logs WHERE id < (SELECT max(id) FROM usage_logs)"))[0][0]
         assert oldest >= settings.cutoff(NOW)
         after = await figures(port)
         # every span starting on an hour reads the same; one starting inside the pruned
@@ -196,7 +196,10 @@ async def test_a_prune_keeps_rows_not_rolled_up_and_never_touches_money(db_url):
         old = (await execute(db_url, f"SELECT count(*) FROM usage_logs WHERE id <= 400 AND created_at < {settings.cutoff(NOW)}"))[0][0]
         assert await port.prune_usage(settings.cutoff(NOW), 100) == min(old, 100)
         report = await retention.prune(admin, attrs.evolve(settings, batch_rows=10_000), now=NOW, margin=0.0)
-        left = await execute(db_url, f"SELECT count(*) FROM usage_logs WHERE created_at < {settings.cutoff(NOW)}")
+        # (the row of the largest id stays whatever its age: see the test below)
+        left = await execute(
+            db_url, f"SELECT count(*) FROM usage_logs WHERE created_at < {settings.cutoff(NOW)} AND id < (SELECT max(id) FROM usage_logs)"
+        )
         assert left[0][0] == 0 and report.pruned > 0
         assert await count(db_url, "ledger") == ledger and await count(db_url, "audit_log") == audit
         assert (await port.check_ledger()).problems == ()
@@ -279,7 +282,25 @@ async def test_the_command_says_what_it_would_delete_then_deletes_it(tmp_path, c
     assert [(action, target) for action, target, _ in audit] == [("usage.prune", "usage log")] and json.loads(audit[0][2])["pruned"] == 700
     assert main(["logs", "prune", "--days", "1", "--dry-run", "--json", *args]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["dry_run"] and report["usage_days"] == 1 and report["found"]["rows"] == 300 and report["pruned"] == 0
+    assert report["dry_run"] and report["usage_days"] == 1 and report["found"]["rows"] == 299 and report["pruned"] == 0  # the last row stays
     plugins.write_text("load = []\n")
     assert main(["logs", "prune", *args]) == 0
     assert capsys.readouterr().out.startswith("Pruning is off ([retention] usage_days = 0: usage rows are kept for ever).")
+
+
+async def test_a_log_pruned_to_its_last_row_keeps_handing_out_new_ids(db_url):
+    """SQLite gives a new row the largest id + 1: the row of the largest id stays, so a
+    row written after a prune never gets an id the rollup already passed."""
+    settings = Retention(usage_days=10, batch_rows=100, batch_pause_seconds=0)
+    async with open_admin(db_url, CORE_MIGRATIONS) as port:
+        await seed_people(db_url)
+        old = [(f"old_{n}", NOW - 20 * DAY + n, 1, 1, "m1", 1, "ch1", 200, 10, 5, 100) for n in range(250)]
+        await execute(db_url, INSERT, old)
+        report = await retention.prune(Admin(port), settings, now=NOW, margin=0.0)
+        assert report.pruned == 249 and report.rolled_id == 250
+        assert await execute(db_url, "SELECT id FROM usage_logs") == [(250,)]
+        await execute(db_url, INSERT, [(f"new_{n}", NOW - DAY + n, 1, 1, "m1", 1, "ch1", 200, 10, 5, 100) for n in range(3)])
+        assert [row[0] for row in await execute(db_url, "SELECT id FROM usage_logs ORDER BY id")] == [250, 251, 252, 253]
+        assert await retention.roll_up(Admin(port), settings, now=NOW, margin=0.0) == 253
+        totals = await port.usage_totals("model", NOW // HOUR * HOUR - 30 * DAY, 10)
+        assert [(t.label, t.requests, t.cost_micros) for t in totals] == [("m1", 253, 25_300)]

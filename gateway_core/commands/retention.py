@@ -67,7 +67,7 @@ def describe(report: PruneReport, dry_run: bool) -> str:
     before = display("cutoff_at", report.cutoff)
     found = report.found
     if dry_run and found is not None:
-        span = f", created from {display('at', found.oldest)} to {display('at', found.newest)}" if found.rows else ""
+        span = f", created from {display('oldest_at', found.oldest)} to {display('newest_at', found.newest)}" if found.rows else ""
         text = f"A prune would delete {found.rows} usage row(s) created before {before}{span} (counted in the hourly totals)."
         if found.waiting:
             text += f" {found.waiting} older row(s) are not rolled up yet: a later prune deletes them."

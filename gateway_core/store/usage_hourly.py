@@ -114,16 +114,22 @@ def fold_site_sql(postgres: bool = False) -> str:
 STATE = "SELECT rolled_id, seen_id, seen_at FROM usage_rollup WHERE id = 1"
 TOP = "SELECT coalesce(max(id), 0) FROM usage_logs"
 SET_STATE = "UPDATE usage_rollup SET rolled_id = ?, seen_id = ?, seen_at = ? WHERE id = 1"
-# ? before (a time), ? the most rows: the oldest rows before it that are rolled up
+# ? before (a time), ? the most rows: the oldest rows before it that are rolled up. The row of
+# the largest id always stays: SQLite gives a new row the largest id + 1 (no AUTOINCREMENT on
+# usage_logs), so a log pruned empty would hand out ids at or below the mark again, and the
+# rollup would skip their rows
 PRUNE = (
     "DELETE FROM usage_logs WHERE id IN (SELECT id FROM usage_logs{index} WHERE created_at < ? "
-    "AND id <= (SELECT rolled_id FROM usage_rollup WHERE id = 1) ORDER BY created_at LIMIT ?)"
+    "AND id <= (SELECT rolled_id FROM usage_rollup WHERE id = 1) AND id < (SELECT max(id) FROM usage_logs) "
+    "ORDER BY created_at LIMIT ?)"
 )
 # ? before: rows a prune would delete (rolled up) and would not yet (not rolled up), with their span
 PRUNABLE = (
-    "SELECT count(*) FILTER (WHERE u.id <= r.rolled_id), count(*) FILTER (WHERE u.id > r.rolled_id), "
-    "min(u.created_at) FILTER (WHERE u.id <= r.rolled_id), max(u.created_at) FILTER (WHERE u.id <= r.rolled_id), r.rolled_id "
-    "FROM usage_rollup AS r LEFT JOIN usage_logs AS u ON u.created_at < ? WHERE r.id = 1 GROUP BY r.rolled_id"
+    "SELECT count(*) FILTER (WHERE u.id <= r.rolled_id AND u.id < m.top), count(*) FILTER (WHERE u.id > r.rolled_id), "
+    "min(u.created_at) FILTER (WHERE u.id <= r.rolled_id AND u.id < m.top), "
+    "max(u.created_at) FILTER (WHERE u.id <= r.rolled_id AND u.id < m.top), r.rolled_id "
+    "FROM usage_rollup AS r CROSS JOIN (SELECT max(id) AS top FROM usage_logs) AS m "
+    "LEFT JOIN usage_logs AS u ON u.created_at < ? WHERE r.id = 1 GROUP BY r.rolled_id"
 )
 
 
