@@ -15,6 +15,9 @@
     [gateway.redis_faults]    # Redis unreachable: "open" or "closed" per kind
     rate_limits = "closed"
 
+    [retention]               # how long usage rows are kept (gateway_core/retention.py)
+    usage_days = 90
+
     [plugins.acme]            # a plugin's own settings
     default_max_tokens = 4096
 """
@@ -33,6 +36,7 @@ import attrs
 from .channel_type import Timeouts
 from .json_body import DEFAULT_LIMITS, JsonLimits
 from .ratelimit.faults import FaultPolicy
+from .retention import Retention
 
 HOME_ENV = "RELAYGATE_HOME"
 
@@ -143,6 +147,8 @@ class Config:
     # a model its operator has not priced is charged at the catalogue's list price
     # (gateway_core/billing/catalogue.json); false: it is refused, 403 model_not_priced
     price_catalogue: bool = True
+    # [retention]: how long the usage log keeps its rows, and the job that rolls it up and prunes it
+    retention: Retention = Retention()
     # where each setting came from ("db", a [gateway] name): a flag, an environment
     # variable, the plugins file; absent: the default (relaygate config show)
     sources: Mapping[str, str] = attrs.field(factory=dict, eq=False, repr=False)
@@ -276,6 +282,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str | None = None, sou
             json_limits=_json_limits(gateway.get("json", {})),
             hide_forbidden_models=_hide_forbidden_models(gateway),
             price_catalogue=_flag(gateway, "price_catalogue", defaults.price_catalogue),
+            retention=Retention.from_table(data.get("retention", {})),
             source=source,
         )
     except (TypeError, ValueError) as exc:

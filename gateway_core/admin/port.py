@@ -38,6 +38,7 @@ from ..records import (
 from ..billing.budgets import BudgetUse
 from ..billing.codes import Redeemed, RedemptionCode
 from ..request_store import BreakerReport
+from ..retention import Prunable, RollupStep
 from .port_access import AccessStore
 
 LimitChanges = Mapping[str, int | None]  # rpm / tpm / concurrency -> value (None: not set)
@@ -244,6 +245,21 @@ class AdminStore(AccessStore, Protocol):
         """Totals from ``since`` to ``until`` (everyone's, or one user's) by ``"model"``,
         ``"user"``, ``"channel"`` or ``"key"``, costliest first; or by ``"time"`` in
         buckets of ``bucket`` seconds (:func:`gateway_core.store.usage.totals_query`)."""
+
+    # --- retention (gateway_core.retention) -------------------------------------
+
+    async def roll_up_usage(self, batch: int, now: float | None = None, margin: float | None = None) -> RollupStep:
+        """One transaction of the rollup: fold at most ``batch`` ids of the usage log
+        past the mark into the hourly totals and move the mark; ids are folded once
+        ``margin`` seconds (``None``: the store's own) passed since they were seen,
+        by the clock ``now`` (``None``: the database's, which every replica shares)."""
+
+    async def prune_usage(self, before: float, batch: int) -> int | None:
+        """One transaction: delete at most ``batch`` of the oldest rolled-up usage rows
+        created before ``before``; how many (``None``: another process is pruning)."""
+
+    async def prunable_usage(self, before: float) -> Prunable:
+        """The usage rows created before ``before``: rolled up (prunable) and not yet."""
 
     # --- set-up ------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from .ledger_schema import migrate_0006_ledger_money_only
 from .sqlite_sql import SqliteSchema, sqlite_only
 from .fallbacks import migrate_0013_model_fallbacks
 from .stored_responses_schema import migrate_0012_stored_responses
+from .usage_hourly import migrate_0017_usage_hourly
 
 UNIT_RATIO_PPM = 1_000_000
 # the kinds 0001's ledger accepts; since 0006 no hold or release row is written
@@ -295,6 +296,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0014_budget_buckets", sqlite_only(migrate_0014_budget_buckets)),
     ("0015_holds_in_flight", sqlite_only(migrate_0015_holds_in_flight)),
     ("0016_ledger_triggers_without_lists", sqlite_only(migrate_0016_ledger_triggers_without_lists)),
+    ("0017_usage_hourly", sqlite_only(migrate_0017_usage_hourly)),
     ("0018_user_deleted", sqlite_only(migrate_0018_user_deleted)),
 ]
 
