@@ -12,8 +12,8 @@ from __future__ import annotations
 import abc
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-import aiohttp
 import attrs
 
 from .channel_settings import Setting
@@ -22,6 +22,9 @@ from .errors import NotFoundError
 from .model import CoreRequest, CoreResponse, MediaUsage, Usage
 from .records import ChannelRecord
 from .sessions import UpstreamSession
+
+if TYPE_CHECKING:
+    import aiohttp
 
 NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
