@@ -77,8 +77,7 @@ def claude_code_mid_system_contents():
                                                                "thoughtSignature": "skip_thought_signature_validator"}]},
         {"role": "user", "parts": [
             {"functionResponse": {"id": "toolu_01", "name": "Bash", "response": {"output": "3 passed"}}},
-            {"text": "<system>\nThe user changed the working directory to /home/user/other.\n</system>"},
-            {"text": "now list the files"},
+            {"text": "now list the files"},  # the user's words stay last: the system text went to systemInstruction
         ]},
     ]  # fmt: skip
 
@@ -89,7 +88,8 @@ def test_claude_code_mid_conversation_system_message_keeps_its_place(anthropic_e
 
     body = request_to_wire(request_from_wire(anthropic_examples.json("messages_request_claude_code_mid_system.json")),
                            signature_placeholder="skip_thought_signature_validator")  # fmt: skip
-    assert body["systemInstruction"] == {"parts": [{"text": "You are Claude Code, Anthropic's official CLI for Claude."}]}
+    assert body["systemInstruction"] == {"parts": [{"text": "You are Claude Code, Anthropic's official CLI for Claude."},
+                                                   {"text": "The user changed the working directory to /home/user/other."}]}  # fmt: skip
     assert body["contents"] == claude_code_mid_system_contents()
     # a system message ahead of the conversation (the first Claude Code fixture) joins the system instruction
     first = request_to_wire(request_from_wire(anthropic_examples.json("messages_request_claude_code.json")))
