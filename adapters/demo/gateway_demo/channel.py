@@ -44,6 +44,7 @@ DELAY_MS = Setting("delay_ms", "int", default=30, min=0, max=60_000, help="milli
 class DemoChannel(ChannelType):
     name = "demo"
     settings = (DELAY_MS,)
+    needs_key = False  # answers by itself
 
     def wire(self, endpoint: str) -> str | None:
         return DEMO_WIRE if endpoint == endpoints.CHAT else None
