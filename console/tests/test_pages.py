@@ -294,3 +294,22 @@ async def test_the_consoles_writes_are_in_the_audit_log_as_the_session(browsers,
     _, page = await root.get(f"/console/admin/audit?target=user+{users['bob']}")
     assert "wallet.topup" in page and "root" in page
     assert "price.set" in (await root.get("/console/admin/audit"))[1]
+
+
+async def test_the_channel_form_names_each_types_settings_whole(browsers, gateway):
+    root = await browsers("root")
+    _, page = await root.get("/console/admin/channels/new")
+    assert "Settings of the anthropic channel type" in page and "Settings of a " not in page
+    assert '<span class="setting-name">parameter_rules</span>' in page  # kept on one line (console.css)
+    _, css = await root.get("/console/static/console.css")
+    assert ".setting-name { white-space: nowrap; }" in css
+
+
+async def test_a_demo_channel_added_as_local_colon_slash_slash_reads_local_demo(browsers, seed, gateway):
+    root = await browsers("root")
+    form = {"name": "bare", "type": "demo", "base_url": "local://", "models": "demo-bare", "groups": "default",
+            "priority": "0", "weight": "1", "enabled": "on", "api_keys": ""}  # fmt: skip
+    status, page = await root.post("/console/admin/channels/new", form, csrf_from="/console/admin/channels/new")
+    assert status == 200, page
+    assert seed.rows("SELECT base_url FROM channels WHERE name = 'bare'") == [{"base_url": "local://demo"}]
+    assert "local:<" not in page

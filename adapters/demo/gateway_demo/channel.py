@@ -50,7 +50,10 @@ class DemoChannel(ChannelType):
         return DEMO_WIRE if endpoint == endpoints.CHAT else None
 
     def normalize_base_url(self, base_url: str) -> str:
-        return base_url.rstrip("/") or "local://demo"
+        scheme, separator, rest = base_url.partition("://")
+        if not separator:
+            return base_url.rstrip("/") or "local://demo"
+        return f"{scheme}://{rest.rstrip('/') or 'demo'}"  # local:// is local://demo, never "local:"
 
     async def send(self, exchange: Exchange) -> Reply:
         request = exchange.request
