@@ -313,3 +313,12 @@ async def test_a_demo_channel_added_as_local_colon_slash_slash_reads_local_demo(
     assert status == 200, page
     assert seed.rows("SELECT base_url FROM channels WHERE name = 'bare'") == [{"base_url": "local://demo"}]
     assert "local:<" not in page
+
+
+async def test_quickstart_reads_as_sentences_and_lists_only_priced_models(browsers, seed, gateway):
+    seed.channel("raw", type="demo", base_url="local://demo", models=["demo-unpriced"], free_unpriced=False)
+    alice = await browsers("alice")
+    _, page = await alice.get("/console/quickstart")
+    assert "rather than in code: <code>export RELAYGATE_API_KEY=sk-…</code>" in page
+    assert "API keys</a>). Models you can use: demo-chat" in page
+    assert "demo-unpriced" not in page
