@@ -45,6 +45,16 @@ def not_a_decimal(what: str, value: object) -> str:
     return f'{what} must be a decimal number in a string, like "12.50", got {value!r}'
 
 
+def show_usd(micros: int) -> str:
+    """Money for people, the same on every page: :func:`format_usd`'s digits (exact
+    to the micro-USD: at least two decimals, up to six) with thousands separators
+    (``1_234_567_891`` → ``"1,234.567891"``, ``100`` → ``"0.0001"``)."""
+    text = format_usd(micros)
+    sign = "-" if text.startswith("-") else ""
+    whole, _, decimals = text.removeprefix("-").partition(".")
+    return f"{sign}{int(whole):,}.{decimals}"
+
+
 def _parse_micros(text: str, what: str) -> int:
     if not isinstance(text, str):
         raise ValueError(not_a_decimal(what, text))

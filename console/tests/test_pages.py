@@ -9,6 +9,7 @@ import aiohttp
 import openai
 import pytest
 
+from gateway_core.money import show_usd
 from gateway_core.store.wallet import hold
 from gateway_openai.fake_upstream import Fault, FakeOpenAI
 
@@ -322,3 +323,18 @@ async def test_quickstart_reads_as_sentences_and_lists_only_priced_models(browse
     assert "rather than in code: <code>export RELAYGATE_API_KEY=sk-…</code>" in page
     assert "API keys</a>). Models you can use: demo-chat" in page
     assert "demo-unpriced" not in page
+
+
+async def test_money_reads_the_same_on_every_page_exact_to_the_micro_usd(browsers, seed, gateway):
+    alice_id = seed.rows("SELECT id FROM users WHERE name = 'alice'")[0]["id"]
+    seed.key(alice_id, name="tiny", quota_micros=100)  # 0.0001 USD
+    seed.topup(alice_id, 390_811)
+    alice, root = await browsers("alice"), await browsers("root")
+    _, keys = await alice.get("/console/keys")
+    _, user = await root.get(f"/console/admin/users/{alice_id}")
+    assert "0.00 / 0.0001" in keys and "0.00 / 0.0001" in user and "0.00 / 0.00<" not in user
+    _, wallet = await alice.get("/console/wallet")
+    balance = seed.rows("SELECT balance_micros FROM users WHERE id = ?", (alice_id,))[0]["balance_micros"]
+    assert balance % 10_000 and show_usd(balance) in wallet  # every digit: the balance after each entry moves
+    assert f'<strong id="balance">{show_usd(balance)}</strong>' in user
+    assert show_usd(1_234_567_891) == "1,234.567891" and show_usd(-12_500_000) == "-12.50" and show_usd(100) == "0.0001"
