@@ -408,3 +408,16 @@ def test_console_script_init_with_the_installed_plugins(tmp_path):
     else:
         assert done.returncode != 0
         assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+
+
+def test_tables_say_usd_in_the_heading_and_drop_kinds_of_price_no_model_has(tmp_path, capsys):
+    from gateway_core.cli import main
+
+    db = str(tmp_path / "t.db")
+    assert main(["init", "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["key", "list", "admin", "--db", db]) == 0
+    header, row = capsys.readouterr().out.splitlines()[:2]
+    assert "quota_usd" in header.split() and "used_usd" in header.split() and "_micros" not in header and "USD" not in row
+    assert main(["price", "list", "--db", db]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split() == ["model", "input_usd_per_mtok", "output_usd_per_mtok", "free"]
