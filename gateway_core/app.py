@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import structlog
 from starlette.datastructures import Headers, QueryParams
-from starlette.routing import BaseRoute, Match, Route, Router, WebSocketRoute
+from starlette.routing import BaseRoute, Match, Route, Router, WebSocketRoute, compile_path
 
 from .asgi import announces_body, finish_early_answer, send_body
 from .client_protocol import ClientProtocol, RenderedError, RouteSpec
@@ -70,6 +70,8 @@ class NotFound:
     def __init__(self, protocols: list[ClientProtocol]) -> None:
         self.protocols = protocols
         self.routes: list[BaseRoute] = []  # the app's, set once built: is a WebSocket's path served over HTTP?
+        # the served paths, to tell a base URL missing its '/v1' (the client asks for /chat/completions)
+        self.served = [compile_path(spec.path)[0] for protocol in protocols for spec in protocol.routes()]
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "websocket":
@@ -83,6 +85,11 @@ class NotFound:
             message = (
                 f"The path {path} repeats the '/v1' segment. The base URL configured in your client "
                 "already ends with '/v1' where the client adds it again: remove one '/v1' from the base URL."
+            )
+        elif any(pattern.match("/v1" + path) for pattern in self.served):
+            message = (
+                f"Unknown path: {scope['method']} {path}, but /v1{path} is served. The base URL configured in your "
+                "client probably lacks '/v1': add it (a base URL like http://HOST:PORT/v1)."
             )
         else:
             message = f"Unknown path: {scope['method']} {path}. See the API reference for the endpoints served here."

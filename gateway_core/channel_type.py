@@ -124,6 +124,10 @@ class ChannelType(abc.ABC):
 
     name: str
     settings: tuple[Setting, ...] = ()
+    #: whether a channel of this type needs an upstream key: one without any is
+    #: shown as ``no_key`` (needing a key) by every front. ``False`` for types
+    #: that call nothing keyed (the demo type).
+    needs_key: bool = True
 
     @abc.abstractmethod
     def wire(self, endpoint: str) -> str | None:

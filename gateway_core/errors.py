@@ -106,6 +106,13 @@ class UpstreamTimeoutError(GatewayError):
     kind = "timeout"
 
 
+def should_not_retry(error: GatewayError) -> bool:
+    """A refusal that waiting does not cure: a balance or quota spent (a budget
+    that resets soon carries its ``retry_after`` instead). Protocols whose SDKs
+    read ``x-should-retry`` send it ``false`` for these, so a client asks once."""
+    return error.kind == InsufficientQuotaError.kind and error.retry_after is None
+
+
 UPSTREAM_EXCERPT_LIMIT = 2000
 
 

@@ -16,11 +16,14 @@ from .records import ChannelRecord, key_fingerprint, mask_secret
 from .request_store import CHANNEL_SLOT, BreakerReport
 
 
-def describe_health(channel: ChannelRecord, reports: list[BreakerReport], now: float, in_flight: int | None = None) -> dict[str, Any]:
+def describe_health(
+    channel: ChannelRecord, reports: list[BreakerReport], now: float, in_flight: int | None = None, *, needs_key: bool = True
+) -> dict[str, Any]:
     """``{"state", "summary", "breaker", "keys", "in_flight"}`` for one channel.
 
     ``state`` is ``disabled`` (by an operator), ``open`` / ``half_open`` (the
-    channel's breaker), ``no_usable_key``, ``degraded`` (some keys out) or ``ok``.
+    channel's breaker), ``no_key`` (its type needs an upstream key and it has
+    none), ``no_usable_key``, ``degraded`` (some keys out) or ``ok``.
     Keys appear by position and masked form, never in full.
     """
     by_slot = {report.key_slot: report for report in reports}
@@ -45,6 +48,8 @@ def describe_health(channel: ChannelRecord, reports: list[BreakerReport], now: f
             summary = f"open until {_clock(breaker['until'])} after {breaker['failures']} failure(s): {breaker['last_error'] or '?'}"
         else:
             summary = f"half-open (cool-down over; the next request probes): {breaker['last_error'] or '?'}"
+    elif needs_key and not channel.api_keys:
+        status, summary = "no_key", "needs an upstream key: it has none"
     elif channel.api_keys and not usable:
         status, summary = "no_usable_key", "every upstream key is disabled"
     elif out:

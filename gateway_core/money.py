@@ -38,14 +38,31 @@ def format_usd(micros: int) -> str:
     return f"{sign}{whole}.{decimals}"
 
 
+def not_a_decimal(what: str, value: object) -> str:
+    """The one message for money that is not a decimal number, in every front."""
+    if isinstance(value, str):
+        return f"{what} must be a decimal number like 12.50, got {value!r}"
+    return f'{what} must be a decimal number in a string, like "12.50", got {value!r}'
+
+
+def show_usd(micros: int) -> str:
+    """Money for people, the same on every page: :func:`format_usd`'s digits (exact
+    to the micro-USD: at least two decimals, up to six) with thousands separators
+    (``1_234_567_891`` → ``"1,234.567891"``, ``100`` → ``"0.0001"``)."""
+    text = format_usd(micros)
+    sign = "-" if text.startswith("-") else ""
+    whole, _, decimals = text.removeprefix("-").partition(".")
+    return f"{sign}{int(whole):,}.{decimals}"
+
+
 def _parse_micros(text: str, what: str) -> int:
     if not isinstance(text, str):
-        raise ValueError(f"{what} must be a decimal string, got {type(text).__name__}")
+        raise ValueError(not_a_decimal(what, text))
     cleaned = text.strip()
     if cleaned.startswith("-"):
         raise ValueError(f"{what} must not be negative: {text!r}")
     if not _DECIMAL.fullmatch(cleaned):
-        raise ValueError(f"{what} must be a decimal number like 12.50, got {text!r}")
+        raise ValueError(not_a_decimal(what, text))
     micros = Decimal(cleaned) * MICROS_PER_USD
     if micros != micros.to_integral_value():
         raise ValueError(f"{what} {text!r} has more than 6 decimal places (the smallest unit is 0.000001 USD)")

@@ -121,3 +121,20 @@ def test_a_keys_owner_cannot_loosen_what_the_operator_set(seed, start_gateway):
     # a key the owner made is theirs to loosen
     own = alice.post("/keys", {"name": "own", "rpm": 10}).json()["key"]["id"]
     assert alice.patch(f"/keys/{own}", {"rpm": 0}).status_code == 200
+
+
+def test_a_malformed_amount_is_refused_as_the_cli_refuses_it_and_the_document_says_one_of_two(seed, start_gateway, capsys):
+    gateway, ids, apis = _site(seed, start_gateway)
+    root = apis["root"]
+    error = error_of(root.post(f"/users/{ids['alice']}/topups", {"amount": "12,50"}), 400)
+    assert error["message"] == "amount must be a decimal number like 12.50, got '12,50'"
+    capsys.readouterr()
+    assert main(["--db", seed.config.db_path, "wallet", "topup", "alice", "12,50"]) != 0
+    assert error["message"] in capsys.readouterr().err  # the CLI's words
+    error = error_of(root.post(f"/users/{ids['alice']}/topups", {"amount": 12.5}), 400)
+    assert error["message"] == 'amount must be a decimal number in a string, like "12.50", got 12.5'
+    error = error_of(root.post("/codes", {"count": 1, "value": "ten"}), 400)
+    assert error["message"] == "value must be a decimal number like 12.50, got 'ten'"
+    document = requests.get(gateway.url + "/api/openapi.json", timeout=10).json()
+    topup = document["paths"]["/api/v1/users/{user_id}/topups"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert topup["oneOf"] == [{"required": ["amount"]}, {"required": ["amount_micros"]}]

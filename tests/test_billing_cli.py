@@ -63,9 +63,9 @@ def test_wallet_show_prints_balance_reservations_and_latest_ledger_rows(cli, bil
     assert status == 0, err
     lines = out.splitlines()
     assert lines[0] == "alice (id 1): balance 4.876544 USD; 0.20 USD held by 1 request(s) in progress, 4.676544 USD available"
-    assert lines[1].split() == ["id", "created_at", "kind", "amount_micros", "balance_after_micros", "request_id", "key_id", "note"]
+    assert lines[1].split() == ["id", "created_at", "kind", "amount_usd", "balance_after_usd", "request_id", "key_id", "note"]
     assert lines[2].split()[3] == "capture"  # money that moved only: no hold or release rows
-    assert "-0.123456 USD" in lines[2]
+    assert " -0.123456 " in lines[2]
     assert lines[3] == "older rows: --before 2"
     status, out, _ = cli("wallet", "show", "alice", "--before", "2")
     assert [line.split()[3] for line in out.splitlines()[2:]] == ["topup"]
@@ -134,7 +134,7 @@ def test_logs_text_shows_money_and_times(cli, billed):
     status, out, _ = cli("logs", "--limit", "1")
     header, row, cursor = out.splitlines()
     assert header.split()[:4] == ["created_at", "request_id", "key_id", "key_name"]
-    assert "req_29" in row and "0.00029 USD" in row
+    assert "req_29" in row and " 0.00029 " in row and "cost_usd" in header.split()  # the unit in the heading
     assert row.split()[-1] == "29.00"  # the duration in ms, to two places (29.0029 stored)
     assert cursor.startswith("next page: --before ")
 

@@ -68,3 +68,22 @@ async def test_a_stream_cut_by_the_shutdown_is_billed_logged_as_shutdown_and_end
     assert kit.balance_of(seed, user_id) == 10_000_000 - row["cost_micros"]
     assert seed.rows("SELECT * FROM holds") == []
     kit.assert_invariants(seed)
+
+
+def test_a_clean_sigterm_stop_ends_the_lease_so_the_next_start_does_not_warn(tmp_path, seed, relaygate_config):
+    """A stopped worker ends its hold owner's lease; only a killed one is found gone."""
+    plugins = tmp_path / "plugins.toml"
+    plugins.write_text('load = ["openai", "demo"]\n')
+    first = GatewayProcess(relaygate_config.db_path, plugins_file=str(plugins)).start()
+    try:
+        assert first.terminate() == 0
+    finally:
+        first.kill()
+    assert seed.rows("SELECT * FROM hold_owners") == []  # its lease ended: forgotten at once (it holds nothing)
+    second = GatewayProcess(relaygate_config.db_path, plugins_file=str(plugins)).start()
+    try:
+        assert "hold_owners_gone" not in second.output()
+    finally:
+        second.kill()  # a crash: the next start finds it gone
+    with GatewayProcess(relaygate_config.db_path, plugins_file=str(plugins)) as third:
+        assert "billing.hold_owners_gone" in third.output()

@@ -454,3 +454,18 @@ def test_a_token_made_without_an_expiry_lapses_in_ninety_days_and_is_named(cli):
     listed = {token["name"]: token for token in json.loads(out)}
     assert listed["forever"]["expires_at"] is None
     assert abs(listed[f"cli {today}"]["expires_at"] - (time.time() + 90 * 86_400)) < 120
+
+
+
+
+def test_tables_say_usd_in_the_heading_and_drop_kinds_of_price_no_model_has(tmp_path, capsys):
+    from gateway_core.cli import main
+
+    db = str(tmp_path / "t.db")
+    assert main(["init", "--db", db]) == 0
+    capsys.readouterr()
+    assert main(["key", "list", "admin", "--db", db]) == 0
+    header, row = capsys.readouterr().out.splitlines()[:2]
+    assert "quota_usd" in header.split() and "used_usd" in header.split() and "_micros" not in header and "USD" not in row
+    assert main(["price", "list", "--db", db]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split() == ["model", "input_usd_per_mtok", "output_usd_per_mtok", "free", "source", "updated_at"]  # where each price comes from (billing.md#the-catalogue)

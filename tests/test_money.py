@@ -49,7 +49,7 @@ def test_parse_usd_rejects(text, message):
 
 
 def test_parse_usd_rejects_non_strings():
-    with pytest.raises(ValueError, match="decimal string"):
+    with pytest.raises(ValueError, match="decimal number in a string"):
         parse_usd(1.5)  # type: ignore[arg-type]
 
 

@@ -15,7 +15,8 @@ from urllib.parse import parse_qsl
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 
-from gateway_core.money import format_usd, parse_usd
+from gateway_core.money import parse_usd
+from gateway_core.money import show_usd as show_money_text
 
 from .i18n import _
 
@@ -143,19 +144,9 @@ def model_map(value: str) -> dict[str, str]:
 
 
 def show_usd(micros: Any) -> str:
-    return format_usd(int(micros or 0))
-
-
-def show_money(micros: Any, decimals: int = 2) -> str:
-    """Money for reading: thousands separators and a fixed number of decimals,
-    rounded half away from zero (``1234567891`` → ``"1,234.57"``); the exact
-    amount is :func:`show_usd`'s."""
-    value = int(micros or 0)
-    step = 10 ** (6 - decimals)
-    units = (abs(value) + step // 2) // step
-    whole, frac = divmod(units, 10**decimals)
-    sign = "-" if value < 0 and units else ""
-    return f"{sign}{whole:,}" + (f".{frac:0{decimals}d}" if decimals else "")
+    """Every amount on every page (the ``usd`` and ``money`` filters): exact to the
+    micro-USD, with thousands separators (:func:`gateway_core.money.show_usd`)."""
+    return show_money_text(int(micros or 0))
 
 
 def show_time(ts: Any) -> str:
@@ -182,4 +173,4 @@ def show_int(value: Any) -> str:
     return f"{int(value or 0):,}"
 
 
-FILTERS = {"usd": show_usd, "money": show_money, "when": show_time, "input_time": input_time, "ms": show_ms, "num": show_int}
+FILTERS = {"usd": show_usd, "money": show_usd, "when": show_time, "input_time": input_time, "ms": show_ms, "num": show_int}

@@ -407,8 +407,8 @@ def test_the_wallet_reads_money_shows_budgets_redeems_and_operators_edit_budgets
     page.click("button:has-text('Sign out')")
     ui.sign_in("alice")
     ui.go("/console/wallet")
-    assert page.inner_text("#balance") == "12,355.68"  # 10 + 12,345.678901 USD: separators, two decimals
-    assert page.get_attribute("#balance", "title") == "12355.678901 USD exactly"
+    assert page.inner_text("#balance") == "12,355.678901"  # 10 + 12,345.678901 USD: separators, exact to the micro-USD
+    assert page.get_attribute("#balance", "title") == "12,355.678901 USD exactly"
     budgets = page.inner_text("table.budgets")
     assert "key laptop" in budgets and "weekly" in budgets and "2.50" in budgets and "100.00" in budgets
     topup = page.locator("tr[data-ledger-id]", has_text="a large top-up")

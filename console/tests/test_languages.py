@@ -242,3 +242,18 @@ async def test_every_page_renders_in_chinese(browsers, seed, users, start_gatewa
             title = re.search(r"<title>(.*?)</title>", page, re.S).group(1)
             assert title.endswith("Relaygate 控制台") and (re.search(r"[\u4e00-\u9fff]", title.split("·")[0]) or title.startswith("API Key ")), (path, title)
             assert not re.search(r"%\([a-z_]+\)s|\{\{|\{%", page), f"a placeholder left in {path}"
+
+
+def test_local_times_follow_the_pages_language_on_a_24_hour_clock(gateway, chromium):
+    context, errors = chromium  # an English browser (en-US: 12-hour by default)
+    page = context.new_page()
+    page.goto(gateway.url + "/console/login")
+    page.click("nav.langs a[hreflang=zh-Hans]")
+    page.wait_for_function("document.documentElement.lang === 'zh-Hans'")
+    page.fill("input[name=name]", "alice")
+    page.fill("input[name=password]", PASSWORDS["alice"])
+    page.click("button[type=submit]")
+    page.wait_for_url("**/console/dashboard**")
+    shown = page.evaluate("[...document.querySelectorAll('time[data-local]')].map(t => t.textContent)")
+    assert shown and all("月" in text and "AM" not in text and "PM" not in text for text in shown), shown
+    assert not errors

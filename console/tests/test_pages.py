@@ -9,6 +9,7 @@ import aiohttp
 import openai
 import pytest
 
+from gateway_core.money import show_usd
 from gateway_core.store.wallet import hold
 from gateway_openai.fake_upstream import Fault, FakeOpenAI
 
@@ -294,3 +295,46 @@ async def test_the_consoles_writes_are_in_the_audit_log_as_the_session(browsers,
     _, page = await root.get(f"/console/admin/audit?target=user+{users['bob']}")
     assert "wallet.topup" in page and "root" in page
     assert "price.set" in (await root.get("/console/admin/audit"))[1]
+
+
+async def test_the_channel_form_names_each_types_settings_whole(browsers, gateway):
+    root = await browsers("root")
+    _, page = await root.get("/console/admin/channels/new")
+    assert "Settings of the anthropic channel type" in page and "Settings of a " not in page
+    assert '<span class="setting-name">parameter_rules</span>' in page  # kept on one line (console.css)
+    _, css = await root.get("/console/static/console.css")
+    assert ".setting-name { white-space: nowrap; }" in css
+
+
+async def test_a_demo_channel_added_as_local_colon_slash_slash_reads_local_demo(browsers, seed, gateway):
+    root = await browsers("root")
+    form = {"name": "bare", "type": "demo", "base_url": "local://", "models": "demo-bare", "groups": "default",
+            "priority": "0", "weight": "1", "enabled": "on", "api_keys": ""}  # fmt: skip
+    status, page = await root.post("/console/admin/channels/new", form, csrf_from="/console/admin/channels/new")
+    assert status == 200, page
+    assert seed.rows("SELECT base_url FROM channels WHERE name = 'bare'") == [{"base_url": "local://demo"}]
+    assert "local:<" not in page
+
+
+async def test_quickstart_reads_as_sentences_and_lists_only_priced_models(browsers, seed, gateway):
+    seed.channel("raw", type="demo", base_url="local://demo", models=["demo-unpriced"], free_unpriced=False)
+    alice = await browsers("alice")
+    _, page = await alice.get("/console/quickstart")
+    assert "rather than in code: <code>export RELAYGATE_API_KEY=sk-…</code>" in page
+    assert "API keys</a>). Models you can use: demo-chat" in page
+    assert "demo-unpriced" not in page
+
+
+async def test_money_reads_the_same_on_every_page_exact_to_the_micro_usd(browsers, seed, gateway):
+    alice_id = seed.rows("SELECT id FROM users WHERE name = 'alice'")[0]["id"]
+    seed.key(alice_id, name="tiny", quota_micros=100)  # 0.0001 USD
+    seed.topup(alice_id, 390_811)
+    alice, root = await browsers("alice"), await browsers("root")
+    _, keys = await alice.get("/console/keys")
+    _, user = await root.get(f"/console/admin/users/{alice_id}")
+    assert "0.00 / 0.0001" in keys and "0.00 / 0.0001" in user and "0.00 / 0.00<" not in user
+    _, wallet = await alice.get("/console/wallet")
+    balance = seed.rows("SELECT balance_micros FROM users WHERE id = ?", (alice_id,))[0]["balance_micros"]
+    assert balance % 10_000 and show_usd(balance) in wallet  # every digit: the balance after each entry moves
+    assert f'<strong id="balance">{show_usd(balance)}</strong>' in user
+    assert show_usd(1_234_567_891) == "1,234.567891" and show_usd(-12_500_000) == "-12.50" and show_usd(100) == "0.0001"

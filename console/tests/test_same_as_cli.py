@@ -293,3 +293,18 @@ async def test_a_bool_setting_and_a_type_not_loaded_in_the_form(seed, browsers):
     assert status == 200 and "Saved." in page
     assert channel_options(seed, "ghost")["settings"] == {"keep_alive": "10m"}
     assert seed.rows("SELECT priority FROM channels WHERE name = 'ghost'") == [{"priority": 2}]
+
+
+async def test_a_channel_without_an_upstream_key_shows_as_needing_one_in_both(seed, browsers, cli):
+    keyless = seed.channel("keyless", type="openai", base_url="https://api.example.com/v1", models=["demo-chat"], api_keys=())
+    seed.channel("local-demo", type="demo", base_url="local://demo", models=["demo-chat"], api_keys=())  # needs none
+    status, out, _ = await cli("channel", "list", "--json")
+    health = {row["name"]: row["health"]["state"] for row in json.loads(out)}
+    assert status == 0 and (health["keyless"], health["local-demo"]) == ("no_key", "ok")
+    status, out, _ = await cli("channel", "list")
+    assert "needs an upstream key: it has none" in out
+    root = await browsers("root")
+    _, page = await root.get("/console/admin/channels")
+    assert page.count('data-breaker="no_key"') == 1 and ">no-key</span> <small>needs an upstream key: it has none<" in page
+    _, dashboard = await root.get("/console/")
+    assert '<span class="badge off">no key</span>' in dashboard

@@ -171,9 +171,15 @@ async def channel_statuses(admin: Admin, *, in_flight: Mapping[int, int] | None 
     now = time.time()
     counts = in_flight or {}
     return [
-        ChannelStatus(channel, describe_health(channel, reports.get(channel.id, []), now, counts.get(channel.id)))
+        ChannelStatus(channel, describe_health(channel, reports.get(channel.id, []), now, counts.get(channel.id), needs_key=_needs_key(admin, channel)))
         for channel in channels
     ]
+
+
+def _needs_key(admin: Admin, channel: ChannelRecord) -> bool:
+    """Whether the channel's type needs an upstream key (a type not loaded: assumed so)."""
+    channel_type = admin.channel_types.get(channel.type)
+    return channel_type.needs_key if channel_type is not None else True
 
 
 async def channel_traffic(admin: Admin, since: float) -> dict[int, ChannelTraffic]:

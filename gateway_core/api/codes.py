@@ -15,7 +15,7 @@ from ..money import format_usd
 from .errors import ApiError
 from .operation import ApiCall, Operation, Param
 from .schema import ID, NAME, TIME, TIME_OR_NULL, array, micros, obj, usd
-from .shapes import EXPIRES, amount_of, parse_expires, user_json
+from .shapes import EXPIRES, amount_of, one_amount, parse_expires, user_json
 
 STATES = ["open", "used", "disabled", "expired"]
 CODE = obj(
@@ -25,12 +25,12 @@ CODE = obj(
      "created_at": TIME, "redeemed_by": {"type": ["string", "null"]}, "redeemed_at": TIME_OR_NULL},
     ("id", "batch", "prefix", "value", "value_micros", "state", "enabled", "created_at"),
 )  # fmt: skip
-CREATE = obj(
+CREATE = one_amount(obj(
     {"count": {"type": "integer", "minimum": 1, "maximum": codes.MAX_BATCH}, "value": usd("each code credits"),
      "value_micros": micros("each code credits"), "expires_at": EXPIRES, "group": {**NAME, "type": ["string", "null"]},
      "note": {"type": ["string", "null"], "maxLength": 1000}},
     ("count",),
-)  # fmt: skip
+), "value")  # fmt: skip
 CREATED = obj(
     {"batch": {"type": "string"}, "codes": array(obj({"id": ID, "code": {"type": "string", "description": "shown only in this response"}}, ("id", "code")))},
     ("batch", "codes"),

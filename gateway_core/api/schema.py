@@ -5,8 +5,10 @@ declare them, :mod:`.openapi` publishes them and :func:`validate` enforces them,
 so the document and the behaviour cannot drift. The validator knows the
 keywords used here (``type``, ``properties``, ``required``,
 ``additionalProperties``, ``items``, ``enum``, ``minimum``, ``maximum``,
-``minLength``, ``maxLength``, ``minItems``, ``maxItems``, ``pattern``) and names the field
-at fault.
+``minLength``, ``maxLength``, ``minItems``, ``maxItems``, ``pattern``, and ``x-usd``: a
+decimal USD string, refused with :func:`gateway_core.money.not_a_decimal`'s message) and
+names the field at fault. ``oneOf`` is published for the bodies that take exactly one of
+``amount`` and ``amount_micros``; :func:`.shapes.amount_of` enforces it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from ..money import not_a_decimal
 from .errors import ApiError
 
 Schema = dict[str, Any]
@@ -33,7 +36,7 @@ NAMES = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength
 def usd(description: str, *, signed: bool = False, nullable: bool = False) -> Schema:
     """A decimal string of USD (never a float)."""
     pattern = USD_PATTERN if signed else USD_PATTERN.replace("^-?", "^")
-    return {"type": ["string", "null"] if nullable else "string", "pattern": pattern, "description": description + " (USD, decimal)"}
+    return {"type": ["string", "null"] if nullable else "string", "pattern": pattern, "description": description + " (USD, decimal)", "x-usd": True}
 
 
 def micros(description: str, *, nullable: bool = False, signed: bool = False) -> Schema:
@@ -66,6 +69,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
 def validate(value: Any, schema: Schema, where: str = "body") -> Any:
     """``value`` when it fits ``schema``; else :class:`ApiError` 400 naming the field."""
     types = schema.get("type")
+    if schema.get("x-usd") and value is not None and not (isinstance(value, str) and _pattern(schema["pattern"]).search(value)):
+        raise ApiError(400, not_a_decimal(where, value), field=where)  # as the CLI and the console say it
     if types is not None:
         names = [types] if isinstance(types, str) else types
         if not any(_is(value, name) for name in names):

@@ -78,6 +78,12 @@ AMOUNT_FIELDS: dict[str, Schema] = {
 }
 
 
+def one_amount(schema: Schema, field: str = "amount") -> Schema:
+    """``schema`` saying that a body takes exactly one of ``field`` and ``field_micros``
+    (as :func:`amount_of` requires), so schema-driven clients send a valid body."""
+    return {**schema, "oneOf": [{"required": [field]}, {"required": [f"{field}_micros"]}]}
+
+
 def money(micros_value: int | None) -> str | None:
     return None if micros_value is None else format_usd(micros_value)
 

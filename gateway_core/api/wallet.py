@@ -13,7 +13,7 @@ from ..records import LedgerEntry
 from .errors import ApiError
 from .operation import ApiCall, Operation, Param
 from .schema import ID, TIME, array, micros, obj, page, usd
-from .shapes import AMOUNT_FIELDS, CREDIT, credit_json, amount_of, user_json
+from .shapes import AMOUNT_FIELDS, CREDIT, amount_of, credit_json, one_amount, user_json
 
 HOLD = obj({"request_id": {"type": "string"}, "key_id": {"type": ["integer", "null"]}, "amount": usd("held"),
             "amount_micros": micros("held"), "created_at": TIME}, ("request_id", "amount", "amount_micros"))  # fmt: skip
@@ -33,7 +33,7 @@ LEDGER_QUERY = (
     Param("cursor", {"type": "string", "pattern": "^[0-9]{1,18}$"}, "next_cursor of the previous page"),
     Param("limit", {"type": "integer", "minimum": 1, "maximum": 500}, "rows per page (default 50)"),
 )
-TOPUP = obj({**AMOUNT_FIELDS, "note": {"type": ["string", "null"], "maxLength": 1000}})
+TOPUP = one_amount(obj({**AMOUNT_FIELDS, "note": {"type": ["string", "null"], "maxLength": 1000}}))
 ADJUSTMENT = obj({**AMOUNT_FIELDS, "note": {"type": "string", "minLength": 1, "maxLength": 1000}}, ("note",))
 IDEMPOTENCY = Param("idempotency-key", {"type": "string", "minLength": 1, "maxLength": 200},
                     "the same key again returns the first result and moves no money")  # fmt: skip

@@ -4,7 +4,7 @@ Every worker is a **hold owner**: its reservations carry its id, and it holds a
 lease on them (``[gateway] hold_lease_seconds``) that it renews every third of the
 lease. Each sweep (at start, before the gateway serves, then every interval):
 
-1. renews this worker's lease;
+1. renews this worker's lease (a clean stop ends it);
 2. ends the lease of owners on the same replica whose process is gone (its pid
    no longer runs, or a new process of this replica has its pid), so a gateway
    restarted after a crash frees what the killed one held at once;
@@ -91,10 +91,16 @@ class HoldSweeper:
             self._task = asyncio.ensure_future(self._run())
 
     async def stop(self) -> None:
+        """Stop sweeping and end this owner's lease (a clean stop: its requests have
+        settled), so the next start does not take this process for one that died."""
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+            try:
+                await self._store.renew_hold_owner(attrs.evolve(self.owner, lease_until=0.0))
+            except Exception as exc:  # the store is failing: the lease runs out by itself
+                log.error("billing.lease_not_ended", error=repr(exc))
 
     async def sweep(self) -> int:
         now = time.time()

@@ -133,9 +133,12 @@ class CommandContext:
         if not items:
             print("(none)")
             return
-        cells = [[display(col, item.get(col)) for col in columns] for item in items]
-        widths = [max(len(col), *(len(row[i]) for row in cells)) for i, col in enumerate(columns)]
-        print("  ".join(col.ljust(w) for col, w in zip(columns, widths)).rstrip())
+        cells = [[display(col, item.get(col), unit=False) for col in columns] for item in items]
+        kept = [i for i, col in enumerate(columns) if not _price_part(col) or any(row[i] != "-" for row in cells)]
+        cells = [[row[i] for i in kept] for row in cells]  # a kind of price no row has is not a column
+        headers = [heading(columns[i]) for i in kept]
+        widths = [max(len(col), *(len(row[i]) for row in cells)) for i, col in enumerate(headers)]
+        print("  ".join(col.ljust(w) for col, w in zip(headers, widths)).rstrip())
         for row in cells:
             print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
 
@@ -164,22 +167,37 @@ def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
 # --- output -------------------------------------------------------------------
 
 
-def display(name: str, value: Any) -> str:
-    """A value for people: money in USD, times in UTC, durations in ms to two places, lists joined."""
+def _price_part(column: str) -> bool:
+    return column.startswith("tier_") or (column.endswith("_micros") or column.endswith("_micros_per_mtok")) and "per_" in column
+
+
+def heading(name: str) -> str:
+    """A table's column name for people: ``quota_micros`` holds USD, so it reads
+    ``quota_usd`` (``input_usd_per_mtok``); ``--json`` keeps the field names."""
+    if name.endswith("_micros_per_mtok"):
+        return name.removesuffix("_micros_per_mtok") + "_usd_per_mtok"
+    if name.endswith("_micros"):
+        return name.removesuffix("_micros") + "_usd"
+    return name
+
+
+def display(name: str, value: Any, *, unit: bool = True) -> str:
+    """A value for people: money in USD (the unit said unless a table's heading
+    says it), times in UTC, durations in ms to two places, lists joined."""
     if value is None:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int) and name.endswith("_micros_per_mtok"):
-        return f"{format_usd(value)} USD/Mtok"
+        return format_usd(value) + (" USD/Mtok" if unit else "")
     if isinstance(value, int) and name.endswith("_micros"):
-        return f"{format_usd(value)} USD"
+        return format_usd(value) + (" USD" if unit else "")
     if isinstance(value, (int, float)) and name.endswith("_at"):
         return dt.datetime.fromtimestamp(value, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
     if isinstance(value, float) and name.endswith("_ms"):
         return f"{value:.2f}"  # a duration, to the hundredth of a millisecond (--json keeps every digit)
     if isinstance(value, list):
-        return ",".join(display(name, v) for v in value) or "-"
+        return ",".join(display(name, v, unit=unit) for v in value) or "-"
     if isinstance(value, dict):
         return ",".join(f"{k}={v}" for k, v in value.items()) or "-"
     return str(value)

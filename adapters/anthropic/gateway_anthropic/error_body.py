@@ -16,7 +16,8 @@ request_too_large      413     request_too_large
 rate_limit             429     rate_limit_error
 insufficient_quota     400     invalid_request_error, "Your credit balance is too low …"
                                (the provider's own answer; a 429 would make Claude Code
-                               retry for minutes instead of showing the message)
+                               retry for minutes instead of showing the message), with
+                               ``x-should-retry: false`` when waiting cannot cure it
 upstream               502     api_error
 unavailable            503     overloaded_error
 timeout                504     timeout_error
@@ -60,6 +61,7 @@ TYPES: dict[str, str] = {
     "internal": "api_error",
 }
 CREDIT_TOO_LOW = "Your credit balance is too low to access this model"
+BALANCE_TOO_LOW = "Your balance is too low: "  # the core's words, said once in Anthropic's
 MESSAGE_LIMIT = 1000
 
 
@@ -70,7 +72,7 @@ def error_status_and_body(error: GatewayError, request_id: str) -> tuple[int, JS
     message = error.message or "error"
     if error.kind == "insufficient_quota":
         status = 400
-        message = f"{CREDIT_TOO_LOW}: {message}"
+        message = f"{CREDIT_TOO_LOW}: {message.removeprefix(BALANCE_TOO_LOW)}"
     elif error.kind == "invalid_request" and error.code == "model_not_found":
         status, kind = 404, "not_found_error"
     if status < 500 and kind in ("api_error", "overloaded_error", "timeout_error"):

@@ -36,6 +36,7 @@ from gateway_core import (
     capped_output,
     endpoints,
 )
+from gateway_core.errors import should_not_retry
 from gateway_core.json_body import DEFAULT_LIMITS, JsonLimits, read_json_object
 from gateway_core.key_header import bearer_key, plain_key
 
@@ -133,6 +134,8 @@ class AnthropicProtocol(ClientProtocol):
     def render_error(self, error: GatewayError, request_id: str) -> RenderedError:
         status, body = error_status_and_body(error, request_id)
         headers = {"request-id": request_id} if request_id else {}
+        if should_not_retry(error):
+            headers["x-should-retry"] = "false"
         return RenderedError(status=status, body=orjson.dumps(body), headers=headers)
 
     def rate_limit_headers(self, state: RateLimitState) -> list[tuple[bytes, bytes]]:

@@ -44,12 +44,16 @@ DELAY_MS = Setting("delay_ms", "int", default=30, min=0, max=60_000, help="milli
 class DemoChannel(ChannelType):
     name = "demo"
     settings = (DELAY_MS,)
+    needs_key = False  # answers by itself
 
     def wire(self, endpoint: str) -> str | None:
         return DEMO_WIRE if endpoint == endpoints.CHAT else None
 
     def normalize_base_url(self, base_url: str) -> str:
-        return base_url.rstrip("/") or "local://demo"
+        scheme, separator, rest = base_url.partition("://")
+        if not separator:
+            return base_url.rstrip("/") or "local://demo"
+        return f"{scheme}://{rest.rstrip('/') or 'demo'}"  # local:// is local://demo, never "local:"
 
     async def send(self, exchange: Exchange) -> Reply:
         request = exchange.request

@@ -34,6 +34,7 @@ from gateway_core import (
     StreamWriter,
     endpoints,
 )
+from gateway_core.errors import should_not_retry
 from gateway_core.json_body import DEFAULT_LIMITS, JsonLimits, read_json_object
 from gateway_core.key_header import bearer_key
 from gateway_core.model import ChatResponse, CoreRequest, CoreResponse, EmbeddingsResponse
@@ -167,7 +168,8 @@ class OpenAIProtocol(ClientProtocol):
         return orjson.dumps({"object": "list", "data": [_model_object(m) for m in models]})
 
     def render_error(self, error: GatewayError, request_id: str) -> RenderedError:
-        return RenderedError(status=error.status, body=orjson.dumps(error_to_wire(error, request_id)))
+        headers = {"x-should-retry": "false"} if should_not_retry(error) else {}
+        return RenderedError(status=error.status, body=orjson.dumps(error_to_wire(error, request_id)), headers=headers)
 
     async def answer_locally(self, call: Call) -> LocalAnswer | None:
         """A Responses request that needs conversation state, for a model no channel

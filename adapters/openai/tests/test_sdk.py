@@ -157,6 +157,15 @@ async def test_duplicated_v1_is_a_404_that_says_so(gateway, gateway_key):
     assert "repeats the '/v1' segment" in caught.value.message
 
 
+async def test_a_base_url_without_v1_is_a_404_that_says_so(gateway, gateway_key):
+    client = openai.AsyncOpenAI(base_url=gateway.url, api_key=gateway_key, max_retries=0)
+    with pytest.raises(openai.NotFoundError) as caught:
+        await client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}])
+    message = caught.value.message
+    assert "POST /chat/completions, but /v1/chat/completions is served" in message and "lacks '/v1'" in message
+    assert caught.value.body["code"] == "unknown_path"
+
+
 async def test_unknown_path_is_a_404_in_openai_shape(gateway, gateway_key):
     async with aiohttp.ClientSession() as http:
         async with http.post(gateway.url + "/v1/nothing-here", headers={"Authorization": f"Bearer {gateway_key}"}) as response:

@@ -9,8 +9,12 @@
 
   // --- times in the local zone --------------------------------------------------------
 
+  // in the page's language (a Chinese page reads Chinese dates whatever the browser's
+  // own), on a 24-hour clock as every other time in the console
+  const LANG = document.documentElement.lang || undefined;
   const DAY = { year: "numeric", month: "short", day: "numeric" };
-  const TIME = { ...DAY, hour: "2-digit", minute: "2-digit" };
+  const CLOCK = { hour: "2-digit", minute: "2-digit", hourCycle: "h23" };
+  const TIME = { ...DAY, ...CLOCK };
 
   function utcText(date) {
     return date.toISOString().replace("T", " ").slice(0, 16) + " UTC";
@@ -21,7 +25,7 @@
       const date = new Date(time.getAttribute("datetime"));
       if (Number.isNaN(date.getTime())) continue;
       time.title = utcText(date);
-      time.textContent = date.toLocaleString(undefined, time.dataset.local === "day" ? DAY : TIME);
+      time.textContent = date.toLocaleString(LANG, time.dataset.local === "day" ? DAY : TIME);
     }
   }
 
@@ -54,14 +58,14 @@
     if (!data.times) return data.labels[index];
     const date = new Date(data.times[index] * 1000);
     return data.step >= 86400
-      ? date.toLocaleDateString(undefined, { month: "short", day: "numeric" })
-      : date.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
+      ? date.toLocaleDateString(LANG, { month: "short", day: "numeric" })
+      : date.toLocaleTimeString(LANG, CLOCK);
   }
 
   function tipTitle(data, index) {
     if (!data.times) return data.labels[index];
     const date = new Date(data.times[index] * 1000);
-    return `${date.toLocaleString(undefined, data.step >= 86400 ? DAY : TIME)} (${utcText(date)})`;
+    return `${date.toLocaleString(LANG, data.step >= 86400 ? DAY : TIME)} (${utcText(date)})`;
   }
 
   // The tooltip is HTML beside the canvas: the same texts as the table, readable and testable.

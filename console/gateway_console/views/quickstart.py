@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from gateway_core.admin import users
+from gateway_core.admin import prices
 
 from ..web import Ctx, page
 
@@ -18,9 +18,7 @@ def gateway_origin(ctx: Ctx) -> str:
 
 @page()
 async def quickstart(ctx: Ctx) -> Response:
-    groups = (await users.get_user(ctx.admin, ctx.user.id)).groups
-    index = await ctx.services.router.index()
-    by_group = getattr(index, "group_models", {})
-    models = sorted({m for g in groups for m in by_group.get(g, ())})
+    # what the Models page lists as callable: served to the user's groups and priced (or free)
+    models = sorted({offer.model for offer in await prices.models_for_user(ctx.admin, ctx.user.id) if offer.price is not None})
     model = models[0] if models else "demo-chat"
     return ctx.render("quickstart.html", origin=gateway_origin(ctx), model=model, models=models)
