@@ -34,6 +34,7 @@ from .ratelimit.faults import RedisFaults
 from .ratelimit.signin import InProcessSignInThrottle, SignInThrottle
 
 if TYPE_CHECKING:
+    from .gateway import Gateway
     from .shared.setup import SharedState
 
 
@@ -64,6 +65,11 @@ class Services:
     redeem: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # redemption-code attempts (gateway_core.admin.codes)
     clock: Callable[[], float] = time.time  # Unix time, for budgets' windows (tests move it)
     affinity: Affinity | None = None  # session affinity ([gateway] session_affinity; gateway_core.affinity)
+
+    @property
+    def publish_invalidation(self) -> Callable[[dict[str, Any]], None] | None:
+        """Queues a cache invalidation for the other workers (with Redis), else ``None``."""
+        return self.shared.bus.publish_nowait if self.shared is not None else None
 
     @classmethod
     def build(
@@ -161,3 +167,9 @@ class Services:
         if self.tracing is not None:
             await asyncio.to_thread(self.tracing.shutdown)
 
+
+
+if TYPE_CHECKING:
+
+    def _services_are_a_gateway(services: Services) -> Gateway:
+        return services  # mypy checks that Services satisfies the Gateway Protocol
