@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .billing.charge import Charge
     from .channel_type import Target
     from .policy import Policy
+    from .ratelimit import SlotLimits
     from .reservation import PendingHold
 
 
@@ -66,6 +67,7 @@ class RequestContext:
     admitted: list[Policy] = attrs.field(factory=list)
     state: dict[str, Any] = attrs.field(factory=dict)
     charge: Charge | None = None
+    slot_limits: SlotLimits | None = None  # rate limits taken with the first channel's slot (the rate_limit policy's)
     pending_hold: PendingHold | None = None  # its write in flight (gateway_core.reservation owns it)
     target: Target | None = None
     attempts: list[dict[str, Any]] = attrs.field(factory=list)

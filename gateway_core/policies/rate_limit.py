@@ -42,7 +42,7 @@ class RateLimit(Policy):
             subjects.append(Subject("user", key.user_id, key.user_limits))
         shared = gateway.health.shared
         if shared is not None and ctx.call is not None and ctx.call.endpoint != MODELS and shared.counts_with(gateway.rate_limiter):
-            ctx.state[self.name] = DeferredLimits(ctx, subjects, ctx.estimated_input_tokens(), gateway.rate_limiter)
+            ctx.state[self.name] = ctx.slot_limits = DeferredLimits(ctx, subjects, ctx.estimated_input_tokens(), gateway.rate_limiter)
             return
         try:
             permit = await gateway.rate_limiter.acquire(subjects, ctx.estimated_input_tokens())
@@ -129,9 +129,3 @@ def describe(exceeded: LimitExceeded) -> str:
     else:
         what = f"may use {exceeded.limit} tokens per minute"
     return f"Rate limit reached: {who} {what}. Try again in {exceeded.retry_after:.0f} s."
-
-
-def deferred_limits(ctx: RequestContext) -> DeferredLimits | None:
-    """The request's limits when they wait for its channel's slot (see the module)."""
-    limits = ctx.state.get(RateLimit.name)
-    return limits if type(limits) is DeferredLimits else None
