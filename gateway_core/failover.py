@@ -36,6 +36,7 @@ from .records import key_fingerprint
 from .router import Route
 
 if TYPE_CHECKING:
+    from .client_protocol import ClientProtocol
     from .ratelimit import SlotLimits
 
 NO_CHANNEL = "no_channel_available"
@@ -135,10 +136,11 @@ class AttemptPlan:
             self.skipped.append((lease.route.channel.name, why))
             self.position += 1
 
-    async def follow(self, affinity: Affinity, key_id: int, body: Mapping[str, Any], headers: Any) -> None:
+    async def follow(self, affinity: Affinity, key_id: int, protocol: ClientProtocol, body: Mapping[str, Any], headers: Any) -> None:
         """Steer the request to where its session went last, if it names one
-        (that channel first, that key first within it)."""
-        session = session_of(body, headers, affinity.header)
+        (the header, else ``protocol``'s fields of ``body``): that channel first,
+        that key first within it."""
+        session = session_of(protocol, body, headers, affinity.header)
         if session is None:
             return
         digest = session_digest(key_id, session)

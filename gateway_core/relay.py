@@ -165,7 +165,7 @@ class ProtocolEndpoint:
         health = services.health
         plan = AttemptPlan(health, routes, call.model, config.max_attempts, ctx.started + config.attempt_deadline, ctx.slot_limits)
         if services.affinity is not None:  # session affinity: where the session went last goes first
-            await plan.follow(services.affinity, ctx.authenticated_key().id, call.body, ctx.headers)
+            await plan.follow(services.affinity, ctx.authenticated_key().id, ctx.protocol, call.body, ctx.headers)
         early = EarlyHead() if call.stream and config.keepalive_interval > 0 else None
         if early is not None:  # keep-alives may send the head before any upstream answers
             await confirm(ctx)
