@@ -89,6 +89,7 @@ PUBLIC_MODULES = (
     "gateway_core.config",  # Config and ConfigError, given to every hook
     "gateway_core.endpoints",  # endpoint names
     "gateway_core.errors",  # GatewayError and its kinds
+    "gateway_core.gateway",  # Gateway: what policies and plugin routes may use of the gateway
     "gateway_core.framing",  # non-SSE stream framing: newline-delimited JSON, streamed JSON arrays
     "gateway_core.json_body",  # reading a client's JSON body within limits
     "gateway_core.key_header",  # reading an API key from headers

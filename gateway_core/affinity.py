@@ -3,11 +3,12 @@ that served it last, while that channel is healthy, so that the provider's
 prompt cache (which lives per upstream account) keeps hitting.
 
 A request's session is, in this order, the configured header
-(``[gateway] session_header``), or one of the body's fields clients use to
-name a conversation or an end user: ``prompt_cache_key``,
-``metadata.user_id``, ``user``, ``cachedContent`` (a cached-content
-resource: it lives with one upstream key). Sessions are scoped by API key, so
-one key can never steer another's requests.
+(``[gateway] session_header``), or what its client protocol reads from the
+body (:meth:`ClientProtocol.session_key
+<gateway_core.client_protocol.ClientProtocol.session_key>`: the fields that
+protocol's clients use to name a conversation, a cache or an end user; none by
+default). Sessions are scoped by API key, so one key can never steer another's
+requests.
 
 Where a session went is kept as (channel id, key fingerprint), never the
 upstream key itself:
@@ -43,32 +44,26 @@ from .records import key_fingerprint
 if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
+    from .client_protocol import ClientProtocol
     from .config import Config
     from .health import Lease
 
 log = structlog.get_logger("relaygate.affinity")
 
-BODY_FIELDS = ("prompt_cache_key", "user", "cachedContent")  # top-level fields naming a session
 MAX_SESSION_CHARS = 512  # a longer session name is cut (it is only hashed)
 Place = tuple[int, str]  # (channel id, upstream key fingerprint)
 
 
-def session_of(body: Mapping[str, Any], headers: Any, header: str | None) -> str | None:
+def session_of(protocol: ClientProtocol, body: Mapping[str, Any], headers: Any, header: str | None) -> str | None:
     """The session a request names, if any (see the module's docstring)."""
     if header:
         value = headers.get(header)
         if value:
             return str(value)[:MAX_SESSION_CHARS]
-    value = body.get("prompt_cache_key")
-    if not value:
-        metadata = body.get("metadata")
-        if isinstance(metadata, dict):
-            value = metadata.get("user_id")
-    if not value:
-        value = body.get("user") or body.get("cachedContent")
-    if not value or not isinstance(value, str):
+    named = protocol.session_key(body)
+    if not named or not isinstance(named, str):
         return None
-    return value[:MAX_SESSION_CHARS]
+    return named[:MAX_SESSION_CHARS]
 
 
 def session_digest(key_id: int, session: str) -> str:

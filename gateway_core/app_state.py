@@ -6,13 +6,14 @@ from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .services import Services
+    from .gateway import Gateway
 
 SERVICES_STATE = "relaygate.services"  # the key of the services in the lifespan state
 
 
-def services_from_scope(scope: MutableMapping[str, Any]) -> Services:
-    """The gateway's services, for plugin routes (the console): the app's lifespan
-    puts them in every request's ``scope["state"]``."""
-    services: Services = scope["state"][SERVICES_STATE]
-    return services
+def services_from_scope(scope: MutableMapping[str, Any]) -> Gateway:
+    """The gateway, for plugin routes (the console): the app's lifespan puts it
+    in every request's ``scope["state"]``; a route sees what the ``Gateway``
+    Protocol names (``gateway_core.gateway``)."""
+    gateway: Gateway = scope["state"][SERVICES_STATE]
+    return gateway

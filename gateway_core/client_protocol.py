@@ -291,6 +291,16 @@ class ClientProtocol(abc.ABC):
         the close). Default: the error's body, as :meth:`render_error` writes it."""
         return self.render_error(error, request_id).body.decode("utf-8", "replace")
 
+    def session_key(self, body: Mapping[str, Any]) -> str | None:
+        """The session a request's body names in this protocol's fields (a
+        conversation, a cache key or an end user), for session affinity
+        (``[gateway] session_affinity``): requests of one session go to the
+        channel and upstream key that served it last. Called only when affinity
+        is on and the configured ``session_header`` names none; the core hashes
+        and cuts the value. Must not raise on a body of unexpected shape.
+        Default: ``None`` (no session)."""
+        return None
+
     def passthrough_body(self, call: Call, upstream_body: bytes) -> bytes:
         """The client's body of a same-wire non-streaming answer (as is, by default)."""
         return upstream_body

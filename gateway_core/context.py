@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from .billing.charge import Charge
     from .channel_type import Target
     from .policy import Policy
+    from .ratelimit import SlotLimits
+    from .reservation import PendingHold
 
 
 def new_request_id() -> str:
@@ -41,8 +43,10 @@ class RequestContext:
     ``admitted`` lists the policies that admitted the request and must finish
     it; ``state`` lets policies keep what they must undo when the request
     finishes (a concurrency slot), keyed by policy name; ``charge`` is the
-    reservation the quota policy made. ``target`` is where the last upstream
-    attempt went, ``attempts`` every attempt as the usage log keeps it. ``row``
+    reservation the quota policy made, ``pending_hold`` its write while in flight
+    (when the quota policy lets it go beside the upstream call). ``target`` is
+    where the last upstream attempt went, ``attempts`` every attempt as the usage
+    log keeps it. ``row``
     is the usage-log row, set once by the settlement (before the policies
     finish), and ``settled`` says it was. ``refused_by`` names the policy that
     refused the request, if one did.
@@ -63,6 +67,8 @@ class RequestContext:
     admitted: list[Policy] = attrs.field(factory=list)
     state: dict[str, Any] = attrs.field(factory=dict)
     charge: Charge | None = None
+    slot_limits: SlotLimits | None = None  # rate limits taken with the first channel's slot (the rate_limit policy's)
+    pending_hold: PendingHold | None = None  # its write in flight (gateway_core.reservation owns it)
     target: Target | None = None
     attempts: list[dict[str, Any]] = attrs.field(factory=list)
     row: UsageRow | None = None

@@ -36,7 +36,8 @@ from .records import key_fingerprint
 from .router import Route
 
 if TYPE_CHECKING:
-    from .policies.rate_limit import DeferredLimits
+    from .client_protocol import ClientProtocol
+    from .ratelimit import SlotLimits
 
 NO_CHANNEL = "no_channel_available"
 RATE_LIMITED = "upstream_rate_limited"
@@ -47,7 +48,7 @@ log = structlog.get_logger("relaygate.failover")
 class AttemptPlan:
     __slots__ = ("board", "routes", "model", "max_attempts", "deadline", "position", "attempts", "tried", "last_error", "skipped", "limits", "resorted", "steering")
 
-    def __init__(self, board: HealthBoard, routes: list[Route], model: str, max_attempts: int, deadline: float, limits: DeferredLimits | None = None) -> None:
+    def __init__(self, board: HealthBoard, routes: list[Route], model: str, max_attempts: int, deadline: float, limits: SlotLimits | None = None) -> None:
         self.board = board
         self.routes = routes
         self.model = model
@@ -135,10 +136,11 @@ class AttemptPlan:
             self.skipped.append((lease.route.channel.name, why))
             self.position += 1
 
-    async def follow(self, affinity: Affinity, key_id: int, body: Mapping[str, Any], headers: Any) -> None:
+    async def follow(self, affinity: Affinity, key_id: int, protocol: ClientProtocol, body: Mapping[str, Any], headers: Any) -> None:
         """Steer the request to where its session went last, if it names one
-        (that channel first, that key first within it)."""
-        session = session_of(body, headers, affinity.header)
+        (the header, else ``protocol``'s fields of ``body``): that channel first,
+        that key first within it."""
+        session = session_of(protocol, body, headers, affinity.header)
         if session is None:
             return
         digest = session_digest(key_id, session)
@@ -235,3 +237,21 @@ class AttemptPlan:
                     return None
                 waits.append(breaker.until - now)
         return min(waits) if waits else None
+
+
+def attempt_record(lease: Lease, started: float, error: GatewayError | None, status: int = 200) -> dict[str, Any]:
+    """One attempt as the usage log keeps it (``ctx.attempts``), for both relays: the
+    key by its position, never itself."""
+    channel = lease.route.channel
+    attempt: dict[str, Any] = {
+        "channel": channel.name,
+        "channel_id": channel.id,
+        "key_index": lease.key_index,
+        "latency_ms": round((time.perf_counter() - started) * 1000.0, 2),
+        "status": status if error is None else (error.upstream_status or error.status),
+    }
+    if error is not None:
+        attempt["error"] = error.message[:300]
+    elif status == 499:
+        attempt["error"] = "the client disconnected"
+    return attempt

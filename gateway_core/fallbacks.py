@@ -24,7 +24,7 @@ from .errors import GatewayError
 if TYPE_CHECKING:
     from .context import RequestContext
     from .failover import AttemptPlan
-    from .services import Services
+    from .gateway import Gateway
 
 log = structlog.get_logger("relaygate.fallbacks")
 
@@ -43,24 +43,24 @@ class ModelFallback:
     created_at: float = 0.0
 
 
-async def fall_back(services: Services, ctx: RequestContext, plan: AttemptPlan) -> bool:
+async def fall_back(gateway: Gateway, ctx: RequestContext, plan: AttemptPlan) -> bool:
     """Switch ``plan`` to the fallback of the model asked for; ``False`` when there is none to take."""
     call, key = ctx.call, ctx.key
     if ctx.served_model is not None or call is None or key is None:
         return False
-    fallback = await services.router.fallback_for(key, call.model)
+    fallback = await gateway.router.fallback_for(key, call.model)
     if fallback is None:
         return False
     price = None
-    if services.prices is not None:
-        book = services.prices.fresh() or await services.prices.load()
+    if gateway.prices is not None:
+        book = gateway.prices.fresh() or await gateway.prices.load()
         price = book.prices.get(fallback)
     if price is None or (ctx.charge is None and not price.free):
         log.warning("model fallback not taken: it cannot be billed", model=call.model, fallback=fallback,
                     reason="no price" if price is None else "the model asked for is free: nothing was reserved")  # fmt: skip
         return False
     try:
-        routes = await services.router.candidates(key, fallback, call.endpoint)
+        routes = await gateway.router.candidates(key, fallback, call.endpoint)
     except GatewayError as refused:
         log.warning("model fallback not taken", model=call.model, fallback=fallback, reason=refused.message)
         return False

@@ -20,7 +20,7 @@ from .errors import GatewayError
 
 if TYPE_CHECKING:
     from .context import RequestContext
-    from .services import Services
+    from .gateway import Gateway
 
 
 class Policy:
@@ -29,10 +29,11 @@ class Policy:
     name: str = "policy"
     order: int = 1000
 
-    async def admit(self, ctx: RequestContext, services: Services) -> None:
-        """Check the request; raise a ``GatewayError`` to refuse it."""
+    async def admit(self, ctx: RequestContext, gateway: Gateway) -> None:
+        """Check the request; raise a ``GatewayError`` to refuse it. ``gateway``
+        is what a policy may use of the gateway (``gateway_core.gateway.Gateway``)."""
 
-    async def finish(self, ctx: RequestContext, services: Services) -> None:
+    async def finish(self, ctx: RequestContext, gateway: Gateway) -> None:
         """Release what ``admit`` took, once the request is over (``ctx.row`` is
         its usage-log row). Called only for policies that admitted."""
 
@@ -48,7 +49,7 @@ class Pipeline:
             p.name for p in self.policies if type(p).finish is not Policy.finish
         )
 
-    async def admit(self, ctx: RequestContext, services: Services) -> None:
+    async def admit(self, ctx: RequestContext, gateway: Gateway) -> None:
         """Run every policy's ``admit`` in order, keeping in ``ctx.admitted`` those
         that need ``finish``; a refusal (a ``GatewayError``) ends the run, the
         refusing policy named in ``ctx.refused_by``. Whatever
@@ -56,7 +57,7 @@ class Pipeline:
         admitted, finishers = ctx.admitted, self._finishers
         for policy in self.policies:
             try:
-                await policy.admit(ctx, services)
+                await policy.admit(ctx, gateway)
             except GatewayError:
                 ctx.refused_by = policy.name
                 raise
@@ -64,8 +65,8 @@ class Pipeline:
                 admitted.append(policy)
 
     @staticmethod
-    async def finish(ctx: RequestContext, services: Services) -> None:
+    async def finish(ctx: RequestContext, gateway: Gateway) -> None:
         """Finish the admitted policies, the last admitted first, each once."""
         admitted = ctx.admitted
         while admitted:
-            await admitted.pop().finish(ctx, services)
+            await admitted.pop().finish(ctx, gateway)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import orjson
 import structlog
@@ -24,7 +24,7 @@ import structlog
 from .asgi import send_body
 
 if TYPE_CHECKING:
-    from .services import Services
+    from .gateway import Gateway
 
 log = structlog.get_logger("relaygate.server")
 
@@ -44,7 +44,16 @@ class Readiness:
         self.draining = True
 
 
-async def check(services: Services) -> tuple[dict[str, str], dict[str, str]]:
+if TYPE_CHECKING:
+
+    class Checked(Gateway, Protocol):
+        """The gateway as the readiness checks see it: with its :class:`Readiness`."""
+
+        @property
+        def readiness(self) -> Readiness: ...
+
+
+async def check(services: Checked) -> tuple[dict[str, str], dict[str, str]]:
     """Each check's result (``ok``, or a short fact), and the checks that failed
     with what is wrong."""
     checks: dict[str, str] = {}
@@ -84,7 +93,7 @@ async def check(services: Services) -> tuple[dict[str, str], dict[str, str]]:
     return checks, problems
 
 
-def drain_then(services: Services, seconds: float, stop: Callable[[], None]) -> None:
+def drain_then(services: Checked, seconds: float, stop: Callable[[], None]) -> None:
     """A shutdown signal: drain (``/readyz`` answers 503), then ``stop`` after
     ``seconds``; a second signal stops at once."""
     if services.readiness.draining or seconds <= 0:
@@ -99,7 +108,7 @@ def drain_then(services: Services, seconds: float, stop: Callable[[], None]) -> 
 class ReadyEndpoint:
     """``GET /readyz`` (and ``HEAD``): 200 when ready, else 503; the body says why."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Checked) -> None:
         self.services = services
 
     async def __call__(self, scope, receive, send) -> None:

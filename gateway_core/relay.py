@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import attrs
 import structlog
@@ -29,13 +28,12 @@ from .client_protocol import Call, Caller, ClientProtocol, LocalAnswer, RouteSpe
 from .context import RequestContext
 from .disconnect import DisconnectWatch
 from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, UpstreamUnavailableError
-from .failover import AttemptPlan
+from .failover import AttemptPlan, attempt_record
 from .fallbacks import fall_back
 from .health import Lease
 from .model import ChatResponse, CoreRequest
 from .money import format_usd
 from .outcome import CLIENT_GONE, CUT_BY_SHUTDOWN, DONE, Outcome, answered, end_reason_of
-from .policies.rate_limit import deferred_limits
 from .request_store import StoreUnavailable
 from .reservation import confirm
 from .secrets import redact
@@ -166,9 +164,9 @@ class ProtocolEndpoint:
                 raise NotFoundError(f"The channel holding the state this request names no longer serves '{call.model}' here.")
         config = services.config
         health = services.health
-        plan = AttemptPlan(health, routes, call.model, config.max_attempts, ctx.started + config.attempt_deadline, deferred_limits(ctx))
+        plan = AttemptPlan(health, routes, call.model, config.max_attempts, ctx.started + config.attempt_deadline, ctx.slot_limits)
         if services.affinity is not None:  # session affinity: where the session went last goes first
-            await plan.follow(services.affinity, ctx.authenticated_key().id, call.body, ctx.headers)
+            await plan.follow(services.affinity, ctx.authenticated_key().id, ctx.protocol, call.body, ctx.headers)
         early = EarlyHead() if call.stream and config.keepalive_interval > 0 else None
         if early is not None:  # keep-alives may send the head before any upstream answers
             await confirm(ctx)
@@ -215,7 +213,7 @@ class ProtocolEndpoint:
                         reply = await watch.run(channel_type.send(exchange))
                 except GatewayError as error:
                     redact_error(error, lease.api_key)
-                    ctx.attempts.append(_attempt(lease, started, error))
+                    ctx.attempts.append(attempt_record(lease, started, error))
                     plan.failed(lease, error)
                     if early is not None and early.writer is not None:  # the client has the head: end its stream
                         await self._end_early(ctx, early.writer, error, send)
@@ -224,12 +222,12 @@ class ProtocolEndpoint:
                         continue
                     raise
                 except ClientGone:  # the upstream call was cancelled; the row counts the prompt sent (estimated)
-                    ctx.attempts.append(_attempt(lease, started, None, 499))
+                    ctx.attempts.append(attempt_record(lease, started, None, 499))
                     await settle(ctx, answered(None, ctx.text_input_tokens(), 0, status=499, end_reason="client_gone"), services)
                     raise
                 streaming = isinstance(reply, StreamReply)
                 health.succeeded(lease, streaming)
-                ctx.attempts.append(_attempt(lease, started, None))
+                ctx.attempts.append(attempt_record(lease, started, None))
                 if streaming:
                     contract = StreamContract(channel_type.name)  # every frame is checked against it
                     broken = await self._stream(ctx, call, reply, contract, passthrough, watch, send, early.writer if early else None)
@@ -346,23 +344,6 @@ class EarlyHead:
 
     def __init__(self) -> None:
         self.writer: StreamWriter | None = None
-
-
-def _attempt(lease: Lease, started: float, error: GatewayError | None, status: int = 200) -> dict[str, Any]:
-    """One attempt as the usage log keeps it: the key by its position, never itself."""
-    channel = lease.route.channel
-    attempt: dict[str, Any] = {
-        "channel": channel.name,
-        "channel_id": channel.id,
-        "key_index": lease.key_index,
-        "latency_ms": round((time.perf_counter() - started) * 1000.0, 2),
-        "status": status if error is None else (error.upstream_status or error.status),
-    }
-    if error is not None:
-        attempt["error"] = error.message[:300]
-    elif status == 499:
-        attempt["error"] = "the client disconnected"
-    return attempt
 
 
 def redact_error(error: GatewayError, api_key: str) -> None:

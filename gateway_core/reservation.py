@@ -39,7 +39,6 @@ from .context import RequestContext
 from .sql import SQLITE
 
 WORKERS_ENV = "RELAYGATE_WORKERS"  # set by `serve` for its worker processes (server.py)
-PENDING = "quota.pending_hold"  # ctx.state key of a reservation whose write is in flight
 MARGIN = 8  # the last-seen available balance must cover this many times the reservation
 FRESH_SECONDS = 5.0  # how long a last-seen available balance is trusted
 MAX_USERS = 10_000  # users remembered per process (forgotten all at once beyond)
@@ -99,16 +98,27 @@ class BalanceMargins:
 
     def start(self, ctx: RequestContext, user_id: int, needed: int, write: Coroutine[Any, Any, int]) -> None:
         """Start the reservation ``write`` (it returns the available balance after
-        it) as the request's pending one."""
+        it) as the request's pending one (``ctx.pending_hold``)."""
         self.reserving(user_id, needed)
-        task = asyncio.ensure_future(write)
+        ctx.pending_hold = PendingHold(self, user_id, needed, asyncio.ensure_future(write))
 
-        def done(task: asyncio.Task[int]) -> None:
-            ok = not task.cancelled() and task.exception() is None
-            self.reserved(user_id, needed, task.result() if ok else None)
 
-        task.add_done_callback(done)
-        ctx.state[PENDING] = task
+class PendingHold:
+    """A request's reservation whose write is in flight (``ctx.pending_hold``).
+
+    This module owns it: :func:`confirm` (the relay and the session relay, before
+    the first byte), :func:`pending` and :func:`wait` (the settlement) are the only
+    readers, and :func:`wait` the only one that clears it."""
+
+    __slots__ = ("_margins", "_user_id", "_needed", "task")
+
+    def __init__(self, margins: BalanceMargins, user_id: int, needed: int, task: asyncio.Future[int]) -> None:
+        self._margins, self._user_id, self._needed, self.task = margins, user_id, needed, task
+        task.add_done_callback(self._written)
+
+    def _written(self, task: asyncio.Future[int]) -> None:
+        ok = not task.cancelled() and task.exception() is None
+        self._margins.reserved(self._user_id, self._needed, task.result() if ok else None)
 
 
 async def confirm(ctx: RequestContext, cleanup: Callable[[], Awaitable[None]] | None = None) -> None:
@@ -116,9 +126,10 @@ async def confirm(ctx: RequestContext, cleanup: Callable[[], Awaitable[None]] | 
     it is still being written, and raise its refusal (or its failure) if it
     failed, after ``cleanup`` (closing the upstream's answer); the charge is then
     dropped. Nothing to do when none is pending."""
-    task = ctx.state.get(PENDING)
-    if task is None:
+    hold = ctx.pending_hold
+    if hold is None:
         return
+    task = hold.task
     try:
         if not task.done():
             await asyncio.shield(task)  # cancelled here: the write goes on, the settlement waits for it
@@ -136,16 +147,17 @@ async def confirm(ctx: RequestContext, cleanup: Callable[[], Awaitable[None]] | 
 async def wait(ctx: RequestContext) -> None:
     """For the settlement: let the request's reservation write finish, whatever
     its result (a failed one leaves no charge to settle)."""
-    task = ctx.state.pop(PENDING, None)
-    if task is None:
+    hold = ctx.pending_hold
+    if hold is None:
         return
+    ctx.pending_hold = None
     try:
-        await task
+        await hold.task
     except Exception:
         ctx.charge = None
 
 
 def pending(ctx: RequestContext) -> bool:
     """Whether the request's reservation is still being written."""
-    task = ctx.state.get(PENDING)
-    return task is not None and not task.done()
+    hold = ctx.pending_hold
+    return hold is not None and not hold.task.done()

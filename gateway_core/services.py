@@ -36,6 +36,7 @@ from .ratelimit.faults import RedisFaults
 from .ratelimit.signin import InProcessSignInThrottle, SignInThrottle
 
 if TYPE_CHECKING:
+    from .gateway import Gateway
     from .shared.setup import SharedState
 
 
@@ -67,6 +68,11 @@ class Services:
     clock: Callable[[], float] = time.time  # Unix time, for budgets' windows (tests move it)
     affinity: Affinity | None = None  # session affinity ([gateway] session_affinity; gateway_core.affinity)
     retention: RetentionJob | None = None  # rolls the usage log up and prunes it ([retention]; gateway_core.retention_job)
+
+    @property
+    def publish_invalidation(self) -> Callable[[dict[str, Any]], None] | None:
+        """Queues a cache invalidation for the other workers (with Redis), else ``None``."""
+        return self.shared.bus.publish_nowait if self.shared is not None else None
 
     @classmethod
     def build(
@@ -172,3 +178,9 @@ class Services:
         if self.tracing is not None:
             await asyncio.to_thread(self.tracing.shutdown)
 
+
+
+if TYPE_CHECKING:
+
+    def _services_are_a_gateway(services: Services) -> Gateway:
+        return services  # mypy checks that Services satisfies the Gateway Protocol

@@ -34,11 +34,10 @@ from .channel_type import AnswerLimits, Exchange, Target
 from .client_protocol import Call, ClientProtocol, RouteSpec
 from .context import RequestContext, new_request_id
 from .errors import GatewayError, InternalError, RequestTooLargeError, UpstreamError, UpstreamUnavailableError
-from .failover import AttemptPlan
+from .failover import AttemptPlan, attempt_record
 from .health import Lease
 from .model import PartDelta, StreamFinish, StreamStart, Usage, UsageReport
 from .outcome import Outcome, answered, end_reason_of
-from .relay import _attempt  # one shape of the attempts for both relays
 from .services import Services
 from .sessions import UpstreamSession
 from .reservation import confirm
@@ -126,7 +125,7 @@ class SessionEndpoint:
             try:
                 upstream = await services.registry.channel_types[channel.type].open_session(exchange)
             except GatewayError as error:
-                ctx.attempts.append(_attempt(lease, started, error))
+                ctx.attempts.append(attempt_record(lease, started, error))
                 plan.failed(lease, error)
                 if error.retryable:
                     continue
@@ -135,7 +134,7 @@ class SessionEndpoint:
                 lease.release()
                 raise
             services.health.succeeded(lease)
-            ctx.attempts.append(_attempt(lease, started, None))
+            ctx.attempts.append(attempt_record(lease, started, None))
             return upstream, lease
 
     async def _refuse(self, websocket: WebSocket, ctx: RequestContext, error: GatewayError) -> None:

@@ -3,9 +3,13 @@ and the in-process map's bounds (size and lifetime), with a fake clock."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 
 from gateway_core.affinity import LocalAffinity, session_digest, session_of
+from gateway_core.client_protocol import ClientProtocol
 from gateway_core.config import ConfigError, config_from_mapping
 
 
@@ -17,17 +21,34 @@ class Clock:
         return self.now
 
 
-def test_the_session_comes_from_the_header_then_the_body():
+class NamedBy(ClientProtocol):
+    """A protocol whose bodies name their session in ``s`` (no provider's fields:
+    each adapter's own are tested in its tests, ``test_session_key.py``)."""
+
+    name = "named-by"
+
+    def session_key(self, body: Mapping[str, Any]) -> Any:
+        return body.get("s")
+
+    routes = read_key = parse = to_core = render_response = stream_writer = render_models = render_error = None  # type: ignore[assignment]
+
+
+def test_the_session_comes_from_the_header_then_the_protocol():
+    protocol = NamedBy()
     headers = {"x-session-id": "from-header"}
-    body = {"prompt_cache_key": "pck", "metadata": {"user_id": "uid"}, "user": "u", "cachedContent": "cachedContents/1"}
-    assert session_of(body, headers, "x-session-id") == "from-header"
-    assert session_of(body, {}, "x-session-id") == "pck"
-    assert session_of({"metadata": {"user_id": "uid"}, "user": "u"}, {}, None) == "uid"
-    assert session_of({"user": "u"}, {}, None) == "u"
-    assert session_of({"cachedContent": "cachedContents/1"}, {}, None) == "cachedContents/1"
-    assert session_of({"metadata": "not an object", "user": 5}, {}, None) is None
-    assert session_of({}, {}, None) is None
-    assert len(session_of({"user": "x" * 10_000}, {}, None) or "") == 512
+    assert session_of(protocol, {"s": "body"}, headers, "x-session-id") == "from-header"
+    assert session_of(protocol, {"s": "body"}, {}, "x-session-id") == "body"
+    assert session_of(protocol, {"s": 5}, {}, None) is None  # a protocol's odd value names none
+    assert session_of(protocol, {}, {}, None) is None
+    assert len(session_of(protocol, {"s": "x" * 10_000}, {}, None) or "") == 512
+    assert len(session_of(protocol, {}, {"x-session-id": "y" * 10_000}, "x-session-id") or "") == 512
+
+
+def test_a_protocol_names_no_session_by_default():
+    class Silent(NamedBy):
+        session_key = ClientProtocol.session_key  # type: ignore[assignment]
+
+    assert session_of(Silent(), {"s": "body", "user": "u"}, {}, None) is None
 
 
 def test_digests_keep_keys_apart_and_hide_the_session():

@@ -14,7 +14,7 @@ from .port import AdminStore
 
 if TYPE_CHECKING:
     from ..channel_type import ChannelType
-    from ..services import Services
+    from ..gateway import Gateway
 
 
 class Invalidated(Protocol):
@@ -95,11 +95,10 @@ class Admin:
     catalogue: Mapping[str, PriceRecord] = attrs.field(factory=dict)
 
     @classmethod
-    def of(cls, services: Services) -> Admin:
+    def of(cls, gateway: Gateway) -> Admin:
         """The admin of a running gateway: its store, channel types and caches."""
-        publish = services.shared.bus.publish_nowait if services.shared is not None else None
-        caches = Caches(keys=services.keys, channels=services.router, prices=services.prices, publish=publish)
-        return cls(services.admin, services.registry.channel_types, caches, catalogue_of(services.config.price_catalogue))
+        caches = Caches(keys=gateway.keys, channels=gateway.router, prices=gateway.prices, publish=gateway.publish_invalidation)
+        return cls(gateway.admin, gateway.registry.channel_types, caches, catalogue_of(gateway.config.price_catalogue))
 
 
 def catalogue_of(enabled: bool) -> Mapping[str, PriceRecord]:

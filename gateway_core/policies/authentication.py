@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..context import RequestContext
 from ..errors import AuthenticationError
+from ..gateway import Gateway
 from ..policy import Policy
 from ..secrets import hash_key
 
@@ -12,8 +13,8 @@ class Authentication(Policy):
     name = "authentication"
     order = 100
 
-    async def admit(self, ctx: RequestContext, services) -> None:
-        record = await services.keys.get(hash_key(ctx.secret or ""))
+    async def admit(self, ctx: RequestContext, gateway: Gateway) -> None:
+        record = await gateway.keys.get(hash_key(ctx.secret or ""))
         if record is None:
             raise AuthenticationError(
                 "Incorrect API key provided. Check the key, or create a new one in the console.",

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from ..context import RequestContext
 from ..errors import PermissionDeniedError
+from ..gateway import Gateway
 from ..policy import Policy
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -26,7 +27,7 @@ class IPAllowList(Policy):
     def __init__(self) -> None:
         self._networks: dict[tuple[str, ...], tuple[Network, ...]] = {}
 
-    async def admit(self, ctx: RequestContext, services) -> None:
+    async def admit(self, ctx: RequestContext, gateway: Gateway) -> None:
         allow = ctx.authenticated_key().allow_ips
         if not allow:
             return

@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 
 from ..context import RequestContext
 from ..errors import AuthenticationError
+from ..gateway import Gateway
 from ..policy import Policy
 
 
@@ -14,7 +15,7 @@ class KeyState(Policy):
     name = "key_state"
     order = 200
 
-    async def admit(self, ctx: RequestContext, services) -> None:
+    async def admit(self, ctx: RequestContext, gateway: Gateway) -> None:
         key = ctx.authenticated_key()
         if key.deleted:
             raise AuthenticationError("This API key has been deleted.", code="invalid_api_key")

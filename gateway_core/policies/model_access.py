@@ -11,6 +11,7 @@ second — knows which models exist and which groups they serve: no store call.
 from __future__ import annotations
 
 from ..context import RequestContext
+from ..gateway import Gateway
 from ..policy import Policy
 from ..router import model_refusal
 
@@ -22,11 +23,11 @@ class ModelAccess(Policy):
     def __init__(self, hide: bool = False) -> None:
         self.hide = hide  # [gateway] hide_forbidden_models
 
-    async def admit(self, ctx: RequestContext, services) -> None:
+    async def admit(self, ctx: RequestContext, gateway: Gateway) -> None:
         call = ctx.call
         if call is None or not call.model:  # listing models: the router filters them
             return
-        index = await services.router.index()
+        index = await gateway.router.index()
         refusal = model_refusal(index, ctx.authenticated_key(), call.model, hide=self.hide)
         if refusal is not None:
             raise refusal

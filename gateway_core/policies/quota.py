@@ -31,6 +31,7 @@ from ..records import NO_BUDGETS
 from ..context import RequestContext
 from ..errors import InsufficientQuotaError, PermissionDeniedError
 from ..money import format_usd
+from ..gateway import Gateway
 from ..policy import Policy
 from ..request_store import HoldRefused
 from ..reservation import BalanceMargins, sole_writer
@@ -52,22 +53,23 @@ class Quota(Policy):
         self.margins = BalanceMargins()  # when the write may go beside the upstream call (reservation.py)
         self.overlap: bool | None = None  # whether it may at all: this process is the store's sole writer
 
-    def _may_overlap(self, services) -> bool:
+    def _may_overlap(self, gateway: Gateway) -> bool:
         if self.overlap is None:
-            self.overlap = sole_writer(services.sql.dialect)
+            self.overlap = sole_writer(gateway.sql.dialect)
         return self.overlap
 
-    async def admit(self, ctx: RequestContext, services) -> None:
+    async def admit(self, ctx: RequestContext, gateway: Gateway) -> None:
         call = ctx.call
         if call is None or not call.model or call.endpoint in FREE_ENDPOINTS:
             return  # listing models and counting tokens cost nothing
         model, hints = call.model, call.billing
-        book = services.prices
+        book = gateway.prices
+        assert book is not None  # Services.build always sets it
         snapshot = book.fresh() or await book.load()
         price = price_for(snapshot.prices, model, hints)
         key = ctx.authenticated_key()
         if price is None:
-            index = await services.router.index()
+            index = await gateway.router.index()
             if (key.group, model) not in index.by_group_model:
                 return  # no channel serves it: the router refuses with its own error
             raise PermissionDeniedError(
@@ -93,21 +95,21 @@ class Quota(Policy):
         ctx.charge = Charge(user_id=key.user_id, key_id=key.id, price=price, ratio_ppm=ratio, held_micros=needed, hints=hints)
         budgets: tuple[BudgetUse, ...] = ()
         if key.budgets != NO_BUDGETS or key.user_budgets != NO_BUDGETS:
-            config = services.config
-            budgets = budget_uses(key, services.clock(), timezone=config.budget_timezone, window=config.budget_window)
+            config = gateway.config
+            budgets = budget_uses(key, gateway.clock(), timezone=config.budget_timezone, window=config.budget_window)
         if needed:
             try:
                 if budgets:
-                    await services.store.hold_within_budgets(key.user_id, needed, ctx.request_id, key.id, budgets)
-                elif key.quota_micros is None and self._may_overlap(services) and self.margins.covers(key.user_id, needed):
+                    await gateway.store.hold_within_budgets(key.user_id, needed, ctx.request_id, key.id, budgets)
+                elif key.quota_micros is None and self._may_overlap(gateway) and self.margins.covers(key.user_id, needed):
                     max_output = hints.max_output_tokens or self.default_max_output_tokens
-                    hold = _hold(services, key.user_id, needed, ctx.request_id, key.id, max_output)
+                    hold = _hold(gateway, key.user_id, needed, ctx.request_id, key.id, max_output)
                     self.margins.start(ctx, key.user_id, needed, hold)  # the relay confirms it before answering
                 else:  # counted in flight meanwhile: a margin seen now must not count this money twice
                     self.margins.reserving(key.user_id, needed)
                     available = None
                     try:
-                        available = await services.store.hold(key.user_id, needed, ctx.request_id, key.id)
+                        available = await gateway.store.hold(key.user_id, needed, ctx.request_id, key.id)
                     finally:
                         self.margins.reserved(key.user_id, needed, available)
             except Exception as failed:  # refused, or the write failed: nothing is held
@@ -116,15 +118,15 @@ class Quota(Policy):
                 if isinstance(failed, HoldRefused):
                     max_output = hints.max_output_tokens or self.default_max_output_tokens
                     if failed.what == "budget":
-                        raise budget_refusal(failed, services.clock(), max_output) from None
+                        raise budget_refusal(failed, gateway.clock(), max_output) from None
                     raise _refusal(failed, max_output) from None
                 raise
 
 
-async def _hold(services, user_id: int, needed: int, request_id: str, key_id: int, max_output: int) -> int:
+async def _hold(gateway: Gateway, user_id: int, needed: int, request_id: str, key_id: int, max_output: int) -> int:
     """The reservation written beside the upstream call: its refusal as the client's error."""
     try:
-        return await services.store.hold(user_id, needed, request_id, key_id)
+        return await gateway.store.hold(user_id, needed, request_id, key_id)
     except HoldRefused as refused:
         raise _refusal(refused, max_output) from None
 

@@ -3,12 +3,12 @@
 A key's own limits and its owner's (the user's overrides, else the defaults of
 the key's group) arrive folded into the key record, so a request with no limits
 costs two identity tests here and one dict lookup in ``finish``. Otherwise the
-limiter (``services.rate_limiter``) takes one request, the estimated input
+limiter (``gateway.rate_limiter``) takes one request, the estimated input
 tokens and a slot in flight from each limited subject; ``finish`` gives the
 slot back and corrects the tokens to the real usage, whatever the outcome.
 The response carries the limits in the calling protocol's own header names.
 
-With Redis (``services.health.shared`` counts channel slots on the same
+With Redis (``gateway.health.shared`` counts channel slots on the same
 connection) a request bound for a channel is not counted here: its
 :class:`DeferredLimits` are taken with its first channel's slot, in one script
 (:meth:`AttemptPlan.take <gateway_core.failover.AttemptPlan.take>`), and given
@@ -22,6 +22,7 @@ from __future__ import annotations
 from ..context import RequestContext
 from ..endpoints import MODELS
 from ..errors import GatewayError, RateLimitError
+from ..gateway import Gateway
 from ..policy import Policy
 from ..ratelimit import CONCURRENCY, NO_LIMITS, REQUESTS, LimitExceeded, Permit, Subject
 
@@ -30,7 +31,7 @@ class RateLimit(Policy):
     name = "rate_limit"
     order = 600
 
-    async def admit(self, ctx: RequestContext, services) -> None:
+    async def admit(self, ctx: RequestContext, gateway: Gateway) -> None:
         key = ctx.authenticated_key()
         if key.limits is NO_LIMITS and key.user_limits is NO_LIMITS:
             return
@@ -39,12 +40,12 @@ class RateLimit(Policy):
             subjects.append(Subject("key", key.id, key.limits))
         if key.user_limits is not NO_LIMITS:
             subjects.append(Subject("user", key.user_id, key.user_limits))
-        shared = services.health.shared
-        if shared is not None and ctx.call is not None and ctx.call.endpoint != MODELS and shared.counts_with(services.rate_limiter):
-            ctx.state[self.name] = DeferredLimits(ctx, subjects, ctx.estimated_input_tokens(), services.rate_limiter)
+        shared = gateway.health.shared
+        if shared is not None and ctx.call is not None and ctx.call.endpoint != MODELS and shared.counts_with(gateway.rate_limiter):
+            ctx.state[self.name] = ctx.slot_limits = DeferredLimits(ctx, subjects, ctx.estimated_input_tokens(), gateway.rate_limiter)
             return
         try:
-            permit = await services.rate_limiter.acquire(subjects, ctx.estimated_input_tokens())
+            permit = await gateway.rate_limiter.acquire(subjects, ctx.estimated_input_tokens())
         except LimitExceeded as exceeded:
             ctx.response_headers.extend(ctx.protocol.rate_limit_headers(exceeded.state))
             raise RateLimitError(describe(exceeded), retry_after=exceeded.retry_after) from None
@@ -53,7 +54,7 @@ class RateLimit(Policy):
         if headers:
             ctx.response_headers.extend(headers)
 
-    async def finish(self, ctx: RequestContext, services) -> None:
+    async def finish(self, ctx: RequestContext, gateway: Gateway) -> None:
         permit = ctx.state.pop(self.name, None)
         if permit is not None:
             row = ctx.row  # the request's usage row: the settlement fills it before the policies finish
@@ -61,7 +62,7 @@ class RateLimit(Policy):
             if type(permit) is DeferredLimits:
                 await permit.release(used)
             else:
-                await services.rate_limiter.release(permit, used)
+                await gateway.rate_limiter.release(permit, used)
 
 
 class DeferredLimits:
@@ -128,9 +129,3 @@ def describe(exceeded: LimitExceeded) -> str:
     else:
         what = f"may use {exceeded.limit} tokens per minute"
     return f"Rate limit reached: {who} {what}. Try again in {exceeded.retry_after:.0f} s."
-
-
-def deferred_limits(ctx: RequestContext) -> DeferredLimits | None:
-    """The request's limits when they wait for its channel's slot (see the module)."""
-    limits = ctx.state.get(RateLimit.name)
-    return limits if type(limits) is DeferredLimits else None

@@ -17,6 +17,7 @@ from .state import (
     Permit,
     RateLimiter,
     RateLimitState,
+    SlotLimits,
     Subject,
 )
 
@@ -36,6 +37,7 @@ __all__ = [
     "SignInThrottle",
     "SignInThrottleUnavailable",
     "SignInThrottled",
+    "SlotLimits",
     "Subject",
 ]
 

@@ -8,7 +8,7 @@ with its own names and formats.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -117,3 +117,19 @@ class RateLimiter(Protocol):
         """Give back the slot in flight and correct the tokens taken to
         ``tokens_used`` (the real usage). Idempotent."""
         ...
+
+
+class SlotLimits(Protocol):
+    """A request's rate limits left to be taken together with its first channel's
+    slot (``ctx.slot_limits``, set by the ``rate_limit`` policy when the limits and
+    the slots are counted on the same shared connection); the failover takes them
+    with the first channel it claims."""
+
+    @property
+    def taken(self) -> bool:
+        """Whether they were taken already."""
+
+    async def take(self, slot: Subject | None, slots: Any) -> Permit | None:
+        """Take the limits, with ``slot`` (counted by ``slots``) when given: the
+        slot's permit. Raises a 429 when the request is over its limits;
+        :class:`LimitExceeded` (naming ``slot``) when only the channel is full."""

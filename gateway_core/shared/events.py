@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 if TYPE_CHECKING:
-    from ..services import Services
+    from ..gateway import Gateway
 
 log = structlog.get_logger("relaygate.shared")
 
@@ -27,12 +27,12 @@ def message(kind: str, ident: int | None = None) -> dict[str, Any]:
     return {"k": kind} if ident is None else {"k": kind, "id": ident}
 
 
-def apply(services: Services, event: dict[str, Any], origin: str) -> None:
+def apply(gateway: Gateway, event: dict[str, Any], origin: str) -> None:
     """Drop what ``event`` makes stale in this gateway's caches (or update its
     breakers). Events of this process's own origin about breakers are skipped:
     it applied them when it sent them."""
     kind = event.get("k")
-    keys, prices = services.keys, services.prices
+    keys, prices = gateway.keys, gateway.prices
     if kind == KEY:
         keys.invalidate_key(int(event["id"]))
     elif kind == USER:
@@ -44,21 +44,21 @@ def apply(services: Services, event: dict[str, Any], origin: str) -> None:
         if prices is not None:
             prices.invalidate()
     elif kind == CHANNELS:
-        services.router.invalidate()
+        gateway.router.invalidate()
     elif kind == PRICES:
         if prices is not None:
             prices.invalidate()
     elif kind in (BREAKER, KEY_DISABLED, FAILURES):
-        shared = services.health.shared
+        shared = gateway.health.shared
         if shared is not None and event.get("o") != origin:
             shared.apply(event)
     else:
         log.warning("unknown invalidation message ignored", kind=kind)
 
 
-def forget_everything(services: Services) -> None:
+def forget_everything(gateway: Gateway) -> None:
     """After the subscriber (re)connects: messages may have been missed."""
-    services.keys.invalidate()
-    services.router.invalidate()
-    if services.prices is not None:
-        services.prices.invalidate()
+    gateway.keys.invalidate()
+    gateway.router.invalidate()
+    if gateway.prices is not None:
+        gateway.prices.invalidate()

@@ -45,7 +45,7 @@ from .resync import Resync
 
 if TYPE_CHECKING:
     from ..health import Breaker, HealthBoard, Lease
-    from ..policies.rate_limit import DeferredLimits
+    from ..ratelimit import SlotLimits
 
 log = structlog.get_logger("relaygate.shared")
 
@@ -122,7 +122,7 @@ class SharedHealth:
         with its channel's slot (:meth:`claim`), in one script."""
         return isinstance(limiter, RedisRateLimiter) and limiter.client is self.slots.client
 
-    async def claim(self, lease: Lease, limits: DeferredLimits | None = None) -> str | None:
+    async def claim(self, lease: Lease, limits: SlotLimits | None = None) -> str | None:
         """Make ``lease`` hold across replicas: the probe claim when it is a
         probe, a slot when the channel has a cap, and the request's own
         ``limits`` when they are still to take (with the slot, in one script).

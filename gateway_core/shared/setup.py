@@ -20,7 +20,7 @@ from .health import SharedHealth
 if TYPE_CHECKING:
     from ..health import HealthBoard
     from ..router import Router
-    from ..services import Services
+    from ..gateway import Gateway
 
 
 @attrs.define
@@ -58,15 +58,15 @@ class SharedState:
         """The key and user limits, on the same connection."""
         return RedisRateLimiter(self.scripts, prefix=config.redis_prefix, faults=self.faults, fail_open=self.faults.fails_open(RATE_LIMITS))
 
-    def start(self, services: Services) -> None:
+    def start(self, gateway: Gateway) -> None:
         """Listen for invalidations and breaker changes (a task; reconnects by itself)."""
         origin = self.bus.origin
 
         async def connected() -> None:
-            events.forget_everything(services)  # what changed while not listening
+            events.forget_everything(gateway)  # what changed while not listening
             await self.health.resync.run()
 
-        self.bus.listen(lambda event: events.apply(services, event, origin), connected)
+        self.bus.listen(lambda event: events.apply(gateway, event, origin), connected)
         self.health.report_in_flight()
 
     async def close(self) -> None:

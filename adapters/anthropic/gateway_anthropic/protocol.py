@@ -138,6 +138,12 @@ class AnthropicProtocol(ClientProtocol):
             headers["x-should-retry"] = "false"
         return RenderedError(status=status, body=orjson.dumps(body), headers=headers)
 
+    def session_key(self, body: Mapping[str, Any]) -> str | None:
+        """The session a body names for affinity: ``metadata.user_id``."""
+        metadata = body.get("metadata")
+        value = metadata.get("user_id") if isinstance(metadata, dict) else None
+        return value if value and isinstance(value, str) else None
+
     def rate_limit_headers(self, state: RateLimitState) -> list[tuple[bytes, bytes]]:
         return rate_limit_headers(state)
 

@@ -181,6 +181,12 @@ class GeminiProtocol(ClientProtocol):
             return orjson.dumps(model_get(models, model_id))
         return orjson.dumps(models_page(models, query))
 
+    def session_key(self, body: Mapping[str, Any]) -> str | None:
+        """The session a body names for affinity: ``cachedContent`` (a cached-content
+        resource lives with one upstream key)."""
+        value = body.get("cachedContent")
+        return value if value and isinstance(value, str) else None
+
     def render_error(self, error: GatewayError, request_id: str) -> RenderedError:
         return RenderedError(status=error.status, body=orjson.dumps(error_to_wire(error, request_id)))
 

@@ -14,7 +14,7 @@ translations in its own module (``chat_*``, ``responses_*``, ``embeddings``,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -192,6 +192,18 @@ class OpenAIProtocol(ClientProtocol):
             if isinstance(answer, ResponsesWriter):  # it saw whether the frames came in the Responses wire
                 native = answer.native
             await self.kept.keep(call, caller, answer, native)
+
+    def session_key(self, body: Mapping[str, Any]) -> str | None:
+        """The session a body names for affinity: ``prompt_cache_key``, else
+        ``metadata.user_id``, else ``user`` (chat completions and responses alike)."""
+        value = body.get("prompt_cache_key")
+        if not value:
+            metadata = body.get("metadata")
+            if isinstance(metadata, dict):
+                value = metadata.get("user_id")
+        if not value:
+            value = body.get("user")
+        return value if value and isinstance(value, str) else None
 
     def rate_limit_headers(self, state: RateLimitState) -> list[tuple[bytes, bytes]]:
         return rate_limit_headers(state)

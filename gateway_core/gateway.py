@@ -1,0 +1,99 @@
+"""The ``Gateway`` Protocol: what policies and plugin routes may use of a gateway.
+
+A policy's ``admit(ctx, gateway)`` and ``finish(ctx, gateway)`` and a plugin
+route (``services_from_scope(scope)``) get an object of this shape; the app's
+composition root (``gateway_core.services.Services``, internal) satisfies it
+structurally and mypy checks that it does. Each member is read-only here: a
+policy reads the gateway, it never rewires it. Members not named here are
+internal and may change without notice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import aiohttp
+
+    from .admin.port import AdminStore
+    from .asgi import ClientAddress
+    from .config import Config
+    from .health import HealthBoard
+    from .key_cache import KeyCache
+    from .ratelimit import RateLimiter
+    from .ratelimit.signin import SignInThrottle
+    from .registry import Registry
+    from .request_store import PriceSnapshot, RequestStore
+    from .router import Router
+    from .snapshot import TtlSnapshot
+    from .sql import SqlHandle
+
+
+class Gateway(Protocol):
+    """The gateway as policies and plugin routes see it."""
+
+    @property
+    def config(self) -> Config:
+        """The gateway's configuration."""
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        """Unix time now (budgets' windows; tests move it)."""
+
+    @property
+    def router(self) -> Router:
+        """The model lookup: ``await router.index()`` (channels by group and model),
+        ``router.known_model(name)``, ``router.invalidate()`` after a channel write."""
+
+    @property
+    def sql(self) -> SqlHandle:
+        """SQL on a plugin's own tables (``gateway_core.sql``)."""
+
+    @property
+    def admin(self) -> AdminStore:
+        """The admin layer's port (``gateway_core.admin``)."""
+
+    @property
+    def rate_limiter(self) -> RateLimiter:
+        """Rate limits and concurrency slots (in-process, or shared across workers)."""
+
+    @property
+    def prices(self) -> TtlSnapshot[PriceSnapshot] | None:
+        """Prices and group ratios, cached; ``invalidate()`` after a price write."""
+
+    @property
+    def store(self) -> RequestStore:
+        """The request path's store port: holds, settlements, price snapshots."""
+
+    @property
+    def keys(self) -> KeyCache:
+        """API keys by hash, cached."""
+
+    @property
+    def health(self) -> HealthBoard:
+        """Channels' breakers and in-flight counts (``health.shared`` across workers)."""
+
+    @property
+    def registry(self) -> Registry:
+        """What the plugins registered: protocols, channel types, policies, routes."""
+
+    @property
+    def client_address(self) -> ClientAddress:
+        """A request's client address, through the trusted proxies."""
+
+    @property
+    def session(self) -> aiohttp.ClientSession | None:
+        """The worker's shared upstream HTTP session (``None`` before start-up)."""
+
+    @property
+    def signin(self) -> SignInThrottle:
+        """Console sign-in attempts."""
+
+    @property
+    def redeem(self) -> SignInThrottle:
+        """Redemption-code attempts."""
+
+    @property
+    def publish_invalidation(self) -> Callable[[dict[str, Any]], None] | None:
+        """Tells the other workers a cache is stale (``None`` without shared state)."""
