@@ -151,3 +151,19 @@ def test_a_responses_clients_replay_to_a_native_channel_drops_the_signature():
     plain = plain_item_ids(items)
     assert [item.get("call_id") for item in plain] == [None, "call_get_weather_0", "call_get_weather_0"]
     assert plain_item_ids(plain) is plain  # nothing folded: the same list
+
+
+async def test_a_responses_client_replays_the_real_signature_to_gemini(openai_client, gemini_upstream):
+    gemini_upstream.function_call = {"name": "get_weather", "args": {"city": "Paris"}}
+    tools = [{"type": "function", "name": "get_weather", "parameters": OPENAI_TOOLS[0]["function"]["parameters"]}]
+    first = await openai_client.responses.create(model=GEMINI_MODEL, input="weather in Paris?", tools=tools, store=False)
+    call = next(item for item in first.output if item.type == "function_call")
+    assert SEPARATOR in call.call_id
+    gemini_upstream.function_call = None
+    replay = [
+        {"role": "user", "content": "weather in Paris?"},
+        call.model_dump(exclude_none=True),
+        {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"},
+    ]
+    await openai_client.responses.create(model=GEMINI_MODEL, input=replay, tools=tools, store=False)
+    assert_signed_replay(gemini_upstream, call.call_id)
