@@ -87,6 +87,7 @@ PUBLIC_MODULES = (
     "gateway_core.client_protocol",  # ClientProtocol, Call and what a protocol renders
     "gateway_core.commands.kit",  # the helper kit for relaygate sub-commands
     "gateway_core.config",  # Config and ConfigError, given to every hook
+    "gateway_core.echo_ids",  # opaque data a client echoes back inside tool-call ids
     "gateway_core.endpoints",  # endpoint names
     "gateway_core.errors",  # GatewayError and its kinds
     "gateway_core.gateway",  # Gateway: what policies and plugin routes may use of the gateway

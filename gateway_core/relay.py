@@ -27,11 +27,12 @@ from .client_input import reading_client_input
 from .client_protocol import Call, Caller, ClientProtocol, LocalAnswer, RouteSpec, StreamWriter
 from .context import RequestContext
 from .disconnect import DisconnectWatch
+from .echo_ids import split_ids
 from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, UpstreamUnavailableError
 from .failover import AttemptPlan, attempt_record
 from .fallbacks import fall_back
 from .health import Lease
-from .model import ChatResponse, CoreRequest
+from .model import ChatRequest, ChatResponse, CoreRequest
 from .money import format_usd
 from .outcome import CLIENT_GONE, CUT_BY_SHUTDOWN, DONE, Outcome, answered, end_reason_of
 from .request_store import StoreUnavailable
@@ -193,6 +194,8 @@ class ProtocolEndpoint:
                 if not passthrough and request is None:
                     with reading_client_input(ctx.request_id, "to_core"):
                         request = self.protocol.to_core(call)
+                    if isinstance(request, ChatRequest):  # data folded into tool-call ids goes back to provider_metadata
+                        request = split_ids(request)
                 target = Target(channel=channel, api_key=lease.api_key, upstream_model=channel.upstream_model(plan.model))
                 exchange = Exchange(
                     call=call,

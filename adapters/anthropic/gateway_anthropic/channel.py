@@ -38,6 +38,7 @@ from gateway_core import (
     Usage,
     endpoints,
 )
+from gateway_core.echo_ids import SEPARATOR, plain_id
 from gateway_core.sse import frame_fields
 from gateway_core.upstream import parse_answer, parse_frame_json, post, read_all, sse_frames
 
@@ -91,6 +92,8 @@ class AnthropicChannel(ChannelType):
         channel = target.channel
         if exchange.passthrough:
             body = {**call.body, "model": target.upstream_model}
+            if isinstance(body.get("messages"), list):
+                body["messages"] = plain_block_ids(body["messages"])
             if call.endpoint == endpoints.CHAT and PARAMETER_RULES.read(channel.settings):
                 body = apply_rules(body, target.upstream_model)
             options = call.options
@@ -161,3 +164,32 @@ class FrameDecoder:
             payload = {**payload, "type": name}
         events = self._events.feed(payload, raw)
         return Frame(raw, tuple(events), terminal=payload.get("type") == "message_stop")
+
+
+_ID_FIELDS = {"tool_use": "id", "server_tool_use": "id", "tool_result": "tool_use_id"}
+
+
+def plain_block_ids(messages: list[Any]) -> list[Any]:
+    """``messages`` whose ``tool_use`` and ``tool_result`` ids are without a token
+    another channel folded in (:mod:`gateway_core.echo_ids`: a Gemini thought
+    signature, foreign here); the same list when none has one."""
+    out = list(messages)
+    changed = False
+    for i, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list) or not any(_folded(block) for block in content):
+            continue
+        blocks = [_plain(block) if _folded(block) else block for block in content]
+        out[i] = {**message, "content": blocks}
+        changed = True
+    return out if changed else messages
+
+
+def _folded(block: Any) -> bool:
+    key = _ID_FIELDS.get(str(block.get("type"))) if isinstance(block, dict) else None
+    return key is not None and isinstance(block.get(key), str) and SEPARATOR in block[key]
+
+
+def _plain(block: dict[str, Any]) -> dict[str, Any]:
+    key = _ID_FIELDS[block["type"]]
+    return {**block, key: plain_id(block[key])}

@@ -12,7 +12,9 @@ The base URL is stored without a trailing ``/v1beta`` or ``/v1``.
 Channel settings (:data:`SETTINGS`): ``api_version``; ``thought_signature_placeholder``
 (default ``skip_thought_signature_validator``, the value Google documents for
 function calls that did not come from Gemini with a signature, which Gemini 3
-requires; ``""`` sends none).
+requires; ``""`` sends none). A client of another protocol gets each call's
+signature folded into the call's id and sends it back with it
+(:mod:`gateway_gemini.content`): only calls that never had one get the placeholder.
 
 Upstream errors go through :func:`gateway_core.upstream.error_for_status`, except
 that a 4xx about the channel's own key or project (``API_KEY_INVALID``,
@@ -107,7 +109,7 @@ class GeminiChannel(ChannelType):
         except GatewayError as error:
             raise _channel_error(error) from None
         if call.stream:
-            frames = sse_frames(response, FrameDecoder().decode)
+            frames = sse_frames(response, FrameDecoder(echo=not exchange.passthrough).decode)
             return StreamReply(frames=frames, close=frames.aclose)
         data = await read_all(response)
         answer = parse_answer(data)
@@ -125,7 +127,7 @@ class GeminiChannel(ChannelType):
         if exchange.passthrough:
             return JsonReply(body=data, response=None, usage=usage, model=field(answer, "modelVersion"))
         try:
-            converted = response_from_wire(answer)
+            converted = response_from_wire(answer, echo=True)
         except InvalidRequestError as error:  # the shared readers of parts say 400: here it is the upstream's fault
             raise malformed_answer(error, data) from None
         return JsonReply(body=None, response=converted, usage=usage)
@@ -184,8 +186,8 @@ class FrameDecoder:
 
     __slots__ = ("_chunks",)
 
-    def __init__(self) -> None:
-        self._chunks = ChunkDecoder()
+    def __init__(self, *, echo: bool = False) -> None:
+        self._chunks = ChunkDecoder(echo=echo)
 
     def decode(self, raw: bytes) -> Frame:
         _, data = frame_fields(raw)

@@ -20,6 +20,13 @@ preceding model turn, by id when the ids agree (the Gemini command-line client s
 results with ids its calls never had). Writing, every ``functionCall`` and
 ``functionResponse`` carries the core id, and a result's ``name`` (which Gemini
 requires) comes from the call of the same id when the result has none.
+
+Thought signatures across protocols. A client of another protocol has no field for
+a call's ``thoughtSignature``; answering it, the channel folds the signature into the
+call's id (:func:`echoing`), the relay splits it off the replayed id into the
+call's ``provider_metadata["echo"]`` (:mod:`gateway_core.echo_ids`), and writing, a
+``functionCall`` without its own signature takes that one. The channel's
+placeholder goes only on a model turn none of whose calls has a signature.
 """
 
 from __future__ import annotations
@@ -27,8 +34,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import attrs
 import orjson
 
+from gateway_core.echo_ids import ECHO, fold_id
 from gateway_core.errors import InvalidRequestError
 from gateway_core.json_body import loads_checked
 from gateway_core.model import (
@@ -278,6 +287,8 @@ def part_to_wire(part: Part, names: dict[str, str] | None = None, *, thoughts: b
     elif isinstance(part, ToolCallPart):
         call = {"id": part.id, "name": part.name, "args": arguments_object(part.arguments)}
         out = [{"functionCall": call}]
+        if not meta.get(SIGNATURE) and meta.get(ECHO):  # the signature a client echoed inside the call's id
+            out[0]["thoughtSignature"] = meta[ECHO]
     else:
         return _result_to_wire(part, names or {})
     if meta.get(SIGNATURE):
@@ -332,6 +343,15 @@ def _result_to_wire(part: ToolResultPart, names: dict[str, str]) -> list[JSON]:
     if "parts" not in result:  # images of another protocol's result: beside it, in the same turn
         out.extend(image_to_wire(p) for p in part.content if isinstance(p, ImagePart))
     return out
+
+
+def echoing(part: Part) -> Part:
+    """``part``, a function call with a thought signature, with the signature folded
+    into its id (:func:`gateway_core.echo_ids.fold_id`): for a client of another
+    protocol, which has no field for it but sends the id back with the call."""
+    if isinstance(part, ToolCallPart) and part.provider_metadata and part.provider_metadata.get(SIGNATURE):
+        return attrs.evolve(part, id=fold_id(part.id, part.provider_metadata[SIGNATURE]))
+    return part
 
 
 def _sign_first_call(parts: list[JSON], placeholder: str) -> None:

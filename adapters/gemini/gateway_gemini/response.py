@@ -30,7 +30,7 @@ from gateway_core.errors import UpstreamError, excerpt
 from gateway_core.model import ChatResponse, Part, StopReason, ToolCallPart, Usage
 from gateway_core.tally import ImplausibleUsage, token_count
 
-from .content import CallIds, part_from_wire, part_to_wire, safe_name
+from .content import CallIds, echoing, part_from_wire, part_to_wire, safe_name
 from .wire import JSON, as_dict, as_int, as_list, field, without_fields
 
 _FILTERED = frozenset(
@@ -115,8 +115,9 @@ class ResponseCallIds(CallIds):
         return f"call_{safe_name(name)}_{self._count - 1}{self._suffix}"
 
 
-def response_from_wire(body: Any) -> ChatResponse:
-    """The core response of a ``GenerateContentResponse`` object."""
+def response_from_wire(body: Any, *, echo: bool = False) -> ChatResponse:
+    """The core response of a ``GenerateContentResponse`` object; with ``echo`` (for
+    a client of another protocol) thought signatures folded into the calls' ids."""
     if not isinstance(body, dict) or ("candidates" not in body and "error" in body):
         raise _malformed(body, "the upstream sent an error or a body that is not a Gemini response")
     response_id = str(field(body, "responseId") or "")
@@ -126,7 +127,8 @@ def response_from_wire(body: Any) -> ChatResponse:
     parts: list[Part] = []
     for j, raw in enumerate(as_list(field(field(candidate, "content"), "parts"))):
         if isinstance(raw, dict):
-            parts.append(part_from_wire(raw, f"candidates[0].content.parts[{j}]", ids, str(j)))
+            part = part_from_wire(raw, f"candidates[0].content.parts[{j}]", ids, str(j))
+            parts.append(echoing(part) if echo else part)
     calls = any(isinstance(p, ToolCallPart) for p in parts)
     stop = stop_reason_from_wire(field(candidate, "finishReason"), tool_calls=calls)
     if not candidates and field(field(body, "promptFeedback"), "blockReason"):

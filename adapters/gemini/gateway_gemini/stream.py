@@ -8,7 +8,8 @@ last).
 :class:`ChunkDecoder` reads one upstream stream. Consecutive text pieces extend one
 ``TextPart``, consecutive thought pieces one ``ReasoningPart``; a function call is a
 ``ToolCallPart`` started, given its arguments and stopped at once (ids as in
-:mod:`gateway_gemini.response`); an image an ``ImagePart`` likewise. A part's
+:mod:`gateway_gemini.response`, the thought signature folded in for a client of
+another protocol); an image an ``ImagePart`` likewise. A part's
 ``thoughtSignature`` rides on its delta's ``provider_metadata``. ``finishReason``
 (or a prompt blocked by ``promptFeedback``) stops the open part and finishes the
 stream; the latest ``usageMetadata`` is reported right after, and again if a later
@@ -49,7 +50,7 @@ from gateway_core.model import (
     UsageReport,
 )
 
-from .content import SIGNATURE, arguments_object, image_to_wire, part_from_wire
+from .content import SIGNATURE, arguments_object, echoing, image_to_wire, part_from_wire
 from .response import ResponseCallIds, finish_reason_to_wire, stop_reason_from_wire, usage_from_wire, usage_to_wire
 from .wire import JSON, as_dict, as_int, as_list, field
 
@@ -59,7 +60,8 @@ _THOUGHT = {"gemini_thought": True}
 class ChunkDecoder:
     """Turns one upstream's streamed Gemini chunks into core events."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, echo: bool = False) -> None:
+        self._echo = echo  # fold thought signatures into the calls' ids (a client of another protocol)
         self._started = False
         self._finished = False
         self._ids = ResponseCallIds("")
@@ -122,6 +124,8 @@ class ChunkDecoder:
                 events.append(PartDelta(self._open[1], text or "", delta_meta))
             return
         part = part_from_wire(raw, "chunk", self._ids, str(self._next))
+        if self._echo:
+            part = echoing(part)
         if isinstance(part, ToolCallPart):
             self._calls = True
             self._stop_open(events)

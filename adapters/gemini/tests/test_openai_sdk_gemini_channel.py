@@ -7,7 +7,8 @@ import json
 import openai
 import pytest
 
-from gateway_gemini.fake_upstream import EXPECTED_KEY
+from gateway_core.echo_ids import SEPARATOR
+from gateway_gemini.fake_upstream import EXPECTED_KEY, SIGNATURE
 
 # the models the conftest's channels serve
 GEMINI_MODEL = "gemini-test"
@@ -96,9 +97,10 @@ async def test_tool_calls_round_trip(client, gemini_upstream):
     answer = await client.chat.completions.create(model=GEMINI_MODEL, messages=messages, tools=TOOLS)
     assert answer.choices[0].message.content == 'echo: get_weather gave {"output":"sunny"}'
     contents = gemini_upstream.requests[-1]["body"]["contents"]
-    assert contents[1]["parts"][0]["functionCall"]["id"] == call.id
-    assert contents[1]["parts"][0]["thoughtSignature"] == "skip_thought_signature_validator"
-    assert contents[2]["parts"] == [{"functionResponse": {"id": call.id, "name": "get_weather", "response": {"output": "sunny"}}}]
+    plain = call.id.partition(SEPARATOR)[0]  # the call's thought signature rode in its id
+    assert contents[1]["parts"][0]["functionCall"]["id"] == plain
+    assert contents[1]["parts"][0]["thoughtSignature"] == SIGNATURE
+    assert contents[2]["parts"] == [{"functionResponse": {"id": plain, "name": "get_weather", "response": {"output": "sunny"}}}]
 
 
 async def test_streamed_tool_calls(client, gemini_upstream):

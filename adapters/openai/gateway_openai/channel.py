@@ -37,6 +37,7 @@ from gateway_core import (
     UpstreamError,
     endpoints,
 )
+from gateway_core.echo_ids import SEPARATOR, plain_id
 from gateway_core.model import ChatRequest
 from gateway_core.sessions import UpstreamSession
 from gateway_core.upstream import parse_answer, post, read_all, sse_frames
@@ -151,12 +152,37 @@ def _json_headers(headers: dict[str, str], stream: bool) -> dict[str, str]:
 
 
 def passthrough_body(body: dict[str, Any], model: str, stream: bool) -> dict[str, Any]:
-    """The client's body with the upstream model, asking for usage when streaming."""
+    """The client's body with the upstream model, asking for usage when streaming,
+    and tool-call ids without data another channel folded into them."""
     out = dict(body)
     out["model"] = model
+    if isinstance(body.get("messages"), list):
+        out["messages"] = plain_chat_ids(body["messages"])
     if stream:
         options = out.get("stream_options")
         out["stream_options"] = {**options, "include_usage": True} if isinstance(options, dict) else {"include_usage": True}
     return out
 
 
+
+
+def plain_chat_ids(messages: list[Any]) -> list[Any]:
+    """Chat ``messages`` whose ``tool_calls[].id`` and ``tool_call_id`` are without a
+    token another channel folded in (:mod:`gateway_core.echo_ids`: a Gemini thought
+    signature, foreign here and too long for OpenAI's 40-character ids); the same
+    list when none has one."""
+    out = list(messages)
+    changed = False
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        call_id = message.get("tool_call_id")
+        calls = message.get("tool_calls")
+        if isinstance(call_id, str) and SEPARATOR in call_id:
+            out[i] = message = {**message, "tool_call_id": plain_id(call_id)}
+            changed = True
+        if isinstance(calls, list) and any(isinstance(c, dict) and SEPARATOR in str(c.get("id")) for c in calls):
+            plain = [{**c, "id": plain_id(c["id"])} if isinstance(c, dict) and isinstance(c.get("id"), str) else c for c in calls]
+            out[i] = {**message, "tool_calls": plain}
+            changed = True
+    return out if changed else messages

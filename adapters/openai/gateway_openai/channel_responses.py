@@ -12,6 +12,7 @@ Responses wire so the client's writer forwards it (see :attr:`Frame.wire`).
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 import aiohttp
@@ -32,6 +33,7 @@ from gateway_core import (
     Usage,
     endpoints,
 )
+from gateway_core.echo_ids import SEPARATOR, plain_id
 from gateway_core.errors import excerpt
 from gateway_core.sse import frame_fields
 from gateway_core.upstream import channel_headers, error_for_status, parse_answer, parse_frame_json, post, read_all, sse_frames
@@ -69,6 +71,8 @@ async def send_responses(exchange: Exchange, headers: dict[str, str]) -> Reply:
     if method:
         return await send_stored(exchange, headers, str(method), str(call.body.get("id")))
     body = {**call.body, "model": target.upstream_model}
+    if isinstance(body.get("input"), list):
+        body["input"] = plain_item_ids(body["input"])
     url = target.channel.base_url + "/v1/responses"
     response = await post(exchange, url, headers=headers, body=orjson.dumps(body), error_message=upstream_error_message)
     if call.stream:
@@ -124,3 +128,14 @@ async def send_stored(exchange: Exchange, headers: dict[str, str], method: str, 
     if status >= 400:
         raise error_for_status(status, data, upstream_error_message, retry_after)
     return JsonReply(body=data, response=None, usage=Usage(), wire=RESPONSES_WIRE)
+
+
+def plain_item_ids(items: list[Any]) -> list[Any]:
+    """Responses ``input`` items whose ``call_id`` is without a token another channel
+    folded in (:mod:`gateway_core.echo_ids`); the same list when none has one."""
+    if not any(isinstance(item, dict) and SEPARATOR in str(item.get("call_id")) for item in items):
+        return items
+    return [
+        {**item, "call_id": plain_id(item["call_id"])} if isinstance(item, dict) and isinstance(item.get("call_id"), str) else item
+        for item in items
+    ]
