@@ -90,6 +90,7 @@ def routes() -> list:
         Route("/quickstart", quickstart.quickstart, methods=GET),
         Route("/admin/channels", admin_channels.channel_list, methods=GET),
         Route("/admin/channels/new", admin_channels.channel_new, methods=BOTH),
+        Route("/admin/channels/bulk", admin_channels.channel_bulk, methods=POST),
         Route("/admin/channels/{channel_id:int}/edit", admin_channels.channel_edit, methods=BOTH),
         Route("/admin/channels/{channel_id:int}/enable", admin_channels.channel_enable, methods=POST),
         Route("/admin/channels/{channel_id:int}/disable", admin_channels.channel_disable, methods=POST),
