@@ -16,7 +16,7 @@ from starlette.staticfiles import StaticFiles
 from gateway_core.ratelimit import SignInRule
 
 from .sessions import MOUNT_PATH
-from .views import admin_audit, admin_channels, admin_site, admin_users, auth, dashboard, keys, logs, models, playground, quickstart, tokens, wallet
+from .views import admin_audit, admin_channels, admin_keys, admin_site, admin_users, auth, dashboard, keys, logs, models, playground, quickstart, tokens, wallet
 from . import i18n
 from .web import TEMPLATES, ConsoleState, language_of, page_values, remember_language
 
@@ -103,6 +103,10 @@ def routes() -> list:
         Route("/admin/users/{user_id:int}/groups", admin_users.user_groups, methods=POST),
         Route("/admin/users/{user_id:int}/budgets", admin_users.user_budgets, methods=POST),
         Route("/admin/users/{user_id:int}/keys/{key_id:int}/budgets", admin_users.key_budgets, methods=POST),
+        Route("/admin/users/{user_id:int}/keys/{key_id:int}/edit", admin_keys.key_edit, methods=BOTH),
+        Route("/admin/users/{user_id:int}/keys/{key_id:int}/enable", admin_keys.key_enable, methods=POST),
+        Route("/admin/users/{user_id:int}/keys/{key_id:int}/disable", admin_keys.key_disable, methods=POST),
+        Route("/admin/users/{user_id:int}/keys/{key_id:int}/delete", admin_keys.key_delete, methods=POST),
         Route("/admin/users/{user_id:int}/enable", admin_users.user_enable, methods=POST),
         Route("/admin/users/{user_id:int}/disable", admin_users.user_disable, methods=POST),
         Route("/admin/users/{user_id:int}/password", admin_users.user_password, methods=POST),

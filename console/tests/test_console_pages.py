@@ -397,7 +397,7 @@ def test_the_wallet_reads_money_shows_budgets_redeems_and_operators_edit_budgets
     page.wait_for_selector("text=Saved.")
     row = page.locator(f"tr[data-key-id='{key_id}']")
     row.locator("input[name=weekly]").fill("2.5")
-    row.locator("button").click()
+    row.get_by_role("button", name="Save the budgets of key laptop").click()
     page.wait_for_selector("text=Saved.")
     (user,) = seed.rows("SELECT daily_budget_micros, weekly_budget_micros, monthly_budget_micros FROM users WHERE id = ?", (users["alice"],))
     (key,) = seed.rows("SELECT weekly_budget_micros, locks FROM api_keys WHERE id = ?", (key_id,))

@@ -66,7 +66,7 @@ async def _user_page(ctx: Ctx, status: int = 200, error: str | None = None) -> R
     user_budgets = await _user_budgets(ctx, found.user)
     return ctx.render(
         "admin_user.html", status=status, error=error, user=found.user, ledger=found.ledger,
-        keys=await keys.list_keys(ctx.admin, user_id), budgets=caps, user_budgets=user_budgets, periods=PERIODS,
+        keys=await keys.list_keys(ctx.admin, user_id, include_deleted=True), budgets=caps, user_budgets=user_budgets, periods=PERIODS,
         all_groups=[group.name for group in await groups.list_groups(ctx.admin)],
     )  # fmt: skip
 
