@@ -12,7 +12,7 @@ CPU is not in it)::
 
     .venv/bin/python bench/redis_calls.py [--redis redis://127.0.0.1:6379/0] [--requests 3000]
 
-See docs/performance.md ("Redis").
+See docs/performance.md ("Metrics and shared state on the path").
 """
 
 from __future__ import annotations

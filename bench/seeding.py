@@ -79,6 +79,7 @@ def seed(db: Path, cwd: Path, plugins: Path, upstream_url: str, free: bool, limi
     With ``limits``, the key has request, token and concurrency limits and the channel a
     concurrency cap, all too high to be reached: every request counts them. ``key_options`` are
     added to the key's creation (``("--rpm", "N")``)."""
+    cli(["migrate"], db, cwd, plugins)  # every command but init, serve and migrate needs the database to exist
     cli(["user", "add", "bench"], db, cwd, plugins)
     cli(["wallet", "topup", "bench", "1000000", "--note", "bench"], db, cwd, plugins)
     price = ["--free"] if free else ["--input", "0.01", "--output", "0.02"]

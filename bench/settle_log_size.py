@@ -47,6 +47,7 @@ IDS: dict[str, Callable[[], str]] = {
 def seeded(db: Path) -> tuple[int, int]:
     """A user with a balance and a key, made through the CLI; their ids."""
     relaygate = [str(Path(sys.executable).parent / "relaygate"), "--db", str(db)]
+    subprocess.run([*relaygate, "migrate"], check=True, capture_output=True)
     subprocess.run([*relaygate, "user", "add", "alice"], check=True, capture_output=True)
     subprocess.run([*relaygate, "wallet", "topup", "alice", "100000"], check=True, capture_output=True)
     key = json.loads(subprocess.run([*relaygate, "--json", "key", "create", "alice", "--name", "k"], check=True, capture_output=True, text=True).stdout)

@@ -78,6 +78,7 @@ PUBLIC_MODULES = (
     "gateway_core.admin.tokens",  # personal access tokens of the management API
     "gateway_core.admin.usage",
     "gateway_core.admin.usage_export",  # the usage log as CSV or JSON lines, streamed
+    "gateway_core.billing.catalogue",  # the model catalogue: list prices and what each model can do
     "gateway_core.admin.users",
     "gateway_core.admin.wallet",
     "gateway_core.api.sessions",  # SessionReader, SessionUser: sign-in sessions on the management API

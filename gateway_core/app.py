@@ -14,7 +14,7 @@ from starlette.datastructures import Headers, QueryParams
 from starlette.routing import BaseRoute, Match, Route, Router, WebSocketRoute
 
 from .asgi import announces_body, finish_early_answer, send_body
-from .client_protocol import ClientProtocol, RouteSpec
+from .client_protocol import ClientProtocol, RenderedError, RouteSpec
 from .config import Config, load_config
 from .context import new_request_id
 from .errors import GatewayError, InternalError, NotFoundError
@@ -28,6 +28,7 @@ from .ratelimit import RateLimiter
 from .request_store import RequestStore
 from .services import Services
 from .types import ASGIApp
+from .websocket_denial import decline_upgrade
 
 log = structlog.get_logger("relaygate.app")
 
@@ -68,8 +69,13 @@ class NotFound:
 
     def __init__(self, protocols: list[ClientProtocol]) -> None:
         self.protocols = protocols
+        self.routes: list[BaseRoute] = []  # the app's, set once built: is a WebSocket's path served over HTTP?
 
     async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "websocket":
+            http = {**scope, "type": "http", "method": "GET", "root_path": ""}
+            served = any(route.matches({**http, "method": method})[0] != Match.NONE for route in self.routes for method in ("GET", "POST"))
+            return await decline_upgrade(scope, receive, send, served, lambda error, request_id: self._render(scope, error, request_id))
         if scope["type"] != "http":
             return
         path = scope["path"]
@@ -82,6 +88,14 @@ class NotFound:
             message = f"Unknown path: {scope['method']} {path}. See the API reference for the endpoints served here."
         error = NotFoundError(message, code="unknown_path")
         await render_error(self.protocols, scope, send, error)
+
+
+    def _render(self, scope, error: GatewayError, request_id: str) -> RenderedError:
+        """``error`` in the shape of the protocol the client most likely speaks."""
+        if not self.protocols:
+            return RenderedError(error.status, orjson.dumps({"error": {"message": error.message, "type": error.kind, "request_id": request_id}}))
+        headers, query = Headers(scope=scope), QueryParams(scope.get("query_string", b""))
+        return max(self.protocols, key=lambda p: p.claim(scope.get("path", ""), headers, query)).render_error(error, request_id)
 
 
 async def render_error(protocols: list[ClientProtocol], scope, send, error: GatewayError) -> None:
@@ -248,6 +262,7 @@ def create_app(
         *registry.routes,
     ]
     router = Router(routes=routes, lifespan=lifespan, default=not_found)
+    not_found.routes = router.routes
     return RequestIdMiddleware(LiteralPaths(router), registry.protocols, services)
 
 

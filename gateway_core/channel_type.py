@@ -12,8 +12,8 @@ from __future__ import annotations
 import abc
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-import aiohttp
 import attrs
 
 from .channel_settings import Setting
@@ -22,6 +22,9 @@ from .errors import NotFoundError
 from .model import CoreRequest, CoreResponse, MediaUsage, Usage
 from .records import ChannelRecord
 from .sessions import UpstreamSession
+
+if TYPE_CHECKING:
+    import aiohttp
 
 NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
@@ -85,7 +88,8 @@ class JsonReply:
     ``wire`` names the wire of ``body`` when the channel answered in the client's
     own wire although asked to convert (see :attr:`Frame.wire`): the body is then
     sent as on the fast path. ``media`` is what the call used that is priced per
-    unit (images, characters, audio), for billing.
+    unit (images, characters, audio), for billing. ``estimated``: the channel
+    computed ``usage`` itself (the upstream reported none); the usage row says so.
     """
 
     body: bytes | None
@@ -95,6 +99,7 @@ class JsonReply:
     content_type: str = "application/json"
     wire: str | None = None
     media: MediaUsage | None = None
+    estimated: bool = False  # ``usage`` is the channel's own estimate, not the upstream's report
 
 
 @attrs.define

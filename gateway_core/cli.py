@@ -16,11 +16,14 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .admin.errors import AdminError, Invalid, StoreFailure
 from .commands.kit import EXIT_ERROR, EXIT_USAGE, PROG, ArgumentParser, CommandContext, CommandError
 from .config import ConfigError, load_config
+
+if TYPE_CHECKING:
+    from .registry import Registry
 
 
 # --- parsing --------------------------------------------------------------------
@@ -28,10 +31,13 @@ from .config import ConfigError, load_config
 Command = tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace, CommandContext], int]]
 
 
-def build_parser(commands: Iterable[Command]) -> ArgumentParser:
-    """The parser with a (nested) sub-command per registered command."""
+def build_parser(commands: Iterable[Command], version: str | None = None) -> ArgumentParser:
+    """The parser with a (nested) sub-command per registered command; ``version``:
+    what ``--version`` prints."""
     parser = ArgumentParser(prog=PROG, description="Relaygate: an HTTP gateway in front of AI model providers.")
     add_common_options(parser, default=None)
+    if version is not None:
+        parser.add_argument("--version", action=_PrintVersion, version=version, help="print the versions of the gateway and its plugins")
     parser.set_defaults(_help_parser=parser)
     groups: dict[tuple[str, ...], argparse._SubParsersAction] = {(): _subparsers(parser, ())}
     parsers: dict[tuple[str, ...], argparse.ArgumentParser] = {}
@@ -62,18 +68,55 @@ def build_parser(commands: Iterable[Command]) -> ArgumentParser:
         else:  # registered as a group first: the group's parser becomes the command
             sub.description = help
         configure(sub)
-        sub.set_defaults(_command=(name, run))
+        sub.set_defaults(_command=(name, run), _field_names=_field_names(sub))
     return parser
 
 
+def _field_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """How a command's arguments are written (``{"base_url": "--base-url", "name": "NAME"}``),
+    to name the one an admin-layer :class:`Invalid` blames."""
+    names = {}
+    for action in parser._actions:
+        if action.option_strings:
+            names[action.dest] = max(action.option_strings, key=len)
+        elif isinstance(action.metavar, str):
+            names[action.dest] = action.metavar
+    return names
+
+
 def add_common_options(parser: argparse.ArgumentParser, *, default: Any) -> None:
-    parser.add_argument("--db", metavar="PATH", default=default, help="database file (default: $RELAYGATE_DB or ./data/relaygate.db)")
+    parser.add_argument("--db", metavar="PATH", default=default, help="the database: a SQLite file or a postgresql:// URL (default: $RELAYGATE_DB, else relaygate.db in $RELAYGATE_HOME or the user's data folder)")
     parser.add_argument("--plugins", metavar="FILE", default=default, help="plugins file (default: $RELAYGATE_PLUGINS or ./plugins.toml)")
     parser.add_argument("--json", action="store_true", default=default if default is argparse.SUPPRESS else False, help="print records as JSON")
 
 
 def _subparsers(parser: argparse.ArgumentParser, path: tuple[str, ...]) -> argparse._SubParsersAction:
     return parser.add_subparsers(title="commands", dest="_group_" + "_".join(path), metavar="COMMAND")
+
+
+class _PrintVersion(argparse.Action):
+    """``--version``: the text as it is (argparse's own action would wrap its lines), then exit 0."""
+
+    def __init__(self, option_strings: Sequence[str], version: str, dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+        self.version = version
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(self.version)
+        parser.exit(0)
+
+
+def version_text(registry: Registry) -> str:
+    """``relaygate 0.1.0``, then one line per other distribution that plugins were loaded from."""
+    core = next((plugin.version for plugin in registry.plugins if plugin.distribution == "relaygate"), None)
+    lines = [f"{PROG} {core or 'unknown'}"]
+    by_distribution: dict[tuple[str, str | None], list[str]] = {}
+    for plugin in registry.plugins:
+        if plugin.distribution != "relaygate":
+            by_distribution.setdefault((plugin.distribution or plugin.module, plugin.version), []).append(plugin.name)
+    for (distribution, version), names in sorted(by_distribution.items()):
+        lines.append(f"{distribution} {version or 'unknown'} (plugins: {', '.join(names)})")
+    return "\n".join(lines)
 
 
 def _preparse(argv: Sequence[str]) -> argparse.Namespace:
@@ -101,7 +144,7 @@ def main(argv: Sequence[str] | None = None, extra_plugins: Iterable[Any] = ()) -
         options = _preparse(argv)
         config = load_config(options.db, options.plugins)
         registry = collect(config, extra_plugins)
-        parser = build_parser(registry.commands)
+        parser = build_parser(registry.commands, version_text(registry))
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0
@@ -121,8 +164,9 @@ def main(argv: Sequence[str] | None = None, extra_plugins: Iterable[Any] = ()) -
         return _fail(f"{PROG} {name}: {exc}", exc.status)
     except ConfigError as exc:
         return _fail(f"{PROG} {name}: {exc}", EXIT_USAGE)
-    except Invalid as exc:  # a field's value: named as its option
-        problem = f"--{exc.field.replace('_', '-')} {exc.detail}" if exc.field else exc.detail
+    except Invalid as exc:  # a field's value: named as its option or argument
+        written = getattr(args, "_field_names", {})
+        problem = f"{written.get(exc.field, '--' + exc.field.replace('_', '-'))} {exc.detail}" if exc.field else exc.detail
         return _fail(f"{PROG} {name}: {problem}", EXIT_USAGE)
     except ValueError as exc:
         return _fail(f"{PROG} {name}: {exc}", EXIT_USAGE)

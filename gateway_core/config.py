@@ -15,6 +15,9 @@
     [gateway.redis_faults]    # Redis unreachable: "open" or "closed" per kind
     rate_limits = "closed"
 
+    [retention]               # how long usage rows are kept (gateway_core/retention.py)
+    usage_days = 90
+
     [plugins.acme]            # a plugin's own settings
     default_max_tokens = 4096
 """
@@ -25,6 +28,7 @@ import ipaddress
 import os
 import tomllib
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -32,8 +36,27 @@ import attrs
 from .channel_type import Timeouts
 from .json_body import DEFAULT_LIMITS, JsonLimits
 from .ratelimit.faults import FaultPolicy
+from .retention import Retention
 
-DEFAULT_DB = "./data/relaygate.db"
+HOME_ENV = "RELAYGATE_HOME"
+
+
+def data_home() -> Path:
+    """The gateway's data folder: ``RELAYGATE_HOME``, else the user's data folder
+    (``~/.local/share/relaygate`` on Linux; ``/var/lib/relaygate`` in the image).
+    Never relative to the current folder: a command run from elsewhere finds the
+    same database."""
+    configured = os.environ.get(HOME_ENV)
+    if configured:
+        return Path(configured).expanduser().absolute()
+    from platformdirs import user_data_path
+
+    return user_data_path("relaygate", appauthor=False)
+
+
+def default_db() -> str:
+    """The database when neither ``--db`` nor ``RELAYGATE_DB`` names one."""
+    return str(data_home() / "relaygate.db")
 
 
 class ConfigError(Exception):
@@ -42,7 +65,7 @@ class ConfigError(Exception):
 
 @attrs.frozen
 class Config:
-    db_path: str = DEFAULT_DB
+    db_path: str = attrs.field(factory=default_db)
     load: tuple[str, ...] | None = None  # None: every installed plugin
     plugins: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     trusted_proxies: tuple[str, ...] = ()
@@ -117,47 +140,91 @@ class Config:
     # the address ``relaygate serve`` listens on (None elsewhere), for plugins that
     # warn at start-up about what it exposes
     serve_host: str | None = None
-    # a key asking for a model it may not use is told why (403), not only "not found
-    # or not permitted" (400), which it also gets for a model that does not exist
-    detailed_model_errors: bool = False
+    # a key asking for a model that exists but that it may not use (its restriction,
+    # its group) gets 403 saying so; true: the same 400 "not found or not permitted" as
+    # an unknown model, so that a key cannot learn other groups' model names
+    hide_forbidden_models: bool = False
+    # a model its operator has not priced is charged at the catalogue's list price
+    # (gateway_core/billing/catalogue.json); false: it is refused, 403 model_not_priced
+    price_catalogue: bool = True
+    # [retention]: how long the usage log keeps its rows, and the job that rolls it up and prunes it
+    retention: Retention = Retention()
+    # where each setting came from ("db", a [gateway] name): a flag, an environment
+    # variable, the plugins file; absent: the default (relaygate config show)
+    sources: Mapping[str, str] = attrs.field(factory=dict, eq=False, repr=False)
 
     def plugin_settings(self, name: str) -> dict[str, Any]:
         return self.plugins.get(name, {})
 
 
-def load_config(db_path: str | None = None, plugins_file: str | os.PathLike[str] | None = None) -> Config:
-    """Read ``plugins_file`` (default: ``RELAYGATE_PLUGINS`` or ``./plugins.toml``
-    when it exists) and the database path (``RELAYGATE_DB`` or the default);
-    ``RELAYGATE_REDIS`` names Redis over the file's ``[gateway] redis``, and
-    ``RELAYGATE_METRICS_TOKEN`` the token of ``GET /metrics`` over ``metrics_token``."""
-    config = _load_file(db_path or os.environ.get("RELAYGATE_DB") or DEFAULT_DB, plugins_file)
-    token = os.environ.get("RELAYGATE_METRICS_TOKEN")
-    if token:
-        config = attrs.evolve(config, metrics_token=token)
-    redis = os.environ.get("RELAYGATE_REDIS")
-    if redis:
-        try:
-            return attrs.evolve(config, redis=redis_url(redis, "RELAYGATE_REDIS"))
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
-    return config
+def load_config(
+    db_path: str | None = None, plugins_file: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Config:
+    """The configuration: ``plugins_file`` (default: ``RELAYGATE_PLUGINS`` or
+    ``./plugins.toml`` when it exists) under the environment's ``RELAYGATE_<SETTING>``
+    variables (:mod:`gateway_core.config_env`), and the database (``db_path``, else
+    ``RELAYGATE_DB``, else ``relaygate.db`` in :func:`data_home`). ``sources`` says
+    where each setting came from."""
+    from .config_env import from_environment, table_keys
+
+    environ = os.environ if environ is None else environ
+    if db_path:
+        db, db_source = db_path, "--db"
+    elif environ.get("RELAYGATE_DB"):
+        db, db_source = environ["RELAYGATE_DB"], "RELAYGATE_DB"
+    else:
+        db, db_source = default_db(), f"default ({HOME_ENV})" if environ.get(HOME_ENV) else "default"
+    data, path = _read_file(plugins_file, environ)
+    file_gateway = data.get("gateway", {})
+    if not isinstance(file_gateway, dict):
+        raise ConfigError(f"{path}: [gateway] and [plugins.NAME] must be tables")
+    defaults = Config(db_path=db)
+    try:
+        from_env, env_sources = from_environment(GATEWAY_SETTINGS, defaults, table_keys(defaults), environ)
+        if "redis" in from_env:
+            redis_url(from_env["redis"], "RELAYGATE_REDIS")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    gateway = dict(file_gateway)
+    for name, value in from_env.items():
+        gateway[name] = {**file_gateway.get(name, {}), **value} if isinstance(value, dict) else value
+    config = config_from_mapping({**data, "gateway": gateway}, db_path=db, source=str(path) if path else None)
+    sources = {"db": db_source, **{name: str(path) for name in file_gateway if path}}
+    variables: dict[str, list[str]] = {}
+    for key, variable_name in env_sources.items():  # a table's keys: "timeouts.connect"
+        variables.setdefault(key.partition(".")[0], []).append(variable_name)
+    for name, names in variables.items():
+        sources[name] = ", ".join(names) + (f" over {path}" if isinstance(file_gateway.get(name), dict) else "")  # a table's other keys
+    return attrs.evolve(config, sources=sources)
 
 
-def _load_file(db: str, plugins_file: str | os.PathLike[str] | None) -> Config:
-    explicit = plugins_file or os.environ.get("RELAYGATE_PLUGINS")
+def _read_file(plugins_file: str | os.PathLike[str] | None, environ: Mapping[str, str]) -> tuple[dict[str, Any], Path | None]:
+    """``plugins.toml``'s tables and its path (``{}`` and ``None`` when there is none)."""
+    explicit = plugins_file or environ.get("RELAYGATE_PLUGINS")
     path = Path(explicit) if explicit else Path("plugins.toml")
     if not path.exists():
         if explicit:
             raise ConfigError(f"plugins file not found: {path}")
-        return Config(db_path=db)
+        return {}, None
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8")), path
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return config_from_mapping(data, db_path=db, source=str(path))
 
 
-def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, source: str | None = None) -> Config:
+# every [gateway] setting; each has its environment variable too (gateway_core/config_env.py)
+GATEWAY_SETTINGS = (
+    "trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds",
+    "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "breaker_last_resort", "db_pool_size",
+    "session_affinity", "session_header", "session_ttl", "session_max_entries", "db_timeout",
+    "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds", "redis_faults",
+    "hold_lease_seconds", "replica", "shutdown_grace_seconds", "server", "pin_workers",
+    "budget_timezone", "budget_window", "cost_header", "json", "hide_forbidden_models",
+    "body_timeout", "max_answer_bytes", "max_frame_bytes", "write_timeout", "price_catalogue",
+)  # fmt: skip
+
+
+def config_from_mapping(data: dict[str, Any], *, db_path: str | None = None, source: str | None = None) -> Config:
     where = source or "configuration"
     load = data.get("load")
     if load is not None and (not isinstance(load, list) or not all(isinstance(n, str) for n in load)):
@@ -166,23 +233,14 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
     plugins = data.get("plugins", {})
     if not isinstance(gateway, dict) or not isinstance(plugins, dict):
         raise ConfigError(f"{where}: [gateway] and [plugins.NAME] must be tables")
-    known = {
-        "trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds",
-        "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "breaker_last_resort", "db_pool_size",
-        "session_affinity", "session_header", "session_ttl", "session_max_entries", "db_timeout",
-        "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds", "redis_faults",
-        "hold_lease_seconds", "replica", "shutdown_grace_seconds", "server", "pin_workers",
-        "budget_timezone", "budget_window", "cost_header", "json", "detailed_model_errors",
-        "body_timeout", "max_answer_bytes", "max_frame_bytes", "write_timeout",
-    }  # fmt: skip
-    unknown = set(gateway) - known
+    unknown = set(gateway) - set(GATEWAY_SETTINGS) - {"detailed_model_errors"}
     if unknown:
         raise ConfigError(f"{where}: unknown [gateway] setting(s): {', '.join(sorted(unknown))}")
     timeouts = gateway.get("timeouts", {})
-    defaults = Config()
+    defaults = Config(db_path=db_path or "")
     try:
         return Config(
-            db_path=db_path,
+            db_path=db_path or default_db(),
             load=tuple(load) if load is not None else None,
             plugins={str(k): dict(v) for k, v in plugins.items()},
             trusted_proxies=tuple(gateway.get("trusted_proxies", ())),
@@ -222,11 +280,21 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str = DEFAULT_DB, sour
             shutdown_drain_seconds=_seconds(gateway, "shutdown_drain_seconds", defaults.shutdown_drain_seconds, zero=True),
             redis_faults=_redis_faults(gateway),
             json_limits=_json_limits(gateway.get("json", {})),
-            detailed_model_errors=_flag(gateway, "detailed_model_errors", defaults.detailed_model_errors),
+            hide_forbidden_models=_hide_forbidden_models(gateway),
+            price_catalogue=_flag(gateway, "price_catalogue", defaults.price_catalogue),
+            retention=Retention.from_table(data.get("retention", {})),
             source=source,
         )
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {exc}") from None
+
+
+def _hide_forbidden_models(gateway: dict[str, Any]) -> bool:
+    """``hide_forbidden_models``; an older file's ``detailed_model_errors`` (its opposite,
+    whose default was to hide) is honoured when the new name is absent."""
+    if "hide_forbidden_models" in gateway or "detailed_model_errors" not in gateway:
+        return _flag(gateway, "hide_forbidden_models", False)
+    return not _flag(gateway, "detailed_model_errors", False)
 
 
 SERVERS = ("hypercorn", "uvicorn")  # relaygate serve --server, [gateway] server

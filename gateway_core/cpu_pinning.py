@@ -7,7 +7,7 @@ the other holds it and sleeps until it is given: about 4.7 context switches per
 request against 0.85 on one CPU, and a quarter more CPU per request. Pinned, each
 worker keeps its threads on one CPU of its own, as nginx's ``worker_cpu_affinity
 auto`` does: two workers on two CPUs answered 1.57–1.66 times one worker's
-requests, against 1.07–1.29 unpinned (docs/performance.md, "Pinned workers").
+requests, against 1.07–1.29 unpinned (docs/performance.md, "Workers").
 
 Worker ``n`` (1…N) gets the ``n``-th CPU the server was allowed to use,
 counting round when there are more workers than CPUs. Linux only

@@ -191,6 +191,9 @@ class ModelInfo:
     id: str
     owned_by: str = "relaygate"
     created: int = 0
+    # from the model catalogue when it knows the model (gateway_core/billing/catalogue.json)
+    input_token_limit: int | None = None
+    output_token_limit: int | None = None
 
 
 # --- stream events -----------------------------------------------------------

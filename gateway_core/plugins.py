@@ -36,11 +36,13 @@ DEFAULT_PLUGINS = {
     "core.limits": "gateway_core.commands.limits",
     "core.fallbacks": "gateway_core.commands.fallbacks",
     "core.billing": "gateway_core.commands.billing",
+    "core.retention": "gateway_core.commands.retention",
     "core.codes": "gateway_core.commands.codes",
     "core.new_adapter": "gateway_core.commands.new_adapter",
     "core.tokens": "gateway_core.commands.tokens",
     "core.api": "gateway_core.api.plugin",
     "core.secrets": "gateway_core.commands.secrets",
+    "core.config": "gateway_core.commands.config",
 }
 
 

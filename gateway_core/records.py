@@ -20,6 +20,7 @@ class UserRecord:
     enabled: bool
     balance_micros: int
     groups: tuple[str, ...]
+    deleted: bool = False  # deleted users keep their name, ledger and usage rows (docs/operations.md)
 
 
 @attrs.frozen
@@ -238,6 +239,7 @@ class PriceRecord:
     tier_threshold_tokens: int | None = None
     tier_input_micros_per_mtok: int | None = None
     tier_output_micros_per_mtok: int | None = None
+    source: str = "operator"  # or "catalogue": the list price of a model not priced (billing/catalogue.py)
 
 
 # --- what the admin port reads and writes (gateway_core.admin.port) --------------------

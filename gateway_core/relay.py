@@ -17,6 +17,7 @@ import asyncio
 import time
 from typing import Any
 
+import attrs
 import structlog
 from starlette.datastructures import Headers, QueryParams
 
@@ -284,6 +285,8 @@ class ProtocolEndpoint:
         chars = _response_chars(reply) if usage is None and chat else 0
         # media: images, characters, audio, priced per unit (billing.charge)
         outcome = answered(usage, input_estimate(usage, ctx.text_input_tokens), chars, media=reply.media, first_token_ms=ctx.elapsed_ms())
+        if reply.estimated and not outcome.estimated:  # the channel's own count of what the upstream did not report
+            outcome = attrs.evolve(outcome, estimated=True)
         native = passthrough or (reply.wire is not None and reply.wire == call.wire)
         await self.protocol.keep(call, self._caller(ctx), body, native)
         await self._respond(ctx, send, outcome, body, reply.content_type.encode())

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 
 import attrs
 import structlog
 
 from . import endpoints
+from .billing.catalogue import CatalogueModel, load_catalogue
 from .channel_type import Timeouts
 from .errors import GatewayError, InvalidRequestError, NotFoundError, PermissionDeniedError, UpstreamUnavailableError
 from .model import ModelInfo
@@ -101,25 +102,24 @@ MODEL_NOT_FOUND = "model_not_found"
 MODEL_NOT_ALLOWED = "model_not_allowed"
 
 
-def model_refusal(index: ChannelIndex, key: KeyRecord, model: str, *, detailed: bool = False) -> GatewayError | None:
+def model_refusal(index: ChannelIndex, key: KeyRecord, model: str, *, hide: bool = False) -> GatewayError | None:
     """Why ``key`` may not call ``model``, or ``None`` when it may.
 
-    A model no enabled channel serves, one outside the key's own model
-    restriction and one not served to the key's group are all the same 400
-    ``model_not_found`` (a key cannot learn which models exist in groups it
-    cannot use); the reason is logged. ``detailed`` (``[gateway]
-    detailed_model_errors``) tells the client the reason instead: 400
-    ``model_not_found`` for an unknown model, 403 ``model_not_allowed`` for the
-    others. Model names match exactly (case and hyphens count).
+    A model no enabled channel serves is 400 ``model_not_found``; one outside the
+    key's own model restriction or not served to the key's group is 403
+    ``model_not_allowed`` saying which (the spec's permission error). ``hide``
+    (``[gateway] hide_forbidden_models``) answers the latter as the former, so that
+    a key cannot learn which models exist in groups it cannot use; the reason is
+    then logged. Model names match exactly (case and hyphens count).
     """
     refusal = _model_refusal(index, key, model)
-    return None if refusal is None else _as_shown(refusal, model, detailed)
+    return None if refusal is None else _as_shown(refusal, model, hide)
 
 
-def _as_shown(refusal: GatewayError, model: str, detailed: bool) -> GatewayError:
-    """The refusal as the client sees it: the same for a model that does not exist
-    and one the key may not use, unless ``detailed``."""
-    if detailed or refusal.code not in (MODEL_NOT_FOUND, MODEL_NOT_ALLOWED):
+def _as_shown(refusal: GatewayError, model: str, hide: bool) -> GatewayError:
+    """The refusal as the client sees it: with ``hide``, the same for a model that
+    does not exist and one the key may not use."""
+    if not hide or refusal.code not in (MODEL_NOT_FOUND, MODEL_NOT_ALLOWED):
         return refusal
     log.info("model refused", model=model, reason=refusal.message)
     return InvalidRequestError(
@@ -144,7 +144,7 @@ def _model_refusal(index: ChannelIndex, key: KeyRecord, model: str) -> GatewayEr
         )
     if key.models and model not in key.models:
         return PermissionDeniedError(
-            f"The model '{model}' is not allowed for this API key: the key is restricted to "
+            f"This API key lacks permission for the model '{model}': the key is restricted to "
             f"{len(key.models)} model(s). {MODELS_HINT}",
             code=MODEL_NOT_ALLOWED,
             param="model",
@@ -156,10 +156,15 @@ def _model_refusal(index: ChannelIndex, key: KeyRecord, model: str) -> GatewayEr
 
 def _group_refusal(key: KeyRecord, model: str) -> PermissionDeniedError:
     return PermissionDeniedError(
-        f"The model '{model}' is not available to the group '{key.group}' of this key. {MODELS_HINT}",
+        f"This API key lacks permission for the model '{model}': it is not available to the key's group '{key.group}'. {MODELS_HINT}",
         code=MODEL_NOT_ALLOWED,
         param="model",
     )
+
+
+def _limit(known: Mapping[str, CatalogueModel], model: str, field: str) -> int | None:
+    entry = known.get(model)
+    return getattr(entry, field) if entry is not None else None
 
 
 class Router:
@@ -171,11 +176,11 @@ class Router:
         ttl: float = 1.0,
         rng: random.Random | None = None,
         timeouts: Timeouts = Timeouts(),
-        detailed_model_errors: bool = False,
+        hide_forbidden_models: bool = False,
         fallbacks: Callable[[], Awaitable[list[ModelFallback]]] | None = None,
     ) -> None:
         self._store = store
-        self.detailed_model_errors = detailed_model_errors
+        self.hide_forbidden_models = hide_forbidden_models
         self._channel_types = channel_types
         self._rng = rng or random.Random()
         self._timeouts = timeouts
@@ -246,7 +251,12 @@ class Router:
         models = index.group_models.get(key.group, set())
         if key.models:
             models = models & set(key.models)
-        return [ModelInfo(id=m, created=index.models.get(m, 0)) for m in sorted(models)]
+        known = load_catalogue().models
+        return [
+            ModelInfo(id=m, created=index.models.get(m, 0), input_token_limit=_limit(known, m, "context_window"),
+                      output_token_limit=_limit(known, m, "max_output_tokens"))
+            for m in sorted(models)
+        ]  # fmt: skip
 
     async def candidates(self, key: KeyRecord, model: str, endpoint: str) -> list[Route]:
         """The channels to try for ``model`` at ``endpoint``, in order; raises when none."""
@@ -254,7 +264,7 @@ class Router:
         routes = index.by_group_model.get((key.group, model))
         if not routes:
             refusal = _model_refusal(index, key, model) or _group_refusal(key, model)
-            raise _as_shown(refusal, model, self.detailed_model_errors)
+            raise _as_shown(refusal, model, self.hide_forbidden_models)
         serving = [r for r in routes if self._serves(r.channel, endpoint)]
         if not serving:
             raise NotFoundError(

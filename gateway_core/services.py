@@ -17,6 +17,7 @@ from .health import HealthBoard
 from .key_cache import KeyCache
 from .metrics import Metrics
 from .readiness import Readiness
+from .retention_job import RetentionJob
 from .tracing import Tracing, tracing_from_env
 from .registry import Registry
 from .policy import Pipeline
@@ -24,6 +25,7 @@ from .ratelimit import RateLimiter
 from .ratelimit.memory import InProcessRateLimiter
 from .recorder import Recorder
 from .router import Router
+from .admin import Admin
 from .admin.port import AdminStore
 from .affinity import Affinity, affinity_for
 from .request_store import PriceSnapshot, RequestStore
@@ -64,6 +66,7 @@ class Services:
     redeem: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # redemption-code attempts (gateway_core.admin.codes)
     clock: Callable[[], float] = time.time  # Unix time, for budgets' windows (tests move it)
     affinity: Affinity | None = None  # session affinity ([gateway] session_affinity; gateway_core.affinity)
+    retention: RetentionJob | None = None  # rolls the usage log up and prunes it ([retention]; gateway_core.retention_job)
 
     @classmethod
     def build(
@@ -79,10 +82,13 @@ class Services:
 
             store = open_store(config.db_path, registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout)
         from .store import admin_ports, response_store
+        from .billing.catalogue import with_catalogue
+        from .store.sealing import default_key_file, use_key_file
 
+        use_key_file(default_key_file(config.db_path))  # relaygate init's secret key, when no RELAYGATE_SECRET_KEY is set
         admin, sql = admin_ports(store)
         router = Router(
-            store, registry.channel_types, timeouts=config.timeouts, detailed_model_errors=config.detailed_model_errors, fallbacks=admin.list_fallbacks
+            store, registry.channel_types, timeouts=config.timeouts, hide_forbidden_models=config.hide_forbidden_models, fallbacks=admin.list_fallbacks
         )
         metrics = Metrics(known_model=router.known_model)
         metrics.watch_store(store, sql.dialect)
@@ -117,9 +123,10 @@ class Services:
             sql=sql,
             responses=response_store(store),
             rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
-            prices=TtlSnapshot(store.price_snapshot),
+            prices=TtlSnapshot(with_catalogue(store.price_snapshot) if config.price_catalogue else store.price_snapshot),
             affinity=affinity_for(config, shared.client if shared is not None else None),
             hold_sweeper=HoldSweeper(store, config.stale_hold_seconds, lease=config.hold_lease_seconds, replica=config.replica),
+            retention=RetentionJob(Admin(admin, registry.channel_types), config.retention),
         )
 
     async def start(self) -> None:
@@ -131,6 +138,8 @@ class Services:
             await self.hold_sweeper.begin()  # this worker's holds are owned (and a dead one's released) before it serves
         if self.shared is not None:
             self.shared.start(self)
+        if self.retention is not None:
+            self.retention.start()
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=60, ttl_dns_cache=300)
         self.session = aiohttp.ClientSession(
             connector=connector,
@@ -149,6 +158,8 @@ class Services:
             self.session = None
         if self.hold_sweeper is not None:
             await self.hold_sweeper.stop()
+        if self.retention is not None:
+            await self.retention.stop()
         close = getattr(self.rate_limiter, "close", None)
         if close is not None:
             await close()

@@ -93,8 +93,9 @@ async def test_errors_say_what_is_wrong_in_the_admin_layers_terms(running):
     assert (bad_url.value.field, str(bad_url.value)) == ("base_url", "base url must be a URL like https://api.example.com, got 'nowhere'")
     with pytest.raises(Invalid, match="unknown channel type 'nope'"):
         await channels.add_channel(running, {"name": "x", "type": "nope", "base_url": "https://x", "models": ["m"]})
-    with pytest.raises(Invalid, match="a key's quota must not be negative"):  # the store's own check, as Invalid
+    with pytest.raises(Invalid, match="quota must not be negative") as negative:  # the admin layer's amount rule
         await keys.create_key(running, alice.id, quota_micros=-1)
+    assert negative.value.field == "quota"
     await channels.add_channel(running, {"name": "a", "type": "demo", "base_url": "local://demo", "models": ["m"]})
     second = await channels.add_channel(running, {"name": "b", "type": "demo", "base_url": "local://demo", "models": ["m"]})
     with pytest.raises(Conflict, match="channel 'a' already exists"):
@@ -202,3 +203,28 @@ async def test_totals_and_traffic_read_the_same_on_either_store(running, store):
         await asyncio.sleep(0.01)
     assert [(b.channel_id, b.state, b.last_error) for b in await running.store.list_breakers()] == [(2, "open", "bad gateway")]
     assert (await wallet.check_ledger(running)).ok
+
+
+async def test_deleting_a_user_ends_its_keys_tokens_and_sign_ins_but_keeps_its_money(running):
+    from gateway_core.admin import tokens
+
+    root = await users.create_user(running, "root", is_admin=True)
+    alice = await users.create_user(running, "alice", password="alice-password-1")
+    key, secret = await keys.create_key(running, alice.id, name="ci")
+    _, token = await tokens.create_token(running, alice.id, name="script", scope="write")
+    await wallet.topup(running, alice.id, 2_500_000, "first")
+    assert (await running.caches.keys.get(hash_key(secret))).enabled
+    with pytest.raises(Invalid, match="You cannot delete yourself"):
+        await users.delete_user(running, root.id, by=root.id)
+    gone = await users.delete_user(running, alice.id, by=root.id)
+    assert (gone.deleted, gone.enabled, gone.balance_micros) == (True, False, 2_500_000)
+    assert await running.caches.keys.get(hash_key(secret)) is None or not (await running.caches.keys.get(hash_key(secret))).enabled
+    assert (await keys.get_key(running, key.id)).deleted
+    assert await tokens.token_holder(running, token) is None
+    assert [item.user.name for item in await users.list_users(running)] == ["root"]
+    assert [item.user.name for item in await users.list_users(running, include_deleted=True)] == ["root", "alice"]
+    for change in (users.set_user_enabled(running, alice.id, True), users.set_password(running, alice.id, "another-one-1"),
+                   keys.create_key(running, alice.id), users.delete_user(running, alice.id)):  # fmt: skip
+        with pytest.raises(Invalid, match="user 'alice' is (already )?deleted"):
+            await change
+    assert (await running.store.check_ledger()).ok

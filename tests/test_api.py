@@ -109,7 +109,7 @@ def test_no_token_a_wrong_one_a_revoked_one_an_expired_one_and_a_disabled_users_
     expiring = new_token(db, "alice", "write", "--expires", "2099-01-01T00:00:00Z")
     assert Api(gateway.url, expiring).get("/me").status_code == 200
     with sqlite3.connect(db) as conn:  # time passes: the token's expiry is now behind
-        conn.execute("UPDATE access_tokens SET expires_at = ? WHERE expires_at IS NOT NULL", (time.time() - 1,))
+        conn.execute("UPDATE access_tokens SET expires_at = ? WHERE expires_at = 4070908800", (time.time() - 1,))
     assert error_of(Api(gateway.url, expiring).get("/me"), 401, "invalid_token")
 
     assert apis["root"].post(f"/users/{ids['alice']}/disable").status_code == 200

@@ -30,6 +30,8 @@ def cli(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("RELAYGATE_PLUGINS", raising=False)
     (tmp_path / "plugins.toml").write_text('load = ["openai", "demo"]\n[gateway.timeouts]\nconnect = 2\nfirst_byte = 2\nidle = 2\n')
     db = str(tmp_path / "gw.db")
+    assert main(["migrate", "--db", db]) == 0  # commands but init, serve and migrate need a database
+    capsys.readouterr()
 
     def run(*argv):
         status = main([*argv, "--db", db])

@@ -2,6 +2,7 @@
 
 import io
 import json
+import time
 import os
 import sqlite3
 import subprocess
@@ -67,6 +68,8 @@ def cli(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("RELAYGATE_PLUGINS", raising=False)
     (tmp_path / "plugins.toml").write_text(PLUGINS_TOML)
     db = str(tmp_path / "data" / "gw.db")
+    assert main(["migrate", "--db", db], extra_plugins=()) == 0  # commands but init, serve and migrate need a database
+    capsys.readouterr()
 
     def run(*argv, plugins=(ChannelTypesPlugin(),), stdin=None):
         if stdin is not None:
@@ -244,6 +247,7 @@ def test_price_set(cli):
 
 def test_key_create_json_is_exactly_id_and_key(cli):
     cli("user", "add", "alice", "--groups", "default,vip")
+    assert cli("channel", "add", "both", "--type", "fakeai", "--base-url", "https://x", "--models", "m1,m2", "--groups", "vip")[0] == 0
     status, out, _ = cli(
         "key", "create", "alice", "--name", "ci", "--group", "vip", "--quota", "5.5", "--expires", "2099-01-01T00:00:00Z",
         "--models", "m1,m2", "--allow-ip", "10.0.0.0/8,192.168.1.7", "--json",
@@ -331,6 +335,7 @@ def test_plugins_can_add_nested_commands(cli):
 
 def test_db_and_json_are_accepted_anywhere(cli, tmp_path):
     other = str(tmp_path / "other.db")
+    assert main(["migrate", "--db", other], extra_plugins=()) == 0
     assert main(["--db", other, "--json", "user", "add", "alice"], extra_plugins=()) == 0
     assert main(["user", "add", "bob", "--db", other], extra_plugins=()) == 0
     conn = connect(other)
@@ -340,6 +345,7 @@ def test_db_and_json_are_accepted_anywhere(cli, tmp_path):
 
 def test_db_from_the_environment(cli, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("RELAYGATE_DB", str(tmp_path / "env.db"))
+    assert main(["migrate"]) == 0
     assert main(["user", "add", "carol"]) == 0
     assert (tmp_path / "env.db").exists()
 
@@ -373,6 +379,7 @@ def test_a_group_without_its_command_shows_its_help(cli):
 
 def _script(tmp_path, *argv, toml=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RELAYGATE_")}
+    env["RELAYGATE_HOME"] = str(tmp_path / "home")
     if toml is not None:
         (tmp_path / "plugins.toml").write_text(toml)
     return subprocess.run(
@@ -387,6 +394,7 @@ def test_console_script_help(tmp_path):
 
 
 def test_console_script_error_is_one_line(tmp_path):
+    assert _script(tmp_path, "migrate", toml=PLUGINS_TOML).returncode == 0
     done = _script(tmp_path, "key", "create", "nobody", toml=PLUGINS_TOML)
     assert done.returncode == 1
     assert done.stderr == "relaygate key create: no user named 'nobody'\n"
@@ -402,9 +410,47 @@ def test_console_script_init_with_the_installed_plugins(tmp_path):
     if demo_installed:
         assert done.returncode == 0, done.stderr
         assert "sk-" in done.stdout and "http://127.0.0.1:8080/v1" in done.stdout
-        assert (tmp_path / "data" / "relaygate.db").exists()
+        assert (tmp_path / "home" / "relaygate.db").exists()  # in RELAYGATE_HOME, not the current folder
         again = _script(tmp_path, "init")
         assert again.returncode == 0 and "Already initialized" in again.stdout
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        listed = subprocess.run([str(RELAYGATE), "key", "list", "admin"], cwd=elsewhere, capture_output=True, text=True, timeout=60,
+                                env={**{k: v for k, v in os.environ.items() if not k.startswith("RELAYGATE_")}, "RELAYGATE_HOME": str(tmp_path / "home")})  # fmt: skip
+        assert listed.returncode == 0 and "demo" in listed.stdout, listed.stderr  # the same database from any folder
     else:
         assert done.returncode != 0
         assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    missing = _script(tmp_path, "key", "list", "admin", "--db", str(tmp_path / "typo.db"))
+    assert missing.returncode == 1 and missing.stderr == (
+        f"relaygate key list: no database at {tmp_path / 'typo.db'}: create one with 'relaygate init', "
+        "or point --db, RELAYGATE_DB or RELAYGATE_HOME at yours\n"
+    )
+    assert not (tmp_path / "typo.db").exists()
+
+
+def test_version_names_the_core_and_each_plugins_distribution(tmp_path):
+    from importlib import metadata
+
+    done = _script(tmp_path, "--version")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"relaygate {metadata.version('relaygate')}"
+    if "demo" in collect(Config(db_path=str(tmp_path / "probe.db"))).channel_types:
+        assert f"relaygate-demo {metadata.version('relaygate-demo')} (plugins: demo)" in lines
+    assert not (tmp_path / "home").exists()  # nothing created to print it
+
+
+def test_a_token_made_without_an_expiry_lapses_in_ninety_days_and_is_named(cli):
+    assert cli("user", "add", "root", "--admin")[0] == 0
+    status, out, err = cli("token", "create", "root", "--scope", "admin")
+    assert status == 0, err
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    lapses = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 90 * 86_400))
+    assert f"('cli {today}', scope admin, expires {lapses})" in out
+    status, out, _ = cli("token", "create", "root", "--expires", "never", "--name", "forever", "--json")
+    assert status == 0
+    status, out, _ = cli("token", "list", "--json")
+    listed = {token["name"]: token for token in json.loads(out)}
+    assert listed["forever"]["expires_at"] is None
+    assert abs(listed[f"cli {today}"]["expires_at"] - (time.time() + 90 * 86_400)) < 120

@@ -19,6 +19,8 @@ def command_line(tmp_path, monkeypatch, capsys, db):
     monkeypatch.delenv("RELAYGATE_DB", raising=False)
     monkeypatch.delenv("RELAYGATE_PLUGINS", raising=False)
     (tmp_path / "plugins.toml").write_text("load = []\n")
+    assert main(["migrate", "--db", db]) == 0  # commands but init, serve and migrate need a database
+    capsys.readouterr()
 
     def run(*argv):
         status = main([*argv, "--db", db])

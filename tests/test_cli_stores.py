@@ -24,7 +24,7 @@ from gateway_core.store import admin_ports, open_store
 PLUGINS_TOML = 'load = ["demo"]\n'
 CI_KEY = 2  # bob's key "ci" (the admin's "demo" is 1)
 T0 = 1_700_000_000.0  # usage rows' times: fixed, so that both stores list the same rows
-SECRET = re.compile(r"sk-[A-Za-z0-9_-]+(…)?|(?<=\(shown only now\): )\S+")
+SECRET = re.compile(r"sk-[A-Za-z0-9_-]+(…)?|(?<=\(shown only now\): )\S+|(?<=at rest: )\S+")  # and the key file: beside the db, or in RELAYGATE_HOME
 CLOCK = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?Z?")
 OLDEST = re.compile(r"\(oldest \d+ s\)")  # the age of the oldest reservation, as the clock turns
 
@@ -188,7 +188,7 @@ def test_check_reports_the_same_problems_on_both_stores(tmp_path: Path, pg_url: 
     (tmp_path / "plugins.toml").write_text("load = []\n")
     reports = []
     for db in (str(tmp_path / "gw.db"), pg_url):
-        for argv in (("user", "add", "alice"), ("wallet", "topup", "alice", "4.5"), ("key", "create", "alice", "--name", "other")):
+        for argv in (("migrate",), ("user", "add", "alice"), ("wallet", "topup", "alice", "4.5"), ("key", "create", "alice", "--name", "other")):
             assert main([*argv, "--db", db]) == 0
         asyncio.run(corrupt(db))
         capsys.readouterr()

@@ -81,7 +81,7 @@ async def play(url: str, keys: Keys, primary: FakeOpenAI) -> None:
         (keys.good[:-4] + "zzzz", openai.AuthenticationError),
         (keys.disabled, openai.AuthenticationError),
         (keys.elsewhere, openai.PermissionDeniedError),
-        (keys.other_model, openai.BadRequestError),  # a model it may not use: "not found or not permitted"
+        (keys.other_model, openai.PermissionDeniedError),  # a model it may not use: 403
         (keys.poor, openai.RateLimitError),
     ]
     for key, refused in refusals:

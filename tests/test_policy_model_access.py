@@ -1,6 +1,7 @@
-"""The model-access policy: unknown models and models outside the key's restriction or
-its group are the same 400 model_not_found ("not found or not permitted"), matched
-exactly; with detailed model errors the latter are 403 model_not_allowed saying why."""
+"""The model-access policy, names matched exactly: an unknown model is 400
+model_not_found; a model outside the key's restriction or its group is 403
+model_not_allowed saying why (the spec), or, with hide_forbidden_models, the same
+400 as an unknown one ("not found or not permitted")."""
 
 import pytest
 
@@ -65,27 +66,28 @@ async def test_models_no_channel_serves_are_400_model_not_found(services, model)
     assert f"'{model}'" in error.message and "GET /v1/models" in error.message
 
 
-async def test_a_model_outside_the_keys_restriction_is_403_when_detailed(services):
+async def test_a_model_outside_the_keys_restriction_is_403(services):
     with pytest.raises(PermissionDeniedError) as caught:
-        await ModelAccess(detailed=True).admit(ctx_for("gpt-4o-mini", models=("gpt-4o",)), services)
+        await ModelAccess().admit(ctx_for("gpt-4o-mini", models=("gpt-4o",)), services)
     error = caught.value
     assert (error.status, error.code) == (403, "model_not_allowed")
     assert "'gpt-4o-mini'" in error.message and "restricted" in error.message and "GET /v1/models" in error.message
+    assert error.message.startswith("This API key lacks permission for the model 'gpt-4o-mini'")
 
 
-async def test_a_model_of_another_group_is_403_when_detailed(services):
+async def test_a_model_of_another_group_is_403(services):
     with pytest.raises(PermissionDeniedError) as caught:
-        await ModelAccess(detailed=True).admit(ctx_for("claude-x"), services)
-    assert "'claude-x'" in caught.value.message and "group 'default'" in caught.value.message
+        await ModelAccess().admit(ctx_for("claude-x"), services)
+    assert "'claude-x'" in caught.value.message and "group 'default'" in caught.value.message and "lacks permission" in caught.value.message
     # the restriction cannot open a model the group does not serve
     with pytest.raises(PermissionDeniedError, match="group"):
-        await ModelAccess(detailed=True).admit(ctx_for("claude-x", models=("claude-x",)), services)
+        await ModelAccess().admit(ctx_for("claude-x", models=("claude-x",)), services)
 
 
 @pytest.mark.parametrize("model, key_models", [("claude-x", ()), ("gpt-4o-mini", ("gpt-4o",)), ("no-such-model", ())])
-async def test_by_default_a_model_of_another_group_reads_as_an_unknown_one(services, model, key_models):
+async def test_hidden_a_model_of_another_group_reads_as_an_unknown_one(services, model, key_models):
     with pytest.raises(InvalidRequestError) as caught:
-        await ModelAccess().admit(ctx_for(model, models=key_models), services)
+        await ModelAccess(hide=True).admit(ctx_for(model, models=key_models), services)
     error = caught.value
     assert (error.status, error.code, error.param) == (400, "model_not_found", "model")
     assert error.message == f"The model '{model}' was not found or is not permitted for this key. GET /v1/models lists the models your key may use."

@@ -54,11 +54,13 @@ def listed_keys(db_url: str, capsys) -> str:
 
 
 @pytest.fixture(autouse=True)
-def only_demo(tmp_path, monkeypatch):
+def only_demo(tmp_path, monkeypatch, request):
     (tmp_path / "plugins.toml").write_text('load = ["demo"]\n')
     monkeypatch.chdir(tmp_path)
     for name in ("RELAYGATE_SECRET_KEY", "RELAYGATE_SECRET_KEY_FILE", "RELAYGATE_SECRET_KEY_PREVIOUS", "RELAYGATE_SECRET_KEY_PREVIOUS_FILE"):
         monkeypatch.delenv(name, raising=False)
+    if "db_url" in request.fixturenames:  # commands but init, serve and migrate need a database
+        assert run(request.getfixturevalue("db_url"), "migrate") == 0
 
 
 def test_keys_are_sealed_at_rest_plain_ones_still_read_and_rotation_reseals(db_url, monkeypatch, capsys):

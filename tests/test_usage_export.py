@@ -100,6 +100,7 @@ def session(token: str) -> requests.Session:
 
 @pytest.fixture
 def site(db_url, relaygate_config, start_gateway) -> Site:
+    assert cli(db_url, "migrate")[0] == 0
     cli_json(db_url, "user", "add", "root", "--admin")
     names = {"alice": 0, "bob": 0}
     keys = {}

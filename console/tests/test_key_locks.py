@@ -39,6 +39,7 @@ async def edit(browser, key_id: int, **fields) -> tuple[int, str]:
 
 
 async def test_the_owner_cannot_loosen_what_the_operator_set(gateway, seed, cli, browsers):
+    assert (await cli("channel", "add", "other", "--type", "demo", "--base-url", "local://demo", "--models", "other"))[0] == 0
     status, out, _ = await cli("key", "create", "alice", "--name", "ci", "--quota", "2", "--models", "demo-chat,other",
                                "--allow-ip", "10.0.0.0/8", "--json")  # fmt: skip
     assert status == 0
@@ -52,7 +53,7 @@ async def test_the_owner_cannot_loosen_what_the_operator_set(gateway, seed, cli,
                      {"quota": "1", "models": "demo-chat,gpt-5", "allow_ips": "10.0.0.0/8"},
                      {"quota": "1", "models": "demo-chat", "allow_ips": "0.0.0.0/0"}):  # fmt: skip
         status, page = await edit(alice, key_id, **loosened)
-        refusal = "serves no model named gpt-5" if "gpt-5" in loosened["models"] else "set by the gateway&#39;s operator"
+        refusal = "no channel serves to the group &#39;default&#39;: gpt-5" if "gpt-5" in loosened["models"] else "set by the gateway&#39;s operator"
         assert status == 400 and refusal in page, loosened
     assert (key_row(seed, key_id)["quota_micros"], key_row(seed, key_id)["allow_ips"]) == (2_000_000, '["10.0.0.0/8"]')
 

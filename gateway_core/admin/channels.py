@@ -30,6 +30,7 @@ from ..records import ChannelRecord, ChannelTraffic, DisabledKey
 from ..request_store import BreakerReport
 from .context import Admin
 from .errors import Conflict, Invalid, NotFound
+from .rules import check_base_url
 from .port import ChannelFields
 
 EDITABLE = (
@@ -207,8 +208,7 @@ def check_fields(admin: Admin, changes: ChannelFields, existing: ChannelRecord |
         channel_type = admin.channel_types.get(existing.type)
     if adding or "base_url" in fields:
         url = str(fields.get("base_url") or "").strip()
-        if "://" not in url:
-            raise Invalid(f"must be a URL like https://api.example.com, got {url!r}", "base_url")
+        check_base_url(url, channel_type)
         fields["base_url"] = channel_type.normalize_base_url(url) if channel_type else url.rstrip("/")
     for name, what in (("models", "model"), ("groups", "group")):
         if (adding or name in fields) and not fields.get(name):

@@ -24,6 +24,7 @@ from ..billing.codes import REFUSALS, Redeemed, RedemptionCode, code_prefix, has
 from ..ratelimit.signin import SignInRule, SignInThrottle, SignInThrottled, SignInThrottleUnavailable
 from .context import Admin
 from .errors import Conflict, Invalid, NotFound
+from .rules import check_amount
 from .users import get_user
 
 MAX_BATCH = 10_000
@@ -62,8 +63,7 @@ async def create_codes(
     name from :func:`new_batch` by default); ``(id, code)`` pairs, the only copy of the codes."""
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_BATCH:
         raise Invalid(f"must be a whole number from 1 to {MAX_BATCH}, got {count!r}", "count")
-    if isinstance(value_micros, bool) or not isinstance(value_micros, int) or value_micros <= 0:
-        raise Invalid(f"must be a positive amount, got {value_micros!r}", "value")
+    check_amount(value_micros, "value")
     now = time.time()
     if expires_at is not None and expires_at <= now:
         raise Invalid("must be in the future", "expires")

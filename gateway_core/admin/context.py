@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from ..shared import events
+from ..records import PriceRecord
 from .port import AdminStore
 
 if TYPE_CHECKING:
@@ -89,10 +90,22 @@ class Admin:
     store: AdminStore
     channel_types: Mapping[str, ChannelType] = attrs.field(factory=dict)
     caches: Caches = NO_CACHES
+    # the prices charged for models the operator has not priced (the catalogue's; empty
+    # with [gateway] price_catalogue = false): what the fronts show beside the operator's
+    catalogue: Mapping[str, PriceRecord] = attrs.field(factory=dict)
 
     @classmethod
     def of(cls, services: Services) -> Admin:
         """The admin of a running gateway: its store, channel types and caches."""
         publish = services.shared.bus.publish_nowait if services.shared is not None else None
         caches = Caches(keys=services.keys, channels=services.router, prices=services.prices, publish=publish)
-        return cls(services.admin, services.registry.channel_types, caches)
+        return cls(services.admin, services.registry.channel_types, caches, catalogue_of(services.config.price_catalogue))
+
+
+def catalogue_of(enabled: bool) -> Mapping[str, PriceRecord]:
+    """The catalogue's prices when ``[gateway] price_catalogue`` is on, else none."""
+    if not enabled:
+        return {}
+    from ..billing.catalogue import load_catalogue
+
+    return load_catalogue().prices()

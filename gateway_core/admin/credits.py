@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..access_records import Credit
 from .context import Admin
 from .errors import Invalid
+from .rules import check_amount
 from .users import get_user
 
 MAX_KEY = 200
@@ -22,13 +23,8 @@ async def credit(
 ) -> Credit:
     """A ``topup`` (a positive amount) or an ``adjustment`` (signed, non-zero,
     with a note saying why) of a user's balance."""
-    if isinstance(amount_micros, bool) or not isinstance(amount_micros, int):
-        raise Invalid(f"must be a whole number of micro-USD, got {amount_micros!r}", "amount")
-    if kind == "topup" and amount_micros <= 0:
-        raise Invalid("must be positive", "amount")
+    check_amount(amount_micros, "amount", signed=kind == "adjustment")
     if kind == "adjustment":
-        if amount_micros == 0:
-            raise Invalid("must not be zero", "amount")
         if not note or not note.strip():
             raise Invalid("must say why", "note")
     elif kind != "topup":

@@ -17,7 +17,8 @@ from .context import Admin
 from .errors import Invalid, NotFound
 from .key_locks import check_owner_change, key_fields, operator_locks
 from .port import LimitChanges
-from .users import get_user
+from .rules import check_amount, check_models_served
+from .users import live_user
 
 
 async def create_key(
@@ -36,12 +37,15 @@ async def create_key(
     """Create a key in one of the user's groups (by default ``default`` when it
     is open to them, else their first); the key and its secret, which is stored
     only hashed and cannot be shown again."""
-    user = await get_user(admin, user_id)
+    user = await live_user(admin, user_id)
+    if quota_micros is not None:
+        check_amount(quota_micros, "quota", allow_zero=True)
     if group is None:
         group = DEFAULT_GROUP if DEFAULT_GROUP in user.groups or not user.groups else user.groups[0]
     if group not in user.groups:
         whose = "you" if owner == user.id else f"user {user.name!r} (open groups: {', '.join(sorted(user.groups)) or 'none'})"
         raise Invalid(f"group {group!r} is not open to {whose}")
+    await check_models_served(admin, models, group)
     key, secret = await admin.store.create_key(
         user.id, name=name, group=group, quota_micros=quota_micros, expires_at=expires_at,
         models=list(models), allow_ips=list(allow_ips), limits=dict(limits or {}),
@@ -94,16 +98,29 @@ async def update_key(
     allow_ips: Sequence[str],
     owner: int | None = None,
     limits: LimitChanges | None = None,
+    group: str | None = None,
 ) -> KeyRecord:
-    """Change a key's name, quota, expiry, models and allowed networks, and its
-    rate limits and budgets when ``limits`` has any (checked against the
+    """Change a key's name, quota, expiry, models and allowed networks, its group
+    (an operator only: one open to the key's user) when ``group`` is given, and
+    its rate limits and budgets when ``limits`` has any (checked against the
     operator's locks all together before anything is written)."""
     before = await get_key(admin, key_id, owner=owner)
+    if quota_micros is not None:
+        check_amount(quota_micros, "quota", allow_zero=True)
+    locked = (await admin.store.get_key_locks(key_id)).get("models") or ()  # what an operator allowed stays acceptable
+    await check_models_served(admin, models, group or before.group, already=(*before.models, *locked))
     if owner is not None:
         wanted = {"quota_micros": quota_micros, "models": list(models), "allow_ips": list(allow_ips), **(limits or {})}
         check_owner_change(await admin.store.get_key_locks(key_id), wanted)
+    if group is not None and group != before.group:
+        if owner is not None:
+            raise Invalid("only an operator moves a key to another group", "group")
+        user = await live_user(admin, before.user_id)
+        if group not in user.groups:
+            raise Invalid(f"group {group!r} is not open to user {user.name!r} (open groups: {', '.join(sorted(user.groups)) or 'none'})", "group")
     changed = await admin.store.update_key(
-        key_id, name=name, quota_micros=quota_micros, expires_at=expires_at, models=list(models), allow_ips=list(allow_ips)
+        key_id, name=name, quota_micros=quota_micros, expires_at=expires_at, models=list(models), allow_ips=list(allow_ips),
+        group=group,
     )
     if not changed or (limits and await admin.store.set_key_limits(key_id, limits) is None):
         raise NotFound(f"no API key with id {key_id}")

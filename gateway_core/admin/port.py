@@ -38,6 +38,7 @@ from ..records import (
 from ..billing.budgets import BudgetUse
 from ..billing.codes import Redeemed, RedemptionCode
 from ..request_store import BreakerReport
+from ..retention import Prunable, RollupStep
 from .port_access import AccessStore
 
 LimitChanges = Mapping[str, int | None]  # rpm / tpm / concurrency -> value (None: not set)
@@ -59,7 +60,13 @@ class AdminStore(AccessStore, Protocol):
     async def list_users(self) -> list[UserOverview]:
         """Every user, by id, with its number of live keys."""
 
-    async def set_user_enabled(self, user_id: int, enabled: bool) -> bool: ...
+    async def set_user_enabled(self, user_id: int, enabled: bool) -> bool:
+        """Enable or disable a user that is not deleted; ``False`` when there is none."""
+
+    async def delete_user(self, user_id: int) -> bool:
+        """Delete a user in one transaction: disabled, signed out, no password, every
+        key deleted and token revoked; its row, ledger and usage rows stay.
+        ``False`` when there is no such user, or it was deleted before."""
 
     async def set_password_hash(self, user_id: int, password_hash: str | None) -> bool: ...
 
@@ -106,7 +113,9 @@ class AdminStore(AccessStore, Protocol):
         expires_at: float | None,
         models: Sequence[str],
         allow_ips: Sequence[str],
-    ) -> bool: ...
+        group: str | None = None,
+    ) -> bool:
+        """Change a live key (its group too, when given); ``False`` when there is none."""
 
     async def set_key_limits(self, key_id: int, changes: LimitChanges) -> dict[str, int | None] | None:
         """Change a key's own rate limits; the stored limits after, ``None``: no such key."""
@@ -151,6 +160,9 @@ class AdminStore(AccessStore, Protocol):
     async def get_channel(self, channel_id: int) -> ChannelRecord | None: ...
 
     async def list_channels(self) -> list[ChannelRecord]: ...
+
+    async def unsealed_channels(self) -> int:
+        """How many channels hold an upstream key stored in the clear (not sealed)."""
 
     async def update_channel(self, channel_id: int, changes: ChannelFields) -> ChannelRecord | None:
         """Change some fields, creating missing groups; new ``api_keys`` keep the
@@ -233,6 +245,21 @@ class AdminStore(AccessStore, Protocol):
         """Totals from ``since`` to ``until`` (everyone's, or one user's) by ``"model"``,
         ``"user"``, ``"channel"`` or ``"key"``, costliest first; or by ``"time"`` in
         buckets of ``bucket`` seconds (:func:`gateway_core.store.usage.totals_query`)."""
+
+    # --- retention (gateway_core.retention) -------------------------------------
+
+    async def roll_up_usage(self, batch: int, now: float | None = None, margin: float | None = None) -> RollupStep:
+        """One transaction of the rollup: fold at most ``batch`` ids of the usage log
+        past the mark into the hourly totals and move the mark; ids are folded once
+        ``margin`` seconds (``None``: the store's own) passed since they were seen,
+        by the clock ``now`` (``None``: the database's, which every replica shares)."""
+
+    async def prune_usage(self, before: float, batch: int) -> int | None:
+        """One transaction: delete at most ``batch`` of the oldest rolled-up usage rows
+        created before ``before``; how many (``None``: another process is pruning)."""
+
+    async def prunable_usage(self, before: float) -> Prunable:
+        """The usage rows created before ``before``: rolled up (prunable) and not yet."""
 
     # --- set-up ------------------------------------------------------------------
 

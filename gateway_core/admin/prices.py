@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import attrs
 
 from ..billing.cost import UNIT_RATIO_PPM
@@ -39,7 +41,25 @@ async def set_price(admin: Admin, price: PriceRecord) -> PriceRecord:
 
 
 async def list_prices(admin: Admin) -> list[PriceRecord]:
+    """The operator's prices (stored)."""
     return await admin.store.list_prices()
+
+
+async def effective_prices(admin: Admin) -> list[PriceRecord]:
+    """What each model is charged, by model: the operator's prices, and the
+    catalogue's (``source="catalogue"``, ``updated_at`` the date it was checked) for
+    the models some channel serves that the operator has not priced."""
+    stored = {price.model: price for price in await admin.store.list_prices()}
+    served = {model for channel in await admin.store.list_channels() for model in channel.models}
+    fallback = {model: admin.catalogue[model] for model in served - set(stored) if model in admin.catalogue}
+    return [price for _, price in sorted({**fallback, **stored}.items())]
+
+
+async def unpriced_models(admin: Admin, models: Iterable[str]) -> list[str]:
+    """Those of ``models`` with a price from neither the operator nor the catalogue
+    (their requests would be refused: 403 ``model_not_priced``)."""
+    stored = {price.model for price in await admin.store.list_prices()}
+    return [model for model in dict.fromkeys(models) if model not in stored and model not in admin.catalogue]
 
 
 async def delete_price(admin: Admin, model: str) -> None:
@@ -53,7 +73,7 @@ async def models_for_user(admin: Admin, user_id: int) -> list[ModelPrice]:
     group), each with its price after the group's ratio, by model then group."""
     user = await get_user(admin, user_id)
     ratios = {group.name: group.ratio_ppm for group in await admin.store.list_groups()}
-    prices = {price.model: price for price in await admin.store.list_prices()}
+    prices = {**admin.catalogue, **{price.model: price for price in await admin.store.list_prices()}}
     served = {
         (model, group)
         for channel in await admin.store.list_channels() if channel.enabled

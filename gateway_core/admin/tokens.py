@@ -15,7 +15,7 @@ from ..access_records import SCOPES, TOKEN_PREFIX, AccessTokenRecord
 from ..secrets import hash_key
 from .context import Admin
 from .errors import Invalid, NotFound
-from .users import get_user
+from .users import live_user
 
 MAX_NAME = 100
 TOUCH_EVERY = 60.0  # seconds between two records of a token's last use
@@ -31,7 +31,7 @@ async def create_token(
         raise Invalid(f"must be at most {MAX_NAME} characters", "name")
     if expires_at is not None and expires_at <= time.time():
         raise Invalid("must be in the future", "expires")
-    user = await get_user(admin, user_id)
+    user = await live_user(admin, user_id)
     if scope == "admin" and not user.is_admin:
         raise Invalid(f"admin is only for admin users, and {user.name!r} is not one", "scope")
     return await admin.store.create_token(user.id, name=name or "token", scope=scope, expires_at=expires_at)

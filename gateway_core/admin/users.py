@@ -11,6 +11,7 @@ from .context import Admin
 from .errors import Conflict, Invalid, NotFound
 from .groups import check_group_names
 from .port import LimitChanges
+from .rules import check_user_name
 
 MIN_PASSWORD = 8  # characters of a password set in the console
 
@@ -20,6 +21,7 @@ async def create_user(
 ) -> UserRecord:
     """Create a user opened to ``groups`` (missing groups are created), with a
     console password when one is given (stored only hashed)."""
+    check_user_name(name)
     if not groups:
         raise Invalid("needs at least one group", "groups")
     check_group_names(groups)
@@ -47,9 +49,18 @@ async def get_user(admin: Admin, user_id: int) -> UserRecord:
     return user
 
 
-async def list_users(admin: Admin) -> list[UserOverview]:
-    """Every user, by id, with its number of live keys."""
-    return await admin.store.list_users()
+async def live_user(admin: Admin, user_id: int) -> UserRecord:
+    """The user with this id, unless deleted (:class:`Invalid`: nothing changes a deleted user)."""
+    user = await get_user(admin, user_id)
+    if user.deleted:
+        raise Invalid(f"user {user.name!r} is deleted")
+    return user
+
+
+async def list_users(admin: Admin, *, include_deleted: bool = False) -> list[UserOverview]:
+    """Every user (deleted ones only when asked), by id, with its number of live keys."""
+    listed = await admin.store.list_users()
+    return listed if include_deleted else [item for item in listed if not item.user.deleted]
 
 
 async def set_user_enabled(admin: Admin, user_id: int, enabled: bool, *, by: int | None = None) -> UserRecord:
@@ -57,7 +68,25 @@ async def set_user_enabled(admin: Admin, user_id: int, enabled: bool, *, by: int
     working). ``by`` is the operator acting: nobody disables themselves."""
     if not enabled and by == user_id:
         raise Invalid("You cannot disable yourself.")
+    await live_user(admin, user_id)
     if not await admin.store.set_user_enabled(user_id, enabled):
+        raise NotFound(f"no user with id {user_id}")
+    admin.caches.user_changed(user_id)
+    return await get_user(admin, user_id)
+
+
+async def delete_user(admin: Admin, user_id: int, *, by: int | None = None) -> UserRecord:
+    """Delete a user: they can no longer sign in or call (every key deleted, every
+    token revoked, every session ended), for good. Money history is never deleted:
+    the row keeps its name (never given to another user), balance and ledger, and
+    the usage log keeps its rows. A request already in flight settles as usual.
+    ``by`` is the operator acting: nobody deletes themselves."""
+    if by == user_id:
+        raise Invalid("You cannot delete yourself.")
+    user = await get_user(admin, user_id)
+    if user.deleted:
+        raise Invalid(f"user {user.name!r} is already deleted")
+    if not await admin.store.delete_user(user_id):
         raise NotFound(f"no user with id {user_id}")
     admin.caches.user_changed(user_id)
     return await get_user(admin, user_id)
@@ -72,6 +101,7 @@ def check_password(password: str) -> None:
 async def set_password(admin: Admin, user_id: int, password: str) -> None:
     """Set a user's console password (checked by :func:`check_password`, stored only hashed)."""
     check_password(password)
+    await live_user(admin, user_id)
     password_hash = await asyncio.to_thread(hash_password, password)
     if not await admin.store.set_password_hash(user_id, password_hash):
         raise NotFound(f"no user with id {user_id}")
@@ -80,6 +110,7 @@ async def set_password(admin: Admin, user_id: int, password: str) -> None:
 async def change_groups(admin: Admin, user_id: int, *, opened: Sequence[str] = (), closed: Sequence[str] = ()) -> UserRecord:
     """Open groups to a user (missing groups are created) and close others."""
     check_group_names(opened)
+    await live_user(admin, user_id)
     if not await admin.store.change_user_groups(user_id, opened=list(opened), closed=list(closed)):
         raise NotFound(f"no user with id {user_id}")
     admin.caches.user_changed(user_id)
@@ -109,6 +140,7 @@ async def set_role(admin: Admin, user_id: int, is_admin: bool, *, by: int | None
     their own admin role away (the gateway would be left without an operator)."""
     if not is_admin and by == user_id:
         raise Invalid("You cannot take away your own admin role.", "is_admin")
+    await live_user(admin, user_id)
     if not await admin.store.set_user_admin(user_id, is_admin):
         raise NotFound(f"no user with id {user_id}")
     admin.caches.user_changed(user_id)
@@ -119,5 +151,5 @@ async def search_users(admin: Admin, *, query: str = "", after_id: int = 0, limi
     """Users whose name contains ``query`` (any case), by id, after ``after_id``;
     and whether more follow."""
     needle = query.casefold()
-    matching = [item for item in await admin.store.list_users() if item.user.id > after_id and needle in item.user.name.casefold()]
+    matching = [item for item in await list_users(admin) if item.user.id > after_id and needle in item.user.name.casefold()]
     return matching[:limit], len(matching) > limit

@@ -7,6 +7,7 @@ import attrs
 from ..records import AuditReport, HoldRecord, LedgerEntry, UserRecord
 from .context import Admin
 from .errors import Invalid
+from .rules import check_amount
 from .users import get_user
 
 
@@ -37,8 +38,7 @@ class Wallet:
 
 async def topup(admin: Admin, user_id: int, amount_micros: int, note: str | None = None) -> int:
     """Credit a user (a ``topup`` ledger row with ``note``); the new balance."""
-    if isinstance(amount_micros, bool) or not isinstance(amount_micros, int) or amount_micros <= 0:
-        raise Invalid(f"must be a positive whole number of micro-USD, got {amount_micros!r}", "amount")
+    check_amount(amount_micros, "amount")
     await get_user(admin, user_id)
     return await admin.store.topup(user_id, amount_micros, note)
 
@@ -46,8 +46,7 @@ async def topup(admin: Admin, user_id: int, amount_micros: int, note: str | None
 async def adjust(admin: Admin, user_id: int, amount_micros: int, note: str) -> int:
     """Correct a balance by a signed amount (an ``adjustment`` ledger row saying
     why); the new balance."""
-    if isinstance(amount_micros, bool) or not isinstance(amount_micros, int) or amount_micros == 0:
-        raise Invalid(f"must be a non-zero whole number of micro-USD, got {amount_micros!r}", "amount")
+    check_amount(amount_micros, "amount", signed=True)
     if not note or not note.strip():
         raise Invalid("must say why", "note")
     await get_user(admin, user_id)

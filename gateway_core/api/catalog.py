@@ -25,6 +25,7 @@ SET_GROUP = obj({"ratio": RATIO, "rpm": LIMIT, "tpm": LIMIT, "concurrency": LIMI
 PRICE_FIELDS = ("input", "output", "cached_input", "cache_write")
 PRICE = obj(
     {"model": {"type": "string"}, "free": {"type": "boolean"}, "updated_at": TIME_OR_NULL,
+     "source": {"type": "string", "enum": ["operator", "catalogue"], "description": "operator: set on this gateway; catalogue: the list price of a served model the operator has not priced (updated_at: the date it was checked)"},
      **{f"{name}_per_mtok": usd(f"{name} per million tokens", nullable=True) for name in PRICE_FIELDS},
      **{f"{name}_micros_per_mtok": micros(f"{name} per million tokens", nullable=True) for name in PRICE_FIELDS}},
     ("model", "free", "input_micros_per_mtok", "output_micros_per_mtok"),
@@ -65,7 +66,7 @@ async def set_group(call: ApiCall) -> dict[str, Any]:
 
 
 async def list_prices(call: ApiCall) -> list[dict[str, Any]]:
-    return [price_json(price) for price in await prices.list_prices(call.admin)]
+    return [price_json(price) for price in await prices.effective_prices(call.admin)]
 
 
 async def set_price(call: ApiCall) -> dict[str, Any]:
@@ -89,7 +90,7 @@ async def delete_price(call: ApiCall) -> None:
 OPERATIONS = (
     Operation("GET", "/groups", "List groups (admin)", "groups", "admin", list_groups, array(GROUP)),
     Operation("PUT", "/groups/{name}", "Create a group or change its ratio and default limits (admin)", "groups", "admin", set_group, GROUP, body=SET_GROUP, text_params=NAME_PARAM),
-    Operation("GET", "/prices", "List model prices (admin)", "prices", "admin", list_prices, array(PRICE)),
+    Operation("GET", "/prices", "What each model is charged: the operator's prices and the catalogue's for served models the operator has not priced (admin)", "prices", "admin", list_prices, array(PRICE)),
     Operation("PUT", "/prices/{model}", "Create or replace a model's price, in micro-USD per million tokens (admin)", "prices", "admin", set_price, PRICE, body=SET_PRICE, text_params=("model",)),
     Operation("DELETE", "/prices/{model}", "Delete a model's price (admin)", "prices", "admin", delete_price, None, status=204, errors=(401, 403, 404), text_params=("model",)),
 )

@@ -44,6 +44,7 @@ USER = obj(
     {
         "id": ID, "name": {"type": "string"}, "is_admin": {"type": "boolean"}, "enabled": {"type": "boolean"},
         "balance": usd("balance", signed=True), "balance_micros": micros("balance", signed=True), "groups": NAMES,
+        "deleted": {"type": "boolean", "description": "deleted users keep their name, balance, ledger and usage rows"},
     },
     ("id", "name", "is_admin", "enabled", "balance", "balance_micros", "groups"),
     closed=False,

@@ -1,5 +1,5 @@
 """``/api/v1/users``: users for admins (create, search, change groups and role,
-disable, reset the console password)."""
+disable, delete, reset the console password)."""
 
 from __future__ import annotations
 
@@ -80,6 +80,14 @@ async def disable_user(call: ApiCall) -> dict[str, Any]:
     return await _switch(call, False)
 
 
+async def delete_user(call: ApiCall) -> dict[str, Any]:
+    user_id = call.path["user_id"]
+    before = await users.get_user(call.admin, user_id)
+    after = await users.delete_user(call.admin, user_id, by=call.user_id)
+    await call.audit("user.delete", f"user {user_id}", user_json(before), user_json(after))
+    return user_json(after)
+
+
 async def reset_password(call: ApiCall) -> None:
     user_id = call.path["user_id"]
     await users.set_password(call.admin, user_id, call.body["password"])
@@ -95,5 +103,6 @@ OPERATIONS = (
     Operation("PATCH", ONE, "Change a user's groups or role (admin)", "users", "admin", update_user, USER, body=UPDATE, errors=E),
     Operation("POST", ONE + "/enable", "Enable a user (admin)", "users", "admin", enable_user, USER, errors=E),
     Operation("POST", ONE + "/disable", "Disable a user: their keys, tokens and sessions stop working (admin)", "users", "admin", disable_user, USER, errors=E),
+    Operation("DELETE", ONE, "Delete a user for good: keys deleted, tokens revoked, sessions ended; the name, balance, ledger and usage rows stay (admin)", "users", "admin", delete_user, USER, errors=E),
     Operation("POST", ONE + "/password", "Set a user's console password (admin)", "users", "admin", reset_password, None, body=PASSWORD, status=204, errors=E),
 )

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import endpoints
-from ..admin import Admin, channels
+from ..admin import Admin, channels, prices
 from ..channel_settings import CORE_SETTINGS, setting_text
 from ..health_report import key_summary
 from ..hookspecs import hookimpl
@@ -83,6 +83,8 @@ def _fields(args: argparse.Namespace, existing: ChannelRecord | None) -> dict[st
     if args.base_url is not None:
         fields["base_url"] = args.base_url
     keys = [key for value in args.api_key for key in split_list(value)]
+    if args.api_key and not keys:  # --api-key "$UNSET_VARIABLE": a channel that would fail every request
+        raise ValueError("--api-key is empty (is the shell variable set?): give the upstream key, or leave --api-key out for a channel that needs none")
     if args.api_key_stdin:
         keys += [line.strip() for line in sys.stdin.read().splitlines() if line.strip()]
         if not keys:
@@ -122,12 +124,18 @@ def _configure_add(parser: argparse.ArgumentParser) -> None:
 
 def _run_add(args: argparse.Namespace, cli: CommandContext) -> int:
     fields = {"name": args.name, **_fields(args, None), "enabled": not args.disabled}
-    async def add(admin: Admin) -> ChannelRecord:
+    async def add(admin: Admin) -> tuple[ChannelRecord, list[str]]:
         channel = await channels.add_channel(admin, fields)
         await cli.audit(admin, "channel.create", f"channel {channel.id}", None, channel)
-        return channel
+        return channel, await prices.unpriced_models(admin, channel.models)
 
-    channel = cli.run(add)
+    channel, unpriced = cli.run(add)
+    if unpriced:  # on stderr: --json's record stays the channel
+        print(
+            f"warning: no price for {', '.join(unpriced)}, from you or the catalogue: requests to them are refused "
+            "(403 model_not_priced) until you set one (relaygate price set MODEL --input USD --output USD, or relaygate price import FILE)",
+            file=sys.stderr,
+        )
     text = f"Added channel {channel.name!r} (id {channel.id}, type {channel.type}, {len(channel.api_keys)} upstream key(s)) at {channel.base_url}"
     cli.print_record(channel, text=text + (" (disabled)" if args.disabled else ""))
     return 0

@@ -1,9 +1,10 @@
-"""``relaygate key create|list|disable|enable|delete``."""
+"""``relaygate key create|list|edit|disable|enable|delete``."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from ..admin import Admin, keys, users
 from ..hookspecs import hookimpl
@@ -17,6 +18,7 @@ from .kit import CommandContext, parse_expires, split_list
 def register_commands(register: Callable[..., None]) -> None:
     register("key create", "create an API key (its secret is shown once)", _configure_key_create, _run_key_create)
     register("key list", "list a user's API keys", _configure_user_argument, _run_key_list)
+    register("key edit", "change an API key's name, group, quota, expiry, models, allowed networks or limits", _configure_key_edit, _run_key_edit)
     register("key disable", "disable an API key", _configure_key_id, _run_key_disable)
     register("key enable", "enable an API key", _configure_key_id, _run_key_enable)
     register("key delete", "delete an API key", _configure_key_id, _run_key_delete)
@@ -73,6 +75,57 @@ def _run_key_list(args: argparse.Namespace, cli: CommandContext) -> int:
 
 def _configure_key_id(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("id", type=int, metavar="ID")
+
+
+def _configure_key_edit(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", type=int, metavar="ID")
+    parser.add_argument("--name", help="a new label")
+    parser.add_argument("--group", help="another of the user's groups")
+    parser.add_argument("--quota", metavar="USD", help="most the key may spend, in USD ('none': no quota)")
+    parser.add_argument("--expires", metavar="ISO8601", help="expiry, e.g. 2026-12-31 (UTC if no offset; 'never': none)")
+    parser.add_argument("--models", metavar="M1,M2", help="models allowed ('all': every model of the group)")
+    parser.add_argument("--allow-ip", metavar="CIDR,...", help="client addresses allowed ('any': no restriction)")
+    limits.add_limit_options(parser)
+
+
+def _run_key_edit(args: argparse.Namespace, cli: CommandContext) -> int:
+    changes = limits.limit_changes(args)
+    given = [args.name, args.group, args.quota, args.expires, args.models, args.allow_ip]
+    if all(value is None for value in given) and not changes:
+        raise ValueError("say what to change: --name, --group, --quota, --expires, --models, --allow-ip, --rpm, --tpm or --concurrency")
+    quota = _cleared(args.quota, "none", parse_usd)
+    expires_at = _cleared(args.expires, "never", parse_expires)
+    models = _cleared(args.models, "all", split_list)
+    networks = _cleared(args.allow_ip, "any", split_list)
+
+    async def edit(admin: Admin) -> KeyRecord:
+        before = await keys.get_key(admin, args.id)
+        after = await keys.update_key(
+            admin, args.id, name=before.name if args.name is None else args.name,
+            quota_micros=before.quota_micros if quota is UNCHANGED else quota,
+            expires_at=before.expires_at if expires_at is UNCHANGED else expires_at,
+            models=before.models if models is UNCHANGED else (models or []),
+            allow_ips=before.allow_ips if networks is UNCHANGED else (networks or []), group=args.group, limits=changes,
+        )  # fmt: skip
+        await cli.audit(admin, "key.update", f"key {args.id}", before, after)
+        return after
+
+    key = cli.run(edit)
+    cli.print_record(key, text=f"API key {key.id} ({key.name!r}, {key.prefix}) of {key.user_name!r} changed.")
+    return 0
+
+
+UNCHANGED: Any = object()
+
+
+def _cleared(text: str | None, clear_word: str, parse: Callable[[str], Any]) -> Any:
+    """An option of ``key edit``: :data:`UNCHANGED` when not given, ``None`` for its
+    clearing word (or an empty value), else its parsed value."""
+    if text is None:
+        return UNCHANGED
+    if text.strip().lower() in (clear_word, ""):
+        return None
+    return parse(text)
 
 
 def _run_key_disable(args: argparse.Namespace, cli: CommandContext) -> int:

@@ -13,6 +13,7 @@ import asyncio
 import datetime as dt
 import getpass
 import json
+import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..access_records import Actor
 from ..admin import Admin, Caches, audit
+from ..admin.context import catalogue_of
 from ..config import Config
 from ..jsonable import to_jsonable
 from ..money import format_usd
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 PROG = "relaygate"
+CREATES_DATABASE = frozenset({"init", "serve", "migrate"})  # every other command refuses a database file that does not exist
 EXIT_ERROR = 1  # a record is missing, an operation failed
 EXIT_USAGE = 2  # a bad argument or configuration
 
@@ -62,6 +65,9 @@ class CommandContext:
         self.args = args
         self.config = config
         self.registry = registry
+        from ..store.sealing import default_key_file, use_key_file
+
+        use_key_file(default_key_file(config.db_path))  # relaygate init's secret key, when no RELAYGATE_SECRET_KEY is set
 
     @property
     def json(self) -> bool:
@@ -79,16 +85,23 @@ class CommandContext:
         return run_async(self._run(operation))
 
     async def _run(self, operation: Callable[[Admin], Awaitable[T]]) -> T:
-        from ..store import open_admin
+        from ..store import is_postgresql, open_admin, sqlite_path
 
         config = self.config
+        command = getattr(self.args, "_command", ("", None))[0]
+        if command not in CREATES_DATABASE and not is_postgresql(config.db_path) and not os.path.exists(sqlite_path(config.db_path)):
+            raise CommandError(
+                f"no database at {os.path.abspath(sqlite_path(config.db_path))}: create one with 'relaygate init', "
+                "or point --db, RELAYGATE_DB or RELAYGATE_HOME at yours"
+            )
         async with open_admin(config.db_path, self.registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout) as port:
+            catalogue = catalogue_of(config.price_catalogue)
             if not config.redis:
-                return await operation(Admin(port, self.registry.channel_types))
+                return await operation(Admin(port, self.registry.channel_types, catalogue=catalogue))
             from ..shared.bus import publisher
 
             async with publisher(config.redis, config.redis_prefix) as publish:
-                return await operation(Admin(port, self.registry.channel_types, Caches(publish=publish)))
+                return await operation(Admin(port, self.registry.channel_types, Caches(publish=publish), catalogue))
 
     async def audit(self, admin: Admin, action: str, target: str, before: Any = None, after: Any = None) -> None:
         """Record a write made by this command in the audit log, as :func:`cli_actor`

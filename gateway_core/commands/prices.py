@@ -1,21 +1,27 @@
-"""``relaygate price set|list``."""
+"""``relaygate price set|list|import``."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
+from pathlib import Path
+
+import attrs
 
 from ..admin import Admin, prices
+from ..billing.catalogue import CatalogueError, parse_catalogue, parse_litellm
 from ..hookspecs import hookimpl
 from ..money import format_usd, parse_price_per_mtok, parse_usd
 from ..records import PriceRecord
-from .kit import CommandContext, no_arguments
+from .kit import CommandContext, CommandError, no_arguments, split_list
 
 
 @hookimpl
 def register_commands(register: Callable[..., None]) -> None:
     register("price set", "set a model's price per million tokens", _configure_price_set, _run_price_set)
-    register("price list", "list model prices", no_arguments, _run_price_list)
+    register("price list", "list what each model is charged: the operator's prices, and the catalogue's for served models not priced", no_arguments, _run_price_list)
+    register("price import", "set prices from a price table file (LiteLLM's format, or relaygate's catalogue)", _configure_price_import, _run_price_import)
 
 
 def _configure_price_set(parser: argparse.ArgumentParser) -> None:
@@ -90,9 +96,50 @@ def _run_price_list(args: argparse.Namespace, cli: CommandContext) -> int:
         "model", "input_micros_per_mtok", "output_micros_per_mtok", "cached_input_micros_per_mtok",
         "cache_write_micros_per_mtok", "per_image_micros", "per_mchar_micros", "per_audio_minute_micros", "free",
         "cache_write_1h_micros_per_mtok", "reasoning_micros_per_mtok", "per_request_micros", "tier_threshold_tokens",
-        "tier_input_micros_per_mtok", "tier_output_micros_per_mtok",
+        "tier_input_micros_per_mtok", "tier_output_micros_per_mtok", "source", "updated_at",
     ]  # fmt: skip
-    cli.print_table(cli.run(prices.list_prices), columns)
+    cli.print_table(cli.run(prices.effective_prices), columns)
+    return 0
+
+
+def _configure_price_import(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", help="a price table: LiteLLM's model_prices_and_context_window.json, or relaygate's catalogue format")
+    parser.add_argument("--models", metavar="M1,M2", help="only these models (default: every token-priced model of the file)")
+    parser.add_argument("--dry-run", action="store_true", help="say what would be set, set nothing")
+
+
+def _run_price_import(args: argparse.Namespace, cli: CommandContext) -> int:
+    try:
+        data = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CommandError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise CommandError(f"{args.file} is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise CommandError(f"{args.file}: a price table is a JSON object")
+    try:
+        if "models" in data and "checked" in data:
+            found = [attrs.evolve(model.price, source="operator", updated_at=None) for model in parse_catalogue(data).models.values()]
+            skipped: list[str] = []
+        else:
+            found, skipped = parse_litellm(data)
+    except CatalogueError as exc:
+        raise CommandError(f"{args.file}: {exc}") from None
+    if args.models is not None:
+        wanted = set(split_list(args.models))
+        found = [price for price in found if price.model in wanted]
+    if not args.dry_run:
+        async def set_all(admin: Admin) -> None:
+            for price in found:
+                await prices.set_price(admin, price)
+            await cli.audit(admin, "price.import", "prices", None, {"file": args.file, "models": [price.model for price in found]})
+
+        cli.run(set_all)
+    done = "would set" if args.dry_run else "set"
+    cli.print_record(
+        {"set": [price.model for price in found], "skipped": skipped, "dry_run": args.dry_run},
+        text=f"{done} the price of {len(found)} model(s) from {args.file}" + (f"; {len(skipped)} entr(ies) without a token price left out" if skipped else ""),
+    )
     return 0
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 import attrs
 
@@ -21,7 +23,7 @@ def register_commands(register: Callable[..., None]) -> None:
 
 def _configure_serve(parser: argparse.ArgumentParser) -> None:
     _address_options(parser)
-    parser.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default 1)")
+    parser.add_argument("--workers", type=int, default=os.environ.get("RELAYGATE_WORKERS", "1"), metavar="N", help="worker processes (default: $RELAYGATE_WORKERS, else 1)")
     parser.add_argument(
         "--grace", type=float, metavar="SECONDS",
         help="on SIGTERM or SIGINT, how long in-flight requests and streams may take to finish (default: [gateway] shutdown_grace_seconds, 30)",
@@ -73,12 +75,14 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
         # PostgreSQL unreachable or not migrated (may pass by itself: 1); a SQLite file that is
         # corrupt, cut short, another application's or read-only (fix the --db: 2)
         raise CommandError(problem, EXIT_ERROR if is_postgresql(config.db_path) else EXIT_USAGE)
-    _check_sealed_keys(cli)
+    warnings: list[str] = []
+    unsealed = _check_sealed_keys(cli)
+    if unsealed:
+        warnings.append(unsealed)
     if config.redis:
         problem = run_async(redis_problem(config.redis))
         if problem is not None:  # Redis unreachable: one line, before binding
             raise CommandError(problem)
-    warnings: list[str] = []
     if args.workers > 1 and not config.redis:  # each worker would count limits on its own
         limits = run_async(configured_limits(config.db_path, cli.registry.migrations, timeout=config.db_timeout))
         refusal, warning = workers_without_redis(args.workers, limits)
@@ -109,15 +113,26 @@ def workers_without_redis(workers: int, limits: dict[str, int]) -> tuple[str | N
     )
 
 
-def _check_sealed_keys(cli: CommandContext) -> None:
-    """Every channel's upstream keys open with the configured secret keys (one line, 2, otherwise)."""
+def _check_sealed_keys(cli: CommandContext) -> str | None:
+    """Every channel's upstream keys open with the configured secret keys (one line, 2,
+    otherwise); the warning to log when some are stored in the clear."""
     from ..admin import channels
-    from ..store.sealing import SealingError
+    from ..store.sealing import SECRET_ENV, SealingError, default_key_file, sealing_enabled
+
+    async def unsealed(admin: Admin) -> int:
+        await channels.list_channels(admin)
+        return await admin.store.unsealed_channels()
 
     try:
-        cli.run(channels.list_channels)
+        count = cli.run(unsealed)
     except SealingError as exc:
         raise CommandError(str(exc), EXIT_USAGE) from None
+    if not count:
+        return None
+    if not sealing_enabled():
+        return (f"{count} channel(s) hold upstream keys in the clear and no secret key is set: set {SECRET_ENV}, "
+                f"or create {default_key_file(cli.config.db_path)} with 'relaygate init', then run 'relaygate rotate-secrets'")  # fmt: skip
+    return f"{count} channel(s) hold upstream keys stored before sealing was set up: run 'relaygate rotate-secrets' to seal them"
 
 
 async def redis_problem(url: str) -> str | None:
@@ -147,6 +162,7 @@ def _run_init(args: argparse.Namespace, cli: CommandContext) -> int:
             await cli.audit(admin, "gateway.init", "gateway", None, created)
         return done
 
+    key_file = _ensure_key_file(cli)
     done = cli.run(initialize)
     result, password = done.result, done.password
     admin, channel_created, key_id, secret = result.admin, result.channel_created, result.key_id, result.secret
@@ -156,8 +172,11 @@ def _run_init(args: argparse.Namespace, cli: CommandContext) -> int:
         cli.print_record({
             "gateway_url": f"{base}/v1", "console_url": f"{base}/console/", "admin": admin.name,
             "admin_password": password, "channel_created": channel_created, "key_id": key_id, "key": secret,
+            "secret_key_file": str(key_file) if key_file else None,
         })  # fmt: skip
         return 0
+    if key_file is not None:
+        print(f"Created the secret key that seals upstream keys at rest: {key_file} (back it up apart from the database)")
     if password is None and not channel_created and secret is None:
         print(f"Already initialized: admin user {admin.name!r}, {channel_count} channel(s), {key_count} API key(s) for {admin.name}.")
         print(f"Create another key with: relaygate key create {admin.name} --name NAME")
@@ -174,9 +193,24 @@ def _run_init(args: argparse.Namespace, cli: CommandContext) -> int:
     return 0
 
 
+def _ensure_key_file(cli: CommandContext) -> Path | None:
+    """Upstream keys are sealed by default: without ``RELAYGATE_SECRET_KEY`` (or its
+    ``_FILE``), ``init`` creates the database's key file (mode 0600); its path when
+    created now, ``None`` when one was set or exists."""
+    from ..store.sealing import SECRET_ENV, create_key_file, default_key_file
+
+    if os.environ.get(SECRET_ENV) or os.environ.get(SECRET_ENV + "_FILE"):
+        return None
+    path = default_key_file(cli.config.db_path)
+    return path if create_key_file(path) else None
+
+
+SERVE_ENVIRONMENT = {"host": ("RELAYGATE_HOST", "127.0.0.1"), "port": ("RELAYGATE_PORT", "8080"), "workers": ("RELAYGATE_WORKERS", "1")}
+
+
 def _address_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    parser.add_argument("--host", default=os.environ.get("RELAYGATE_HOST", "127.0.0.1"), help="address to listen on (default: $RELAYGATE_HOST, else 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=os.environ.get("RELAYGATE_PORT", "8080"), help="port (default: $RELAYGATE_PORT, else 8080)")
 
 
 def _host_for_url(host: str) -> str:

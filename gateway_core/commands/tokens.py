@@ -4,12 +4,16 @@ management API (``/api/v1/``)."""
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable
 
 from ..access_records import SCOPES, AccessTokenRecord
 from ..admin import Admin, tokens, users
 from ..hookspecs import hookimpl
 from .kit import CommandContext, parse_expires
+
+
+DEFAULT_DAYS = 90  # a token made without --expires lapses: a forgotten script's token is not a key for ever
 
 
 @hookimpl
@@ -22,16 +26,22 @@ def register_commands(register: Callable[..., None]) -> None:
 def _configure_create(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("user", metavar="USER")
     parser.add_argument("--scope", choices=SCOPES, default="read", help="read (default), write, or admin (admins only)")
-    parser.add_argument("--expires", metavar="ISO8601", help="expiry, e.g. 2026-12-31 or 2026-12-31T18:00:00Z (default: never)")
-    parser.add_argument("--name", default="", help="a label for the token")
+    parser.add_argument(
+        "--expires", metavar="ISO8601", help=f"expiry, e.g. 2026-12-31 or 2026-12-31T18:00:00Z, or 'never' (default: in {DEFAULT_DAYS} days)"
+    )
+    parser.add_argument("--name", help="a label for the token (default: 'cli' and today's date)")
 
 
 def _run_create(args: argparse.Namespace, cli: CommandContext) -> int:
-    expires_at = parse_expires(args.expires) if args.expires is not None else None
+    if args.expires is None:
+        expires_at: float | None = time.time() + DEFAULT_DAYS * 86_400
+    else:
+        expires_at = None if args.expires.strip().lower() == "never" else parse_expires(args.expires)
+    name = args.name if args.name is not None else time.strftime("cli %Y-%m-%d", time.gmtime())
 
     async def create(admin: Admin) -> tuple[AccessTokenRecord, str]:
         user = await users.find_user(admin, args.user)
-        token, secret = await tokens.create_token(admin, user.id, scope=args.scope, name=args.name, expires_at=expires_at)
+        token, secret = await tokens.create_token(admin, user.id, scope=args.scope, name=name, expires_at=expires_at)
         await cli.audit(admin, "token.create", f"token {token.id}", None, token)
         return token, secret
 
@@ -39,7 +49,8 @@ def _run_create(args: argparse.Namespace, cli: CommandContext) -> int:
     if cli.json:
         cli.print_record({"id": token.id, "token": secret})
         return 0
-    print(f"Created access token {token.id} ({token.name!r}, scope {token.scope}) for {token.user_name!r}:")
+    until = time.strftime("%Y-%m-%d", time.gmtime(token.expires_at)) if token.expires_at else "never"
+    print(f"Created access token {token.id} ({token.name!r}, scope {token.scope}, expires {until}) for {token.user_name!r}:")
     print(f"    {secret}")
     print("This token is shown only now: store it safely, it cannot be displayed again.")
     return 0

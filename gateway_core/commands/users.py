@@ -1,8 +1,13 @@
-"""``relaygate user add|list`` and ``relaygate wallet topup``."""
+"""``relaygate user add|list|edit|password|enable|disable|delete`` and ``relaygate wallet topup``.
+
+A lost admin password is set again on the machine that holds the database:
+``relaygate user password admin`` (``--password-stdin`` for scripts).
+"""
 
 from __future__ import annotations
 
 import argparse
+import getpass
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +24,12 @@ from .kit import CommandContext, no_arguments, split_list
 @hookimpl
 def register_commands(register: Callable[..., None]) -> None:
     register("user add", "create a user", _configure_user_add, _run_user_add)
-    register("user list", "list users", no_arguments, _run_user_list)
+    register("user list", "list users", _configure_user_list, _run_user_list)
+    register("user edit", "change a user's groups or admin role", _configure_user_edit, _run_user_edit)
+    register("user password", "set a user's console password (also how to recover a lost admin password)", _configure_user_password, _run_user_password)
+    register("user enable", "enable a user", _configure_user_name, _run_user_enable)
+    register("user disable", "disable a user: their keys, tokens and console sessions stop working", _configure_user_name, _run_user_disable)
+    register("user delete", "delete a user for good (keys deleted, tokens revoked; balance, ledger and logs kept)", _configure_user_delete, _run_user_delete)
     register("wallet topup", "credit a user's balance", _configure_wallet_topup, _run_wallet_topup)
 
 
@@ -34,11 +44,8 @@ def _run_user_add(args: argparse.Namespace, cli: CommandContext) -> int:
     groups = split_list(args.groups)
     if not groups:
         raise ValueError("--groups needs at least one group")
-    password = None
-    if args.password_stdin:
-        password = sys.stdin.readline().rstrip("\r\n")
-        if not password:
-            raise ValueError("--password-stdin: no password on stdin")
+    password = read_password(True) if args.password_stdin else None
+
     async def create(admin: Admin) -> UserRecord:
         user = await users.create_user(admin, args.name, is_admin=args.admin, password=password, groups=groups)
         await cli.audit(admin, "user.create", f"user {user.id}", None, user)
@@ -50,9 +57,132 @@ def _run_user_add(args: argparse.Namespace, cli: CommandContext) -> int:
     return 0
 
 
+def _configure_user_list(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--deleted", action="store_true", help="deleted users too")
+
+
 def _run_user_list(args: argparse.Namespace, cli: CommandContext) -> int:
-    listed = cli.run(users.list_users)
-    cli.print_table([entry.user for entry in listed], ["id", "name", "is_admin", "enabled", "balance_micros", "groups"])
+    listed = cli.run(lambda admin: users.list_users(admin, include_deleted=args.deleted))
+    columns = ["id", "name", "is_admin", "enabled", "balance_micros", "groups"] + (["deleted"] if args.deleted else [])
+    cli.print_table([entry.user for entry in listed], columns)
+    return 0
+
+
+def _configure_user_name(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("user", metavar="USER")
+
+
+def _configure_user_edit(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("user", metavar="USER")
+    parser.add_argument("--groups", metavar="G1,G2", help="exactly these groups, in this order of preference")
+    parser.add_argument("--open", metavar="G1,G2", help="open these groups too")
+    parser.add_argument("--close", metavar="G1,G2", help="close these groups (no new key of theirs may use them)")
+    role = parser.add_mutually_exclusive_group()
+    role.add_argument("--admin", dest="is_admin", action="store_true", default=None, help="make the user an operator")
+    role.add_argument("--no-admin", dest="is_admin", action="store_false", help="take the operator role away")
+
+
+def _run_user_edit(args: argparse.Namespace, cli: CommandContext) -> int:
+    if args.groups is None and args.open is None and args.close is None and args.is_admin is None:
+        raise ValueError("say what to change: --groups, --open, --close, --admin or --no-admin")
+    if args.groups is not None and (args.open is not None or args.close is not None):
+        raise ValueError("--groups sets every group: use it without --open and --close")
+    wanted = split_list(args.groups) if args.groups is not None else None
+    if wanted == []:
+        raise ValueError("--groups needs at least one group")
+
+    async def edit(admin: Admin) -> UserRecord:
+        before = await users.find_user(admin, args.user)
+        opened, closed = split_list(args.open or ""), split_list(args.close or "")
+        if wanted is not None:
+            opened = [group for group in wanted if group not in before.groups]
+            closed = [group for group in before.groups if group not in wanted]
+        after = before
+        if opened or closed:
+            after = await users.change_groups(admin, before.id, opened=opened, closed=closed)
+        if args.is_admin is not None and args.is_admin != before.is_admin:
+            after = await users.set_role(admin, before.id, args.is_admin)
+        await cli.audit(admin, "user.update", f"user {before.id}", before, after)
+        return after
+
+    user = cli.run(edit)
+    role = "admin" if user.is_admin else "user"
+    cli.print_record(user, text=f"{role.capitalize()} {user.name!r} (id {user.id}) now has groups: {', '.join(user.groups)}")
+    return 0
+
+
+def _configure_user_password(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("user", metavar="USER")
+    parser.add_argument("--password-stdin", action="store_true", help="read the password from stdin (else it is asked for twice)")
+
+
+def _run_user_password(args: argparse.Namespace, cli: CommandContext) -> int:
+    password = read_password(args.password_stdin)
+
+    async def change(admin: Admin) -> UserRecord:
+        user = await users.find_user(admin, args.user)
+        await users.set_password(admin, user.id, password)
+        await cli.audit(admin, "user.password", f"user {user.id}")
+        return user
+
+    user = cli.run(change)
+    cli.print_record({"id": user.id, "name": user.name}, text=f"Set the console password of {user.name!r}; their earlier sign-ins have ended.")
+    return 0
+
+
+def read_password(from_stdin: bool) -> str:
+    """A new password from one line of stdin, or asked for twice at the terminal."""
+    if from_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+        if not password:
+            raise ValueError("--password-stdin: no password on stdin")
+        return password
+    if not sys.stdin.isatty():
+        raise ValueError("no terminal to ask for the password: pass it with --password-stdin")
+    password = getpass.getpass("New password: ")
+    if getpass.getpass("Again: ") != password:
+        raise ValueError("the two passwords differ")
+    return password
+
+
+def _run_user_enable(args: argparse.Namespace, cli: CommandContext) -> int:
+    return _switch(args, cli, True)
+
+
+def _run_user_disable(args: argparse.Namespace, cli: CommandContext) -> int:
+    return _switch(args, cli, False)
+
+
+def _switch(args: argparse.Namespace, cli: CommandContext, enabled: bool) -> int:
+    async def switch(admin: Admin) -> UserRecord:
+        before = await users.find_user(admin, args.user)
+        after = await users.set_user_enabled(admin, before.id, enabled)
+        await cli.audit(admin, "user.enable" if enabled else "user.disable", f"user {before.id}", before, after)
+        return after
+
+    user = cli.run(switch)
+    cli.print_record(user, text=f"User {user.name!r} (id {user.id}) {'enabled' if enabled else 'disabled'}.")
+    return 0
+
+
+def _configure_user_delete(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("user", metavar="USER")
+    parser.add_argument("--yes", action="store_true", help="confirm: a deleted user cannot be brought back")
+
+
+def _run_user_delete(args: argparse.Namespace, cli: CommandContext) -> int:
+    if not args.yes:
+        raise ValueError(f"deleting {args.user!r} cannot be undone (their keys are deleted and tokens revoked; balance, ledger and logs stay): add --yes")
+
+    async def delete(admin: Admin) -> UserRecord:
+        before = await users.find_user(admin, args.user)
+        after = await users.delete_user(admin, before.id)
+        await cli.audit(admin, "user.delete", f"user {before.id}", before, after)
+        return after
+
+    user = cli.run(delete)
+    text = f"Deleted user {user.name!r} (id {user.id}); their balance of {format_usd(user.balance_micros)} USD stays on their ledger."
+    cli.print_record(user, text=text)
     return 0
 
 

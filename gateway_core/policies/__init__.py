@@ -15,4 +15,4 @@ from .rate_limit import RateLimit
 def builtin_policies(config: Config) -> list[Policy]:
     """Authentication 100, key state 200, IP allow list 300, model access 400,
     quota and balance 500, rate limits 600."""
-    return [Authentication(), KeyState(), IPAllowList(), ModelAccess(config.detailed_model_errors), Quota(config.default_max_output_tokens), RateLimit()]
+    return [Authentication(), KeyState(), IPAllowList(), ModelAccess(hide=config.hide_forbidden_models), Quota(config.default_max_output_tokens), RateLimit()]

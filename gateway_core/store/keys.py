@@ -109,14 +109,16 @@ def update_key(
     expires_at: float | None,
     models: Iterable[str],
     allow_ips: Iterable[str],
+    group: str | None = None,
 ) -> bool:
-    """Change a live key's name, quota, expiry, models and allowed networks
-    (validated as :func:`create_key` does); ``False`` when there is no such key."""
+    """Change a live key's name, quota, expiry, models and allowed networks, and its
+    group when one is given (validated as :func:`create_key` does; the admin layer
+    checks the group is open to the key's user); ``False`` when there is no such key."""
     name, networks, model_names = _checked(name, quota_micros, models, allow_ips)
     cursor = conn.execute(
-        "UPDATE api_keys SET name = ?, quota_micros = ?, expires_at = ?, models = ?, allow_ips = ? "
+        'UPDATE api_keys SET name = ?, quota_micros = ?, expires_at = ?, models = ?, allow_ips = ?, group_name = coalesce(?, group_name) '
         "WHERE id = ? AND deleted = 0",
-        (name, quota_micros, expires_at, to_json(model_names), to_json(networks), key_id),
+        (name, quota_micros, expires_at, to_json(model_names), to_json(networks), group, key_id),
     )
     return cursor.rowcount > 0
 

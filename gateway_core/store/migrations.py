@@ -36,6 +36,7 @@ from .ledger_schema import migrate_0006_ledger_money_only
 from .sqlite_sql import SqliteSchema, sqlite_only
 from .fallbacks import migrate_0013_model_fallbacks
 from .stored_responses_schema import migrate_0012_stored_responses
+from .usage_hourly import migrate_0017_usage_hourly
 
 UNIT_RATIO_PPM = 1_000_000
 # the kinds 0001's ledger accepts; since 0006 no hold or release row is written
@@ -272,6 +273,12 @@ def migrate_0011_user_sessions_after(db: sqlite_utils.Database) -> None:
     db.execute("ALTER TABLE users ADD COLUMN sessions_after REAL")
 
 
+def migrate_0018_user_deleted(db: sqlite_utils.Database) -> None:
+    """``users.deleted_at`` (Unix time): a deleted user keeps its row (name, balance,
+    ledger and usage rows are history) but can never be enabled, sign in or call."""
+    db.execute("ALTER TABLE users ADD COLUMN deleted_at REAL")
+
+
 CORE_MIGRATIONS: list[Migration] = [
     ("0001_core", sqlite_only(migrate_0001_core)),
     ("0002_limits", sqlite_only(migrate_0002_limits)),
@@ -289,6 +296,8 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0014_budget_buckets", sqlite_only(migrate_0014_budget_buckets)),
     ("0015_holds_in_flight", sqlite_only(migrate_0015_holds_in_flight)),
     ("0016_ledger_triggers_without_lists", sqlite_only(migrate_0016_ledger_triggers_without_lists)),
+    ("0017_usage_hourly", sqlite_only(migrate_0017_usage_hourly)),
+    ("0018_user_deleted", sqlite_only(migrate_0018_user_deleted)),
 ]
 
 

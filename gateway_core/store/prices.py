@@ -68,7 +68,7 @@ def checked_price(
         per_image_micros=per_image_micros,
         per_mchar_micros=per_mchar_micros,
         per_audio_minute_micros=per_audio_minute_micros,
-        **later,
+        **later,  # type: ignore[arg-type]  # PRICE_V2_COLUMNS only: checked above
     )
 
 

@@ -1,7 +1,8 @@
 """Upstream keys sealed at rest: encrypted with a secret key the database does not hold.
 
 With ``RELAYGATE_SECRET_KEY`` (or ``RELAYGATE_SECRET_KEY_FILE``, a file whose first
-line is the key) set, every upstream key a channel is given is stored sealed —
+line is the key) set, or else the key file ``relaygate init`` creates beside the
+database (``secret.key``, mode 0600), every upstream key a channel is given is stored sealed —
 ``rgsealed:v1:<key id>:<Fernet token>`` (AES-128-CBC and HMAC-SHA256, from the
 ``cryptography`` package) — in the same column on both stores, and opened when a
 channel is read. Keys stored before (plain) are still read as they are, until
@@ -23,12 +24,15 @@ import functools
 import hashlib
 import os
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 SEALED = "rgsealed:v1:"
+KEY_FILE = "secret.key"  # relaygate init's secret key, beside the database (default_key_file)
 SECRET_ENV = "RELAYGATE_SECRET_KEY"
 PREVIOUS_ENV = "RELAYGATE_SECRET_KEY_PREVIOUS"
 _SALT = b"relaygate upstream keys at rest"
+_default_file: Path | None = None  # use_key_file
 
 
 class SealingError(ValueError):
@@ -66,6 +70,44 @@ def sealing_enabled() -> bool:
     return _secret(SECRET_ENV) is not None
 
 
+def count_unsealed(stored_lists: Iterable[str | None]) -> int:
+    """How many of the stored ``api_keys`` columns (JSON lists) hold a key in the clear."""
+    import orjson
+
+    return sum(1 for text in stored_lists if any(not key.startswith(SEALED) for key in orjson.loads(text or "[]")))
+
+
+def use_key_file(path: Path | None) -> None:
+    """The secret-key file to use when neither ``RELAYGATE_SECRET_KEY`` nor its
+    ``_FILE`` is set (:func:`default_key_file`, which ``relaygate init`` creates):
+    the command line and the gateway name it for their database at start-up."""
+    global _default_file
+    _default_file = path
+
+
+def default_key_file(db: str) -> Path:
+    """Where ``relaygate init`` keeps the secret key of the database ``db``: beside a
+    SQLite file, in the data folder (``RELAYGATE_HOME``) for a PostgreSQL URL."""
+    from ..config import data_home
+
+    if db.startswith(("postgresql://", "postgres://")):
+        return data_home() / KEY_FILE
+    return Path(db.removeprefix("sqlite:///")).absolute().parent / KEY_FILE
+
+
+def create_key_file(path: Path) -> bool:
+    """Create ``path`` with a new random secret key, readable by its owner only
+    (mode 0600); ``False`` when it exists already (never overwritten)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return False
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write(base64.urlsafe_b64encode(os.urandom(32)).decode("ascii") + "\n")
+    return True
+
+
 def _decrypt(fernet: Any, token: str) -> str:
     from cryptography.fernet import InvalidToken
 
@@ -76,13 +118,16 @@ def _decrypt(fernet: Any, token: str) -> str:
 
 
 def _secret(name: str) -> str | None:
-    """The secret in ``name``, else in the file ``name_FILE`` names (its first line)."""
+    """The secret in ``name``, else in the file ``name_FILE`` names (its first line),
+    else (the current secret only) in the default key file when it exists."""
     value = os.environ.get(name)
     if value:
         return value
     path = os.environ.get(name + "_FILE")
     if not path:
-        return None
+        if name != SECRET_ENV or _default_file is None or not _default_file.exists():
+            return None
+        path = str(_default_file)
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:

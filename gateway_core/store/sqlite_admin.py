@@ -43,13 +43,15 @@ from . import budgets, channel_health, channels, codes, fallbacks, groups, keys,
 from .audit import audit
 from .connection import atomic
 from .limits import get_limits, set_key_limits, set_user_limits
+from .sealing import count_unsealed
 from .sqlite_access import SqliteAccess
+from .sqlite_retention import SqliteRetention
 from .sqlite_store import Store
 
 T = TypeVar("T")
 
 
-class SqliteAdmin(SqliteAccess):
+class SqliteAdmin(SqliteAccess, SqliteRetention):
     """The admin port of a running :class:`Store`."""
 
     def __init__(self, store: Store) -> None:
@@ -71,6 +73,9 @@ class SqliteAdmin(SqliteAccess):
 
     async def set_user_enabled(self, user_id: int, enabled: bool) -> bool:
         return await self._write(users.set_user_enabled, user_id, enabled)
+
+    async def delete_user(self, user_id: int) -> bool:
+        return await self._write(users.delete_user, user_id)
 
     async def set_password_hash(self, user_id: int, password_hash: str | None) -> bool:
         return await self._write(users.set_password_hash, user_id, password_hash)
@@ -125,10 +130,12 @@ class SqliteAdmin(SqliteAccess):
         expires_at: float | None,
         models: Sequence[str],
         allow_ips: Sequence[str],
+        group: str | None = None,
     ) -> bool:
         return await self._write(
             lambda conn: keys.update_key(
-                conn, key_id, name=name, quota_micros=quota_micros, expires_at=expires_at, models=models, allow_ips=allow_ips
+                conn, key_id, name=name, quota_micros=quota_micros, expires_at=expires_at, models=models, allow_ips=allow_ips,
+                group=group,
             )
         )
 
@@ -180,6 +187,9 @@ class SqliteAdmin(SqliteAccess):
     async def list_channels(self) -> list[ChannelRecord]:
         return await self._read(channels.list_channels)
 
+    async def unsealed_channels(self) -> int:
+        return await self._read(lambda conn: count_unsealed(row[0] for row in conn.execute("SELECT api_keys FROM channels")))
+
     async def update_channel(self, channel_id: int, changes: ChannelFields) -> ChannelRecord | None:
         return await self._write(_update_channel, channel_id, changes)
 
@@ -217,7 +227,7 @@ class SqliteAdmin(SqliteAccess):
 
     async def set_price(self, price: PriceRecord) -> PriceRecord:
         fields = attrs.asdict(price)
-        del fields["updated_at"]
+        del fields["updated_at"], fields["source"]  # stored: the operator's
         return await self._write(lambda conn: prices.set_price(conn, **fields))
 
     async def list_prices(self) -> list[PriceRecord]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..records import ChannelTraffic, Cursor, DailySpending, UsageRow, UsageTotal
 from .connection import fetch_all, from_json, inserted_id, to_json
+from .usage_hourly import DAY, buckets_fit, totals_source
 
 _COLUMNS = (
     "request_id", "created_at", "user_id", "key_id", "key_name", "protocol", "endpoint", "model",
@@ -189,63 +190,74 @@ def get_usage(conn: sqlite3.Connection, request: str | int) -> dict[str, Any] | 
 # --- totals ---------------------------------------------------------------------------
 
 
+def daily_query(since: float, user_id: int | None = None, *, postgres: bool = False) -> tuple[str, list[Any]]:
+    """The SQL (``?`` placeholders) and parameters of :func:`daily_spending`, for both
+    stores: whole UTC days and hours from the totals (the site's, or the user's hours), the rest from the log."""
+    source, params = totals_source(since, None, user_id, postgres=postgres, site="model" if user_id is None else None, days=True)
+    day = "to_char(to_timestamp(u.t) AT TIME ZONE 'UTC', 'YYYY-MM-DD')" if postgres else "date(u.t, 'unixepoch')"
+    sql = (
+        f"SELECT {day} AS day, coalesce(u.model, '?') AS model, CAST(coalesce(sum(u.cost_micros), 0) AS BIGINT) AS cost_micros, "
+        f"{_REQUESTS_AND_ERRORS} FROM ({source}) AS u GROUP BY 1, 2 ORDER BY 1, 2"
+    )
+    return sql, params
+
+
 def daily_spending(conn: sqlite3.Connection, since: float, user_id: int | None = None) -> list[DailySpending]:
     """Cost and requests per UTC day and model since ``since`` (everyone's when ``user_id`` is None)."""
-    sql = (
-        "SELECT date(created_at, 'unixepoch') AS day, coalesce(model, '?') AS model, "
-        "coalesce(sum(cost_micros), 0) AS cost_micros, count(*) AS requests, coalesce(sum(status >= 400), 0) AS errors "
-        "FROM usage_logs WHERE created_at >= ?"
-    )
-    params: list[Any] = [since]
-    if user_id is not None:
-        sql += " AND user_id = ?"
-        params.append(user_id)
-    sql += " GROUP BY day, model ORDER BY day"
+    sql, params = daily_query(since, user_id)
     return [DailySpending(**dict(row)) for row in fetch_all(conn, sql, params)]
 
 
+_REQUESTS_AND_ERRORS = (
+    "CAST(coalesce(sum(u.requests), 0) AS BIGINT) AS requests, "
+    "CAST(coalesce(sum(u.errors), 0) AS BIGINT) AS errors"
+)
 _TOTALS_BY = {  # what usage_totals groups by, the label it shows, and the join that label needs
     "model": ("u.model", "u.model", ""),
     "user": ("u.user_id, us.name", "coalesce(us.name, '-')", "LEFT JOIN users AS us ON us.id = u.user_id"),
     "channel": ("u.channel_name", "u.channel_name", ""),
     "key": ("u.key_id, k.name", "coalesce(k.name, '-')", "LEFT JOIN api_keys AS k ON k.id = u.key_id"),
 }
+_SITE_DIMS = {"time": "all", "model": "model", "user": "user", "channel": "channel"}  # usage_site's dimension of each
 TOTALS_SPANS = ("time",)  # usage_totals by time: one row per ``bucket`` seconds from ``since``
 
 
 def totals_query(
     by: str, since: float, limit: int = 50, *, until: float | None = None, user_id: int | None = None,
-    bucket: float | None = None, postgres: bool = False,
+    bucket: float | None = None, postgres: bool = False, hourly: bool = True,
 ) -> tuple[str, list[Any]]:
     """The SQL (``?`` placeholders) and parameters of :func:`usage_totals`, for both stores.
 
     By ``"time"``, the label is the bucket's number (``"0"`` from ``since`` to
-    ``since + bucket``, ...) and rows come in no particular order. A user's
-    totals scan ``(user_id, created_at)``, everyone's ``(created_at)``: both
-    ranges of an index of the usage log."""
+    ``since + bucket``, ...) and rows come in no particular order. Whole hours
+    are read from the totals (everyone's by time, model, user or channel from
+    ``usage_site``, with whole UTC days where the buckets allow; the rest from
+    ``usage_hourly``), the rest of the span from the log
+    (:func:`~.usage_hourly.totals_source`); buckets that do not hold whole hours
+    read every row from the log (``hourly=False`` always does: the figures as
+    they were before the totals)."""
     params: list[Any] = []
     if by == "time":
         if not bucket or bucket <= 0:
             raise ValueError("totals by time need a bucket of seconds")
-        span = "floor((u.created_at - ?) / ?)::bigint::text" if postgres else "CAST(CAST((u.created_at - ?) / ? AS INTEGER) AS TEXT)"
+        span = "floor((u.t - ?) / ?)::bigint::text" if postgres else "CAST(CAST((u.t - ?) / ? AS INTEGER) AS TEXT)"
         group, label, join = "1", span, ""
         params += [since, bucket]
+        hourly = hourly and buckets_fit(since, bucket)
     else:
         group, label, join = _TOTALS_BY[by]
-    where = ["u.created_at >= ?"]
-    params.append(since)
-    if until is not None:
-        where.append("u.created_at < ?")
-        params.append(until)
-    if user_id is not None:
-        where.append("u.user_id = ?")
-        params.append(user_id)
+    # everyone's figures by one dimension read the site's totals (by UTC day where the buckets allow)
+    site = _SITE_DIMS.get(by) if user_id is None else None
+    days = by != "time" or buckets_fit(since, bucket, DAY)
+    source, source_params = totals_source(since, until, user_id, postgres=postgres, hourly=hourly, site=site, days=days)
+    params += source_params
     sql = (
-        f"SELECT {label} AS label, count(*) AS requests, CAST(coalesce(sum(u.input_tokens), 0) AS BIGINT) AS input_tokens, "
+        f"SELECT {label} AS label, CAST(coalesce(sum(u.requests), 0) AS BIGINT) AS requests, "
+        "CAST(coalesce(sum(u.input_tokens), 0) AS BIGINT) AS input_tokens, "
         "CAST(coalesce(sum(u.output_tokens), 0) AS BIGINT) AS output_tokens, "
         "CAST(coalesce(sum(u.cost_micros), 0) AS BIGINT) AS cost_micros, "
-        "count(CASE WHEN u.status >= 400 THEN 1 END) AS errors "
-        f"FROM usage_logs AS u {join} WHERE {' AND '.join(where)} GROUP BY {group}"
+        "CAST(coalesce(sum(u.errors), 0) AS BIGINT) AS errors "
+        f"FROM ({source}) AS u {join} GROUP BY {group}"
     )
     if by != "time":
         sql += " ORDER BY cost_micros DESC, requests DESC, label"
@@ -256,12 +268,12 @@ def totals_query(
 
 def usage_totals(
     conn: sqlite3.Connection, by: str, since: float, limit: int = 50, *, until: float | None = None,
-    user_id: int | None = None, bucket: float | None = None,
+    user_id: int | None = None, bucket: float | None = None, hourly: bool = True,
 ) -> list[UsageTotal]:
     """Totals since ``since`` (until ``until``; of one user, or everyone's) by
     ``"model"``, ``"user"``, ``"channel"`` or ``"key"``, costliest first; or by
     ``"time"`` in buckets of ``bucket`` seconds (:func:`totals_query`)."""
-    sql, params = totals_query(by, since, limit, until=until, user_id=user_id, bucket=bucket)
+    sql, params = totals_query(by, since, limit, until=until, user_id=user_id, bucket=bucket, hourly=hourly)
     return [UsageTotal(**dict(row)) for row in fetch_all(conn, sql, params)]
 
 

@@ -10,7 +10,7 @@ from ..records import UserOverview, UserRecord
 from .connection import atomic, fetch_all, fetch_one, inserted_id
 from .groups import ensure_groups
 
-_SELECT = "SELECT id, name, is_admin, enabled, balance_micros FROM users"
+_SELECT = "SELECT id, name, is_admin, enabled, balance_micros, deleted_at FROM users"
 
 
 def add_user(
@@ -60,7 +60,7 @@ def list_user_overviews(conn: sqlite3.Connection) -> list[UserOverview]:
     """Every user with its number of live keys and whether it has a console password."""
     rows = fetch_all(
         conn,
-        "SELECT u.id, u.name, u.is_admin, u.enabled, u.balance_micros, u.created_at, "
+        "SELECT u.id, u.name, u.is_admin, u.enabled, u.balance_micros, u.deleted_at, u.created_at, "
         "u.password_hash IS NOT NULL AS has_password, "
         "(SELECT count(*) FROM api_keys AS k WHERE k.user_id = u.id AND k.deleted = 0) AS keys "
         "FROM users AS u ORDER BY u.id",
@@ -91,9 +91,25 @@ def set_password_hash(conn: sqlite3.Connection, user_id: int, password_hash: str
 
 
 def set_user_enabled(conn: sqlite3.Connection, user_id: int, enabled: bool) -> bool:
-    """Enable or disable; the user's sign-ins from before end either way (``sessions_after``)."""
-    sql = "UPDATE users SET enabled = ?, sessions_after = ? WHERE id = ?"
+    """Enable or disable a user that is not deleted; the user's sign-ins from before
+    end either way (``sessions_after``)."""
+    sql = "UPDATE users SET enabled = ?, sessions_after = ? WHERE id = ? AND deleted_at IS NULL"
     return conn.execute(sql, (int(bool(enabled)), time.time(), user_id)).rowcount > 0
+
+
+def delete_user(conn: sqlite3.Connection, user_id: int) -> bool:
+    """Delete a user for good: disabled, signed out, without a password, every key
+    deleted and every token revoked, in one transaction. The row stays (its name,
+    balance, ledger and usage rows are history); ``False`` when there is no such
+    user or it was deleted before."""
+    now = time.time()
+    with atomic(conn):
+        sql = "UPDATE users SET enabled = 0, deleted_at = ?, sessions_after = ?, password_hash = NULL WHERE id = ? AND deleted_at IS NULL"
+        if conn.execute(sql, (now, now, user_id)).rowcount == 0:
+            return False
+        conn.execute("UPDATE api_keys SET deleted = 1, enabled = 0 WHERE user_id = ? AND deleted = 0", (user_id,))
+        conn.execute("UPDATE access_tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", (now, user_id))
+    return True
 
 
 def open_groups(conn: sqlite3.Connection, user_id: int, groups: Iterable[str]) -> None:
@@ -134,4 +150,5 @@ def _user(conn: sqlite3.Connection, row: sqlite3.Row) -> UserRecord:
         enabled=bool(row["enabled"]),
         balance_micros=row["balance_micros"],
         groups=user_groups(conn, row["id"]),
+        deleted=row["deleted_at"] is not None,
     )

@@ -61,6 +61,7 @@ async def installation(tmp_path, upstream, capsys) -> Installation:
     plugins.write_text('load = ["openai", "console"]\n', encoding="utf-8")
     db = tmp_path / "relaygate.db"
     common = ("--db", str(db), "--plugins", str(plugins))
+    cli("migrate", *common)
     cli("group", "set", "vip", "--ratio", "1.5", *common)
     cli("user", "add", "alice", "--groups", "vip,default", *common)
     cli("user", "add", "bob", "--groups", "default", *common)

@@ -27,6 +27,7 @@ from gateway_core import (
     ChannelRecord,
     ChannelType,
     ChatRequest,
+    ChatResponse,
     Exchange,
     Frame,
     InvalidRequestError,
@@ -49,6 +50,7 @@ from .protocol import COUNT_TOKENS_WIRE, MESSAGES_WIRE
 
 DEFAULT_VERSION = "2023-06-01"
 PATHS = {endpoints.CHAT: "/v1/messages", endpoints.COUNT_TOKENS: "/v1/messages/count_tokens"}
+COUNTED_FIELDS = ("model", "messages", "system", "tools", "tool_choice", "thinking")  # what count_tokens takes of a Messages body
 WIRES = {endpoints.CHAT: MESSAGES_WIRE, endpoints.COUNT_TOKENS: COUNT_TOKENS_WIRE}
 
 
@@ -96,6 +98,10 @@ class AnthropicChannel(ChannelType):
             body = request_to_wire(exchange.request, target.upstream_model, default_max_tokens=self.max_tokens(channel))
             body = apply_rules(body, target.upstream_model)
             options = {}
+        elif call.endpoint == endpoints.COUNT_TOKENS and isinstance(exchange.request, ChatRequest):  # another protocol's count
+            full = request_to_wire(exchange.request, target.upstream_model, default_max_tokens=self.max_tokens(channel))
+            body = {name: value for name, value in full.items() if name in COUNTED_FIELDS}
+            options = {}
         else:
             raise InvalidRequestError(f"The endpoint '{call.endpoint}' of an anthropic channel serves Anthropic clients only.")
         url = channel.base_url + PATHS[call.endpoint]
@@ -109,7 +115,10 @@ class AnthropicChannel(ChannelType):
         data = await read_all(response)
         answer = parse_answer(data)
         if call.endpoint == endpoints.COUNT_TOKENS:  # counting is free: no usage to bill
-            return JsonReply(body=data, response=None, usage=Usage())
+            if exchange.passthrough:
+                return JsonReply(body=data, response=None, usage=Usage())
+            counted = Usage(input_tokens=int(answer.get("input_tokens") or 0))
+            return JsonReply(body=None, response=ChatResponse(id="", model=target.upstream_model, parts=(), stop_reason=None, usage=counted), usage=Usage())
         usage = usage_from_wire(answer.get("usage"))
         if exchange.passthrough:
             return JsonReply(body=data, response=None, usage=usage, model=answer.get("model"))

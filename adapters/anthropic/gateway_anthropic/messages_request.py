@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gateway_core.billing.catalogue import catalogue_model
 from gateway_core.errors import InvalidRequestError
 from gateway_core.json_body import INT64_MAX
 from gateway_core.model import (
@@ -245,9 +246,84 @@ def request_to_wire(request: ChatRequest, model: str, *, default_max_tokens: int
             continue
         if all_extra or (key in ANTHROPIC_PARAMS and _SHARED_VALUES.get(key, lambda v: True)(value)):
             out.setdefault(key, value)  # the core fields above win over extras
+    if not all_extra:
+        _structured_output(out, request.extra.get("response_format"))
+        _thinking(out, request.extra, model)
     if request.stream:
         out["stream"] = True
     return out
+
+
+def _structured_output(out: JSON, fmt: Any) -> None:
+    """Another protocol's JSON output (OpenAI's ``response_format``, which the Gemini
+    protocol writes too) as Anthropic's: a schema becomes ``output_config.format``
+    (every object closed, as Anthropic's structured outputs require); plain JSON,
+    which Anthropic has no switch for, an instruction at the end of the system prompt."""
+    if not isinstance(fmt, dict) or "output_config" in out:
+        return
+    if fmt.get("type") == "json_schema":
+        schema = (fmt.get("json_schema") or {}).get("schema")
+        if isinstance(schema, dict):
+            out["output_config"] = {"format": {"type": "json_schema", "schema": _closed(schema)}}
+    elif fmt.get("type") == "json_object":
+        instruction = {"type": "text", "text": "Answer with one JSON object and nothing else."}
+        system = out.get("system")
+        out["system"] = [*( [{"type": "text", "text": system}] if isinstance(system, str) else system or []), instruction]
+
+
+# another protocol's reasoning request as a thinking budget: OpenAI's reasoning_effort
+# and Gemini's thinkingLevel by name, Gemini's thinkingBudget as it is (-1: dynamic)
+EFFORT_BUDGETS = {"minimal": 0, "none": 0, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768}
+MIN_BUDGET = 1024  # the least budget_tokens Anthropic takes
+
+
+def _thinking(out: JSON, extra: dict[str, Any], model: str) -> None:
+    """Another protocol's request to reason, as Anthropic's ``thinking``: only for a
+    model the catalogue says can think (an older Claude refuses the field), with a
+    budget of at least 1,024 tokens that leaves 1,024 of ``max_tokens`` for the
+    answer (else no thinking), and without ``temperature``/``top_k`` (which
+    thinking does not take) or a ``top_p`` under 0.95."""
+    budget = _reasoning_budget(extra)
+    known = catalogue_model(model)
+    if "thinking" in out or not budget or known is None or not known.reasoning:
+        return
+    budget = min(budget, int(out["max_tokens"]) - MIN_BUDGET)
+    if budget < MIN_BUDGET:
+        return
+    out["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    out.pop("temperature", None)
+    out.pop("top_k", None)
+    if out.get("top_p") is not None and out["top_p"] < 0.95:
+        out.pop("top_p")
+
+
+def _reasoning_budget(extra: dict[str, Any]) -> int:
+    effort = extra.get("reasoning_effort")
+    if isinstance(effort, str):
+        return EFFORT_BUDGETS.get(effort, 0)
+    config = extra.get("generationConfig") or extra.get("generation_config") or {}
+    thinking = (config.get("thinkingConfig") or config.get("thinking_config") or {}) if isinstance(config, dict) else {}
+    if not isinstance(thinking, dict):
+        return 0
+    level = thinking.get("thinkingLevel") or thinking.get("thinking_level")
+    if isinstance(level, str):
+        return EFFORT_BUDGETS.get(level.lower(), 0)
+    budget = thinking.get("thinkingBudget", thinking.get("thinking_budget"))
+    if isinstance(budget, int) and not isinstance(budget, bool):
+        return EFFORT_BUDGETS["medium"] if budget < 0 else budget
+    return 0
+
+
+def _closed(schema: Any) -> Any:
+    """``schema`` with ``additionalProperties: false`` on each object that does not say."""
+    if isinstance(schema, list):
+        return [_closed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    closed = {key: _closed(value) for key, value in schema.items()}
+    if closed.get("type") == "object" and "additionalProperties" not in closed:
+        closed["additionalProperties"] = False
+    return closed
 
 
 def _results_first(role: str, blocks: list[JSON]) -> list[JSON]:

@@ -28,6 +28,7 @@ from gateway_core import (
     GatewayError,
     InvalidRequestError,
     LocalAnswer,
+    NotFoundError,
     ModelInfo,
     RenderedError,
     RouteSpec,
@@ -70,6 +71,7 @@ class AnthropicProtocol(ClientProtocol):
             RouteSpec("/v1/messages", endpoints.CHAT),
             RouteSpec("/v1/messages/count_tokens", endpoints.COUNT_TOKENS),
             RouteSpec("/v1/models", endpoints.MODELS, methods=("GET",), match=is_anthropic_request),
+            RouteSpec("/v1/models/{model:path}", endpoints.MODELS, methods=("GET",), match=is_anthropic_request),
         )
 
     def read_key(self, headers, query) -> str:
@@ -92,7 +94,7 @@ class AnthropicProtocol(ClientProtocol):
     def parse(self, route, body, headers, query, path_params) -> Call:
         options = _options(headers, query)
         if route.endpoint == endpoints.MODELS:
-            return Call(self.name, route.endpoint, "anthropic.models", "", False, {}, options)
+            return Call(self.name, route.endpoint, "anthropic.models", "", False, {}, options, path_params=path_params)
         data = read_json_object(body, self.limits)
         model = data.get("model")
         if not isinstance(model, str) or not model:
@@ -112,12 +114,20 @@ class AnthropicProtocol(ClientProtocol):
         return request_from_wire(call.body)
 
     def render_response(self, call: Call, response: ChatResponse) -> bytes:
+        if call.endpoint == endpoints.COUNT_TOKENS:  # counted by another protocol's channel: the count, as Anthropic answers it
+            return orjson.dumps({"input_tokens": response.usage.input_tokens if response.usage else 0})
         return orjson.dumps(response_to_wire(response, call.model))
 
     def stream_writer(self, call: Call, passthrough: bool) -> StreamWriter:
         return PassthroughEvents() if passthrough else ConvertedEvents(call.model)
 
     def render_models(self, call: Call, models: Sequence[ModelInfo], headers, query) -> bytes:
+        wanted = call.path_params.get("model")
+        if wanted is not None:  # GET /v1/models/{model_id}: one model the key may use
+            found = next((m for m in models if m.id == wanted), None)
+            if found is None:
+                raise NotFoundError(f"model: {wanted}", code="model_not_found")
+            return orjson.dumps(model_object(found))
         return orjson.dumps(models_page(models, query))
 
     def render_error(self, error: GatewayError, request_id: str) -> RenderedError:
@@ -163,6 +173,10 @@ def rfc3339(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def model_object(model: ModelInfo) -> dict[str, Any]:
+    return {"type": "model", "id": model.id, "display_name": model.id, "created_at": rfc3339(model.created), "lifecycle": "active"}
+
+
 def models_page(models: Sequence[ModelInfo], query: Mapping[str, str]) -> dict[str, Any]:
     """One page of Anthropic's model list (``limit``, ``after_id``, ``before_id``)."""
     raw_limit = query.get("limit") or "20"
@@ -182,16 +196,7 @@ def models_page(models: Sequence[ModelInfo], query: Mapping[str, str]) -> dict[s
         page, has_more = models[max(0, end - limit) : end], end - limit > 0
     else:
         page, has_more = models[:limit], len(models) > limit
-    data = [
-        {
-            "type": "model",
-            "id": m.id,
-            "display_name": m.id,
-            "created_at": rfc3339(m.created),
-            "lifecycle": "active",
-        }
-        for m in page
-    ]
+    data = [model_object(m) for m in page]
     return {
         "data": data,
         "has_more": has_more,

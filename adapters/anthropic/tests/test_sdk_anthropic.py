@@ -4,6 +4,7 @@ anthropic channel (the fast path) and on an openai channel (through the core mod
 from __future__ import annotations
 
 import anthropic
+import orjson
 import pytest
 from anthropic._constants import ANTHROPIC_API_VERSION
 
@@ -114,14 +115,18 @@ async def test_a_key_with_a_space_is_an_authentication_error(gateway, gateway_ke
         await unknown.messages.create(model=models.claude, max_tokens=10, messages=[{"role": "user", "content": "x"}])
 
 
-async def test_a_key_restricted_to_other_models_is_told_not_found_as_for_an_unknown_model(gateway, seed, route) -> None:
+async def test_a_key_restricted_to_other_models_is_403_permission_error_and_an_unknown_model_404(gateway, seed, route) -> None:
     user = seed.user("bob")
     _, secret = seed.key(user, models=("other",))
     restricted = anthropic.AsyncAnthropic(base_url=gateway.url, api_key=secret, max_retries=0)
-    with pytest.raises(anthropic.NotFoundError) as caught:  # it cannot learn which models exist elsewhere
+    with pytest.raises(anthropic.PermissionDeniedError) as caught:  # the spec: a key lacking permission for the model
         await restricted.messages.create(model=route.model, max_tokens=10, messages=[{"role": "user", "content": "x"}])
-    assert caught.value.body["error"]["type"] == "not_found_error"
-    assert "was not found or is not permitted for this key" in caught.value.body["error"]["message"]
+    assert caught.value.status_code == 403 and caught.value.body["error"]["type"] == "permission_error"
+    assert f"lacks permission for the model '{route.model}'" in caught.value.body["error"]["message"]
+    assert "GET /v1/models" in caught.value.body["error"]["message"]
+    with pytest.raises(anthropic.NotFoundError) as unknown:
+        await restricted.messages.create(model="no-such-model", max_tokens=10, messages=[{"role": "user", "content": "x"}])
+    assert unknown.value.body["error"]["type"] == "not_found_error"
 
 
 async def test_an_upstream_rate_limit_is_a_rate_limit_error(client, route) -> None:
@@ -185,3 +190,18 @@ async def test_key_rate_limits_show_in_anthropic_headers(gateway, seed, models) 
     with pytest.raises(anthropic.RateLimitError) as caught:
         await limited.messages.create(model=models.claude, max_tokens=10, messages=[{"role": "user", "content": "x"}])
     assert caught.value.body["error"]["type"] == "rate_limit_error" and int(caught.value.response.headers["retry-after"]) >= 1
+
+
+async def test_count_tokens_on_a_gemini_channel_answers_the_count(fake_upstream, seed, start_gateway) -> None:
+    from gateway_gemini.fake_upstream import FakeGemini
+
+    gemini = await fake_upstream(FakeGemini())
+    user = seed.user("carol")
+    _, secret = seed.key(user)
+    seed.channel("gem", type="gemini", base_url=gemini.url, models=["gemini-for-claude-code"])
+    gateway = start_gateway()
+    client = anthropic.AsyncAnthropic(base_url=gateway.url, api_key=secret, max_retries=0)
+    raw = await client.messages.with_raw_response.count_tokens(model="gemini-for-claude-code", messages=[{"role": "user", "content": "Hello, world"}])
+    assert sorted(orjson.loads(raw.http_response.content)) == ["input_tokens"]  # {"input_tokens": N}, not a Message
+    counted = await raw.parse()
+    assert counted.input_tokens > 0 and gemini.requests[-1]["path"].endswith(":countTokens")

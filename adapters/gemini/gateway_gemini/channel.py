@@ -117,9 +117,10 @@ class GeminiChannel(ChannelType):
             return JsonReply(body=None, response=count_response(count_from_wire(answer), upstream), usage=Usage())
         if call.endpoint == endpoints.EMBEDDINGS:
             if exchange.passthrough:
-                return JsonReply(body=data, response=None, usage=embed_usage(answer, call.body))
-            embedded = embed_usage(answer, body)
-            return JsonReply(body=None, response=embeddings_from_wire(answer, embedded), usage=embedded)
+                usage, estimated = embed_usage(answer, call.body)
+                return JsonReply(body=data, response=None, usage=usage, estimated=estimated)
+            usage, estimated = embed_usage(answer, body)
+            return JsonReply(body=None, response=embeddings_from_wire(answer, usage), usage=usage, estimated=estimated)
         usage = usage_from_wire(field(answer, "usageMetadata"))
         if exchange.passthrough:
             return JsonReply(body=data, response=None, usage=usage, model=field(answer, "modelVersion"))

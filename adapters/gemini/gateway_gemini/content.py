@@ -220,19 +220,18 @@ def _image_from_wire(part: JSON, p: str, meta: JSON) -> Part | None:
 
 def contents_to_wire(messages: Sequence[Message], *, signature_placeholder: str = "") -> list[JSON]:
     """The ``contents`` for core messages: consecutive messages of one Gemini role
-    merged (function responses first in a user turn), empty ones left out. A system
-    message inside the conversation (Gemini has no such role there) keeps its place
-    as user text marked ``<system>…</system>``, so the model tells it from the
-    user's words. ``signature_placeholder`` goes on the first ``functionCall`` of a
-    model turn that has no thought signature."""
+    merged (function responses first in a user turn), empty ones left out. System
+    messages have no place in ``contents`` (the caller puts them in the system
+    instruction) and are left out here. ``signature_placeholder`` goes on the first
+    ``functionCall`` of a model turn that has no thought signature."""
     names: dict[str, str] = {}
     contents: list[JSON] = []
     for message in messages:
         role = "model" if message.role is Role.ASSISTANT else "user"
         parts: list[JSON] = []
         if message.role is Role.SYSTEM:
-            parts = [{"text": f"<system>\n{p.text}\n</system>"} for p in message.parts if isinstance(p, TextPart) and p.text]
-        for part in message.parts if message.role is not Role.SYSTEM else ():
+            continue
+        for part in message.parts:
             if isinstance(part, ToolCallPart):
                 names[part.id] = part.name
             parts.extend(part_to_wire(part, names))

@@ -60,13 +60,14 @@ def embeddings_from_wire(answer: Any, usage: Usage) -> EmbeddingsResponse:
     return EmbeddingsResponse(model="", vectors=tuple(vectors), usage=usage)
 
 
-def embed_usage(answer: Any, body: JSON) -> Usage:
-    """What an embedding answer costs: the reported prompt tokens, else an estimate."""
+def embed_usage(answer: Any, body: JSON) -> tuple[Usage, bool]:
+    """What an embedding answer costs: the reported prompt tokens, else an estimate
+    (four characters a token); and whether it is the estimate."""
     usage = usage_from_wire(field(answer, "usageMetadata")) if isinstance(answer, dict) else None
     if usage is not None and usage.input_tokens:
-        return Usage(input_tokens=usage.input_tokens)
+        return Usage(input_tokens=usage.input_tokens), False
     chars = sum(len(text) for text in _texts(body))
-    return Usage(input_tokens=(chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN)
+    return Usage(input_tokens=(chars + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN), True
 
 
 def _texts(body: JSON) -> list[str]:

@@ -32,6 +32,8 @@ def model_to_wire(model: ModelInfo) -> JSON:
         "displayName": model.id,
         "description": f"{model.id}, served by relaygate",
         "supportedGenerationMethods": METHODS,
+        **({"inputTokenLimit": model.input_token_limit} if model.input_token_limit else {}),
+        **({"outputTokenLimit": model.output_token_limit} if model.output_token_limit else {}),
     }
 
 

@@ -83,10 +83,10 @@ class GeminiProtocol(ClientProtocol):
             match = is_gemini_request if version == "/v1" else None
             # the ``:method`` routes first: ``models/{model}`` would match them too
             out.extend(RouteSpec(f"{version}/models/{{model}}:{method}", endpoint) for method, endpoint in METHODS.items())
-            out.append(RouteSpec(f"{version}/models/{{model}}", endpoints.MODELS, ("GET",), match))
+            out.append(RouteSpec(f"{version}/models/{{model:path}}", endpoints.MODELS, ("GET",), match))
             # a POST here names a method this gateway does not serve (``:predict`` …):
             # answered 404 by ``parse``, as Google does, rather than 405
-            out.append(RouteSpec(f"{version}/models/{{model}}", endpoints.MODELS, ("POST",), match))
+            out.append(RouteSpec(f"{version}/models/{{model:path}}", endpoints.MODELS, ("POST",), match))
             out.append(RouteSpec(f"{version}/models", endpoints.MODELS, ("GET",), match))
         return out
 
@@ -117,7 +117,7 @@ class GeminiProtocol(ClientProtocol):
         if route.match is not None and not route.match(headers, query):
             # the only route of its path, so dispatched here anyway: not a Gemini client's
             # request (an OpenAI client's ``GET /v1/models/{id}``), and no such path for it
-            raise NotFoundError(f"Unknown path: {route.path.replace('{model}', model)}.", code="unknown_path")
+            raise NotFoundError(f"Unknown path: {route.path.replace('{model:path}', model).replace('{model}', model)}.", code="unknown_path")
         if route.endpoint == endpoints.MODELS and route.methods == ("POST",):
             name, _, method = model.rpartition(":")
             served = ", ".join(f":{m}" for m in METHODS)

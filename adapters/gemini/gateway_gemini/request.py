@@ -197,12 +197,12 @@ def _stop(value: Any) -> tuple[str, ...]:
 def request_to_wire(request: ChatRequest, *, signature_placeholder: str = "", model: str = "") -> JSON:
     """The ``generateContent`` body for a core request (the model goes in the URL;
     ``model``, the upstream's, decides whether Google Search may go with functions)."""
-    leading = 0  # system messages before the conversation are system instructions
-    while leading < len(request.messages) and request.messages[leading].role is Role.SYSTEM:
-        leading += 1
-    messages = request.messages[leading:]
+    # system messages, wherever they are in the conversation, keep system authority: they
+    # join the system instruction in order, after the request's own system (a model reads
+    # the last text of a user turn as the request: a system message there would be answered)
+    messages = [m for m in request.messages if m.role is not Role.SYSTEM]
     out: JSON = {"contents": contents_to_wire(messages, signature_placeholder=signature_placeholder)}
-    system = system_to_wire([*request.system, *(p for m in request.messages[:leading] for p in m.parts)])
+    system = system_to_wire([*request.system, *(p for m in request.messages if m.role is Role.SYSTEM for p in m.parts)])
     if system is not None:
         out["systemInstruction"] = system
     declarations = [d for d in (_declaration(tool) for tool in request.tools) if d is not None]

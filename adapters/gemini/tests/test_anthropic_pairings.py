@@ -77,8 +77,7 @@ def claude_code_mid_system_contents():
                                                                "thoughtSignature": "skip_thought_signature_validator"}]},
         {"role": "user", "parts": [
             {"functionResponse": {"id": "toolu_01", "name": "Bash", "response": {"output": "3 passed"}}},
-            {"text": "<system>\nThe user changed the working directory to /home/user/other.\n</system>"},
-            {"text": "now list the files"},
+            {"text": "now list the files"},  # the user's words stay last: the system text went to systemInstruction
         ]},
     ]  # fmt: skip
 
@@ -89,7 +88,8 @@ def test_claude_code_mid_conversation_system_message_keeps_its_place(anthropic_e
 
     body = request_to_wire(request_from_wire(anthropic_examples.json("messages_request_claude_code_mid_system.json")),
                            signature_placeholder="skip_thought_signature_validator")  # fmt: skip
-    assert body["systemInstruction"] == {"parts": [{"text": "You are Claude Code, Anthropic's official CLI for Claude."}]}
+    assert body["systemInstruction"] == {"parts": [{"text": "You are Claude Code, Anthropic's official CLI for Claude."},
+                                                   {"text": "The user changed the working directory to /home/user/other."}]}  # fmt: skip
     assert body["contents"] == claude_code_mid_system_contents()
     # a system message ahead of the conversation (the first Claude Code fixture) joins the system instruction
     first = request_to_wire(request_from_wire(anthropic_examples.json("messages_request_claude_code.json")))
@@ -142,3 +142,28 @@ async def test_anthropic_sdk_web_search_on_a_gemini_channel(claude_client, gemin
     message = await client.messages.create(model=GEMINI_MODEL, max_tokens=100, tools=tools, messages=[{"role": "user", "content": "news?"}])
     assert message.content[0].text == "echo: news?"
     assert gemini_upstream.requests[-1]["body"]["tools"] == [{"googleSearch": {}}]
+
+
+async def test_genai_count_tokens_on_an_anthropic_channel_is_counted_there(pairing_key, genai_client, anthropic_upstream, seed):
+    client = genai_client(pairing_key, "v1beta")
+    result = await client.models.count_tokens(model=CLAUDE_MODEL, contents="how many tokens is this?")
+    received = anthropic_upstream.requests[-1]
+    assert received["path"] == "/v1/messages/count_tokens" and received["body"]["model"] == CLAUDE_MODEL
+    assert "max_tokens" not in received["body"] and "stream" not in received["body"]  # what count_tokens takes only
+    assert result.total_tokens > 0
+    row = seed.rows("SELECT * FROM usage_logs")[-1]
+    assert (row["endpoint"], row["status"], row["cost_micros"]) == ("count_tokens", 200, 0)
+
+
+async def test_genai_json_output_reaches_an_anthropic_channel_as_structured_output(pairing_key, genai_client, anthropic_upstream):
+    """The Gemini CLI's model router asks for JSON first (responseMimeType and a schema)."""
+    client = genai_client(pairing_key, "v1beta")
+    schema = {"type": "object", "properties": {"reasoning": {"type": "string"}, "model_choice": {"type": "string", "enum": ["flash", "pro"]}}, "required": ["reasoning", "model_choice"]}
+    config = types.GenerateContentConfig(response_mime_type="application/json", response_json_schema=schema)
+    await client.models.generate_content(model=CLAUDE_MODEL, contents="route this", config=config)
+    sent = anthropic_upstream.requests[-1]["body"]["output_config"]["format"]
+    assert sent["type"] == "json_schema" and sent["schema"]["properties"]["model_choice"]["enum"] == ["flash", "pro"]
+    assert sent["schema"]["additionalProperties"] is False  # Anthropic's structured outputs want closed objects
+    await client.models.generate_content(model=CLAUDE_MODEL, contents="any json", config=types.GenerateContentConfig(response_mime_type="application/json"))
+    system = anthropic_upstream.requests[-1]["body"]["system"]
+    assert "JSON object" in (system if isinstance(system, str) else system[-1]["text"])

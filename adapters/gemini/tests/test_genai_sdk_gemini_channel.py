@@ -3,7 +3,9 @@ to a gemini channel (the same-protocol fast path), with both API versions."""
 
 from __future__ import annotations
 
+import attrs
 import pytest
+from google import genai
 from google.genai import errors, types
 
 from gateway_gemini.fake_upstream import EXPECTED_KEY, SIGNATURE, Fault
@@ -124,6 +126,7 @@ async def test_embed_content(client, gemini_upstream, seed):
     assert {r["model"] for r in received["body"]["requests"]} == {f"models/{EMBED_MODEL}"}
     row = seed.rows("SELECT * FROM usage_logs")[-1]
     assert row["endpoint"] == "embeddings" and row["input_tokens"] > 0
+    assert row["estimated"] == 1  # Gemini's embedding answers report no tokens: four characters a token, said so
 
 
 async def test_bad_key_is_unauthenticated(genai_client):
@@ -134,16 +137,32 @@ async def test_bad_key_is_unauthenticated(genai_client):
     assert "sk-not-a-real-key" not in str(caught.value)
 
 
-async def test_a_forbidden_model_reads_as_an_unknown_one(genai_client, seed, user):
+async def test_a_forbidden_model_is_403_permission_denied_and_an_unknown_one_not_found(genai_client, seed, user):
     _, secret = seed.key(user, name="narrow", models=("other",))
     client = genai_client(secret, "v1beta")
+    with pytest.raises(errors.ClientError) as caught:  # the spec: a key lacking permission for the model
+        await client.models.generate_content(model=GEMINI_MODEL, contents="x")
+    assert (caught.value.code, caught.value.status) == (403, "PERMISSION_DENIED")
+    assert "lacks permission for the model" in caught.value.message
+    with pytest.raises(errors.ClientError) as unknown:
+        await client.models.generate_content(model="no-such-model", contents="x")
+    assert unknown.value.code in (400, 404) and "lacks permission" not in unknown.value.message
+
+
+async def test_with_hide_forbidden_models_a_forbidden_model_reads_as_an_unknown_one(start_gateway, gateway_key, relaygate_config, seed, user):
+    gateway = start_gateway(attrs.evolve(relaygate_config, hide_forbidden_models=True))
+    _, secret = seed.key(user, name="narrow", models=("other",))
+    client = genai.Client(api_key=secret, http_options=types.HttpOptions(base_url=gateway.url, api_version="v1beta"))
     refusals = []
-    for model in (GEMINI_MODEL, "no-such-model"):  # the key cannot learn which models exist elsewhere
-        with pytest.raises(errors.ClientError) as caught:
-            await client.models.generate_content(model=model, contents="x")
-        assert "was not found or is not permitted for this key" in caught.value.message
-        refusals.append((caught.value.code, caught.value.status))
-    assert refusals[0] == refusals[1] and refusals[0][0] in (400, 404)
+    try:
+        for model in (GEMINI_MODEL, "no-such-model"):  # the key cannot learn which models exist elsewhere
+            with pytest.raises(errors.ClientError) as caught:
+                await client.aio.models.generate_content(model=model, contents="x")
+            assert "was not found or is not permitted for this key" in caught.value.message
+            refusals.append((caught.value.code, caught.value.status, caught.value.message.replace(model, "M")))
+    finally:
+        await client.aio.aclose()
+    assert refusals[0] == refusals[1] and refusals[0][:2] == (400, "INVALID_ARGUMENT")
 
 
 async def test_upstream_rate_limit_is_resource_exhausted_with_retry_info(client, gemini_upstream, examples):

@@ -171,6 +171,6 @@ async def test_client_disconnect_cancels_the_upstream_stream(gateway, gateway_ke
 async def test_other_clients_do_not_get_gemini_model_objects_on_v1(gateway, gateway_key):
     async with aiohttp.ClientSession() as http:
         async with http.get(f"{gateway.url}/v1/models/{GEMINI_MODEL}", headers={"Authorization": f"Bearer {gateway_key}"}) as response:
-            assert response.status == 404
+            assert response.status == 200 and await response.json() == {"id": GEMINI_MODEL, "object": "model", "created": 0, "owned_by": "relaygate"}  # OpenAI's
         async with http.get(f"{gateway.url}/v1/models/{GEMINI_MODEL}", headers={"x-goog-api-key": gateway_key}) as response:
             assert response.status == 200 and (await response.json())["name"] == f"models/{GEMINI_MODEL}"

@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from gateway_core import AuthenticationError, BillingHints, InvalidRequestError, NotFoundError, endpoints
-from gateway_core.model import ChatRequest, ImagePart, Message, ModelInfo, Role, TextPart
+from gateway_core.model import ChatRequest, ImagePart, Message, ModelInfo, Role, TextPart, Usage
 from gateway_gemini.channel import model_path, strip_version
 from gateway_gemini.count_tokens import count_body_to_wire, count_request_from_wire, estimate_input_tokens, passthrough_count_body
 from gateway_gemini.embeddings import embed_usage, passthrough_embed_body
@@ -37,7 +37,7 @@ def test_model_object_has_the_fields_sdks_read(examples):
 
 def test_render_models_lists_or_gets_the_model_the_call_names():
     protocol = GeminiProtocol()
-    route = next(r for r in protocol.routes() if r.path == "/v1beta/models/{model}" and r.methods == ("GET",))
+    route = next(r for r in protocol.routes() if r.path == "/v1beta/models/{model:path}" and r.methods == ("GET",))
     call = protocol.parse(route, b"", {}, {}, {"model": "b-model"})
     assert orjson.loads(protocol.render_models(call, MODELS, {}, {}))["name"] == "models/b-model"
     listing = next(r for r in protocol.routes() if r.path == "/v1beta/models")
@@ -65,7 +65,7 @@ def test_routes_put_methods_before_the_model_route():
     paths = [(r.path, r.methods) for r in GeminiProtocol().routes()]
     for version in ("/v1beta", "/v1"):
         methods = [i for i, (p, _) in enumerate(paths) if p.startswith(f"{version}/models/{{model}}:")]
-        plain = paths.index((f"{version}/models/{{model}}", ("GET",)))
+        plain = paths.index((f"{version}/models/{{model:path}}", ("GET",)))
         assert len(methods) == 5 and max(methods) < plain
     shared = [r for r in GeminiProtocol().routes() if r.path == "/v1/models"]
     assert shared[0].match is is_gemini_request and shared[0].endpoint == endpoints.MODELS
@@ -121,10 +121,10 @@ def test_embedding_bodies_and_usage(examples):
     mapped = passthrough_embed_body(body, "gemini-embedding-up")
     assert {r["model"] for r in mapped["requests"]} == {"models/gemini-embedding-up"}
     assert mapped["requests"][0]["taskType"] == "RETRIEVAL_QUERY"
-    assert embed_usage({"embeddings": []}, body).input_tokens == (len("What is the meaning of life?") + len("How much wood would a woodchuck chuck?") + 3) // 4
-    assert embed_usage({"usageMetadata": {"promptTokenCount": 9}}, body).input_tokens == 9
+    assert embed_usage({"embeddings": []}, body) == (Usage(input_tokens=(len("What is the meaning of life?") + len("How much wood would a woodchuck chuck?") + 3) // 4), True)
+    assert embed_usage({"usageMetadata": {"promptTokenCount": 9}}, body) == (Usage(input_tokens=9), False)  # reported: no estimate
     single = {"model": "models/x", "content": {"parts": [{"text": "abcd"}]}}
-    assert passthrough_embed_body(single, "y")["model"] == "models/y" and embed_usage({}, single).input_tokens == 1
+    assert passthrough_embed_body(single, "y")["model"] == "models/y" and embed_usage({}, single)[0].input_tokens == 1
 
 
 def test_embed_bodies_become_core_requests_and_answers(examples):

@@ -356,6 +356,10 @@ def request_to_wire(request: ChatRequest, model: str, *, all_extra: bool = False
     for key, value in request.extra.items():
         if all_extra or (key in OPENAI_PARAMS and _SHARED_VALUES.get(key, lambda v: True)(value)):
             out.setdefault(key, value)  # the core fields above win over extras
+    if not all_extra and "response_format" not in out:
+        anthropic = request.extra.get("output_format") or (request.extra.get("output_config") or {}).get("format")
+        if isinstance(anthropic, dict) and anthropic.get("type") == "json_schema" and isinstance(anthropic.get("schema"), dict):
+            out["response_format"] = {"type": "json_schema", "json_schema": {"name": "response", "schema": anthropic["schema"]}}  # Anthropic's JSON output
     options = out.pop("stream_options", None)
     if request.stream:
         out["stream"] = True

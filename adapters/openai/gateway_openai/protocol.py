@@ -15,6 +15,7 @@ translations in its own module (``chat_*``, ``responses_*``, ``embeddings``,
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import orjson
 
@@ -98,6 +99,7 @@ class OpenAIProtocol(ClientProtocol):
             RouteSpec("/v1/moderations", endpoints.MODERATIONS),
             RouteSpec("/v1/rerank", endpoints.RERANK),
             RouteSpec("/v1/models", endpoints.MODELS, methods=("GET",)),
+            RouteSpec("/v1/models/{model:path}", endpoints.MODELS, methods=("GET",)),
             RouteSpec("/v1/realtime", endpoints.REALTIME, methods=("GET",), websocket=True),
         )
 
@@ -111,7 +113,7 @@ class OpenAIProtocol(ClientProtocol):
 
     def parse(self, route, body, headers, query, path_params) -> Call:
         if route.endpoint == endpoints.MODELS:
-            return Call(protocol=self.name, endpoint=route.endpoint, wire="openai.models", model="", stream=False, body={})
+            return Call(protocol=self.name, endpoint=route.endpoint, wire="openai.models", model="", stream=False, body={}, path_params=path_params)
         if route.endpoint == endpoints.REALTIME:
             return realtime.session_call(headers, query)
         if route.endpoint == endpoints.RESPONSES_STORED:
@@ -156,15 +158,13 @@ class OpenAIProtocol(ClientProtocol):
         return ConvertedChunks(call.model, include_usage)
 
     def render_models(self, call: Call, models: Sequence[ModelInfo], headers, query) -> bytes:
-        return orjson.dumps(
-            {
-                "object": "list",
-                "data": [
-                    {"id": m.id, "object": "model", "created": m.created, "owned_by": m.owned_by}
-                    for m in models
-                ],
-            }
-        )
+        wanted = call.path_params.get("model")
+        if wanted is not None:  # GET /v1/models/{model}: one model the key may use
+            found = next((m for m in models if m.id == wanted), None)
+            if found is None:
+                raise NotFoundError(f"The model '{wanted}' does not exist or you do not have access to it.", code="model_not_found", param="model")
+            return orjson.dumps(_model_object(found))
+        return orjson.dumps({"object": "list", "data": [_model_object(m) for m in models]})
 
     def render_error(self, error: GatewayError, request_id: str) -> RenderedError:
         return RenderedError(status=error.status, body=orjson.dumps(error_to_wire(error, request_id)))
@@ -237,3 +237,7 @@ def format_duration(seconds: float) -> str:
         return f"{secs}s"
     hours, minutes = divmod(int(whole_minutes), 60)
     return f"{hours}h{minutes}m{secs}s" if hours else f"{minutes}m{secs}s"
+
+
+def _model_object(model: ModelInfo) -> dict[str, Any]:
+    return {"id": model.id, "object": "model", "created": model.created, "owned_by": model.owned_by}

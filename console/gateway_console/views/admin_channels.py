@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
 from starlette.responses import Response
 
@@ -73,20 +72,7 @@ def _fields(ctx: Ctx, existing: ChannelRecord | None) -> dict[str, Any]:
     channel_type = ctx.admin.channel_types.get(str(fields["type"]))
     if channel_type is not None:  # a type not loaded keeps its stored settings
         fields["settings"] = settings_from_form(form, channel_type)
-        _check_scheme(str(fields["base_url"]), channel_type.normalize_base_url(""))
     return fields
-
-
-def _check_scheme(base_url: str, own_default: str) -> None:
-    """Refuse a base URL whose scheme is neither http(s) nor the one of the type's
-    own default address (the demo type's ``local://``): a typo such as ``htps://``
-    or ``ftp://`` would only fail at the first request."""
-    if "://" not in base_url:
-        return  # not a URL at all: the admin layer says what one looks like
-    allowed = {"http", "https"} | ({urlsplit(own_default).scheme} if "://" in own_default else set())
-    scheme = urlsplit(base_url).scheme.lower()
-    if scheme not in allowed:
-        raise FormError(_("The base URL must start with %(schemes)s, not %(url)s.", schemes=_(" or ").join(sorted(s + "://" for s in allowed)), url=repr(base_url[:60])))
 
 
 def _form(ctx: Ctx, channel: ChannelRecord | None, status: int = 200, error: str | None = None) -> Response:

@@ -5,7 +5,8 @@ site's by user and channel with the channels' health.
 Every figure comes from one aggregation of the usage log,
 :func:`gateway_core.admin.usage.usage_totals` (and its buckets over time,
 :func:`~gateway_core.admin.usage.usage_series`), the one behind the management
-API's site usage: a range scan of an index ending in ``created_at``.
+API's site usage: whole hours (and the site's whole UTC days) from the log's hourly
+totals, which survive its pruning, the rest from its rows (docs/billing.md).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway_core.admin import Locked, keys, users
-from gateway_core.records import DEFAULT_GROUP, LIMIT_COLUMNS, KeyRecord
+from gateway_core.records import LIMIT_COLUMNS, KeyRecord
 
 from ..i18n import N_, _
 from ..forms import FormError, future_time, optional_int, optional_usd, split_list, text
@@ -30,25 +30,12 @@ async def key_list(ctx: Ctx) -> Response:
     return ctx.render("keys.html", keys=listed, groups=user.groups)
 
 
-async def _group_models(ctx: Ctx, group: str) -> set[str]:
-    index = await ctx.services.router.index()
-    return set(getattr(index, "group_models", {}).get(group, ()))
-
-
-async def _limits(ctx: Ctx, group: str, key: KeyRecord | None) -> dict[str, Any]:
-    """The key's fields from the form. Models the group does not serve are refused
-    (a typo would otherwise leave a key that can call nothing); an expiry already
-    past is refused (it would cut a live key's traffic at once)."""
+async def _limits(ctx: Ctx, key: KeyRecord | None) -> dict[str, Any]:
+    """The key's fields from the form (the admin layer refuses models the group does
+    not serve); an expiry already past is refused (it would cut a live key's
+    traffic at once)."""
     form = ctx.form
     models = split_list(text(form, "models", max_length=5000, label=_("The model list")))
-    known = await _group_models(ctx, group)
-    if key is not None:  # names the key has, or an operator allowed it, stay acceptable
-        locked = (await ctx.admin.store.get_key_locks(key.id)).get("models") or ()
-        known |= {*key.models, *locked}
-    unknown = [model for model in models if model not in known]
-    if unknown:
-        served = ", ".join(sorted(known)) or "none yet"
-        raise FormError(_("The group %(group)s serves no model named %(names)s (its models: %(served)s).", group=group, names=", ".join(unknown), served=served))
     return {
         "name": text(form, "name", required=_("Give the key a name."), max_length=NAME_LENGTH, label=_("The name")),
         "quota_micros": optional_usd(text(form, "quota"), _("The quota")),
@@ -83,8 +70,7 @@ async def key_new(ctx: Ctx) -> Response:
         return _form(ctx, None, groups)
     try:
         group = text(ctx.form, "group") or None
-        chosen = group or (DEFAULT_GROUP if DEFAULT_GROUP in groups or not groups else groups[0])  # create_key's choice
-        fields = await _limits(ctx, chosen, None)
+        fields = await _limits(ctx, None)
         limits = _rate_limits(ctx)
         key, secret = await keys.create_key(ctx.admin, ctx.user.id, group=group, owner=ctx.user.id, limits=limits, **fields)
         await ctx.audit("key.create", f"key {key.id}", None, key)
@@ -107,7 +93,7 @@ async def key_edit(ctx: Ctx) -> Response:
     if ctx.request.method == "GET":
         return _form(ctx, key, (key.group,))
     try:
-        fields = await _limits(ctx, key.group, key)
+        fields = await _limits(ctx, key)
         limits = _rate_limits(ctx)
         after = await keys.update_key(ctx.admin, key.id, owner=ctx.user.id, **fields)
         if limits != _stored_limits(key):

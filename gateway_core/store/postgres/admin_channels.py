@@ -26,6 +26,7 @@ from ..channels import _disabled as disabled_marks
 from ..groups import LIST_GROUPS, check_ratio
 from ..prices import _COLUMNS as PRICE_COLUMNS
 from ..prices import checked_price, price_values
+from ..sealing import count_unsealed
 from ..prices import _price as price_record
 from . import statements
 from .admin_base import AdminBase, changed, found, plain
@@ -62,7 +63,7 @@ async def add_channel(conn: asyncpg.Connection, fields: Mapping[str, Any]) -> in
 
 async def set_price(conn: asyncpg.Connection, price: PriceRecord) -> PriceRecord:
     fields = attrs.asdict(price)
-    del fields["updated_at"]
+    del fields["updated_at"], fields["source"]  # stored: the operator's
     record = checked_price(**fields)
     await conn.execute(_SET_PRICE, *price_values(record))
     return record
@@ -92,6 +93,12 @@ class ChannelsAdmin(AdminBase):
             return [channel_record(row) for row in await conn.fetch(statements.LIST_CHANNELS)]
 
         return await self._read("list_channels", channels)
+
+    async def unsealed_channels(self) -> int:
+        async def unsealed(conn: asyncpg.Connection) -> int:
+            return count_unsealed(row[0] for row in await conn.fetch("SELECT api_keys FROM channels"))
+
+        return await self._read("unsealed_channels", unsealed)
 
     async def update_channel(self, channel_id: int, changes: ChannelFields) -> ChannelRecord | None:
         async def update(conn: asyncpg.Connection) -> ChannelRecord | None:

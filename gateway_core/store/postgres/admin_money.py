@@ -21,7 +21,7 @@ import attrs
 
 from ...admin.port import UsageRowDict
 from ...records import AuditReport, Cursor, DailySpending, HoldRecord, LedgerEntry, UsageFilter, UsageTotal
-from ..usage import filter_totals_query, totals_query, usage_dict, usage_query
+from ..usage import daily_query, filter_totals_query, totals_query, usage_dict, usage_query
 from .admin_base import AdminBase, plain_dict
 from .audit import audit
 from .migrate import numbered
@@ -48,12 +48,6 @@ _LEDGER_OF_REQUEST = (
 _HOLDS = (
     "SELECT request_id, user_id, key_id, amount_micros, created_at FROM holds "
     "WHERE $1::bigint IS NULL OR user_id = $1::bigint ORDER BY created_at"
-)
-_DAY = "to_char(to_timestamp(created_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
-_DAILY = (
-    f"SELECT {_DAY} AS day, coalesce(model, '?') AS model, coalesce(sum(cost_micros), 0)::bigint AS cost_micros, "
-    "count(*) AS requests, count(*) FILTER (WHERE status >= 400) AS errors FROM usage_logs "
-    "WHERE created_at >= $1 AND ($2::bigint IS NULL OR user_id = $2::bigint) GROUP BY 1, 2 ORDER BY 1, 2"
 )
 
 
@@ -136,8 +130,10 @@ class MoneyAdmin(AdminBase):
         return await self._read("usage_filter_totals", totals)
 
     async def daily_spending(self, since: float, user_id: int | None = None) -> list[DailySpending]:
+        sql, params = daily_query(since, user_id, postgres=True)
+
         async def days(conn: asyncpg.Connection) -> list[DailySpending]:
-            return [DailySpending(**plain_dict(row)) for row in await conn.fetch(_DAILY, since, user_id)]
+            return [DailySpending(**plain_dict(row)) for row in await conn.fetch(numbered(sql), *params)]
 
         return await self._read("daily_spending", days)
 

@@ -34,7 +34,7 @@ from .migrate import numbered
 from .statements import BUDGET_SPENT_BY_KEY, BUDGET_SPENT_BY_USER
 
 _USER = (
-    "SELECT u.id, u.name, u.is_admin, u.enabled, u.balance_micros, u.created_at, u.password_hash IS NOT NULL AS has_password, "
+    "SELECT u.id, u.name, u.is_admin, u.enabled, u.balance_micros, u.deleted_at, u.created_at, u.password_hash IS NOT NULL AS has_password, "
     "coalesce((SELECT array_agg(g.group_name ORDER BY g.ordinal) FROM user_groups AS g WHERE g.user_id = u.id), '{}') AS groups, "
     "(SELECT count(*) FROM api_keys AS k WHERE k.user_id = u.id AND k.deleted = 0) AS keys FROM users AS u"
 )
@@ -43,7 +43,7 @@ _USER = (
 def user_record(row: asyncpg.Record) -> UserRecord:
     return UserRecord(
         id=row["id"], name=row["name"], is_admin=bool(row["is_admin"]), enabled=bool(row["enabled"]),
-        balance_micros=row["balance_micros"], groups=tuple(row["groups"]),
+        balance_micros=row["balance_micros"], groups=tuple(row["groups"]), deleted=row["deleted_at"] is not None,
     )  # fmt: skip
 
 
@@ -165,9 +165,23 @@ class UsersAdmin(AdminBase):
         return await self._read("list_users", overviews)
 
     async def set_user_enabled(self, user_id: int, enabled: bool) -> bool:
-        """Enable or disable; the user's sign-ins from before end either way (``sessions_after``)."""
-        sql = "UPDATE users SET enabled = $1, sessions_after = $2 WHERE id = $3"
+        """Enable or disable a user that is not deleted; the user's sign-ins from before end either way (``sessions_after``)."""
+        sql = "UPDATE users SET enabled = $1, sessions_after = $2 WHERE id = $3 AND deleted_at IS NULL"
         return await self._write("set_user_enabled", lambda conn: _updated(conn, sql, int(bool(enabled)), time.time(), user_id))
+
+    async def delete_user(self, user_id: int) -> bool:
+        """As the SQLite store's :func:`gateway_core.store.users.delete_user`, in one transaction."""
+
+        async def delete(conn: asyncpg.Connection) -> bool:
+            now = time.time()
+            sql = "UPDATE users SET enabled = 0, deleted_at = $1, sessions_after = $1, password_hash = NULL WHERE id = $2 AND deleted_at IS NULL"
+            if not await _updated(conn, sql, now, user_id):
+                return False
+            await conn.execute("UPDATE api_keys SET deleted = 1, enabled = 0 WHERE user_id = $1 AND deleted = 0", user_id)
+            await conn.execute("UPDATE access_tokens SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL", now, user_id)
+            return True
+
+        return await self._write("delete_user", delete)
 
     async def set_password_hash(self, user_id: int, password_hash: str | None) -> bool:
         """Set the hash; the user's sign-ins from before end (``sessions_after``)."""
@@ -238,14 +252,15 @@ class UsersAdmin(AdminBase):
         expires_at: float | None,
         models: Sequence[str],
         allow_ips: Sequence[str],
+        group: str | None = None,
     ) -> bool:
         async def update(conn: asyncpg.Connection) -> bool:
             stored_name, networks, model_names = checked_key(name, quota_micros, models, allow_ips)
             return await _updated(
                 conn,
-                "UPDATE api_keys SET name = $1, quota_micros = $2, expires_at = $3, models = $4, allow_ips = $5 "
-                "WHERE id = $6 AND deleted = 0",
-                stored_name, quota_micros, expires_at, to_json(model_names), to_json(networks), key_id,
+                'UPDATE api_keys SET name = $1, quota_micros = $2, expires_at = $3, models = $4, allow_ips = $5, group_name = coalesce($6, group_name) '
+                "WHERE id = $7 AND deleted = 0",
+                stored_name, quota_micros, expires_at, to_json(model_names), to_json(networks), group, key_id,
             )  # fmt: skip
 
         return await self._write("update_key", update)

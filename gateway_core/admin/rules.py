@@ -1,0 +1,82 @@
+"""The admin layer's rules for values every front takes: one rule each, so the
+CLI, the console and the management API refuse the same input with the same
+message (the field to blame, then what is expected).
+
+- amounts: whole micro-USD, at most :data:`MAX_AMOUNT_MICROS` (a billion USD: more is
+  a typo, not a payment);
+- user names: 1 to 100 characters with no space or control character (they are
+  typed on command lines and in sign-in forms);
+- channel base URLs: ``http://`` or ``https://``, or the scheme of the channel
+  type's own address (the demo type's ``local://``);
+- a key's models: each served to the key's group by some channel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from ..channel_type import ChannelType
+from ..money import MICROS_PER_USD, format_usd
+from .context import Admin
+from .errors import Invalid
+
+MAX_AMOUNT_MICROS = 1_000_000_000 * MICROS_PER_USD
+MAX_USER_NAME = 100
+
+
+def check_amount(micros: object, field: str, *, allow_zero: bool = False, signed: bool = False) -> int:
+    """``micros`` as an amount of money (:class:`Invalid` naming ``field`` when it is
+    not a whole number of micro-USD, is negative unless ``signed``, zero unless
+    ``allow_zero``, or beyond :data:`MAX_AMOUNT_MICROS` either way)."""
+    if isinstance(micros, bool) or not isinstance(micros, int):
+        raise Invalid(f"must be a whole number of micro-USD, got {micros!r}", field)
+    if micros < 0 and not signed:
+        raise Invalid("must not be negative", field)
+    if micros == 0 and not allow_zero:
+        raise Invalid("must not be zero" if signed else "must be more than zero", field)
+    if abs(micros) > MAX_AMOUNT_MICROS:
+        raise Invalid(f"must be at most {format_usd(MAX_AMOUNT_MICROS)} USD, got {format_usd(micros)} USD", field)
+    return micros
+
+
+def check_user_name(name: object) -> str:
+    """``name`` as a user name, or :class:`Invalid`."""
+    if not isinstance(name, str) or not name:
+        raise Invalid("needs a name", "name")
+    if len(name) > MAX_USER_NAME:
+        raise Invalid(f"must be at most {MAX_USER_NAME} characters", "name")
+    if any(char.isspace() or not char.isprintable() for char in name):
+        raise Invalid(f"must not contain spaces or control characters, got {name!r} (letters, digits and . _ - @ suit)", "name")
+    return name
+
+
+def check_base_url(url: str, channel_type: ChannelType | None) -> None:
+    """Refuse a base URL that is not ``http(s)://…`` (or the channel type's own
+    scheme): a typo such as ``htps://`` or ``ftp://`` would only fail at the first
+    request."""
+    if "://" not in url:
+        raise Invalid(f"must be a URL like https://api.example.com, got {url!r}", "base_url")
+    own = channel_type.normalize_base_url("") if channel_type is not None else ""
+    allowed = {"http", "https"} | ({urlsplit(own).scheme} if "://" in own else set())
+    if urlsplit(url).scheme.lower() not in allowed:
+        schemes = " or ".join(f"{scheme}://" for scheme in sorted(allowed))
+        raise Invalid(f"must start with {schemes}, got {url[:80]!r}", "base_url")
+
+
+async def check_models_served(admin: Admin, models: Iterable[str], group: str, *, already: Iterable[str] = ()) -> None:
+    """Refuse a model (other than those in ``already``, a key's before a change) that
+    no channel serves to ``group``: a key restricted to a misspelt model, or to one
+    its group cannot reach, could call nothing."""
+    kept = set(already)
+    wanted = [model for model in dict.fromkeys(models) if model not in kept]
+    if not wanted:
+        return
+    served: set[str] = set()
+    for channel in await admin.store.list_channels():
+        if group in channel.groups:
+            served.update(channel.models)
+    unknown = [model for model in wanted if model not in served]
+    if unknown:
+        listed = ", ".join(sorted(served)) or "none yet"
+        raise Invalid(f"names model(s) no channel serves to the group {group!r}: {', '.join(unknown)} (its models: {listed})", "models")

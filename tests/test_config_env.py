@@ -1,0 +1,110 @@
+"""Every [gateway] setting from the environment (RELAYGATE_<NAME>), over
+plugins.toml and under a flag, and ``relaygate config show`` saying where each
+setting came from with secrets masked."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import attrs
+import pytest
+
+from gateway_core.cli import main
+from gateway_core.config import GATEWAY_SETTINGS, Config, ConfigError, load_config
+from gateway_core.config_env import variable
+
+# a value for each setting's variable, and what the configuration then holds
+SAMPLES = {
+    "trusted_proxies": ("10.0.0.1, 10.0.0.2", ("10.0.0.1", "10.0.0.2")), "max_body_bytes": ("1024", 1024),
+    "max_attempts": ("5", 5), "default_max_output_tokens": ("100", 100), "stale_hold_seconds": ("60", 60.0),
+    "attempt_deadline": ("10", 10.0), "keepalive_interval": ("2.5", 2.5), "breaker_failures": ("7", 7), "breaker_cooldown": ("3", 3.0),
+    "breaker_last_resort": ("0", 0.0), "db_pool_size": ("3", 3), "session_affinity": ("true", True), "session_header": ("X-Conv", "x-conv"),
+    "session_ttl": ("30", 30.0), "session_max_entries": ("50", 50), "db_timeout": ("2", 2.0), "redis": ("redis://127.0.0.1:6390/2", "redis://127.0.0.1:6390/2"),
+    "redis_fail_open": ("yes", True), "redis_prefix": ("rg-test", "rg-test"), "metrics_token": ("s3cret", "s3cret"),
+    "metrics_allow": ("10.0.0.0/8", ("10.0.0.0/8",)), "shutdown_drain_seconds": ("4", 4.0), "hold_lease_seconds": ("90", 90.0),
+    "replica": ("gw-7", "gw-7"), "shutdown_grace_seconds": ("12", 12.0), "server": ("uvicorn", "uvicorn"), "pin_workers": ("on", True),
+    "budget_timezone": ("Europe/Paris", "Europe/Paris"), "budget_window": ("rolling", "rolling"), "cost_header": ("1", True),
+    "body_timeout": ("30", 30.0), "max_answer_bytes": ("2048", 2048), "max_frame_bytes": ("4096", 4096), "write_timeout": ("0", 0.0),
+}  # fmt: skip
+TABLES = {"timeouts": ("connect", "3", 3.0), "json": ("max_depth", "12", 12), "redis_faults": ("rate_limits", "open", "open")}
+
+
+def config_of(environ: dict[str, str], tmp_path, toml: str = "") -> Config:
+    plugins = tmp_path / "plugins.toml"
+    plugins.write_text(toml)
+    return load_config(str(tmp_path / "gw.db"), plugins, environ=environ)
+
+
+def test_every_gateway_setting_has_its_variable(tmp_path):
+    scalars = [name for name in GATEWAY_SETTINGS if name not in TABLES]
+    missing = [name for name in scalars if name not in SAMPLES and not isinstance(getattr(Config(db_path=""), name), bool)]
+    assert not missing, f"add a sample for {missing}"
+    for name in scalars:
+        text, expected = SAMPLES.get(name, ("true", True))
+        config = config_of({variable(name): text}, tmp_path)
+        assert getattr(config, name) == expected, name
+        assert config.sources[name] == variable(name)
+    for name, (key, text, expected) in TABLES.items():
+        config = config_of({variable(name, key): text}, tmp_path)
+        table = getattr(config, {"json": "json_limits"}.get(name, name))
+        assert getattr(table, key) == expected, name
+        assert config.sources[name] == variable(name, key)
+
+
+def test_the_environment_is_over_the_file_and_a_table_keeps_the_files_other_keys(tmp_path):
+    toml = "[gateway]\nmax_attempts = 2\nbreaker_failures = 9\n[gateway.timeouts]\nconnect = 4\nidle = 30\n"
+    config = config_of({"RELAYGATE_MAX_ATTEMPTS": "6", "RELAYGATE_TIMEOUTS_CONNECT": "1.5"}, tmp_path, toml)
+    assert (config.max_attempts, config.breaker_failures) == (6, 9)
+    assert (config.timeouts.connect, config.timeouts.idle) == (1.5, 30.0)
+    assert config.sources["max_attempts"] == "RELAYGATE_MAX_ATTEMPTS"
+    assert config.sources["breaker_failures"] == str(tmp_path / "plugins.toml")
+    assert config.sources["timeouts"] == f"RELAYGATE_TIMEOUTS_CONNECT over {tmp_path / 'plugins.toml'}"
+    assert "max_body_bytes" not in config.sources  # the default
+
+
+@pytest.mark.parametrize(("name", "text", "words"), [
+    ("RELAYGATE_MAX_ATTEMPTS", "many", "RELAYGATE_MAX_ATTEMPTS must be a whole number, got 'many'"),
+    ("RELAYGATE_COST_HEADER", "maybe", "RELAYGATE_COST_HEADER must be true or false, got 'maybe'"),
+    ("RELAYGATE_REDIS", "localhost:6379", "RELAYGATE_REDIS must be a Redis URL"),
+    ("RELAYGATE_MAX_ATTEMPTS", "0", "max_attempts must be a positive integer, got 0"),
+])  # fmt: skip
+def test_a_bad_value_is_one_line_naming_it(tmp_path, monkeypatch, name, text, words):
+    with pytest.raises(ConfigError, match=words):
+        config_of({name: text}, tmp_path)
+    monkeypatch.setenv(name, text)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert main(["config", "show", "--db", str(tmp_path / "gw.db")]) == 2
+    assert err.getvalue().count("\n") == 1 and words.split(" got")[0] in err.getvalue()
+
+
+def test_config_show_says_where_each_setting_came_from_and_masks_secrets(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plugins.toml").write_text('[gateway]\nmax_attempts = 2\nmetrics_token = "file-token-1"\n')
+    monkeypatch.setenv("RELAYGATE_PORT", "9099")
+    monkeypatch.setenv("RELAYGATE_REDIS", "redis://ops:hunter22@127.0.0.1:6379/0")
+    monkeypatch.delenv("RELAYGATE_DB", raising=False)
+    monkeypatch.delenv("RELAYGATE_PLUGINS", raising=False)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["config", "show", "--json"]) == 0
+    shown = json.loads(out.getvalue())
+    assert shown["max_attempts"] == {"value": 2, "from": "plugins.toml"}
+    assert shown["serve --port"] == {"value": "9099", "from": "RELAYGATE_PORT"}
+    assert shown["redis"] == {"value": "redis://ops:********@127.0.0.1:6379/0", "from": "RELAYGATE_REDIS"}
+    assert shown["metrics_token"]["value"] == "********" and "file-token-1" not in out.getvalue() and "hunter22" not in out.getvalue()
+    assert shown["db"]["from"].startswith("default") and shown["db"]["value"].endswith("relaygate.db")
+    assert shown["max_body_bytes"] == {"value": 33554432, "from": "default"}
+    assert set(GATEWAY_SETTINGS) <= set(shown)
+
+
+@pytest.mark.parametrize(("toml", "hidden"), [
+    ("", False), ("[gateway]\nhide_forbidden_models = true\n", True),
+    ("[gateway]\ndetailed_model_errors = false\n", True),  # an older file that asked for the indistinguishable answer keeps it
+    ("[gateway]\ndetailed_model_errors = true\n", False),
+    ("[gateway]\ndetailed_model_errors = false\nhide_forbidden_models = false\n", False),  # the new name wins
+])  # fmt: skip
+def test_hide_forbidden_models_and_the_older_name(tmp_path, toml, hidden):
+    assert config_of({}, tmp_path, toml).hide_forbidden_models is hidden
