@@ -34,7 +34,7 @@ async def key_edit(ctx: Ctx) -> Response:
     if ctx.request.method == "GET":
         return _form(ctx, key, (key.group,), action=action, back=back)
     try:
-        fields = await _limits(ctx, key.group, key)
+        fields = await _limits(ctx, key)
         after = await keys.update_key(ctx.admin, key.id, limits=_rate_limits(ctx), **fields)
     except ValueError as exc:  # FormError, Invalid
         return _form(ctx, key, (key.group,), 400, str(exc), action=action, back=back)
