@@ -109,6 +109,7 @@ def routes() -> list:
         Route("/admin/users/{user_id:int}/keys/{key_id:int}/delete", admin_keys.key_delete, methods=POST),
         Route("/admin/users/{user_id:int}/enable", admin_users.user_enable, methods=POST),
         Route("/admin/users/{user_id:int}/disable", admin_users.user_disable, methods=POST),
+        Route("/admin/users/{user_id:int}/delete", admin_users.user_delete, methods=POST),
         Route("/admin/users/{user_id:int}/password", admin_users.user_password, methods=POST),
         Route("/admin/groups", admin_site.group_list, methods=GET),
         Route("/admin/groups", admin_site.group_save, methods=POST),

@@ -1,6 +1,6 @@
 """Operator pages for users: list (searched, in pages), create, top up (with a
 note), open groups (checkboxes of the existing groups), budgets of the user and
-of each key, enable/disable, set a password."""
+of each key, enable/disable, set a password, delete."""
 
 from __future__ import annotations
 
@@ -180,3 +180,16 @@ async def user_password(ctx: Ctx) -> Response:
         return await _user_page(ctx, 400, str(exc))
     await ctx.audit("user.password", f"user {ctx.path_int('user_id')}", None, {"password": "changed"})
     return ctx.redirect(f"/admin/users/{ctx.path_int('user_id')}", "password")
+
+
+@page(admin=True)
+async def user_delete(ctx: Ctx) -> Response:
+    """Delete a user for good (``relaygate user delete``): keys deleted, tokens revoked,
+    sessions ended; the ledger and the usage log stay. Not oneself."""
+    try:
+        before = await users.get_user(ctx.admin, ctx.path_int("user_id"))
+        after = await users.delete_user(ctx.admin, before.id, by=ctx.user.id)
+    except ValueError as exc:  # Invalid: oneself, or deleted already
+        return await _user_page(ctx, 400, str(exc))
+    await ctx.audit("user.delete", f"user {before.id}", before, after)
+    return ctx.redirect("/admin/users", "deleted")
