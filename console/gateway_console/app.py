@@ -16,7 +16,7 @@ from starlette.staticfiles import StaticFiles
 from gateway_core.ratelimit import SignInRule
 
 from .sessions import MOUNT_PATH
-from .views import admin_audit, admin_channels, admin_keys, admin_site, admin_users, auth, dashboard, keys, logs, models, playground, quickstart, tokens, wallet
+from .views import admin_audit, admin_channels, admin_codes, admin_keys, admin_site, admin_users, auth, dashboard, keys, logs, models, playground, quickstart, tokens, wallet
 from . import i18n
 from .web import TEMPLATES, ConsoleState, language_of, page_values, remember_language
 
@@ -111,6 +111,10 @@ def routes() -> list:
         Route("/admin/users/{user_id:int}/disable", admin_users.user_disable, methods=POST),
         Route("/admin/users/{user_id:int}/delete", admin_users.user_delete, methods=POST),
         Route("/admin/users/{user_id:int}/password", admin_users.user_password, methods=POST),
+        Route("/admin/codes", admin_codes.code_list, methods=GET),
+        Route("/admin/codes", admin_codes.code_create, methods=POST),
+        Route("/admin/codes/export.csv", admin_codes.code_export, methods=GET),
+        Route("/admin/codes/{code_id:int}/disable", admin_codes.code_disable, methods=POST),
         Route("/admin/groups", admin_site.group_list, methods=GET),
         Route("/admin/groups", admin_site.group_save, methods=POST),
         Route("/admin/prices", admin_site.price_list, methods=GET),
