@@ -111,9 +111,14 @@ def test_every_page_is_accessible_and_usable_on_a_phone(walk, seed, users, start
         ("admin-prices", "/console/admin/prices"), ("admin-usage", "/console/admin/usage"),
         ("admin-logs", "/console/admin/logs"), ("admin-log-detail", f"/console/admin/logs/{failed}"),
         ("admin-audit", "/console/admin/audit"), ("admin-dashboard", "/console/dashboard"),
+        ("admin-codes", "/console/admin/codes"),
     ):  # fmt: skip
         page_walk.go(path)
         page_walk.check(name)
+    page.fill("input[name=value]", "5")
+    page.click("button:has-text('Create the codes')")
+    page.wait_for_selector("#created-codes")
+    page_walk.check("admin-codes-created")
     page_walk.go("/console/admin/channels")
     for button in page.locator("table.channels button, table.channels a").all():
         box = button.bounding_box()
