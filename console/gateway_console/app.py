@@ -16,7 +16,7 @@ from starlette.staticfiles import StaticFiles
 from gateway_core.ratelimit import SignInRule
 
 from .sessions import MOUNT_PATH
-from .views import admin_audit, admin_channels, admin_site, admin_users, auth, dashboard, keys, logs, models, playground, quickstart, tokens, wallet
+from .views import admin_audit, admin_channels, admin_codes, admin_keys, admin_site, admin_users, auth, dashboard, keys, logs, models, playground, quickstart, tokens, wallet
 from . import i18n
 from .web import TEMPLATES, ConsoleState, language_of, page_values, remember_language
 
@@ -90,6 +90,7 @@ def routes() -> list:
         Route("/quickstart", quickstart.quickstart, methods=GET),
         Route("/admin/channels", admin_channels.channel_list, methods=GET),
         Route("/admin/channels/new", admin_channels.channel_new, methods=BOTH),
+        Route("/admin/channels/bulk", admin_channels.channel_bulk, methods=POST),
         Route("/admin/channels/{channel_id:int}/edit", admin_channels.channel_edit, methods=BOTH),
         Route("/admin/channels/{channel_id:int}/enable", admin_channels.channel_enable, methods=POST),
         Route("/admin/channels/{channel_id:int}/disable", admin_channels.channel_disable, methods=POST),
@@ -102,9 +103,18 @@ def routes() -> list:
         Route("/admin/users/{user_id:int}/groups", admin_users.user_groups, methods=POST),
         Route("/admin/users/{user_id:int}/budgets", admin_users.user_budgets, methods=POST),
         Route("/admin/users/{user_id:int}/keys/{key_id:int}/budgets", admin_users.key_budgets, methods=POST),
+        Route("/admin/users/{user_id:int}/keys/{key_id:int}/edit", admin_keys.key_edit, methods=BOTH),
+        Route("/admin/users/{user_id:int}/keys/{key_id:int}/enable", admin_keys.key_enable, methods=POST),
+        Route("/admin/users/{user_id:int}/keys/{key_id:int}/disable", admin_keys.key_disable, methods=POST),
+        Route("/admin/users/{user_id:int}/keys/{key_id:int}/delete", admin_keys.key_delete, methods=POST),
         Route("/admin/users/{user_id:int}/enable", admin_users.user_enable, methods=POST),
         Route("/admin/users/{user_id:int}/disable", admin_users.user_disable, methods=POST),
+        Route("/admin/users/{user_id:int}/delete", admin_users.user_delete, methods=POST),
         Route("/admin/users/{user_id:int}/password", admin_users.user_password, methods=POST),
+        Route("/admin/codes", admin_codes.code_list, methods=GET),
+        Route("/admin/codes", admin_codes.code_create, methods=POST),
+        Route("/admin/codes/export.csv", admin_codes.code_export, methods=GET),
+        Route("/admin/codes/{code_id:int}/disable", admin_codes.code_disable, methods=POST),
         Route("/admin/groups", admin_site.group_list, methods=GET),
         Route("/admin/groups", admin_site.group_save, methods=POST),
         Route("/admin/prices", admin_site.price_list, methods=GET),

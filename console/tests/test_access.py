@@ -167,7 +167,7 @@ async def test_another_users_key_log_and_pages_are_not_found(browsers, seed, use
 
 
 ADMIN_GETS = ("/console/admin/channels", "/console/admin/channels/new", "/console/admin/users", "/console/admin/groups",
-              "/console/admin/prices", "/console/admin/usage", "/console/admin/logs")  # fmt: skip
+              "/console/admin/prices", "/console/admin/usage", "/console/admin/logs", "/console/admin/codes")  # fmt: skip
 
 
 async def test_non_admins_get_403_on_every_admin_route(browsers, users, seed):

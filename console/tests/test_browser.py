@@ -151,6 +151,7 @@ def test_operator_pages_render_in_the_browser_and_on_a_phone(chromium, seed, use
         ("24-admin-groups", "/console/admin/groups", "default"),
         ("25-admin-prices", "/console/admin/prices", "Set a price"),
         ("26-admin-usage", "/console/admin/usage", "Site-wide usage"),
+        ("26-admin-codes", "/console/admin/codes", "Create a batch"),
         ("27-account", "/console/account", "Change password"),
     ):
         page.goto(gateway.url + path)

@@ -111,9 +111,14 @@ def test_every_page_is_accessible_and_usable_on_a_phone(walk, seed, users, start
         ("admin-prices", "/console/admin/prices"), ("admin-usage", "/console/admin/usage"),
         ("admin-logs", "/console/admin/logs"), ("admin-log-detail", f"/console/admin/logs/{failed}"),
         ("admin-audit", "/console/admin/audit"), ("admin-dashboard", "/console/dashboard"),
+        ("admin-codes", "/console/admin/codes"),
     ):  # fmt: skip
         page_walk.go(path)
         page_walk.check(name)
+    page.fill("input[name=value]", "5")
+    page.click("button:has-text('Create the codes')")
+    page.wait_for_selector("#created-codes")
+    page_walk.check("admin-codes-created")
     page_walk.go("/console/admin/channels")
     for button in page.locator("table.channels button, table.channels a").all():
         box = button.bounding_box()
@@ -397,7 +402,7 @@ def test_the_wallet_reads_money_shows_budgets_redeems_and_operators_edit_budgets
     page.wait_for_selector("text=Saved.")
     row = page.locator(f"tr[data-key-id='{key_id}']")
     row.locator("input[name=weekly]").fill("2.5")
-    row.locator("button").click()
+    row.get_by_role("button", name="Save the budgets of key laptop").click()
     page.wait_for_selector("text=Saved.")
     (user,) = seed.rows("SELECT daily_budget_micros, weekly_budget_micros, monthly_budget_micros FROM users WHERE id = ?", (users["alice"],))
     (key,) = seed.rows("SELECT weekly_budget_micros, locks FROM api_keys WHERE id = ?", (key_id,))

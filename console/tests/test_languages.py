@@ -233,7 +233,8 @@ async def test_every_page_renders_in_chinese(browsers, seed, users, start_gatewa
     admin_pages = ["/console/dashboard?view=site", "/console/admin/channels", "/console/admin/channels/new",
                    f"/console/admin/channels/{channel_id}/edit", "/console/admin/users", f"/console/admin/users/{users['alice']}",
                    "/console/admin/groups", "/console/admin/prices", "/console/admin/usage", "/console/admin/logs",
-                   f"/console/admin/logs/{failed}", "/console/admin/audit"]  # fmt: skip
+                   f"/console/admin/logs/{failed}", "/console/admin/audit", "/console/admin/codes",
+                   f"/console/admin/users/{users['alice']}/keys/{key_id}/edit"]  # fmt: skip
     for name, pages in (("alice", user_pages), ("root", admin_pages)):
         browser = await browsers(name, url=gateway.url)
         for path in pages:

@@ -7,6 +7,7 @@ schema (:mod:`..channel_form`)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -24,7 +25,10 @@ HEALTH_WINDOW = 24 * 3600
 TIMEOUTS = {"timeout_connect": N_("Connect timeout"), "timeout_first_byte": N_("First-byte timeout"), "timeout_idle": N_("Idle timeout")}
 
 
-async def _list_page(ctx: Ctx, probe: tuple[ChannelRecord, channels.ProbeResult] | None = None) -> Response:
+Probe = tuple[ChannelRecord, channels.ProbeResult]
+
+
+async def _list_page(ctx: Ctx, probe: Probe | None = None, probes: list[Probe] | None = None, status: int = 200, error: str | None = None) -> Response:
     """Channels, their traffic over 24 h, and their breakers and keys."""
     shared = ctx.services.health.shared  # with Redis: every worker's and replica's requests
     in_flight = await shared.in_flight() if shared is not None else ctx.services.health.in_flight()
@@ -32,7 +36,9 @@ async def _list_page(ctx: Ctx, probe: tuple[ChannelRecord, channels.ProbeResult]
     traffic = await channels.channel_traffic(ctx.admin, time.time() - HEALTH_WINDOW)
     breakers = {status.channel.id: status.health for status in statuses}
     listed = [status.channel for status in statuses]
-    return ctx.render("admin_channels.html", channels=listed, health=traffic, breakers=breakers, probe=probe)
+    return ctx.render(
+        "admin_channels.html", status=status, error=error, channels=listed, health=traffic, breakers=breakers, probe=probe, probes=probes,
+    )  # fmt: skip
 
 
 @page(admin=True)
@@ -137,9 +143,31 @@ async def channel_delete(ctx: Ctx) -> Response:
 
 @page(admin=True)
 async def channel_probe(ctx: Ctx) -> Response:
+    return await _list_page(ctx, await _probe(ctx, ctx.path_int("channel_id"), text(ctx.form, "model") or None))
+
+
+async def _probe(ctx: Ctx, channel_id: int, model: str | None = None) -> Probe:
     services = ctx.services
-    probe = await channels.test_channel(
-        ctx.admin, ctx.path_int("channel_id"), timeouts=services.config.timeouts, session=services.session,
-        request_id=ctx.request.scope.get("relaygate.request_id", "console-test"), model=text(ctx.form, "model") or None,
+    return await channels.test_channel(
+        ctx.admin, channel_id, timeouts=services.config.timeouts, session=services.session,
+        request_id=ctx.request.scope.get("relaygate.request_id", "console-test"), model=model,
     )  # fmt: skip
-    return await _list_page(ctx, probe)
+
+
+@page(admin=True)
+async def channel_bulk(ctx: Ctx) -> Response:
+    """The checked channels: test them all at once (each with its response time),
+    enable or disable them, each change audited as the one-channel buttons do."""
+    ids = sorted({int(str(value)) for value in ctx.form.getlist("channel") if str(value).isdigit()})
+    action = text(ctx.form, "action")
+    if not ids:
+        return await _list_page(ctx, status=400, error=_("Check at least one channel first."))
+    if action == "test":
+        return await _list_page(ctx, probes=list(await asyncio.gather(*(_probe(ctx, channel_id) for channel_id in ids))))
+    if action not in ("enable", "disable"):
+        return await _list_page(ctx, status=400, error=_("Choose what to do with the checked channels."))
+    for channel_id in ids:
+        before = await channels.get_channel(ctx.admin, channel_id)
+        after = (await channels.enable_channel(ctx.admin, channel_id))[0] if action == "enable" else await channels.disable_channel(ctx.admin, channel_id)
+        await ctx.audit(f"channel.{action}", f"channel {channel_id}", before, after)
+    return ctx.redirect("/admin/channels", "enabled" if action == "enable" else "disabled")

@@ -1,6 +1,6 @@
 """Operator pages for users: list (searched, in pages), create, top up (with a
 note), open groups (checkboxes of the existing groups), budgets of the user and
-of each key, enable/disable, set a password."""
+of each key, enable/disable, set a password, delete."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ async def _user_page(ctx: Ctx, status: int = 200, error: str | None = None) -> R
     user_budgets = await _user_budgets(ctx, found.user)
     return ctx.render(
         "admin_user.html", status=status, error=error, user=found.user, ledger=found.ledger,
-        keys=await keys.list_keys(ctx.admin, user_id), budgets=caps, user_budgets=user_budgets, periods=PERIODS,
+        keys=await keys.list_keys(ctx.admin, user_id, include_deleted=True), budgets=caps, user_budgets=user_budgets, periods=PERIODS,
         all_groups=[group.name for group in await groups.list_groups(ctx.admin)],
     )  # fmt: skip
 
@@ -180,3 +180,16 @@ async def user_password(ctx: Ctx) -> Response:
         return await _user_page(ctx, 400, str(exc))
     await ctx.audit("user.password", f"user {ctx.path_int('user_id')}", None, {"password": "changed"})
     return ctx.redirect(f"/admin/users/{ctx.path_int('user_id')}", "password")
+
+
+@page(admin=True)
+async def user_delete(ctx: Ctx) -> Response:
+    """Delete a user for good (``relaygate user delete``): keys deleted, tokens revoked,
+    sessions ended; the ledger and the usage log stay. Not oneself."""
+    try:
+        before = await users.get_user(ctx.admin, ctx.path_int("user_id"))
+        after = await users.delete_user(ctx.admin, before.id, by=ctx.user.id)
+    except ValueError as exc:  # Invalid: oneself, or deleted already
+        return await _user_page(ctx, 400, str(exc))
+    await ctx.audit("user.delete", f"user {before.id}", before, after)
+    return ctx.redirect("/admin/users", "deleted")

@@ -50,11 +50,16 @@ def _rate_limits(ctx: Ctx) -> dict[str, int | None]:
     return {column: optional_int(text(ctx.form, column), _(LIMIT_LABELS[column])) or None for column in LIMIT_COLUMNS}
 
 
-def _form(ctx: Ctx, key: KeyRecord | None, groups: Any, status: int = 200, error: str | None = None) -> Response:
+def _form(
+    ctx: Ctx, key: KeyRecord | None, groups: Any, status: int = 200, error: str | None = None, *, action: str | None = None, back: str = "/keys"
+) -> Response:
+    """The key form; ``action`` and ``back`` (Cancel) are the operator's paths when
+    an admin edits another user's key (:mod:`.admin_keys`)."""
     values = {name: str(value) for name, value in ctx.form.items()} if error else {}
+    action = action or (f"/keys/{key.id}/edit" if key else "/keys/new")
     return ctx.render(
         "key_form.html", status=status, key=key, groups=groups, values=values, error=error, limit_labels=LIMIT_LABELS,
-        name_length=NAME_LENGTH,
+        name_length=NAME_LENGTH, action=action, back=back,
     )  # fmt: skip
 
 
