@@ -129,4 +129,4 @@ def test_two_replicas_behind_nginx_bill_every_answer_once(podman: list[str], ima
         check = subprocess.run([*tool, "check"], capture_output=True, text=True)
         assert check.returncode == 0 and "OK:" in check.stdout, check.stdout + check.stderr
     finally:
-        subprocess.run([*compose, "down", "-t", "5"], cwd=project, env=env, capture_output=True, timeout=300)
+        subprocess.run([*compose, "down", "-v", "-t", "5"], cwd=project, env=env, capture_output=True, timeout=300)
