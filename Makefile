@@ -2,21 +2,38 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
+# Every distribution of the repository, by folder: one line to add a plugin distribution.
+# Each has a pyproject.toml, a VERSION link to the top one, and a `test` extra.
+DISTRIBUTIONS := . adapters/openai adapters/anthropic adapters/gemini adapters/demo console
+PROJECTS := $(addsuffix /pyproject.toml,$(DISTRIBUTIONS))
 STAMP := $(VENV)/.installed
-PROJECTS := pyproject.toml adapters/openai/pyproject.toml adapters/anthropic/pyproject.toml adapters/gemini/pyproject.toml adapters/demo/pyproject.toml console/pyproject.toml
+TEST_STAMP := $(VENV)/.installed-test
+PIP := $(BIN)/python -m pip --disable-pip-version-check
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: install browser postgres redis run test fuzz bench bench-workers bench-peers clean
+.PHONY: install install-test dist browser container-engine postgres redis run test fuzz bench bench-workers bench-peers clean
 
+# what serving needs and nothing more (make run): every distribution, editable, without test tools
 install: $(STAMP)
 
-$(STAMP): $(PROJECTS) constraints.txt
+$(STAMP): $(PROJECTS) VERSION constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt \
-		-e '.[test]' -e adapters/openai -e adapters/anthropic -e adapters/gemini -e adapters/demo -e 'console[test]'
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -c constraints.txt $(foreach d,$(DISTRIBUTIONS),-e $(d))
 	touch $(STAMP)
+
+# the same, plus each distribution's test extra (make test)
+install-test: $(TEST_STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(PIP) install --quiet -c constraints.txt $(foreach d,$(DISTRIBUTIONS),-e '$(d)[test]')
+	touch $(TEST_STAMP)
+
+# a wheel and an sdist of every distribution in dist/
+dist: install-test
+	rm -rf dist
+	for d in $(DISTRIBUTIONS); do $(BIN)/python -m build --quiet --outdir dist $$d || exit 1; done
 
 run: install
 	$(BIN)/relaygate init --host $(HOST) --port $(PORT)
@@ -28,6 +45,15 @@ browser:
 		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium || \
 		  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; }; }; } || \
 		echo "warning: Debian's chromium is not installed (needs root and apt-get): the console's browser tests will fail" >&2
+
+# Podman (with runc and debootstrap) for the container tests (tests/container/): installed
+# from Debian's packages when missing and possible (root, apt-get); they skip without it
+container-engine:
+	@command -v podman >/dev/null && command -v runc >/dev/null && command -v debootstrap >/dev/null || \
+		{ [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		{ DEBIAN_FRONTEND=noninteractive apt-get install -y -q podman runc debootstrap || \
+		  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q podman runc debootstrap; }; }; } || \
+		echo "warning: podman, runc or debootstrap is missing (needs root and apt-get): the container tests are skipped" >&2
 
 # PostgreSQL for the store's tests: started when installed but not running (Debian's pg_ctlcluster)
 postgres:
@@ -41,25 +67,25 @@ redis:
 		redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --dir /tmp >/dev/null && sleep 1; } || \
 		echo "warning: no Redis on 127.0.0.1:6379: the Redis tests will fail" >&2
 
-test: install browser postgres redis
+test: install-test browser container-engine postgres redis
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 # the property tests with many examples each (the normal suite runs a few): RELAYGATE_EXAMPLES=N to change
-fuzz: install postgres redis
+fuzz: install-test postgres redis
 	HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q -k "property or any_json" tests adapters
 
-bench: install
+bench: install-test
 	$(BIN)/python bench/overhead.py
 
 # requests per second of `serve --workers 2` on two CPUs against one worker on one (needs 2 CPUs)
-bench-workers: install
+bench-workers: install-test
 	$(BIN)/python bench/workers_scaling.py
 
 # not in CI: installs the LiteLLM proxy and Portkey's gateway (pinned) outside the
 # repository, then runs the same load through them beside Relaygate and the floor
 PEERS ?= $(HOME)/.cache/relaygate-bench-peers
-bench-peers: install
+bench-peers: install-test
 	RELAYGATE_BENCH_PEERS=$(PEERS) PYTHON=$(BIN)/python bench/peers.sh
 	$(BIN)/python bench/overhead.py --peers $(PEERS)
 

@@ -17,8 +17,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
@@ -199,3 +201,72 @@ def demo_key(seed) -> str:
     _, secret = seed.key(user)
     seed.channel("demo", type="demo", base_url="local://demo", models=["demo-chat"], settings={"delay_ms": 100})
     return secret
+
+
+# ---- Releases: the wheels every distribution builds, and their dependencies' wheels ----
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def distributions() -> list[Path]:
+    """The folders of the repository's distributions, from the Makefile's one list."""
+    for line in (ROOT / "Makefile").read_text().splitlines():
+        if line.startswith("DISTRIBUTIONS :="):
+            return [ROOT / name for name in line.split(":=", 1)[1].split()]
+    raise AssertionError("the Makefile names no DISTRIBUTIONS")
+
+
+def wheel_cache() -> Path:
+    """Dependency wheels kept between runs, in the user's cache (never the repository)."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = base / "relaygate" / "wheels"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def distribution_folders() -> list[Path]:
+    return distributions()
+
+
+@pytest.fixture(scope="session")
+def built_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel of every distribution, built from this tree (as `make dist` does, but
+    without an isolated build environment, so in seconds)."""
+    out, sources = tmp_path_factory.mktemp("dist"), tmp_path_factory.mktemp("sources")
+    for number, folder in enumerate(distributions()):
+        # a clean copy of the distribution's own files: no build/ or egg-info left by an
+        # earlier build (a deleted module would ship), no nested distribution, no tests
+        def ignored(where: str, names: list[str], top: Path = folder) -> set[str]:
+            return {name for name in names if name in _NOT_SHIPPED or name.endswith(".egg-info")
+                    or (Path(where) / name / "pyproject.toml").exists() and Path(where) / name != top}  # fmt: skip
+
+        copy = shutil.copytree(folder, sources / str(number), ignore=ignored)
+        subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(copy)],
+                       check=True, capture_output=True)  # fmt: skip
+    return out
+
+
+_NOT_SHIPPED = {".git", ".venv", "build", "dist", "data", "tests", "__pycache__", "node_modules", "test-artifacts"}
+
+
+@pytest.fixture(scope="session")
+def dependency_wheels(built_wheels: Path) -> Path:
+    """Wheels of everything `relaygate[all]` needs (and setuptools, to build in an image),
+    pinned by constraints.txt, kept in the user's cache: filled from the package index on
+    the first run, offline after that."""
+    cache = wheel_cache()
+    probe = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--no-index",
+             "--find-links", str(built_wheels), "--find-links", str(cache), "-c", str(ROOT / "constraints.txt"),
+             "relaygate[all]", "setuptools", *_OLDER_PYTHONS_NEED]  # fmt: skip
+    if subprocess.run(probe, capture_output=True).returncode != 0:
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--find-links", str(built_wheels),
+                        "-c", str(ROOT / "constraints.txt"), "--wheel-dir", str(cache), "relaygate[all]", "setuptools", *_OLDER_PYTHONS_NEED],
+                       check=True, capture_output=True)  # fmt: skip
+        for own in cache.glob("relaygate*"):
+            own.unlink()
+    return cache
+
+# what the dependencies need on Debian bookworm's Python 3.11.2 (the container tests' base
+# image) and not on this one: redis asks for async-timeout before 3.11.3
+_OLDER_PYTHONS_NEED = ["async-timeout>=4.0.3"]
