@@ -69,14 +69,13 @@ class NotFound:
 
     def __init__(self, protocols: list[ClientProtocol]) -> None:
         self.protocols = protocols
-        self.routes: list[BaseRoute] = []  # the app's, set once built: is a WebSocket's path served over HTTP?
-        # the served paths, to tell a base URL missing its '/v1' (the client asks for /chat/completions)
+        # the protocols' paths: a base URL missing its '/v1' (the client asks for /chat/completions),
+        # and whether a WebSocket upgrade names a path served over HTTP
         self.served = [compile_path(spec.path)[0] for protocol in protocols for spec in protocol.routes()]
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "websocket":
-            http = {**scope, "type": "http", "method": "GET", "root_path": ""}
-            served = any(route.matches({**http, "method": method})[0] != Match.NONE for route in self.routes for method in ("GET", "POST"))
+            served = any(pattern.match(scope["path"]) for pattern in self.served)
             return await decline_upgrade(scope, receive, send, served, lambda error, request_id: self._render(scope, error, request_id))
         if scope["type"] != "http":
             return
@@ -269,7 +268,6 @@ def create_app(
         *registry.routes,
     ]
     router = Router(routes=routes, lifespan=lifespan, default=not_found)
-    not_found.routes = router.routes
     return RequestIdMiddleware(LiteralPaths(router), registry.protocols, services)
 
 
