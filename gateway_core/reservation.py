@@ -74,6 +74,11 @@ class BalanceMargins:
             return
         if len(self._seen) >= MAX_USERS and user_id not in self._seen:
             self._seen.clear()
+        seen = self._seen.get(user_id)
+        if seen is not None and available > seen[0] and time.monotonic() - seen[1] <= FRESH_SECONDS:
+            # writes of one batch may report in any order: a higher figure can predate a
+            # debit already seen, so it waits until the lower one is stale (a top-up too)
+            return
         self._seen[user_id] = (available, time.monotonic())
 
     def forget(self, user_id: int) -> None:
