@@ -101,6 +101,7 @@ PUBLIC_MODULES = (
     "gateway_core.records",  # the records the store hands out
     "gateway_core.secrets",  # hashing and masking secrets
     "gateway_core.sql",  # SQL handles for a plugin's own tables
+    "gateway_core.stores",  # StoreKind: a kind of database, registered through register_stores
     "gateway_core.sessions",  # WebSocket sessions with an upstream: UpstreamSession, SessionMessage
     "gateway_core.sse",  # stream framing
     "gateway_core.kept_responses",  # answers a protocol keeps for its clients

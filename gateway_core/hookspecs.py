@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         RegisterPolicy,
         RegisterRoute,
         RegisterSessionReader,
+        RegisterStore,
     )
 
 PROJECT = "relaygate"
@@ -109,4 +110,17 @@ def register_session_readers(register: RegisterSessionReader, config: Config) ->
     CSRF token in ``X-CSRF-Token``) or ``None``. An API request without a bearer
     token is asked of each reader in turn; writes need the CSRF token. Called
     once per app.
+    """
+
+
+@hookspec
+def register_stores(register: RegisterStore, config: Config) -> None:
+    """Register kinds of database the gateway can keep its state in.
+
+    Call ``register(kind)`` with a :class:`gateway_core.stores.StoreKind`: the URL
+    schemes it serves and how it opens its store and ports, migrates, checks a
+    database before ``serve`` and takes part in ``copy-store``. The database URL
+    (``--db``, ``RELAYGATE_DB``, ``[gateway] db``) picks the kind; the core
+    registers SQLite (file paths, ``sqlite:///``) and PostgreSQL
+    (``postgresql://``). Called once per app and per CLI invocation.
     """

@@ -26,6 +26,7 @@ ENTRY_POINT_GROUP = "relaygate"
 DEFAULT_PLUGINS = {
     "core.policies": "gateway_core.policies.plugin",
     "core.migrations": "gateway_core.store.migrations",
+    "core.stores": "gateway_core.store.kinds",
     "core.serve": "gateway_core.commands.serve",
     "core.database": "gateway_core.commands.database",
     "core.users": "gateway_core.commands.users",
@@ -117,6 +118,12 @@ def collect(config: Config, extra_plugins: Iterable[Any] = ()) -> Registry:
             raise ConfigError(f"migration {name!r} registered twice")
         registry.migrations.append((name, migrate))
 
+    def add_store(kind: Any) -> None:
+        clash = [other.name for other in registry.stores if other.name == kind.name or set(other.schemes) & set(kind.schemes)]
+        if clash or (kind.default and any(other.default for other in registry.stores)):
+            raise ConfigError(f"store {kind.name!r} registered twice, or for a URL scheme {', '.join(clash) or 'the default'} already serves")
+        registry.stores.append(kind)
+
     def add_command(name: str, help: str, configure: ConfigureCommand, run: RunCommand) -> None:
         registry.commands.append((name, help, configure, run))
 
@@ -128,6 +135,7 @@ def collect(config: Config, extra_plugins: Iterable[Any] = ()) -> Registry:
     hook.register_migrations(register=add_migration, config=config)
     hook.register_commands(register=add_command, config=config)
     hook.register_session_readers(register=registry.session_readers.append, config=config)
+    hook.register_stores(register=add_store, config=config)
     registry.policies.sort(key=lambda policy: policy.order)
     registry.migrations.sort(key=lambda item: item[0])
     return registry

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
     from .channel_type import ChannelType
     from .client_protocol import ClientProtocol
     from .policy import Policy
+    from .request_store import RequestStore
+    from .stores import StoreKind
 
 Command = tuple[str, str, ConfigureCommand, RunCommand]
 
@@ -37,6 +39,19 @@ class Registry:
     migrations: list[Migration] = attrs.field(factory=list)
     commands: list[Command] = attrs.field(factory=list)
     session_readers: list[Any] = attrs.field(factory=list)  # api.sessions.SessionReader
+    stores: list[StoreKind] = attrs.field(factory=list)  # gateway_core.stores: kinds of database, by URL scheme
+
+    def store_kind(self, url: str) -> StoreKind:
+        """The kind of database ``url`` names (a ``ConfigError`` when none is installed)."""
+        from .stores import kind_for
+
+        return kind_for(self.stores, url)
+
+    def kind_of_store(self, store: RequestStore) -> StoreKind:
+        """The kind that opened ``store`` (a test's wrapper is taken for the default kind's)."""
+        from .stores import kind_of
+
+        return kind_of(self.stores, store)
 
     def channel_type(self, name: str) -> ChannelType:
         try:

@@ -84,15 +84,16 @@ class Services:
         ``config.redis`` names it, else in this process), ``tracer_provider`` (an
         OpenTelemetry one) to the ``OTEL_*`` environment's (none: no tracing)."""
         if store is None:
-            from .store import open_store
-
-            store = open_store(config.db_path, registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout)
-        from .store import admin_ports, response_store
+            kind = registry.store_kind(config.db_path)
+            store = kind.open(config.db_path, registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout)
+        else:
+            kind = registry.kind_of_store(store)
         from .billing.catalogue import with_catalogue
         from .store.sealing import default_key_file, use_key_file
 
         use_key_file(default_key_file(config.db_path))  # relaygate init's secret key, when no RELAYGATE_SECRET_KEY is set
-        admin, sql = admin_ports(store)
+        ports = kind.ports(store)
+        admin, sql = ports.admin, ports.sql
         router = Router(
             store, registry.channel_types, timeouts=config.timeouts, hide_forbidden_models=config.hide_forbidden_models, fallbacks=admin.list_fallbacks
         )
@@ -127,7 +128,7 @@ class Services:
             client_address=ClientAddress(config.trusted_proxies),
             admin=admin,
             sql=sql,
-            responses=response_store(store),
+            responses=ports.responses,
             rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
             prices=TtlSnapshot(with_catalogue(store.price_snapshot) if config.price_catalogue else store.price_snapshot),
             affinity=affinity_for(config, shared.client if shared is not None else None),

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .commands.kit import CommandContext
     from .policy import Policy
     from .sql import SchemaHandle
+    from .stores import StoreKind
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -33,3 +34,4 @@ RegisterRoute = Callable[[Any], None]  # a starlette.routing.BaseRoute
 RegisterMigration = Callable[[str, Migrate], None]
 RegisterCommand = Callable[[str, str, ConfigureCommand, RunCommand], None]
 RegisterSessionReader = Callable[[Any], None]  # a gateway_core.api.sessions.SessionReader
+RegisterStore = Callable[["StoreKind"], None]

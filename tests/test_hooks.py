@@ -8,6 +8,7 @@ from pathlib import Path
 
 import aiohttp
 import orjson
+import pytest
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
@@ -26,8 +27,10 @@ from gateway_core import (
     hookspecs,
 )
 from gateway_core.cli import main
-from gateway_core.config import Config
+from gateway_core.config import Config, ConfigError
 from gateway_core.plugins import collect
+from gateway_core.store import Store
+from gateway_core.store.kinds import SqliteKind
 from gateway_core.testing import Seed
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
@@ -243,3 +246,83 @@ def test_hook_register_commands(tmp_path, capsys):
     assert status == 0
     assert capsys.readouterr().out.strip() == "echo: hello world"
 
+
+
+class FolderStore(SqliteKind):
+    """``folder://NAME``: a SQLite file named NAME in one folder (a store kind built on the embedded one)."""
+
+    name = "folder"
+    schemes = ("folder",)
+    default = False
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _file(self, url: str) -> str:
+        return str(self.root / f"{url.removeprefix('folder://')}.db") if url.startswith("folder://") else url
+
+    def owns(self, store):
+        return super().owns(store) and store.path.startswith(str(self.root))
+
+    def location(self, url):
+        return super().location(self._file(url))
+
+    def missing(self, url):
+        return super().missing(self._file(url))
+
+    def open(self, url, migrations, **kwargs):
+        return super().open(self._file(url), migrations, **kwargs)
+
+    def admin(self, url, migrations, **kwargs):
+        return super().admin(self._file(url), migrations, **kwargs)
+
+    async def migrate(self, url, migrations, **kwargs):
+        return await super().migrate(self._file(url), migrations, **kwargs)
+
+    async def startup_problem(self, url, migrations, **kwargs):
+        return await super().startup_problem(self._file(url), migrations, **kwargs)
+
+    async def copy_end(self, url):
+        return await super().copy_end(self._file(url))
+
+
+class FolderStorePlugin:
+    def __init__(self, root: Path) -> None:
+        self.kind = FolderStore(root)
+
+    @hookimpl
+    def register_stores(self, register):
+        register(self.kind)
+
+
+async def test_hook_register_stores(tmp_path, capsys, start_gateway):
+    plugin = FolderStorePlugin(tmp_path)
+    registry = collect(Config(), [plugin])
+    assert registry.store_kind("folder://team") is plugin.kind
+    assert registry.store_kind(str(tmp_path / "plain.db")).name == "sqlite"  # the default still serves paths
+    # the CLI finds the kind by the URL: init creates the file, another command refuses a missing one
+    assert main(["user", "list", "--db", "folder://nobody"], extra_plugins=[plugin]) != 0
+    assert f"no database at {tmp_path / 'nobody.db'}" in capsys.readouterr().err
+    assert main(["init", "--db", "folder://team"], extra_plugins=[plugin]) == 0
+    assert (tmp_path / "team.db").exists()
+    capsys.readouterr()
+    assert main(["user", "list", "--db", "folder://team", "--json"], extra_plugins=[plugin]) == 0
+    assert [user["name"] for user in orjson.loads(capsys.readouterr().out)] == ["admin"]
+    # a URL no installed kind serves is refused, naming the kinds there are
+    assert main(["user", "list", "--db", "mysql://db.internal/relaygate"], extra_plugins=[plugin]) != 0
+    assert "no installed store serves mysql:// URLs (installed stores: " in capsys.readouterr().err
+    # two kinds for one scheme cannot both load
+    with pytest.raises(ConfigError, match="registered twice"):
+        collect(Config(), [plugin, FolderStorePlugin(tmp_path / "other")])
+    # the gateway serves on it: the key init made answers /v1/models
+    with Seed(Config(db_path="folder://team"), extra_plugins=[plugin]) as seed:
+        assert isinstance(seed.store, Store) and seed.store.path == str(tmp_path / "team.db")
+        user = seed.user("eve")
+        _, secret = seed.key(user)
+        seed.channel("second", type="demo", base_url="local://demo", models=["second-model"])
+        seed.price("second-model", 0, 0, free=True)
+    gateway = start_gateway(Config(db_path="folder://team"), extra_plugins=[plugin])
+    async with aiohttp.ClientSession() as http:
+        async with http.get(gateway.url + "/v1/models", headers={"authorization": f"Bearer {secret}"}) as response:
+            assert response.status == 200, await response.text()
+            assert "second-model" in [model["id"] for model in (await response.json())["data"]]

@@ -61,8 +61,7 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
             from .. import server_uvicorn  # noqa: F401
     except ImportError as exc:
         raise CommandError(f"the server is not available: {exc}") from None
-    from ..store import is_postgresql
-    from ..store.maintenance import configured_limits, startup_problem
+    from ..store.maintenance import configured_limits
 
     config = cli.config
     if args.redis:
@@ -70,11 +69,12 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
     problem = listen_problem(args.host, args.port)
     if problem is not None:  # a bad --host or --port, or the port taken: one line, before anything else
         raise CommandError(problem, EXIT_USAGE)
-    problem = run_async(startup_problem(config.db_path, cli.registry.migrations, timeout=config.db_timeout))
+    kind = cli.registry.store_kind(config.db_path)
+    problem = run_async(kind.startup_problem(config.db_path, cli.registry.migrations, timeout=config.db_timeout))
     if problem is not None:
         # PostgreSQL unreachable or not migrated (may pass by itself: 1); a SQLite file that is
         # corrupt, cut short, another application's or read-only (fix the --db: 2)
-        raise CommandError(problem, EXIT_ERROR if is_postgresql(config.db_path) else EXIT_USAGE)
+        raise CommandError(problem, EXIT_ERROR if kind.shared else EXIT_USAGE)
     warnings: list[str] = []
     unsealed = _check_sealed_keys(cli)
     if unsealed:
@@ -84,7 +84,7 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
         if problem is not None:  # Redis unreachable: one line, before binding
             raise CommandError(problem)
     if args.workers > 1 and not config.redis:  # each worker would count limits on its own
-        limits = run_async(configured_limits(config.db_path, cli.registry.migrations, timeout=config.db_timeout))
+        limits = run_async(configured_limits(kind, config.db_path, cli.registry.migrations, timeout=config.db_timeout))
         refusal, warning = workers_without_redis(args.workers, limits)
         if refusal:
             raise CommandError(refusal)
