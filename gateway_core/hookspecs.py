@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         RegisterPolicy,
         RegisterRoute,
         RegisterSessionReader,
+        RegisterSharedState,
         RegisterStore,
     )
 
@@ -123,4 +124,17 @@ def register_stores(register: RegisterStore, config: Config) -> None:
     (``--db``, ``RELAYGATE_DB``, ``[gateway] db``) picks the kind; the core
     registers SQLite (file paths, ``sqlite:///``) and PostgreSQL
     (``postgresql://``). Called once per app and per CLI invocation.
+    """
+
+
+@hookspec
+def register_shared_state(register: RegisterSharedState, config: Config) -> None:
+    """Register where the workers and replicas of a gateway share their state.
+
+    Call ``register(kind)`` with a :class:`gateway_core.shared_state.SharedStateKind`:
+    whether the configuration asks for it, and how it opens one gateway's share
+    (rate limiter, sign-in and redemption throttles, session affinity,
+    invalidations, shared breakers). The core registers two: in this process (the
+    default) and Redis (``[gateway] redis``). Called once per app and per CLI
+    invocation.
     """

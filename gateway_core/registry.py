@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .config import ConfigError
+from .config import Config, ConfigError
 from .types import ConfigureCommand, Migrate, Migration, RunCommand
 
 if TYPE_CHECKING:
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from .client_protocol import ClientProtocol
     from .policy import Policy
     from .request_store import RequestStore
+    from .shared_state import SharedStateKind
     from .stores import StoreKind
 
 Command = tuple[str, str, ConfigureCommand, RunCommand]
@@ -40,6 +41,13 @@ class Registry:
     commands: list[Command] = attrs.field(factory=list)
     session_readers: list[Any] = attrs.field(factory=list)  # api.sessions.SessionReader
     stores: list[StoreKind] = attrs.field(factory=list)  # gateway_core.stores: kinds of database, by URL scheme
+    shared_states: list[SharedStateKind] = attrs.field(factory=list)  # gateway_core.shared_state: in-process, Redis
+
+    def shared_state_kind(self, config: Config) -> SharedStateKind:
+        """Where ``config`` asks the state to be shared (the in-process default when nowhere)."""
+        from .shared_state import kind_for_config
+
+        return kind_for_config(self.shared_states, config)
 
     def store_kind(self, url: str) -> StoreKind:
         """The kind of database ``url`` names (a ``ConfigError`` when none is installed)."""

@@ -27,17 +27,17 @@ from .recorder import Recorder
 from .router import Router
 from .admin import Admin
 from .admin.port import AdminStore
-from .affinity import Affinity, affinity_for
+from .affinity import Affinity
 from .request_store import PriceSnapshot, RequestStore
 from .snapshot import TtlSnapshot
 from .sql import SqlHandle
 from .kept_responses import ResponseStore
-from .ratelimit.faults import RedisFaults
 from .ratelimit.signin import InProcessSignInThrottle, SignInThrottle
+from .shared.in_process import InProcessState
+from .shared_state import Publish, SharedState
 
 if TYPE_CHECKING:
     from .gateway import Gateway
-    from .shared.setup import SharedState
 
 
 @attrs.define
@@ -61,8 +61,7 @@ class Services:
     metrics: Metrics = attrs.field(factory=Metrics)
     readiness: Readiness = attrs.field(factory=Readiness)
     tracing: Tracing | None = None  # OpenTelemetry spans (tracing.py), off by default
-    shared: SharedState | None = None  # Redis: limits, breakers, caps, invalidations (gateway_core.shared)
-    redis_faults: RedisFaults = attrs.field(factory=RedisFaults)  # times Redis was unreachable, by kind
+    shared: SharedState = attrs.field(factory=InProcessState)  # what workers and replicas share (gateway_core.shared_state)
     signin: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # console sign-in attempts
     redeem: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # redemption-code attempts (gateway_core.admin.codes)
     clock: Callable[[], float] = time.time  # Unix time, for budgets' windows (tests move it)
@@ -70,9 +69,9 @@ class Services:
     retention: RetentionJob | None = None  # rolls the usage log up and prunes it ([retention]; gateway_core.retention_job)
 
     @property
-    def publish_invalidation(self) -> Callable[[dict[str, Any]], None] | None:
-        """Queues a cache invalidation for the other workers (with Redis), else ``None``."""
-        return self.shared.bus.publish_nowait if self.shared is not None else None
+    def publish_invalidation(self) -> Publish | None:
+        """Queues a cache invalidation for the other workers (when the state is shared), else ``None``."""
+        return self.shared.publish
 
     @classmethod
     def build(
@@ -102,14 +101,7 @@ class Services:
         health = HealthBoard(
             failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, metrics=metrics, last_resort=config.breaker_last_resort
         )
-        faults = RedisFaults(config.redis_faults)
-        shared = None
-        if config.redis:
-            from .shared.setup import SharedState  # redis-py is loaded only when Redis is configured
-
-            shared = SharedState.open(config, health, router, faults)
-            if rate_limiter is None:
-                rate_limiter = shared.rate_limiter(config)
+        shared = registry.shared_state_kind(config).open(config, health, router)  # redis-py loaded only for Redis
         return cls(
             config=config,
             registry=registry,
@@ -120,18 +112,17 @@ class Services:
             metrics=metrics,
             tracing=Tracing(tracer_provider) if tracer_provider is not None else tracing_from_env(),
             shared=shared,
-            redis_faults=faults,
-            signin=shared.signin if shared is not None else InProcessSignInThrottle(),
-            redeem=shared.redeem if shared is not None else InProcessSignInThrottle(),
+            signin=shared.signin,
+            redeem=shared.redeem,
             pipeline=Pipeline(registry.policies),
             recorder=Recorder(store),
             client_address=ClientAddress(config.trusted_proxies),
             admin=admin,
             sql=sql,
             responses=ports.responses,
-            rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
+            rate_limiter=shared.rate_limiter if rate_limiter is None else rate_limiter,
             prices=TtlSnapshot(with_catalogue(store.price_snapshot) if config.price_catalogue else store.price_snapshot),
-            affinity=affinity_for(config, shared.client if shared is not None else None),
+            affinity=shared.affinity(config),
             hold_sweeper=HoldSweeper(store, config.stale_hold_seconds, lease=config.hold_lease_seconds, replica=config.replica),
             retention=RetentionJob(Admin(admin, registry.channel_types), config.retention),
         )
@@ -143,8 +134,7 @@ class Services:
         await self.router.index()  # warns about channels whose type is not loaded
         if self.hold_sweeper is not None:
             await self.hold_sweeper.begin()  # this worker's holds are owned (and a dead one's released) before it serves
-        if self.shared is not None:
-            self.shared.start(self)
+        self.shared.start(self)
         if self.retention is not None:
             self.retention.start()
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=60, ttl_dns_cache=300)
@@ -172,8 +162,7 @@ class Services:
             await close()
         if self.affinity is not None:
             await self.affinity.close()
-        if self.shared is not None:
-            await self.shared.close()
+        await self.shared.close()
         await self.store.close()
         await self.metrics.close()
         if self.tracing is not None:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .commands.kit import CommandContext
     from .policy import Policy
     from .sql import SchemaHandle
+    from .shared_state import SharedStateKind
     from .stores import StoreKind
 
 Scope = MutableMapping[str, Any]
@@ -35,3 +36,4 @@ RegisterMigration = Callable[[str, Migrate], None]
 RegisterCommand = Callable[[str, str, ConfigureCommand, RunCommand], None]
 RegisterSessionReader = Callable[[Any], None]  # a gateway_core.api.sessions.SessionReader
 RegisterStore = Callable[["StoreKind"], None]
+RegisterSharedState = Callable[["SharedStateKind"], None]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from contextlib import asynccontextmanager
 import re
 from pathlib import Path
 
@@ -29,6 +30,9 @@ from gateway_core import (
 from gateway_core.cli import main
 from gateway_core.config import Config, ConfigError
 from gateway_core.plugins import collect
+from gateway_core.ratelimit.memory import InProcessRateLimiter
+from gateway_core.shared.in_process import InProcessState
+from gateway_core.shared_state import SharedStateKind
 from gateway_core.store import Store
 from gateway_core.store.kinds import SqliteKind
 from gateway_core.testing import Seed
@@ -326,3 +330,66 @@ async def test_hook_register_stores(tmp_path, capsys, start_gateway):
         async with http.get(gateway.url + "/v1/models", headers={"authorization": f"Bearer {secret}"}) as response:
             assert response.status == 200, await response.text()
             assert "second-model" in [model["id"] for model in (await response.json())["data"]]
+
+
+class SameProcessKind(SharedStateKind):
+    """Gateways of one process sharing one rate limiter, and the invalidations told, recorded."""
+
+    name = "same-process"
+
+    def __init__(self) -> None:
+        self.limiter = InProcessRateLimiter()
+        self.published: list[dict] = []
+
+    def wanted(self, config):
+        return True
+
+    def open(self, config, board, router):
+        kind = self
+
+        class State(InProcessState):
+            @property
+            def publish(self):
+                return kind.published.append
+
+        state = State()
+        state.rate_limiter = self.limiter
+        return state
+
+    @asynccontextmanager
+    async def publisher(self, config):
+        yield self.published.append
+
+
+class SameProcessPlugin:
+    def __init__(self) -> None:
+        self.kind = SameProcessKind()
+
+    @hookimpl
+    def register_shared_state(self, register):
+        register(self.kind)
+
+
+async def test_hook_register_shared_state(tmp_path, start_gateway):
+    assert collect(Config()).shared_state_kind(Config()).name == "in-process"  # the default
+    assert collect(Config()).shared_state_kind(Config(redis="redis://127.0.0.1:6379/0")).name == "redis"
+    plugin = SameProcessPlugin()
+    config = Config(db_path=str(tmp_path / "shared.db"))
+    assert collect(config, [plugin]).shared_state_kind(config) is plugin.kind
+    with Seed(config, extra_plugins=[plugin]) as seed:
+        user = seed.user("eve")
+        key_id, secret = seed.key(user, limits={"rpm": 1})
+        seed.channel("demo", type="demo", base_url="local://demo", models=["demo-1"])
+        seed.price("demo-1", 0, 0, free=True)
+    # two gateways counting through the kind's one limiter: a key allowed one request a minute gets one in all
+    first, second = (start_gateway(config, extra_plugins=[plugin]) for _ in range(2))
+    body = {"model": "demo-1", "messages": [{"role": "user", "content": "hi"}]}
+    headers = {"authorization": f"Bearer {secret}"}
+    async with aiohttp.ClientSession() as http:
+        async with http.post(first.url + "/v1/chat/completions", json=body, headers=headers) as response:
+            assert response.status == 200, await response.text()
+        async with http.post(second.url + "/v1/chat/completions", json=body, headers=headers) as response:
+            assert response.status == 429, await response.text()
+    # a CLI command tells the running gateways through the kind's publisher
+    assert main(["key", "disable", str(key_id), "--db", config.db_path], extra_plugins=[plugin]) == 0
+    assert {"k": "key", "id": key_id}.items() <= plugin.kind.published[-1].items()

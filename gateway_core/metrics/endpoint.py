@@ -78,16 +78,15 @@ async def measure(services: Services) -> None:
         oldest = row["oldest"]
         instruments["relaygate_oldest_hold_age_seconds"].set(max(0.0, time.time() - oldest) if oldest else 0.0)
     unreachable = instruments["relaygate_redis_unreachable_total"]
-    for (kind, outcome), count in services.redis_faults.counts.items():  # counted on the request path, exported here
+    for (kind, outcome), count in services.shared.unreachable.items():  # counted on the request path, exported here
         exported = metrics.exported_faults.get((kind, outcome), 0)
         if count > exported:
             unreachable.labels(kind, outcome).inc(count - exported)
             metrics.exported_faults[(kind, outcome)] = count
-    ping = getattr(services.rate_limiter, "ping", None)
-    if services.config.redis and ping is not None:
+    if services.config.redis:
         started = time.perf_counter()
         try:
-            await asyncio.wait_for(ping(), PROBE_TIMEOUT)
+            await asyncio.wait_for(services.shared.ping(), PROBE_TIMEOUT)
         except Exception:
             return
         instruments["relaygate_redis_round_trip_seconds"].observe(time.perf_counter() - started)
