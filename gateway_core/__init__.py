@@ -101,6 +101,7 @@ PUBLIC_MODULES = (
     "gateway_core.records",  # the records the store hands out
     "gateway_core.secrets",  # hashing and masking secrets
     "gateway_core.sql",  # SQL handles for a plugin's own tables
+    "gateway_core.observers",  # Observer: told of the request path's events, registered through register_observers
     "gateway_core.shared_state",  # SharedStateKind: where workers and replicas share state, registered through register_shared_state
     "gateway_core.stores",  # StoreKind: a kind of database, registered through register_stores
     "gateway_core.sessions",  # WebSocket sessions with an upstream: UpstreamSession, SessionMessage

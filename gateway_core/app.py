@@ -238,17 +238,16 @@ def create_app(
     extra_plugins: Iterable[Any] = (),
     store: RequestStore | None = None,
     rate_limiter: RateLimiter | None = None,
-    tracer_provider: Any = None,
 ) -> RequestIdMiddleware:
     """The gateway's ASGI app for ``config`` (default: read from the environment).
 
     ``store`` and ``rate_limiter`` replace the ones the configuration names (any
-    implementation of :class:`RequestStore` and :class:`RateLimiter`);
-    ``tracer_provider`` (an OpenTelemetry ``TracerProvider``) turns tracing on
-    whatever the ``OTEL_*`` environment says."""
+    implementation of :class:`RequestStore` and :class:`RateLimiter`). Tracing to a
+    provider of the embedder's own: a plugin in ``extra_plugins`` registering a
+    :class:`gateway_core.tracing.Tracing` of it (``register_observers``)."""
     config = config or load_config()
     registry = collect(config, extra_plugins)
-    services = Services.build(config, registry, store=store, rate_limiter=rate_limiter, tracer_provider=tracer_provider)
+    services = Services.build(config, registry, store=store, rate_limiter=rate_limiter)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

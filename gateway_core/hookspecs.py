@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         RegisterClientProtocol,
         RegisterCommand,
         RegisterMigration,
+        RegisterObserver,
         RegisterPolicy,
         RegisterRoute,
         RegisterSessionReader,
@@ -137,4 +138,17 @@ def register_shared_state(register: RegisterSharedState, config: Config) -> None
     invalidations, shared breakers). The core registers two: in this process (the
     default) and Redis (``[gateway] redis``). Called once per app and per CLI
     invocation.
+    """
+
+
+@hookspec
+def register_observers(register: RegisterObserver, config: Config) -> None:
+    """Register observers of the request path.
+
+    Call ``register(make)``: ``make(gateway)`` returns the app's
+    :class:`gateway_core.observers.Observer` (or ``None``: off for this app). It is
+    told each request's start, upstream attempts (and may give the trace headers
+    an attempt carries), stream start and end, and end with its outcome and usage
+    row, and every breaker change. The core registers Prometheus metrics and
+    OpenTelemetry tracing. Called once per app.
     """

@@ -28,6 +28,8 @@ DEFAULT_PLUGINS = {
     "core.migrations": "gateway_core.store.migrations",
     "core.stores": "gateway_core.store.kinds",
     "core.shared_state": "gateway_core.shared.kinds",
+    "core.metrics": "gateway_core.metrics.plugin",
+    "core.tracing": "gateway_core.tracing",
     "core.serve": "gateway_core.commands.serve",
     "core.database": "gateway_core.commands.database",
     "core.users": "gateway_core.commands.users",
@@ -143,6 +145,7 @@ def collect(config: Config, extra_plugins: Iterable[Any] = ()) -> Registry:
     hook.register_session_readers(register=registry.session_readers.append, config=config)
     hook.register_stores(register=add_store, config=config)
     hook.register_shared_state(register=add_shared_state, config=config)
+    hook.register_observers(register=registry.observers.append, config=config)
     registry.policies.sort(key=lambda policy: policy.order)
     registry.migrations.sort(key=lambda item: item[0])
     return registry

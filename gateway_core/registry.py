@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from .client_protocol import ClientProtocol
     from .policy import Policy
     from .request_store import RequestStore
+    from .observers import MakeObserver
     from .shared_state import SharedStateKind
     from .stores import StoreKind
 
@@ -42,6 +43,7 @@ class Registry:
     session_readers: list[Any] = attrs.field(factory=list)  # api.sessions.SessionReader
     stores: list[StoreKind] = attrs.field(factory=list)  # gateway_core.stores: kinds of database, by URL scheme
     shared_states: list[SharedStateKind] = attrs.field(factory=list)  # gateway_core.shared_state: in-process, Redis
+    observers: list[MakeObserver] = attrs.field(factory=list)  # gateway_core.observers: metrics, tracing
 
     def shared_state_kind(self, config: Config) -> SharedStateKind:
         """Where ``config`` asks the state to be shared (the in-process default when nowhere)."""

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from .commands.kit import CommandContext
     from .policy import Policy
     from .sql import SchemaHandle
+    from .observers import MakeObserver
     from .shared_state import SharedStateKind
     from .stores import StoreKind
 
@@ -37,3 +38,4 @@ RegisterCommand = Callable[[str, str, ConfigureCommand, RunCommand], None]
 RegisterSessionReader = Callable[[Any], None]  # a gateway_core.api.sessions.SessionReader
 RegisterStore = Callable[["StoreKind"], None]
 RegisterSharedState = Callable[["SharedStateKind"], None]
+RegisterObserver = Callable[["MakeObserver"], None]  # gateway_core.observers
