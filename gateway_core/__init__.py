@@ -90,6 +90,7 @@ PUBLIC_MODULES = (
     "gateway_core.echo_ids",  # opaque data a client echoes back inside tool-call ids
     "gateway_core.endpoints",  # endpoint names
     "gateway_core.errors",  # GatewayError and its kinds
+    "gateway_core.hookspecs",  # every hook, and the type of each hook's register callback
     "gateway_core.gateway",  # Gateway: what policies and plugin routes may use of the gateway
     "gateway_core.framing",  # non-SSE stream framing: newline-delimited JSON, streamed JSON arrays
     "gateway_core.json_body",  # reading a client's JSON body within limits

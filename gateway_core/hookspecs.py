@@ -10,24 +10,37 @@ arguments only. ``docs/hooks.md`` has one section per hook.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
+    from .channel_type import ChannelType
+    from .client_protocol import ClientProtocol
+    from .commands.kit import CommandContext
     from .config import Config
-    from .types import (
-        RegisterChannelType,
-        RegisterClientProtocol,
-        RegisterCommand,
-        RegisterMigration,
-        RegisterObserver,
-        RegisterPolicy,
-        RegisterRoute,
-        RegisterSessionReader,
-        RegisterSharedState,
-        RegisterStore,
-    )
+    from .observers import MakeObserver
+    from .policy import Policy
+    from .shared_state import SharedStateKind
+    from .sql import Migrate
+    from .stores import StoreKind
+
+ConfigureCommand = Callable[[argparse.ArgumentParser], None]
+RunCommand = Callable[[argparse.Namespace, "CommandContext"], int]
+
+# the ``register`` callback each hook hands a plugin
+RegisterClientProtocol = Callable[["ClientProtocol"], None]
+RegisterChannelType = Callable[["ChannelType"], None]
+RegisterPolicy = Callable[["Policy"], None]
+RegisterRoute = Callable[[Any], None]  # a starlette.routing.BaseRoute
+RegisterMigration = Callable[[str, "Migrate"], None]
+RegisterCommand = Callable[[str, str, ConfigureCommand, RunCommand], None]
+RegisterSessionReader = Callable[[Any], None]  # a gateway_core.api.sessions.SessionReader
+RegisterStore = Callable[["StoreKind"], None]
+RegisterSharedState = Callable[["SharedStateKind"], None]
+RegisterObserver = Callable[["MakeObserver"], None]  # gateway_core.observers
 
 PROJECT = "relaygate"
 

@@ -18,7 +18,8 @@ import pluggy
 from . import hookspecs
 from .config import Config, ConfigError
 from .registry import LoadedPlugin, Registry
-from .types import ConfigureCommand, Migrate, RunCommand
+from .hookspecs import ConfigureCommand, RunCommand
+from .sql import Migrate
 
 ENTRY_POINT_GROUP = "relaygate"
 

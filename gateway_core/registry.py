@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .config import Config, ConfigError
-from .types import ConfigureCommand, Migrate, Migration, RunCommand
+from .sql import Migration
 
 if TYPE_CHECKING:
+    from .hookspecs import ConfigureCommand, RunCommand
     from .channel_type import ChannelType
     from .client_protocol import ClientProtocol
     from .policy import Policy
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
     from .shared_state import SharedStateKind
     from .stores import StoreKind
 
-Command = tuple[str, str, ConfigureCommand, RunCommand]
+Command = tuple[str, str, "ConfigureCommand", "RunCommand"]
 
 
 @attrs.frozen

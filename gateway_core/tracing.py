@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .gateway import Gateway
     from .outcome import Outcome
     from .records import UsageRow
-    from .types import RegisterObserver
+    from .hookspecs import RegisterObserver
 
 
 def tracing_requested(environ: Mapping[str, str] = os.environ) -> bool:

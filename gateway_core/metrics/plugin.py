@@ -10,7 +10,7 @@ from .recorder import Metrics
 
 if TYPE_CHECKING:
     from ..gateway import Gateway
-    from ..types import RegisterObserver
+    from ..hookspecs import RegisterObserver
 
 
 def make_metrics(gateway: Gateway) -> Metrics:
