@@ -91,7 +91,12 @@ class FrameEndpoint:
         except (WebSocketDisconnect, RuntimeError, OSError):  # gone during the handshake
             return
         log.info("websocket opened", path=scope.get("path"))
-        await Connection(self, websocket, scope).run()
+        connection = Connection(self, websocket, scope)
+        try:
+            await connection.run()
+        finally:
+            structlog.contextvars.bind_contextvars(request_id=request_id)
+            log.info("websocket closed", path=scope.get("path"), requests=connection.served, ended_by=connection.ended_by)
 
     async def _check_key(self, scope, request_id: str) -> None:
         """The key's own policies, as an HTTP request of the route would run them
@@ -130,6 +135,8 @@ class Connection:
         self.idle = config.websocket_idle_timeout
         self.waiting: asyncio.Queue[str | None] = asyncio.Queue()
         self.gone = asyncio.Event()  # the client left (or the connection is closing)
+        self.served = 0  # requests run
+        self.ended_by = "client"  # who ended the connection: client, idle, limit, shutdown
         self.headers = [(n, v) for n, v in scope["headers"] if n not in _NOT_FORWARDED]
 
     async def run(self) -> None:
@@ -139,12 +146,15 @@ class Connection:
                 try:
                     text = await asyncio.wait_for(self.waiting.get(), self.idle)
                 except asyncio.TimeoutError:
-                    log.info("websocket idle", seconds=self.idle)
+                    self.ended_by = "idle"
                     await self._close(CLOSE_NORMAL, "idle timeout")
                     return
                 if text is None or self.gone.is_set():
                     return
                 await self._serve(text)
+        except asyncio.CancelledError:
+            self.ended_by = "shutdown"
+            raise
         finally:
             reader.cancel()
             await asyncio.gather(reader, return_exceptions=True)
@@ -162,9 +172,11 @@ class Connection:
                 if len(text) > self.limit:
                     error = RequestTooLargeError(f"A message of {len(text)} bytes is over the gateway's limit of {self.limit} bytes.")
                     await self._send(self._error_message(error, new_request_id()))
+                    self.ended_by = "limit"
                     await self._close(CLOSE_TOO_BIG, error.message)
                     return
                 if self.waiting.qsize() >= MAX_WAITING:
+                    self.ended_by = "limit"
                     await self._close(CLOSE_POLICY, f"more than {MAX_WAITING} requests waiting: send the next one when an answer is complete")
                     return
                 self.waiting.put_nowait(text)
@@ -187,6 +199,7 @@ class Connection:
             for message in request:
                 await self._send(message)
             return
+        self.served += 1
         try:
             await self._run(request)
         except Exception:  # a bug: this request fails, the connection stays

@@ -26,11 +26,12 @@ from gateway_openai.fake_upstream import FakeOpenAI, Fault
 
 GPT, CLAUDE, SECRET_MODEL = "gpt-ws", "claude-ws", "gpt-team-only"
 BETA = {"OpenAI-Beta": "responses_websockets=2026-02-06"}
+IDLE = 3.0  # seconds with no response running or asked for before the gateway closes
 
 
 @pytest.fixture
 def relaygate_config(tmp_path) -> Config:
-    return Config(db_path=str(tmp_path / "relaygate.db"), max_frame_bytes=256 * 1024)
+    return Config(db_path=str(tmp_path / "relaygate.db"), max_frame_bytes=256 * 1024, websocket_idle_timeout=IDLE)
 
 
 @pytest.fixture
@@ -172,6 +173,16 @@ async def test_a_wrong_key_is_refused_before_the_upgrade(gateway, world, seed):
     assert [r["status"] for r in rows] == [401, 401]
 
 
+async def test_a_key_refused_from_this_address_gets_403_before_the_upgrade(gateway, world, seed):
+    user_id, _, _ = world
+    _, fenced = seed.key(user_id, name="fenced", allow_ips=("10.9.0.0/16",))
+    async with aiohttp.ClientSession() as http:
+        with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+            await http.ws_connect(ws_url(gateway), headers={"Authorization": f"Bearer {fenced}"})
+    assert refused.value.status == 403
+    assert seed.rows("SELECT status FROM usage_logs")[-1]["status"] == 403
+
+
 async def test_a_model_the_key_may_not_use_is_refused_in_band_as_over_http(gateway, world, seed):
     _, _, secret = world
     client = openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=secret, max_retries=0)
@@ -245,6 +256,18 @@ async def test_a_message_over_the_limit_closes_with_1009(gateway, world):
             error = orjson.loads((await ws.receive()).data)
             assert error["type"] == "error" and error["status"] == 413
             assert (await ws.receive()).type == aiohttp.WSMsgType.CLOSE and ws.close_code == 1009
+
+
+async def test_an_idle_connection_is_closed_cleanly(gateway, world):
+    _, _, secret = world
+    async with aiohttp.ClientSession() as http:
+        async with http.ws_connect(ws_url(gateway), headers={"Authorization": f"Bearer {secret}"}) as ws:
+            await ws.send_str(orjson.dumps(create(GPT, "then silence")).decode())
+            await until_done(ws)
+            started = asyncio.get_running_loop().time()
+            closed = await ws.receive(timeout=IDLE * 5)
+            waited = asyncio.get_running_loop().time() - started
+    assert closed.type == aiohttp.WSMsgType.CLOSE and ws.close_code == 1000 and IDLE - 0.5 <= waited, (closed, waited)
 
 
 async def test_the_official_sdk_responses_connection(gateway, world):
