@@ -169,8 +169,9 @@ class Connection:
                 text = message.get("text")
                 if text is None:
                     text = (message.get("bytes") or b"").decode("utf-8", "replace")
-                if len(text) > self.limit:
-                    error = RequestTooLargeError(f"A message of {len(text)} bytes is over the gateway's limit of {self.limit} bytes.")
+                size = len(text) if len(text) * 4 <= self.limit else len(text.encode("utf-8", "replace"))
+                if size > self.limit:
+                    error = RequestTooLargeError(f"A message of {size} bytes is over the gateway's limit of {self.limit} bytes.")
                     await self._send(self._error_message(error, new_request_id()))
                     self.ended_by = "limit"
                     await self._close(CLOSE_TOO_BIG, error.message)
@@ -285,12 +286,15 @@ class Answer:
             return
         chunk = message.get("body", b"")
         connection = self.connection
+        last = not message.get("more_body", False)
         if self.streaming:
             try:
                 frames = list(self.splitter.feed(chunk)) if chunk else []
             except FrameTooLargeError:  # the gateway wrote it: never larger than the limits
                 log.warning("websocket event over the split limit dropped")
                 frames = []
+            if last:
+                frames.append(self.splitter.flush())  # a last event without its blank line
             for frame in frames:
                 _, data = frame_fields(frame)
                 if not data.strip() or data == b"[DONE]":
@@ -301,7 +305,7 @@ class Answer:
         elif chunk and self.size < MAX_ERROR_BODY:
             self.held.append(chunk[: MAX_ERROR_BODY - self.size])
             self.size += len(self.held[-1])
-        if not message.get("more_body", False) and not self.streaming:
+        if last and not self.streaming:
             body = b"".join(self.held)
             if self.status == 200:
                 for text in connection.conversation.answer(body):
