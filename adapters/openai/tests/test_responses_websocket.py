@@ -1,7 +1,7 @@
 """The Responses API over a WebSocket (``GET /v1/responses`` upgraded, Codex's
 transport) on real loopback: ``response.create`` messages one after another on one
-connection, on an OpenAI channel that speaks Responses and on an Anthropic channel
-(converted); each response billed exactly as its HTTP twin; ``previous_response_id``
+connection, on an OpenAI channel that speaks Responses and on Anthropic and Gemini
+channels (converted); each response billed exactly as its HTTP twin; ``previous_response_id``
 across messages with ``store: false`` (Codex's way, its ``generate: false`` warm-up
 included); the key refused before the upgrade; errors as ``error`` messages with
 the connection still usable; an upstream broken mid-stream; a client leaving
@@ -22,9 +22,11 @@ from gateway_anthropic.fake_upstream import EXPECTED_KEY as ANTHROPIC_KEY
 from gateway_anthropic.fake_upstream import FakeAnthropic
 from gateway_core.billing import testing as kit
 from gateway_core.config import Config
+from gateway_gemini.fake_upstream import EXPECTED_KEY as GEMINI_KEY
+from gateway_gemini.fake_upstream import FakeGemini
 from gateway_openai.fake_upstream import FakeOpenAI, Fault
 
-GPT, CLAUDE, SECRET_MODEL = "gpt-ws", "claude-ws", "gpt-team-only"
+GPT, CLAUDE, GEMINI, SECRET_MODEL = "gpt-ws", "claude-ws", "gemini-ws", "gpt-team-only"
 BETA = {"OpenAI-Beta": "responses_websockets=2026-02-06"}
 IDLE = 3.0  # seconds with no response running or asked for before the gateway closes
 
@@ -40,11 +42,17 @@ async def claude(fake_upstream) -> FakeAnthropic:
 
 
 @pytest.fixture
-def world(seed, upstream, claude):
+async def gemini(fake_upstream) -> FakeGemini:
+    return await fake_upstream(FakeGemini())
+
+
+@pytest.fixture
+def world(seed, upstream, claude, gemini):
     seed.channel("native", type="openai", base_url=upstream.url, models=[GPT], settings={"responses": True}, free_unpriced=False)
     seed.channel("claude", type="anthropic", base_url=claude.url, models=[CLAUDE], api_keys=(ANTHROPIC_KEY,), free_unpriced=False)
+    seed.channel("gemini", type="gemini", base_url=gemini.url + "/v1beta", models=[GEMINI], api_keys=(GEMINI_KEY,), free_unpriced=False)
     seed.channel("team", type="openai", base_url=upstream.url, models=[SECRET_MODEL], groups=("team",), settings={"responses": True})
-    for model in (GPT, CLAUDE):
+    for model in (GPT, CLAUDE, GEMINI):
         seed.price(model, kit.INPUT, kit.OUTPUT, cached_input_micros_per_mtok=kit.CACHED)
     user_id = seed.user("alice", balance_usd=10)
     key_id, secret = seed.key(user_id)
@@ -100,8 +108,8 @@ def assert_billed_exactly(seed, rows: list[dict[str, Any]], user_id: int, finals
     assert kit.balance_of(seed, user_id) == 10_000_000 - spent
 
 
-@pytest.mark.parametrize("model", [GPT, CLAUDE])
-async def test_two_responses_on_one_connection_each_billed_exactly(gateway, world, seed, upstream, claude, model):
+@pytest.mark.parametrize("model", [GPT, CLAUDE, GEMINI])
+async def test_two_responses_on_one_connection_each_billed_exactly(gateway, world, seed, upstream, claude, gemini, model):
     user_id, _, secret = world
     async with aiohttp.ClientSession() as http:
         async with http.ws_connect(ws_url(gateway), headers={"Authorization": f"Bearer {secret}", **BETA}) as ws:
@@ -121,9 +129,12 @@ async def test_two_responses_on_one_connection_each_billed_exactly(gateway, worl
         body = upstream.requests[-1]["body"]
         assert "previous_response_id" not in body and body["stream"] is True and body["store"] is False and "type" not in body
         assert [item.get("role") for item in body["input"]] == ["user", "assistant", "user"]
-    else:
+    elif model == CLAUDE:
         messages = claude.requests[-1]["body"]["messages"]
         assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    else:
+        contents = gemini.requests[-1]["body"]["contents"]
+        assert [c["role"] for c in contents] == ["user", "model", "user"]
     rows = await rows_until(seed, 2)
     assert_billed_exactly(seed, rows, user_id, [first[-1], second[-1]])
     assert rows[0]["request_id"] != rows[1]["request_id"]
