@@ -39,7 +39,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from .client_protocol import ClientProtocol, RouteSpec
 from .context import RequestContext, new_request_id
-from .errors import GatewayError, InternalError, RequestTooLargeError
+from .errors import GatewayError, InternalError, InvalidRequestError, RequestTooLargeError
 from .framing import FrameTooLargeError
 from .outcome import Outcome
 from .policy import Pipeline, Policy
@@ -193,6 +193,12 @@ class Connection:
             request = conversation.request(text)
         except GatewayError as error:
             await self._send(self._error_message(error, new_request_id()))
+            return
+        except Exception:  # as over HTTP: a client's input never becomes a 500
+            request_id = new_request_id()
+            log.exception("websocket message not understood", request_id=request_id)
+            unread = InvalidRequestError(f"The message could not be read (request id: {request_id}).", code="invalid_request_shape")
+            await self._send(self._error_message(unread, request_id))
             return
         if request is None:
             return
