@@ -1,6 +1,6 @@
 """The real Codex CLI (``codex exec``) against the gateway over the Responses
 WebSocket transport, on loopback with fake upstreams: an OpenAI channel that
-speaks Responses and an Anthropic channel (converted). Skipped when the CLI is not
+speaks Responses, Anthropic and Gemini channels (converted). Skipped when the CLI is not
 installed: ``npm install -g @openai/codex`` (or ``RELAYGATE_CODEX`` naming its
 binary). Codex is told to keep to itself (no analytics, no update check, no
 plugins) and its provider points at the gateway with ``supports_websockets``. A
@@ -21,10 +21,12 @@ from aiohttp import web
 
 from gateway_anthropic.fake_upstream import EXPECTED_KEY as ANTHROPIC_KEY
 from gateway_anthropic.fake_upstream import FakeAnthropic
+from gateway_gemini.fake_upstream import EXPECTED_KEY as GEMINI_KEY
+from gateway_gemini.fake_upstream import FakeGemini
 from gateway_openai.fake_upstream import FakeOpenAI
 from gateway_openai.responses_socket import ResponsesSocket
 
-GPT, CLAUDE = "gpt-codex-ws", "claude-codex-ws"
+GPT, CLAUDE, GEMINI = "gpt-codex-ws", "claude-codex-ws", "gemini-codex-ws"
 CODEX = os.environ.get("RELAYGATE_CODEX") or shutil.which("codex")
 
 pytestmark = pytest.mark.skipif(CODEX is None, reason="the Codex CLI is not installed (npm install -g @openai/codex)")
@@ -81,9 +83,15 @@ async def claude(fake_upstream) -> FakeAnthropic:
 
 
 @pytest.fixture
-def secret(seed, upstream, claude) -> str:
+async def gemini(fake_upstream) -> FakeGemini:
+    return await fake_upstream(FakeGemini())
+
+
+@pytest.fixture
+def secret(seed, upstream, claude, gemini) -> str:
     seed.channel("native", type="openai", base_url=upstream.url, models=[GPT], settings={"responses": True})
     seed.channel("claude", type="anthropic", base_url=claude.url, models=[CLAUDE], api_keys=(ANTHROPIC_KEY,))
+    seed.channel("gemini", type="gemini", base_url=gemini.url + "/v1beta", models=[GEMINI], api_keys=(GEMINI_KEY,))
     return seed.key(seed.user("alice", balance_usd=10))[1]
 
 
@@ -114,14 +122,14 @@ async def run_codex(gateway, secret: str, tmp_path, model: str, prompt: str) -> 
     return stdout, stderr
 
 
-@pytest.mark.parametrize("model", [GPT, CLAUDE])
-async def test_codex_exec_runs_a_turn_over_the_websocket(start_gateway, secret, seed, upstream, claude, tmp_path, model):
+@pytest.mark.parametrize("model", [GPT, CLAUDE, GEMINI])
+async def test_codex_exec_runs_a_turn_over_the_websocket(start_gateway, secret, seed, upstream, claude, gemini, tmp_path, model):
     stdout, _ = await run_codex(start_gateway(), secret, tmp_path, model, "say hello to the gateway")
     assert "say hello to the gateway" in stdout, stdout[-2000:]  # the fakes echo the user's words
     rows = seed.rows("SELECT status, channel_id, end_reason FROM usage_logs WHERE endpoint = 'responses' ORDER BY id")
     # its warm-up (generate: false, answered without a model call), then the turn built on it by id
     assert [(r["status"], r["end_reason"]) for r in rows] == [(200, "done"), (200, "done")] and rows[0]["channel_id"] is None, rows
-    served = upstream.requests if model == GPT else claude.requests
+    served = {GPT: upstream, CLAUDE: claude, GEMINI: gemini}[model].requests
     assert len(served) == 1 and "say hello to the gateway" in str(served[0]["body"])
     assert "previous_response_id" not in served[0]["body"]
 

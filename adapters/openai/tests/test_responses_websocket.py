@@ -170,6 +170,14 @@ async def test_codex_warm_up_then_a_turn_building_on_it(gateway, world, seed, up
     assert [(r["status"], r["cost_micros"]) for r in rows][0] == (200, 0)
 
 
+async def test_generate_false_over_http_is_answered_without_a_model_call(gateway, world, seed, upstream):
+    _, _, secret = world
+    client = openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=secret, max_retries=0)
+    warm = await client.responses.create(model=GPT, input="prepare only", store=False, extra_body={"generate": False})
+    assert warm.status == "completed" and warm.output == [] and warm.usage is not None and warm.usage.total_tokens == 0
+    assert not upstream.requests and [r["cost_micros"] for r in await rows_until(seed, 1)] == [0]
+
+
 async def test_a_wrong_key_is_refused_before_the_upgrade(gateway, world, seed):
     async with aiohttp.ClientSession() as http:
         with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
