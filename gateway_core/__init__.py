@@ -10,7 +10,7 @@ errors, hook specifications and the protocol, channel and policy interfaces.
 from . import endpoints
 from .channel_settings import Setting
 from .channel_type import ChannelType, Exchange, JsonReply, Reply, StreamReply, Target, Timeouts
-from .client_protocol import BillingHints, Call, Caller, ClientProtocol, Frame, LocalAnswer, RenderedError, RouteSpec, StreamWriter, capped_output
+from .client_protocol import BillingHints, Call, Caller, ClientProtocol, Frame, FrameConversation, LocalAnswer, RenderedError, RouteSpec, StreamWriter, capped_output
 from .errors import (
     AuthenticationError,
     GatewayError,
@@ -134,6 +134,7 @@ __all__ = [
     "EmbeddingsResponse",
     "Exchange",
     "Frame",
+    "FrameConversation",
     "GatewayError",
     "ImagePart",
     "InputReport",

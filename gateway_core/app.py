@@ -23,6 +23,7 @@ from .plugins import collect
 from .readiness import ReadyEndpoint
 from .relay import REQUEST_ID, ProtocolEndpoint
 from .session_relay import SessionEndpoint
+from .frame_relay import FrameEndpoint
 from .app_state import SERVICES_STATE
 from .ratelimit import RateLimiter
 from .request_store import RequestStore
@@ -188,7 +189,9 @@ def protocol_routes(services: Services, not_found: NotFound) -> list[BaseRoute]:
     sessions: list[BaseRoute] = []
     for protocol in services.registry.protocols:
         for spec in protocol.routes():
-            if spec.websocket:  # a WebSocket session (session_relay.py)
+            if spec.websocket and spec.frames_for:  # each message one request of an HTTP route (frame_relay.py)
+                sessions.append(WebSocketRoute(spec.path, FrameEndpoint(services, protocol, spec, _http_endpoint(services, protocol, spec.frames_for))))
+            elif spec.websocket:  # a WebSocket session (session_relay.py)
                 sessions.append(WebSocketRoute(spec.path, SessionEndpoint(services, protocol, spec)))
             else:
                 by_path[spec.path].append((spec, ProtocolEndpoint(services, protocol, spec)))
@@ -197,6 +200,14 @@ def protocol_routes(services: Services, not_found: NotFound) -> list[BaseRoute]:
 
 
 _PARAM = re.compile(r"\{[^}]*\}")
+
+
+def _http_endpoint(services: Services, protocol: ClientProtocol, path: str) -> ProtocolEndpoint:
+    """The protocol's ``POST`` endpoint at ``path`` (a ``frames_for`` route's requests)."""
+    for spec in protocol.routes():
+        if spec.path == path and "POST" in spec.methods and not spec.websocket:
+            return ProtocolEndpoint(services, protocol, spec)
+    raise ValueError(f"{protocol.name}: frames_for names {path}, which is no POST route of the protocol")
 
 
 class LiteralPaths:
