@@ -115,7 +115,7 @@ class FrameEndpoint:
                 if type(policy).finish is not Policy.finish:
                     ctx.admitted.append(policy)
         except GatewayError as error:
-            services.metrics.started()
+            services.observers.started(ctx)
             await settle(ctx, Outcome(error.status, error=error), services)
             raise
         await Pipeline.finish(ctx, services)  # the handshake holds nothing: each message is its own request
