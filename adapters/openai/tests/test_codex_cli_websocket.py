@@ -1,7 +1,7 @@
 """The real Codex CLI (``codex exec``) against the gateway over the Responses
 WebSocket transport, on loopback with fake upstreams: an OpenAI channel that
 speaks Responses, Anthropic and Gemini channels (converted). Skipped when the CLI is not
-installed: ``npm install -g @openai/codex`` (or ``RELAYGATE_CODEX`` naming its
+installed: ``make coding-clis`` (or ``RELAYGATE_CODEX`` naming its
 binary). Codex is told to keep to itself (no analytics, no update check, no
 plugins) and its provider points at the gateway with ``supports_websockets``. A
 one-shot turn, and a tool round trip: the fake asks for ``exec_command``, Codex runs
@@ -14,6 +14,7 @@ import asyncio
 import json
 import os
 import shutil
+from pathlib import Path
 
 import attrs
 import pytest
@@ -27,9 +28,10 @@ from gateway_openai.fake_upstream import FakeOpenAI
 from gateway_openai.responses_socket import ResponsesSocket
 
 GPT, CLAUDE, GEMINI = "gpt-codex-ws", "claude-codex-ws", "gemini-codex-ws"
-CODEX = os.environ.get("RELAYGATE_CODEX") or shutil.which("codex")
+INSTALLED = Path(__file__).resolve().parents[3] / ".venv" / "coding-clis" / "node_modules" / ".bin" / "codex"  # make coding-clis
+CODEX = os.environ.get("RELAYGATE_CODEX") or (str(INSTALLED) if INSTALLED.exists() else shutil.which("codex"))
 
-pytestmark = pytest.mark.skipif(CODEX is None, reason="the Codex CLI is not installed (npm install -g @openai/codex)")
+pytestmark = pytest.mark.skipif(CODEX is None, reason="the Codex CLI is not installed (make coding-clis)")
 
 CONFIG = """
 model = "{model}"
