@@ -190,6 +190,7 @@
       figure.dataset.drawn = "true";
     }
     dark.addEventListener("change", () => charts.forEach(recolour));
+    window.addEventListener("relaygate:theme", () => charts.forEach(recolour));  // the header's theme switch
   }
 
   // A form with the browser's zone (minutes east of UTC): the server aligns hours and days on it.
