@@ -179,6 +179,18 @@ def ledger_kind(kind: str) -> str:
     return pgettext_(LEDGER_CONTEXT, LEDGER_KINDS[kind]) if kind in LEDGER_KINDS else kind
 
 
+HEALTH_CONTEXT = "channel health"
+HEALTH_STATES = {  # a channel's or an upstream key's state (gateway_core.health_report) as shown
+    "ok": NC_("channel health", "ok"), "disabled": NC_("channel health", "disabled"), "open": NC_("channel health", "open"),
+    "half_open": NC_("channel health", "half open"), "closed": NC_("channel health", "closed"), "no_key": NC_("channel health", "no key"),
+    "no_usable_key": NC_("channel health", "no usable key"), "degraded": NC_("channel health", "degraded"),
+}
+
+
+def health_state(state: str) -> str:
+    return pgettext_(HEALTH_CONTEXT, HEALTH_STATES[state]) if state in HEALTH_STATES else state.replace("_", " ")
+
+
 SETTING_VALUES = (N_("true"), N_("false"))  # a three-state bool setting's choices, as shown
 SETTING_CONTEXT = "channel setting"  # the catalogue's context of a channel type's setting names
 

@@ -274,8 +274,9 @@ def test_local_times_follow_the_pages_language_on_a_24_hour_clock(gateway, chrom
 
 
 async def test_ledger_kinds_and_channel_settings_in_chinese(browsers, seed, users, gateway):
-    """The kind of each wallet change, and each channel type's settings (name, help,
-    what they accept), in the catalogue's words; the setting's own name still shown."""
+    """The kind of each wallet change, each channel type's settings (name, help, what
+    they accept; the setting's own name still shown) and a channel's state, in the
+    catalogue's words."""
     seed.topup(users["alice"], 2_000_000, note="invoice 7")
     alice = await browsers("alice")
     _, page = await alice.get("/console/wallet?lang=zh_Hans")
@@ -290,6 +291,11 @@ async def test_ledger_kinds_and_channel_settings_in_chinese(browsers, seed, user
     assert "流式输出中相邻两个词之间的毫秒数；0 到 60000 之间的整数" in page
     assert "milliseconds between streamed words" not in page and "a whole number" not in page
     assert '<option value="true">是</option>' in page  # a three-state bool's choices
+    seed.channel("keyless", type="openai", base_url="https://api.example.com/v1", models=["demo-chat"], api_keys=())
+    _, page = await root.get("/console/admin/channels?lang=zh_Hans")
+    assert '<span class="badge off">无密钥</span>' in page  # a channel's state
+    _, page = await root.get("/console/dashboard?view=site")
+    assert '<span class="badge off">无密钥</span>' in page and '<span class="badge on">正常</span>' in page
     _, page = await root.get("/console/admin/channels/new?lang=en")
     assert '<span class="setting-name">parameter_rules</span> <small>' in page and "milliseconds between streamed words; a whole number from 0 to 60000" in page
 
