@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from .conftest import PASSWORDS, PHONE, WIDE
+from .test_dashboard import world  # noqa: F401 (usage to chart)
 from .test_theme import check_page
 
 pytestmark = pytest.mark.usefixtures("users")
@@ -141,3 +142,19 @@ async def test_the_icon_is_served_and_linked(browsers):
     assert '<link rel="icon" href="/console/static/favicon.svg" type="image/svg+xml">' in page
     async with visitor.http.get(visitor.base + "/console/static/favicon.svg") as answer:
         assert answer.status == 200 and answer.content_type == "image/svg+xml"
+
+
+def test_charts_take_the_chosen_themes_colours(world, start_gateway, chromium):  # noqa: F811
+    context, errors = chromium  # the system's setting: light
+    gateway = start_gateway()
+    page = context.new_page()
+    sign_in(page, gateway.url, "alice")
+    page.wait_for_selector("figure#chart-spend[data-drawn]")
+    colour = "() => Chart.getChart(document.querySelector('#chart-spend canvas')).data.datasets[0].backgroundColor"
+    assert page.evaluate(colour) == "#1f6feb"
+    page.select_option("#theme-choice", "dark")
+    page.wait_for_function(f"() => ({colour})() === '#58a6ff'")
+    page.reload()
+    page.wait_for_selector("figure#chart-spend[data-drawn]")
+    assert page.evaluate(colour) == "#58a6ff"  # drawn dark from the start
+    assert not errors
