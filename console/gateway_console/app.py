@@ -190,5 +190,16 @@ def signin_rule(settings: dict[str, Any]) -> SignInRule:
     return SignInRule(**values)
 
 
+def favicon_route() -> Route:
+    """``/favicon.ico`` at the gateway's root, which browsers ask for by themselves:
+    the console's icon (an SVG; its pages link it as ``rel=icon``)."""
+    icon = (STATIC / "favicon.svg").read_bytes()
+
+    async def favicon(request: Request) -> Response:
+        return Response(icon, media_type="image/svg+xml", headers={"Cache-Control": "public, max-age=86400"})
+
+    return Route("/favicon.ico", favicon, methods=GET)
+
+
 def console_mount(settings: dict[str, Any] | None = None) -> Mount:
     return Mount(MOUNT_PATH, app=console_app(settings), name="console")
