@@ -65,7 +65,7 @@ async def list_upstream_models(
     limits: ListingLimits = ListingLimits(),
 ) -> UpstreamModels:
     """Ask ``channel``'s upstream for its models (``match``: only ids matching this
-    shell-style pattern, such as ``gpt-4o*``)."""
+    shell-style pattern, such as ``chat-*``)."""
     if channel_type is None:
         return _failed(f"no loaded plugin provides the channel type {channel.type!r}")
     picked = probe_key(channel, key_index)
