@@ -81,9 +81,7 @@ async def list_upstream_models(
     except ModelsNotListed as error:
         return _failed(error.message)
     except GatewayError as error:
-        message = redact(error.message, api_key)
-        log.info("channel.models_failed", channel=channel.id, status=error.upstream_status, message=message)
-        return _failed(message, _ms(started), error.upstream_status, index)
+        return _failed(redact(error.message, api_key), _ms(started), error.upstream_status, index)
     except Exception as exc:  # a broken adapter must not break the front
         log.warning("channel.models_broken", channel=channel.id, error=type(exc).__name__)
         return _failed(f"the channel type {channel.type!r} failed to list its models ({type(exc).__name__})", _ms(started), None, index)
