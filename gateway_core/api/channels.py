@@ -47,7 +47,7 @@ UPSTREAM_MODELS = obj(
 )  # fmt: skip
 LISTING_QUERY = (
     Param("key", {"type": "integer", "minimum": 0, "maximum": 10000}, "the upstream key to ask with, by position from 0 (default: the first usable)"),
-    Param("match", {"type": "string", "minLength": 1, "maxLength": 200}, "only ids matching this shell-style pattern, such as 'claude-*'"),
+    Param("match", {"type": "string", "minLength": 1, "maxLength": 200}, "only ids matching this shell-style pattern, such as 'chat-*'"),
 )
 
 

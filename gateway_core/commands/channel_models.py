@@ -31,7 +31,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", metavar="NAME")
     parser.add_argument("--fetch", action="store_true", help="ask the channel's upstream which models it offers")
     parser.add_argument("--add", action="store_true", help="add the upstream's models the channel does not serve yet (implies --fetch)")
-    parser.add_argument("--match", metavar="PATTERN", help="only ids matching this shell-style pattern, such as 'gpt-4o*'")
+    parser.add_argument("--match", metavar="PATTERN", help="only ids matching this shell-style pattern, such as 'chat-*'")
     parser.add_argument("--key", type=int, metavar="N", help="the upstream key to ask with, by position from 0 (default: the first usable)")
 
 
