@@ -125,13 +125,12 @@ async def draft_upstream_models(
     base = existing or ChannelRecord(id=0, name="new", type="", base_url="", api_keys=(), models=(), model_map={}, groups=())
     given = {name: fields[name] for name in DRAFT_FIELDS if name in fields}
     if existing is None and not given.get("type"):
-        raise Invalid("choose the channel's type first", "type")
+        raise Invalid("must be chosen first", "type")
     if existing is None and "base_url" not in given:
-        raise Invalid("give the channel's base URL first", "base_url")
+        raise Invalid("must be given first", "base_url")
     checked = check_fields(admin, given, base)
-    for name in ("api_keys",):
-        if name in checked:
-            checked[name] = tuple(checked[name])
+    if "api_keys" in checked:
+        checked["api_keys"] = tuple(checked["api_keys"])
     draft = attrs.evolve(base, **checked)
     return await _listed(admin, draft, session, timeouts=timeouts, request_id=request_id)
 
