@@ -56,7 +56,7 @@
     tell(say("Asking the upstream…"), true);
     try {
       const response = await fetch(box.dataset.url, {
-        method: "POST", body: new FormData(form), credentials: "same-origin", headers: { "Accept": "application/json" },
+        method: "POST", body: new URLSearchParams(new FormData(form)), credentials: "same-origin", headers: { "Accept": "application/json" },
       });
       let answer;
       try {
