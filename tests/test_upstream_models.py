@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from gateway_core import ChannelType, Exchange, ModelQuery, Reply
-from gateway_core.channel_type import ListingLimits
+from gateway_core.channel_type import ListingLimits, Timeouts
 from gateway_core.testing import FakeUpstream, Fault, free_port, upstream_models
 from gateway_core.upstream_models import Page, collect_pages, entries, get_page
 from gateway_openai.channel_rerank import RerankChannel
@@ -77,6 +77,12 @@ async def test_pages_are_followed_and_capped(paged):
         "the upstream's model list goes on past 2 pages, the most the gateway reads")  # fmt: skip
     assert (await upstream_models(PagedChannel(), paged.url, KEY, limits=ListingLimits(models=15))).message == (
         "the upstream lists more than 15 models, the most the gateway reads")  # fmt: skip
+
+
+async def test_every_page_together_comes_within_the_first_byte_timeout(paged):
+    paged.fail_next(*(Fault(first_byte_delay=0.25) for _ in range(3)))  # each page in time, not all three
+    slow = await upstream_models(PagedChannel(), paged.url, KEY, timeouts=Timeouts(connect=1, first_byte=0.5, idle=1))
+    assert (slow.ok, slow.message) == (False, "the upstream did not answer within 0.5 s") and len(paged.requests) == 2
 
 
 async def test_what_cannot_be_listed_is_a_message_never_a_trace(paged, caplog):

@@ -14,6 +14,7 @@ ordinary edit (:func:`add_models`), audited by the front that makes it.
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import time
 from collections.abc import Iterable, Mapping
@@ -24,7 +25,7 @@ import attrs
 import structlog
 
 from ..channel_type import ChannelType, ListingLimits, ModelQuery, ModelsNotListed, Timeouts
-from ..errors import GatewayError
+from ..errors import GatewayError, UpstreamTimeoutError
 from ..probe import probe_key
 from ..records import ChannelRecord
 from ..router import route_for
@@ -65,7 +66,8 @@ async def list_upstream_models(
     limits: ListingLimits = ListingLimits(),
 ) -> UpstreamModels:
     """Ask ``channel``'s upstream for its models (``match``: only ids matching this
-    shell-style pattern, such as ``chat-*``)."""
+    shell-style pattern, such as ``chat-*``). The whole listing, every page, must
+    come within the channel's first-byte timeout."""
     if channel_type is None:
         return _failed(f"no loaded plugin provides the channel type {channel.type!r}")
     picked = probe_key(channel, key_index)
@@ -76,8 +78,13 @@ async def list_upstream_models(
         return _failed("the channel has no upstream key to ask its upstream with")
     query = ModelQuery(channel, api_key, session, route_for(channel, timeouts).timeouts, request_id, limits)
     started = time.perf_counter()
+    seconds = query.timeouts.first_byte
     try:
-        listed = await channel_type.list_models(query)
+        try:
+            async with asyncio.timeout(seconds):  # every page together, as well as each one
+                listed = await channel_type.list_models(query)
+        except TimeoutError:
+            raise UpstreamTimeoutError(f"the upstream did not answer within {seconds:g} s") from None
     except ModelsNotListed as error:
         return _failed(error.message)
     except GatewayError as error:

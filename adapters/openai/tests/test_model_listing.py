@@ -49,6 +49,8 @@ async def test_an_answer_that_is_not_a_model_list(upstream):
     for _ in range(3):
         listed = await upstream_models(OpenAIChannel(), upstream.url, EXPECTED_KEY)
         assert (listed.ok, listed.message) == (False, "the upstream answered something that is not a model list")
+    upstream.fail_next(Fault(status=200, body=[{"id": "llama-3-70b", "object": "model"}, {"id": 7}]))  # Together's bare list
+    assert (await upstream_models(OpenAIChannel(), upstream.url, EXPECTED_KEY)).models == ("llama-3-70b",)
 
 
 async def test_an_oversized_list_a_slow_upstream_and_a_missing_route(upstream, fake_upstream):
