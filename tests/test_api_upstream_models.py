@@ -53,7 +53,8 @@ async def test_an_admin_lists_the_upstreams_models_with_the_channels_key(site):
     status, matching = await get(gateway, f"/channels/{ids['up']}/upstream-models?key=1&match=o3*", tokens["root"])
     assert matching["models"] == ["o3-mini"]
     status, demo = await get(gateway, f"/channels/{ids['demo']}/upstream-models", tokens["root"])
-    assert status == 200 and demo["models"] == ["demo-chat"]
+    assert status == 200 and demo["models"] == ["demo-chat"] and demo["unpriced"] == ["demo-chat"]
+    assert listed["unpriced"] == []  # the fake's models are all in the catalogue
 
 
 async def test_the_upstreams_refusal_and_failures_are_messages_without_the_key(site):

@@ -87,7 +87,13 @@ async def test_failures_are_one_line_and_exit_1(cli, upstream):
 def test_the_demo_channel_lists_its_own_and_unknown_channels_are_refused(cli):
     assert cli("channel", "add", "demo", "--type", "demo", "--base-url", "local://demo", "--models", "demo-x")[0] == 0
     status, out = cli("channel", "models", "demo", "--fetch")
-    assert status == 0 and out.splitlines()[1].split() == ["demo-chat", "new"] and "key #" not in out
+    assert status == 0 and out.splitlines()[1].split() == ["demo-chat", "new", "no", "price"] and "key #" not in out
+    status, out = cli("channel", "models", "demo", "--add")
+    assert status == 0 and "Added 1 to channel 'demo'" in out
+    assert "warning: no price for demo-chat, from you or the catalogue: requests to them are refused (403 model_not_priced)" in out
+    cli("price", "set", "demo-chat", "--input", "1", "--output", "2")
+    status, out = cli("channel", "models", "demo", "--fetch")
+    assert out.splitlines()[1].split() == ["demo-chat", "served"]
     status, out = cli("channel", "models", "nobody", "--fetch")
     assert status != 0 and "no channel named 'nobody'" in out
 

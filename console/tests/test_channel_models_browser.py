@@ -51,6 +51,11 @@ def test_the_button_lists_the_upstreams_models_and_fills_the_models_field(chromi
     expect(page.locator("[data-models-list]")).to_be_hidden()
 
     page.fill("textarea[name=api_keys]", EXPECTED_KEY)
+    upstream.models.append("acme-finetune-1")  # in no catalogue
+    page.click("button:has-text('Fetch models from the upstream')")
+    expect(page.locator("[data-models-boxes] label", has_text="acme-finetune-1")).to_contain_text("no price")
+    expect(page.locator("[data-models-boxes] label", has_text="gpt-4o-mini")).not_to_contain_text("no price")
+    upstream.models.pop()
     page.click("button:has-text('Fetch models from the upstream')")
     expect(page.locator("[data-models-message]")).to_have_text(f"the upstream lists {len(MODELS)} models, {len(MODELS)} not yet served by the channel")
     boxes = page.locator("[data-models-boxes] input[type=checkbox]")

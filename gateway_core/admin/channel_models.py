@@ -33,6 +33,7 @@ from ..secrets import redact
 from .channels import check_fields, get_channel, update_channel
 from .context import Admin
 from .errors import Invalid
+from .prices import unpriced_models
 
 MAX_MODEL_ID = 200  # the longest model id a channel takes (the API's schema says so too)
 DRAFT_FIELDS = ("type", "base_url", "api_keys", "headers", "settings", "timeout_connect", "timeout_first_byte", "timeout_idle")
@@ -42,7 +43,8 @@ log = structlog.get_logger("relaygate.admin")
 @attrs.frozen
 class UpstreamModels:
     """What the upstream listed: ``models`` in its order; ``new`` those the channel
-    does not serve yet. ``ok`` is false when nothing could be listed, and
+    does not serve yet; ``unpriced`` those whose requests would be refused for want
+    of a price (set by the admin operations, which see the prices). ``ok`` is false when nothing could be listed, and
     ``message`` says why (or, when ok, what was found)."""
 
     ok: bool
@@ -52,6 +54,7 @@ class UpstreamModels:
     latency_ms: float
     status: int | None = None  # the upstream's HTTP status when it failed with one
     key_index: int | None = None
+    unpriced: tuple[str, ...] = ()  # of models, those with a price from neither the operator nor the catalogue
 
 
 async def list_upstream_models(
@@ -157,9 +160,13 @@ async def _listed(
 ) -> UpstreamModels:
     channel_type = admin.channel_types.get(channel.type)
     if session is not None:
-        return await list_upstream_models(channel_type, session, channel, **options)
-    async with aiohttp.ClientSession(skip_auto_headers=("User-Agent",)) as own:
-        return await list_upstream_models(channel_type, own, channel, **options)
+        listed = await list_upstream_models(channel_type, session, channel, **options)
+    else:
+        async with aiohttp.ClientSession(skip_auto_headers=("User-Agent",)) as own:
+            listed = await list_upstream_models(channel_type, own, channel, **options)
+    if not listed.models:
+        return listed
+    return attrs.evolve(listed, unpriced=tuple(await unpriced_models(admin, listed.models)))
 
 
 def _usable(listed: Iterable[Any], match: str | None) -> Iterable[str]:

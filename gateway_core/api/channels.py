@@ -42,7 +42,8 @@ UPSTREAM_MODELS = obj(
      "new": {**MODEL_IDS, "description": "of models, those the channel does not serve yet"},
      "message": {"type": "string"}, "latency_ms": {"type": "number"},
      "status": {"type": ["integer", "null"], "description": "the upstream's HTTP status when it failed with one"},
-     "key_index": {"type": ["integer", "null"]}},
+     "key_index": {"type": ["integer", "null"]},
+     "unpriced": {**MODEL_IDS, "description": "of models, those priced neither by the operator nor by the catalogue: requests to them are refused (403 model_not_priced)"}},
     ("ok", "models", "new", "message", "latency_ms"),
 )  # fmt: skip
 LISTING_QUERY = (

@@ -3,7 +3,8 @@
 Without ``--fetch``: the models the channel serves. With it: the models the
 channel's upstream offers (asked with the channel's key and timeouts, through
 :mod:`gateway_core.admin.channel_models`, the operation the API and the console
-use), each marked ``served`` or ``new``; ``--add`` then adds the new ones to the
+use), each marked ``served`` or ``new`` (and ``no price`` when neither the operator
+nor the catalogue prices it); ``--add`` then adds the new ones to the
 channel's models (audited as ``channel.update``), ``--match`` keeps only ids
 matching a shell-style pattern. A listing that fails prints why in one line and
 exits 1.
@@ -12,6 +13,7 @@ exits 1.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 
 from ..admin import Admin, channels
@@ -65,11 +67,18 @@ def _run(args: argparse.Namespace, cli: CommandContext) -> int:
     key = f", key #{listed.key_index}" if listed.key_index is not None and channel.api_keys else ""
     print(f"{channel.name}: {listed.message} ({listed.latency_ms:g} ms{key})")
     width = max((len(model) for model in listed.models), default=0)
-    new = set(listed.new)
+    new, unpriced = set(listed.new), set(listed.unpriced)
     for model in listed.models:
-        print(f"  {model.ljust(width)}  {'new' if model in new else 'served'}")
+        print(f"  {model.ljust(width)}  {'new' if model in new else 'served'}{'  no price' if model in unpriced else ''}".rstrip())
     if after is not None:
         print(f"Added {len(listed.new)} to channel {channel.name!r}: it serves {len(after.models)} models now.")
     elif args.add:
         print(f"Nothing to add: channel {channel.name!r} serves every model listed.")
+    added_unpriced = [model for model in listed.new if model in unpriced] if after is not None else []
+    if added_unpriced:  # on stderr, as channel add says it
+        print(
+            f"warning: no price for {', '.join(added_unpriced)}, from you or the catalogue: requests to them are refused "
+            "(403 model_not_priced) until you set one (relaygate price set MODEL --input USD --output USD, or relaygate price import FILE)",
+            file=sys.stderr,
+        )
     return 0

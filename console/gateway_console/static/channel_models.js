@@ -1,6 +1,7 @@
 // The channel form's "Fetch models from the upstream": asks the console (which asks the
 // upstream with what the form holds now), lists the models with checkboxes, and keeps
-// the Models field in step with them. Nothing is saved until the form is.
+// the Models field in step with them; a model with no price (neither the operator's nor
+// the catalogue's) says so. Nothing is saved until the form is.
 "use strict";
 
 (() => {
@@ -13,7 +14,9 @@
   const list = box.querySelector("[data-models-list]");
   const boxes = box.querySelector("[data-models-boxes]");
   const all = box.querySelector("[data-models-all]");
-  const say = window.relaygateText || ((text) => text);
+  // the texts come translated in the box's data-text-* attributes; "{name}" in a text is replaced by values.name
+  const say = (name, values = {}) => box.dataset[name].replace(/\{(\w+)\}/g, (whole, key) => (key in values ? String(values[key]) : whole));
+  let unpriced = new Set();
   let offered = [];
 
   const typed = () => field.value.split(/[\s,]+/).filter(Boolean);
@@ -40,6 +43,12 @@
       input.value = model;
       input.checked = chosen.has(model);
       label.append(input, " ", model);
+      if (unpriced.has(model)) {
+        const note = document.createElement("small");
+        note.className = "muted";
+        note.textContent = " " + say("textNoPrice");
+        label.append(note);
+      }
       return label;
     }));
     list.hidden = models.length === 0;
@@ -53,7 +62,7 @@
 
   button.addEventListener("click", async () => {
     button.disabled = true;
-    tell(say("Asking the upstream…"), true);
+    tell(say("textAsking"), true);
     try {
       const response = await fetch(box.dataset.url, {
         method: "POST", body: new URLSearchParams(new FormData(form)), credentials: "same-origin", headers: { "Accept": "application/json" },
@@ -62,12 +71,13 @@
       try {
         answer = await response.json();
       } catch (error) {
-        answer = { ok: false, models: [], message: say("The console answered HTTP {status}: reload the page and try again.", { status: response.status }) };
+        answer = { ok: false, models: [], message: say("textFailed", { status: response.status }) };
       }
       tell(answer.message, answer.ok);
+      unpriced = new Set(answer.unpriced || []);
       show(answer.ok ? answer.models : []);
     } catch (error) {
-      tell(say("The console could not be reached: check the connection and try again."), false);
+      tell(say("textUnreachable"), false);
     } finally {
       button.disabled = false;
     }

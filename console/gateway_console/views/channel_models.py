@@ -42,7 +42,10 @@ async def _listed(ctx: Ctx, channel: ChannelRecord | None) -> Response:
         )  # fmt: skip
     except (ValueError, AdminError) as exc:  # FormError, Invalid: the form's values cannot be used yet
         return JSONResponse({"ok": False, "models": [], "new": [], "message": str(exc)}, status_code=400)
-    return JSONResponse({"ok": listed.ok, "models": list(listed.models), "new": list(listed.new), "message": listed.message, "status": listed.status})
+    return JSONResponse({
+        "ok": listed.ok, "models": list(listed.models), "new": list(listed.new), "unpriced": list(listed.unpriced),
+        "message": listed.message, "status": listed.status,
+    })  # fmt: skip
 
 
 def _draft(ctx: Ctx, existing: ChannelRecord | None) -> dict[str, Any]:
