@@ -89,6 +89,7 @@ async def test_what_cannot_be_listed_is_a_message_never_a_trace(paged, caplog):
     caplog.set_level(logging.DEBUG)
     rerank = await upstream_models(RerankChannel(), paged.url, KEY)
     assert (rerank.ok, rerank.message, rerank.status) == (False, "the channel type 'rerank' cannot list its upstream's models", None)
+    assert (await upstream_models(RerankChannel(), paged.url, "")).message == rerank.message  # whatever its keys
     broken = await upstream_models(Broken(), paged.url, KEY)
     assert broken.message == "the channel type 'broken' failed to list its models (KeyError)"
     keyless = await upstream_models(PagedChannel(), paged.url, "")

@@ -74,10 +74,11 @@ async def list_upstream_models(
     if channel_type is None:
         return _failed(f"no loaded plugin provides the channel type {channel.type!r}")
     picked = probe_key(channel, key_index)
-    if picked is None:
+    lists = type(channel_type).list_models is not ChannelType.list_models  # else the default says it cannot
+    if picked is None and lists:
         return _failed(f"the channel has no upstream key #{key_index} (it has {len(channel.api_keys)})")
-    index, api_key = picked
-    if not api_key and channel_type.needs_key:
+    index, api_key = picked or (0, "")
+    if not api_key and channel_type.needs_key and lists:
         return _failed("the channel has no upstream key to ask its upstream with")
     query = ModelQuery(channel, api_key, session, route_for(channel, timeouts).timeouts, request_id, limits)
     started = time.perf_counter()
