@@ -51,7 +51,8 @@ async def get_page(query: ModelQuery, url: str, *, headers: Mapping[str, str], e
     own = {name.lower() for name in headers}
     merged = {name: value for name, value in query.channel.headers.items() if name.lower() not in own}
     merged.update(headers)
-    merged.setdefault("Accept", "application/json")
+    if not any(name.lower() == "accept" for name in merged):
+        merged["Accept"] = "application/json"
     seconds = query.timeouts.first_byte
     try:
         async with asyncio.timeout(seconds):
