@@ -83,3 +83,21 @@ async def test_only_admins_and_known_channels(site):
     operation = spec["paths"]["/api/v1/channels/{channel_id}/upstream-models"]["get"]
     assert [param["name"] for param in operation["parameters"] if param["in"] == "query"] == ["key", "match"]
     assert set(operation["responses"]) >= {"200", "401", "403", "404"}
+
+
+async def test_an_upstream_is_asked_before_its_channel_is_added(site):
+    gateway, upstream, _, tokens = site
+    body = {"type": "openai", "base_url": upstream.url + "/v1/", "api_keys": [EXPECTED_KEY], "headers": {"X-Team": "blue"}, "match": "gpt-*"}
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {tokens['root']}"}) as http:
+        async with http.post(gateway.url + "/api/v1/channels/upstream-models", json=body) as response:
+            assert response.status == 200
+            listed = await response.json()
+        assert listed["ok"] and listed["models"] == ["gpt-4o-mini", "gpt-4o"] and listed["new"] == listed["models"]
+        assert upstream.requests[-1]["headers"]["X-Team"] == "blue"
+        async with http.post(gateway.url + "/api/v1/channels/upstream-models", json={**body, "base_url": "ftp://x"}) as response:
+            assert response.status == 400 and "must start with http:// or https://" in (await response.json())["error"]["message"]
+        async with http.post(gateway.url + "/api/v1/channels/upstream-models", json={"type": "openai"}) as response:
+            assert response.status == 400 and (await response.json())["error"]["field"] == "base_url"
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {tokens['alice']}"}) as http:
+        async with http.post(gateway.url + "/api/v1/channels/upstream-models", json=body) as response:
+            assert response.status == 403

@@ -126,6 +126,7 @@ async def draft_upstream_models(
     channel_id: int | None = None,
     timeouts: Timeouts,
     request_id: str,
+    match: str | None = None,
     session: aiohttp.ClientSession | None = None,
 ) -> UpstreamModels:
     """The models the upstream of a channel being added or edited offers, before it
@@ -143,7 +144,7 @@ async def draft_upstream_models(
     if "api_keys" in checked:
         checked["api_keys"] = tuple(checked["api_keys"])
     draft = attrs.evolve(base, **checked)
-    return await _listed(admin, draft, session, timeouts=timeouts, request_id=request_id)
+    return await _listed(admin, draft, session, timeouts=timeouts, request_id=request_id, match=match)
 
 
 async def add_models(admin: Admin, channel_id: int, models: Iterable[str]) -> tuple[ChannelRecord, ChannelRecord]:

@@ -46,6 +46,11 @@ UPSTREAM_MODELS = obj(
      "unpriced": {**MODEL_IDS, "description": "of models, those priced neither by the operator nor by the catalogue: requests to them are refused (403 model_not_priced)"}},
     ("ok", "models", "new", "message", "latency_ms"),
 )  # fmt: skip
+DRAFT = obj(
+    {**{name: FIELDS[name] for name in ("type", "base_url", "api_keys", "headers", "settings", "timeout_connect", "timeout_first_byte", "timeout_idle")},
+     "match": {"type": "string", "minLength": 1, "maxLength": 200}},
+    ("type", "base_url"),
+)  # fmt: skip
 LISTING_QUERY = (
     Param("key", {"type": "integer", "minimum": 0, "maximum": 10000}, "the upstream key to ask with, by position from 0 (default: the first usable)"),
     Param("match", {"type": "string", "minLength": 1, "maxLength": 200}, "only ids matching this shell-style pattern, such as 'chat-*'"),
@@ -121,6 +126,16 @@ async def upstream_models(call: ApiCall) -> dict[str, Any]:
     return data
 
 
+async def draft_upstream_models(call: ApiCall) -> dict[str, Any]:
+    services, fields = call.services, dict(call.body)
+    listed = await channel_models.draft_upstream_models(
+        call.admin, fields, timeouts=services.config.timeouts, session=services.session, request_id=call.request_id,
+        match=fields.pop("match", None),
+    )  # fmt: skip
+    data: dict[str, Any] = to_jsonable(listed)
+    return data
+
+
 ONE = "/channels/{channel_id}"
 E = (400, 401, 403, 404)
 OPERATIONS = (
@@ -134,4 +149,6 @@ OPERATIONS = (
     Operation("POST", ONE + "/test", "Send one small real request through the channel (admin)", "channels", "admin", test_channel, PROBE, body=TEST, errors=E),
     Operation("GET", ONE + "/upstream-models", "List the models the channel's upstream offers, asked with the channel's key (admin)", "channels", "admin",
               upstream_models, UPSTREAM_MODELS, query=LISTING_QUERY, errors=E),  # fmt: skip
+    Operation("POST", "/channels/upstream-models", "List the models an upstream offers before its channel is added: type, base_url, api_keys … as for POST /channels (admin)",
+              "channels", "admin", draft_upstream_models, UPSTREAM_MODELS, body=DRAFT),  # fmt: skip
 )
