@@ -38,6 +38,7 @@ DEFAULT_PLUGINS = {
     "core.keys": "gateway_core.commands.keys",
     "core.plugins": "gateway_core.commands.plugins",
     "core.channels": "gateway_core.commands.channels",
+    "core.channel_models": "gateway_core.commands.channel_models",
     "core.limits": "gateway_core.commands.limits",
     "core.fallbacks": "gateway_core.commands.fallbacks",
     "core.billing": "gateway_core.commands.billing",

@@ -31,6 +31,7 @@ from gateway_core import (
     Exchange,
     InvalidRequestError,
     JsonReply,
+    ModelQuery,
     Reply,
     Setting,
     StreamReply,
@@ -61,6 +62,7 @@ from .chat_response import response_from_wire, usage_from_wire
 from .chat_stream import FrameDecoder
 from .completions import COMPLETIONS_WIRE
 from .error_body import upstream_error_message
+from .listing import list_models
 from .moderations import MODERATIONS_WIRE
 from .protocol import stateful_message
 from .realtime import REALTIME_WIRE, open_upstream
@@ -103,6 +105,9 @@ class OpenAIChannel(ChannelType):
 
     async def open_session(self, exchange: Exchange) -> UpstreamSession:
         return await open_upstream(exchange)  # the Realtime API (realtime.py)
+
+    async def list_models(self, query: ModelQuery) -> list[str]:
+        return await list_models(query)  # GET /v1/models (listing.py)
 
     async def send(self, exchange: Exchange) -> Reply:
         target, call = exchange.target, exchange.call
