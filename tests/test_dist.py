@@ -44,7 +44,7 @@ def test_the_wheels_install_alone_and_serve(built_wheels: Path, dependency_wheel
     assert where.startswith(str(venv)), where
     installed = subprocess.run([str(bin_ / "python"), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True, env=env).stdout
     names = {item["name"].lower() for item in json.loads(installed)}
-    assert {"relaygate", "relaygate-openai", "relaygate-anthropic", "relaygate-gemini", "relaygate-demo", "relaygate-console"} <= names
+    assert {"relaygate", "relaygate-openai", "relaygate-anthropic", "relaygate-gemini", "relaygate-demo", "relaygate-azure", "relaygate-console"} <= names
     assert {"asyncpg", "redis", "opentelemetry-sdk"} <= names
     assert not names & {"pytest", "mypy", "playwright", "schemathesis", "hypothesis", "kubernetes"}, names
 
@@ -77,4 +77,4 @@ def test_the_core_wheel_names_the_extras_an_operator_installs(built_wheels: Path
     with zipfile.ZipFile(core) as wheel:
         metadata = wheel.read(f"relaygate-{VERSION}.dist-info/METADATA").decode()
     extras = {line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Provides-Extra:")}
-    assert {"all", "adapters", "console", "postgres", "redis", "tracing", "test"} <= extras
+    assert {"all", "adapters", "azure", "console", "postgres", "redis", "tracing", "test"} <= extras
