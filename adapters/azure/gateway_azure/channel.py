@@ -103,7 +103,10 @@ class AzureChannel(OpenAIChannel):
         except GatewayError as error:
             target = exchange.target
             if error.upstream_status == 401 and (credentials := entra_credentials(target)) is not None:
-                self.tokens.forget(target.channel.id, credentials)  # revoked or expired early: fetch anew
+                # the token was refused (revoked, or expired early), not the client secret,
+                # which Entra ID itself judges: fetch a new token, keep the key in rotation
+                self.tokens.forget(target.channel.id, credentials)
+                error.key_refused = False
             settings = target.channel.settings
             version = API_VERSION.read(settings)
             style = str(PATH_STYLE.read(settings))
