@@ -104,7 +104,7 @@ class OpenAIChannel(ChannelType):
     """
 
     name = "openai"
-    settings = (RESPONSES, MAX_TOKENS_PARAM)
+    settings: tuple[Setting, ...] = (RESPONSES, MAX_TOKENS_PARAM)
 
     def wire(self, endpoint: str) -> str | None:
         return WIRES.get(endpoint)
