@@ -47,6 +47,8 @@ def test_the_wheels_install_alone_and_serve(built_wheels: Path, dependency_wheel
     assert {"relaygate", "relaygate-openai", "relaygate-anthropic", "relaygate-gemini", "relaygate-demo", "relaygate-azure", "relaygate-console"} <= names
     assert {"asyncpg", "redis", "opentelemetry-sdk"} <= names
     assert not names & {"pytest", "mypy", "playwright", "schemathesis", "hypothesis", "kubernetes"}, names
+    types = subprocess.run([str(bin_ / "relaygate"), "channel", "types"], check=True, capture_output=True, text=True, env=env, cwd=tmp_path).stdout
+    assert {"openai", "anthropic", "gemini", "demo", "azure"} <= {line.split(":")[0] for line in types.splitlines() if not line.startswith(" ")}, types
 
     port = free_port()
     db = tmp_path / "data" / "relaygate.db"

@@ -1,6 +1,6 @@
 """Clients of every protocol through the gateway to an azure channel over loopback: the
 official ``openai`` SDK (one-shot, a stream, tools, embeddings) on both path styles, the
-``anthropic`` SDK (converted), a catalogue price for the client's model name, Azure's
+``anthropic`` and ``google-genai`` SDKs (converted), a catalogue price for the client's model name, Azure's
 content filter in each client's shape, a wrong api-version said clearly."""
 
 from __future__ import annotations
@@ -10,6 +10,9 @@ import json
 import anthropic
 import openai
 import pytest
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
 
 from .fake_azure import AZURE_KEY, BLOCKED, CUT
 
@@ -151,3 +154,17 @@ async def test_a_wrong_api_version_is_said_clearly(seed, azure, start_gateway, g
     assert "refused the channel's api-version '2023-01-01'" in message and "API version not supported" in message
     assert "--setting api_version=" in message
     assert azure.requests[-1]["path"].endswith("?api-version=2023-01-01")
+
+
+async def test_a_gemini_client(gateway, gateway_key, azure):
+    client = genai.Client(api_key=gateway_key, http_options=types.HttpOptions(base_url=gateway.url, api_version="v1beta")).aio
+    response = await client.models.generate_content(model=CHAT, contents="hallo", config=types.GenerateContentConfig(max_output_tokens=40))
+    assert response.text == "echo: hallo" and azure.requests[-1]["body"]["max_completion_tokens"] == 40
+    chunks = [c async for c in await client.models.generate_content_stream(model=CHAT, contents="x y")]
+    assert "".join(c.text or "" for c in chunks) == "echo: x y"
+    cut = await client.models.generate_content(model=CHAT, contents=CUT)
+    assert cut.candidates[0].finish_reason == types.FinishReason.SAFETY
+    with pytest.raises(genai_errors.ClientError) as refused:
+        await client.models.generate_content(model=CHAT, contents=BLOCKED)
+    assert refused.value.code == 400 and refused.value.status == "INVALID_ARGUMENT"
+    assert "content filter refused the request (violence: medium)" in refused.value.message
