@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from gateway_core import hookimpl
+from collections.abc import Callable
+
+from gateway_core import ChannelType, hookimpl
 
 from .channel import AzureChannel
 
 
 @hookimpl
-def register_channel_types(register) -> None:
+def register_channel_types(register: Callable[[ChannelType], None]) -> None:
     register(AzureChannel())
