@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from gateway_core import Exchange, GatewayError, Reply, Setting, Target, UpstreamError, endpoints
+from gateway_core import Exchange, GatewayError, ModelQuery, ModelsNotListed, Reply, Setting, Target, UpstreamError, endpoints
 from gateway_openai.channel import OpenAIChannel
 
 from .entra import Credentials, TokenCache, check_authority
@@ -96,6 +96,14 @@ class AzureChannel(OpenAIChannel):
         if credentials is None:
             return {"api-key": exchange.target.api_key}
         return {"Authorization": f"Bearer {await self.tokens.token(exchange, credentials)}"}
+
+    async def list_models(self, query: ModelQuery) -> list[str]:
+        """An Azure resource serves the deployments its owner named, which its data plane
+        does not list (the management plane does, with Azure credentials of another kind)."""
+        raise ModelsNotListed(
+            "an azure channel cannot list its models: its models are the deployments you created in the "
+            "Azure resource; map each client model to its deployment in the channel's model map"
+        )
 
     async def send(self, exchange: Exchange) -> Reply:
         try:

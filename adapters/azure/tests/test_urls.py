@@ -3,6 +3,8 @@ the api-version, the base URL as stored, the endpoints served."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
 from gateway_azure.channel import AzureChannel
@@ -57,3 +59,10 @@ def test_the_endpoints_azure_serves():
     assert len(served) == 7
     assert channel.wire(endpoints.MODERATIONS) is None and channel.wire(endpoints.REALTIME) is None
 
+
+
+async def test_an_azure_channel_says_why_it_cannot_list_its_models():
+    from gateway_core import ModelQuery, ModelsNotListed
+
+    with pytest.raises(ModelsNotListed, match="deployments you created"):
+        await AzureChannel().list_models(cast(ModelQuery, None))
