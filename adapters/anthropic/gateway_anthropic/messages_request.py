@@ -49,6 +49,7 @@ from gateway_core.model import (
     ToolChoice,
     ToolChoiceMode,
 )
+from gateway_core.reasoning import budget_for_effort
 
 from .content import blocks_to_parts, expect, fail, kind_of, parts_to_blocks
 
@@ -272,8 +273,8 @@ def _structured_output(out: JSON, fmt: Any) -> None:
 
 
 # another protocol's reasoning request as a thinking budget: OpenAI's reasoning_effort
-# and Gemini's thinkingLevel by name, Gemini's thinkingBudget as it is (-1: dynamic)
-EFFORT_BUDGETS = {"minimal": 0, "none": 0, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768}
+# and Gemini's thinkingLevel by name (gateway_core.reasoning's table), Gemini's
+# thinkingBudget as it is (-1, dynamic: medium's budget)
 MIN_BUDGET = 1024  # the least budget_tokens Anthropic takes
 
 
@@ -300,17 +301,17 @@ def _thinking(out: JSON, extra: dict[str, Any], model: str) -> None:
 def _reasoning_budget(extra: dict[str, Any]) -> int:
     effort = extra.get("reasoning_effort")
     if isinstance(effort, str):
-        return EFFORT_BUDGETS.get(effort, 0)
+        return budget_for_effort(effort)
     config = extra.get("generationConfig") or extra.get("generation_config") or {}
     thinking = (config.get("thinkingConfig") or config.get("thinking_config") or {}) if isinstance(config, dict) else {}
     if not isinstance(thinking, dict):
         return 0
     level = thinking.get("thinkingLevel") or thinking.get("thinking_level")
     if isinstance(level, str):
-        return EFFORT_BUDGETS.get(level.lower(), 0)
+        return budget_for_effort(level)
     budget = thinking.get("thinkingBudget", thinking.get("thinking_budget"))
     if isinstance(budget, int) and not isinstance(budget, bool):
-        return EFFORT_BUDGETS["medium"] if budget < 0 else budget
+        return budget_for_effort("medium") if budget < 0 else budget
     return 0
 
 

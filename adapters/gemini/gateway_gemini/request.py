@@ -34,7 +34,8 @@ to a gemini channel: system messages at the head of the conversation join
 choice as ``functionCallingConfig``, ``extra["response_format"]`` (OpenAI) or
 ``output_format`` / ``output_config.format`` (Anthropic) as ``responseMimeType``
 and ``responseJsonSchema``, OpenAI's ``reasoning_effort`` (low / medium / high →
-``thinkingBudget`` 1024 / 8192 / 24576), a Responses client's ``web_search`` as
+``thinkingBudget`` 1024 / 8192 / 24576, :mod:`gateway_core.reasoning`'s table;
+minimal as low, xhigh as high), a Responses client's ``web_search`` as
 ``googleSearch`` (beside function declarations only for Gemini 3 and later, which
 take both in one request; other provider-run tools: a 400 naming their type) and Anthropic's ``thinking`` (its
 ``budget_tokens``, with ``includeThoughts``) as ``thinkingConfig``. Other
@@ -48,6 +49,7 @@ from typing import Any
 
 from gateway_core.json_body import INT64_MAX
 from gateway_core.model import ChatRequest, Role, Tool, ToolChoice, ToolChoiceMode
+from gateway_core.reasoning import budget_for_effort, common_effort
 
 from .content import contents_to_wire, messages_from_wire, system_from_wire, system_to_wire
 from .schema import for_gemini, to_json_schema
@@ -59,7 +61,6 @@ _MAPPED = frozenset(("seed", "presencePenalty", "frequencyPenalty", "responseMim
 _DECLARATION_KEYS = frozenset(("name", "description", "parameters", "parametersJsonSchema"))
 _GEMINI_TOP_LEVEL = ("safetySettings", "cachedContent")
 HOSTED = "hosted_tool"  # Tool.extra: the type of another protocol's provider-run tool (web_search …)
-_EFFORT_BUDGETS = {"low": 1024, "medium": 8192, "high": 24576}
 _MODES = {
     "AUTO": ToolChoiceMode.AUTO,
     "VALIDATED": ToolChoiceMode.AUTO,
@@ -320,9 +321,9 @@ def _response_format(extra: JSON) -> JSON:
 
 
 def _thinking(extra: JSON) -> JSON:
-    effort = extra.get("reasoning_effort")
-    if isinstance(effort, str) and effort in _EFFORT_BUDGETS:
-        return {"thinkingBudget": _EFFORT_BUDGETS[effort]}
+    effort = common_effort(extra.get("reasoning_effort"))  # minimal as low, xhigh as high
+    if effort is not None:
+        return {"thinkingBudget": budget_for_effort(effort)}
     thinking = extra.get("thinking")
     if isinstance(thinking, dict):
         if thinking.get("type") == "enabled":

@@ -62,6 +62,8 @@ from gateway_core.model import (
     ToolResultPart,
 )
 
+from .reasoning_request import reasoning_effort
+
 JSON = dict[str, Any]
 
 OPENAI_PARAMS = frozenset(
@@ -360,6 +362,9 @@ def request_to_wire(request: ChatRequest, model: str, *, all_extra: bool = False
         anthropic = request.extra.get("output_format") or (request.extra.get("output_config") or {}).get("format")
         if isinstance(anthropic, dict) and anthropic.get("type") == "json_schema" and isinstance(anthropic.get("schema"), dict):
             out["response_format"] = {"type": "json_schema", "json_schema": {"name": "response", "schema": anthropic["schema"]}}  # Anthropic's JSON output
+    effort = None if all_extra else reasoning_effort(request.extra, model)  # Anthropic's thinking, Gemini's thinkingConfig
+    if effort is not None:
+        out["reasoning_effort"] = effort
     options = out.pop("stream_options", None)
     if request.stream:
         out["stream"] = True

@@ -5,7 +5,10 @@ It answers ``POST /v1/chat/completions`` plainly or as an SSE stream (pausing
 usage, records every request it received, and can be told to fail (a
 :class:`gateway_core.testing.Fault`): an error status, a connection dropped
 mid-stream, a slow first byte, malformed JSON. Like OpenAI, it refuses ``max_tokens``
-on chat for its reasoning models (names starting ``o1``/``o3``/``o4``/``gpt-5``).
+on chat for its reasoning models (names starting ``o1``/``o3``/``o4``/``gpt-5``),
+refuses ``reasoning_effort`` for other models and values it does not know, and
+reports the reasoning tokens of an effort (:data:`REASONING_TOKENS`) inside
+``completion_tokens``.
 It also serves ``/v1/responses`` (:mod:`.fake_responses`), ``/v1/embeddings``,
 ``/v1/images/generations``, ``/v1/images/edits``, ``/v1/audio/speech`` and
 ``/v1/audio/transcriptions`` (:mod:`.fake_media`; images streamed too, with partial images), and ``/v1/completions``,
@@ -30,6 +33,7 @@ from . import fake_media, fake_responses, fake_text
 
 EXPECTED_KEY = "sk-upstream-test"
 REASONING_MODELS = ("o1", "o3", "o4", "gpt-5")
+REASONING_TOKENS = {"minimal": 0, "low": 64, "medium": 256, "high": 1024}  # reported per reasoning_effort (chat)
 __all__ = ["EXPECTED_KEY", "FakeOpenAI", "Fault"]
 
 
@@ -68,6 +72,13 @@ class FakeOpenAI(FakeUpstream):
         if request.path == "/v1/chat/completions" and isinstance(body, dict) and "max_tokens" in body and str(model).startswith(REASONING_MODELS):
             message = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
             return error_response(400, message, "invalid_request_error", "unsupported_parameter")
+        effort = body.get("reasoning_effort") if isinstance(body, dict) and request.path == "/v1/chat/completions" else None
+        if effort is not None and not str(model).startswith(REASONING_MODELS):
+            message = "Unrecognized request argument supplied: reasoning_effort"
+            return error_response(400, message, "invalid_request_error", "unsupported_parameter")
+        if effort is not None and effort not in REASONING_TOKENS:
+            message = f"Invalid value: '{effort}'. Supported values are: 'minimal', 'low', 'medium', and 'high'."
+            return error_response(400, message, "invalid_request_error", "unsupported_value")
         return None
 
     def error_body(self, status: int, message: str) -> Any:
@@ -191,13 +202,14 @@ def echo_text(body: dict[str, Any]) -> str:
 
 def usage_for(body: dict[str, Any], text: str, cached: int = 0) -> dict[str, Any]:
     prompt = sum(len(str(m.get("content", ""))) for m in body.get("messages") or []) // 4 + 1 + cached
-    completion_tokens = len(text.split())
+    reasoning = REASONING_TOKENS.get(str(body.get("reasoning_effort")), 0)
+    completion_tokens = len(text.split()) + reasoning  # reasoning tokens are output tokens
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt + completion_tokens,
         "prompt_tokens_details": {"cached_tokens": cached},
-        "completion_tokens_details": {"reasoning_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
     }
 
 
