@@ -362,6 +362,8 @@ def request_to_wire(request: ChatRequest, model: str, *, all_extra: bool = False
         anthropic = request.extra.get("output_format") or (request.extra.get("output_config") or {}).get("format")
         if isinstance(anthropic, dict) and anthropic.get("type") == "json_schema" and isinstance(anthropic.get("schema"), dict):
             out["response_format"] = {"type": "json_schema", "json_schema": {"name": "response", "schema": anthropic["schema"]}}  # Anthropic's JSON output
+    if not all_extra and "logprobs" not in out:
+        out.pop("top_logprobs", None)  # a Responses client's: chat takes it only beside logprobs: true
     effort = None if all_extra else reasoning_effort(request.extra, model)  # Anthropic's thinking, Gemini's thinkingConfig
     if effort is not None:
         out["reasoning_effort"] = effort
