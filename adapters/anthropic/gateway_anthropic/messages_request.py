@@ -26,7 +26,8 @@ turns ``TOOL`` messages into user messages of ``tool_result`` blocks, moves
 ``SYSTEM`` messages found inside ``messages`` to the top-level ``system`` (older
 models reject them in ``messages``), and writes back only the ``extra`` fields that
 are Messages parameters (another protocol's extras are dropped: Anthropic rejects
-unknown fields; ``service_tier`` goes only with a value Anthropic knows).
+unknown fields; ``service_tier`` goes only with a value Anthropic knows; OpenAI's
+``safety_identifier`` is ``metadata.user_id`` when the request names no user).
 Round-trip normalizations: a single plain text block is written as a string,
 ``is_error: false`` and empty tool-result content are left out, ``null`` optional
 fields are dropped, and system messages move to the top-level ``system``. See ``docs/adapters/anthropic.md`` for what
@@ -238,8 +239,9 @@ def request_to_wire(request: ChatRequest, model: str, *, default_max_tokens: int
         out["stop_sequences"] = list(request.stop)
     metadata = request.extra.get("metadata") if all_extra else None  # another protocol's metadata: not ours
     metadata = dict(metadata) if isinstance(metadata, dict) else {}
-    if request.user is not None:
-        metadata["user_id"] = request.user
+    user = request.user if request.user is not None or all_extra else request.extra.get("safety_identifier")
+    if isinstance(user, str):  # OpenAI's safety_identifier (its newer user) names the end user as user_id does
+        metadata["user_id"] = user
     if metadata:
         out["metadata"] = metadata
     for key, value in request.extra.items():

@@ -131,3 +131,16 @@ async def test_claudes_server_tool_blocks_are_dropped_for_an_openai_client(start
     text = "".join([chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices])
     assert text == "Relaygate is an AI gateway."
     await client.close()
+
+
+async def test_an_openai_clients_safety_identifier_names_the_user_to_claude(start_gateway, gateway_key, anthropic_upstream, models):
+    gateway = start_gateway()
+    client = openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=gateway_key, max_retries=0)
+    ask = {"model": models.claude, "messages": [{"role": "user", "content": "hi"}], "prompt_cache_key": "session-9", "verbosity": "low"}
+    await client.chat.completions.create(**ask, safety_identifier="user-hash-7")
+    sent = anthropic_upstream.requests[-1]["body"]
+    assert sent["metadata"] == {"user_id": "user-hash-7"}
+    assert not {"prompt_cache_key", "verbosity", "safety_identifier"} & set(sent)  # no Messages equivalent: dropped
+    await client.chat.completions.create(**ask, safety_identifier="user-hash-7", user="legacy-user")
+    assert anthropic_upstream.requests[-1]["body"]["metadata"] == {"user_id": "legacy-user"}  # the older field wins when both are sent
+    await client.close()
