@@ -26,7 +26,8 @@ turns ``TOOL`` messages into user messages of ``tool_result`` blocks, moves
 ``SYSTEM`` messages found inside ``messages`` to the top-level ``system`` (older
 models reject them in ``messages``), and writes back only the ``extra`` fields that
 are Messages parameters (another protocol's extras are dropped: Anthropic rejects
-unknown fields; ``service_tier`` goes only with a value Anthropic knows; OpenAI's
+unknown fields; ``service_tier`` goes only with a value Anthropic knows,
+``context_management`` only in Anthropic's shape (an object); OpenAI's
 ``safety_identifier`` is ``metadata.user_id`` when the request names no user).
 Round-trip normalizations: a single plain text block is written as a string,
 ``is_error: false`` and empty tool-result content are left out, ``null`` optional
@@ -66,6 +67,7 @@ ANTHROPIC_PARAMS = frozenset(
 )
 _SHARED_VALUES = {  # parameters other protocols name alike, with values of their own
     "service_tier": lambda value: value in ("auto", "standard_only"),
+    "context_management": lambda value: isinstance(value, dict),  # a Responses client's is a list of compaction settings
 }
 _INTERPRETED = frozenset(
     "model messages system tools tool_choice max_tokens temperature top_p top_k stop_sequences stream metadata".split()

@@ -144,3 +144,16 @@ async def test_an_openai_clients_safety_identifier_names_the_user_to_claude(star
     await client.chat.completions.create(**ask, safety_identifier="user-hash-7", user="legacy-user")
     assert anthropic_upstream.requests[-1]["body"]["metadata"] == {"user_id": "legacy-user"}  # the older field wins when both are sent
     await client.close()
+
+
+async def test_a_responses_clients_context_management_is_not_taken_for_claudes(start_gateway, gateway_key, anthropic_upstream, models):
+    """Both APIs name a field ``context_management``, in shapes of their own: Anthropic
+    would refuse OpenAI's list of compaction settings."""
+    gateway = start_gateway()
+    client = openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=gateway_key, max_retries=0)
+    compaction = [{"type": "compaction", "compact_threshold": 200_000}]
+    response = await client.responses.create(model=models.claude, input="hi", extra_body={"context_management": compaction}, safety_identifier="user-hash-7")
+    assert response.output_text == "echo: hi"
+    sent = anthropic_upstream.requests[-1]["body"]
+    assert "context_management" not in sent and sent["metadata"] == {"user_id": "user-hash-7"}
+    await client.close()
