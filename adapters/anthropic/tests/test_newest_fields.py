@@ -157,3 +157,16 @@ async def test_a_responses_clients_context_management_is_not_taken_for_claudes(s
     sent = anthropic_upstream.requests[-1]["body"]
     assert "context_management" not in sent and sent["metadata"] == {"user_id": "user-hash-7"}
     await client.close()
+
+
+async def test_chat_web_search_options_become_claudes_web_search(start_gateway, gateway_key, anthropic_upstream, models):
+    gateway = start_gateway()
+    client = openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=gateway_key, max_retries=0)
+    location = {"type": "approximate", "approximate": {"city": "Lyon", "country": "FR", "timezone": "Europe/Paris"}}
+    await client.chat.completions.create(model=models.claude, messages=[{"role": "user", "content": "news?"}],
+                                         web_search_options={"search_context_size": "low", "user_location": location})  # fmt: skip
+    sent = anthropic_upstream.requests[-1]["body"]
+    assert sent["tools"] == [{"type": "web_search_20250305", "name": "web_search",
+                              "user_location": {"type": "approximate", "city": "Lyon", "country": "FR", "timezone": "Europe/Paris"}}]  # fmt: skip
+    assert "web_search_options" not in sent
+    await client.close()

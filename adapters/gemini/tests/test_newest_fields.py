@@ -81,3 +81,15 @@ async def test_usage_metadata_is_billed_whole(start_gateway, seed, priced, gemin
     assert streamed["id"] != row["id"] and last.usage_metadata.tool_use_prompt_token_count == 7
     assert (streamed["input_tokens"], streamed["cached_tokens"], streamed["cost_micros"]) == (prompt + 7, 4, by_hand)
     kit.assert_invariants(seed)
+
+
+async def test_chat_web_search_options_become_google_search(start_gateway, gateway_key, gemini_upstream):
+    import openai
+
+    gateway = start_gateway()
+    client = openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=gateway_key, max_retries=0)
+    completion = await client.chat.completions.create(model=GEMINI_MODEL, messages=[{"role": "user", "content": "news?"}], web_search_options={})
+    assert completion.choices[0].message.content == "echo: news?"
+    sent = gemini_upstream.requests[-1]["body"]
+    assert sent["tools"] == [{"googleSearch": {}}] and "web_search_options" not in sent
+    await client.close()

@@ -29,7 +29,8 @@ Chat Completions parameters (``all_extra=True`` writes them all): ``extra`` does
 say which protocol it came from and OpenAI rejects unknown parameters. The core
 ``top_k`` has no Chat Completions equivalent and is not written, nor are other
 protocols' provider-run tools (``extra["hosted_tool"]``: a Responses client's
-``web_search`` …), which chat has no tool for.
+``web_search`` …), which chat has no tool for. Read, ``web_search_options`` adds
+such a ``web_search`` tool, which other channels offer as their own web search.
 
 Other protocols' shapes: tool results inside a user message become ``tool``
 messages ahead of the user's other parts; non-text tool-result content (images)
@@ -117,11 +118,12 @@ def request_from_wire(body: JSON) -> ChatRequest:
     if tool_choice is None and body.get("tool_choice") is not None:
         extra["tool_choice"] = body["tool_choice"]  # allowed_tools, custom: kept as they are
     tools = _expect(body.get("tools"), list, "tools", "an array")
+    search = _web_search(body.get("web_search_options"))
     return ChatRequest(
         model=model,
         messages=tuple(core),
         system=tuple(system),
-        tools=tuple(_read_tool(t, f"tools[{i}]") for i, t in enumerate(tools or ())),
+        tools=tuple(_read_tool(t, f"tools[{i}]") for i, t in enumerate(tools or ())) + search,
         tool_choice=tool_choice,
         parallel_tool_calls=_expect(body.get("parallel_tool_calls"), bool, "parallel_tool_calls", "a boolean"),
         max_tokens=max_tokens,
@@ -256,6 +258,19 @@ def _read_tool(tool: Any, p: str) -> Tool:
         parameters=_expect(fn.get("parameters"), dict, f"{p}.function.parameters", "a JSON Schema object"),
         extra={k: v for k, v in fn.items() if k not in ("name", "description", "parameters")},
     )
+
+
+def _web_search(options: Any) -> tuple[Tool, ...]:
+    """``web_search_options`` (a search model searches the web before answering) as
+    the provider-run web search other channels offer (Anthropic's server tool,
+    Gemini's ``googleSearch``), its approximate user location kept; the chat
+    writer never sends it as a tool (the field itself stays in ``extra``)."""
+    if not isinstance(options, dict):
+        return ()
+    location = options.get("user_location")
+    approximate = location.get("approximate") if isinstance(location, dict) else None
+    kept = {"user_location": approximate} if isinstance(approximate, dict) else {}
+    return (Tool("web_search", extra={"hosted_tool": "web_search", "options": kept}),)
 
 
 def _read_tool_choice(choice: Any) -> ToolChoice | None:
