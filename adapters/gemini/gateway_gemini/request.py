@@ -35,7 +35,8 @@ choice as ``functionCallingConfig``, ``extra["response_format"]`` (OpenAI) or
 ``output_format`` / ``output_config.format`` (Anthropic) as ``responseMimeType``
 and ``responseJsonSchema``, OpenAI's ``reasoning_effort`` (low / medium / high →
 ``thinkingBudget`` 1024 / 8192 / 24576, :mod:`gateway_core.reasoning`'s table;
-minimal as low, xhigh as high), a Responses client's ``web_search`` as
+minimal as low, xhigh as high; a Responses client's ``reasoning.summary`` as
+``includeThoughts``), a Responses client's ``web_search`` as
 ``googleSearch`` (beside function declarations only for Gemini 3 and later, which
 take both in one request; other provider-run tools: a 400 naming their type) and Anthropic's ``thinking`` (its
 ``budget_tokens``, with ``includeThoughts``) as ``thinkingConfig``. Other
@@ -321,9 +322,14 @@ def _response_format(extra: JSON) -> JSON:
 
 
 def _thinking(extra: JSON) -> JSON:
+    out: JSON = {}
     effort = common_effort(extra.get("reasoning_effort"))  # minimal as low, xhigh as high
     if effort is not None:
-        return {"thinkingBudget": budget_for_effort(effort)}
+        out["thinkingBudget"] = budget_for_effort(effort)
+    if extra.get("reasoning_summary") in ("auto", "concise", "detailed"):
+        out["includeThoughts"] = True  # a Responses client asks to see a summary of the reasoning
+    if out:
+        return out
     thinking = extra.get("thinking")
     if isinstance(thinking, dict):
         if thinking.get("type") == "enabled":

@@ -93,3 +93,20 @@ async def test_chat_web_search_options_become_google_search(start_gateway, gatew
     sent = gemini_upstream.requests[-1]["body"]
     assert sent["tools"] == [{"googleSearch": {}}] and "web_search_options" not in sent
     await client.close()
+
+
+async def test_a_responses_client_asking_a_reasoning_summary_gets_geminis_thoughts(start_gateway, gateway_key, gemini_upstream):
+    import openai
+
+    gemini_upstream.thoughts = True
+    gateway = start_gateway()
+    client = openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=gateway_key, max_retries=0)
+    response = await client.responses.create(model=GEMINI_MODEL, input="hello", reasoning={"effort": "minimal", "summary": "auto"})
+    sent = gemini_upstream.requests[-1]["body"]
+    assert sent["generationConfig"]["thinkingConfig"] == {"thinkingBudget": 1024, "includeThoughts": True}  # minimal read as low
+    assert [item.type for item in response.output] == ["reasoning", "message"]
+    assert response.output[0].summary[0].text == "Thinking about it." and response.output_text == "echo: hello"
+    assert response.usage.output_tokens_details.reasoning_tokens == 5
+    await client.responses.create(model=GEMINI_MODEL, input="hello", reasoning={"effort": "high"})
+    assert gemini_upstream.requests[-1]["body"]["generationConfig"]["thinkingConfig"] == {"thinkingBudget": 24_576}  # no summary asked
+    await client.close()
