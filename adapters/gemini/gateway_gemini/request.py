@@ -8,8 +8,10 @@ Reading (``request_from_wire``) validates what it interprets and raises
 ``InvalidRequestError`` naming the offending field. ``contents`` become messages
 (see :mod:`gateway_gemini.content`), ``systemInstruction`` the system parts,
 ``functionDeclarations`` tools (their schemas turned into lower-case JSON Schema,
-see :mod:`gateway_gemini.schema`); Google's built-in tools (``googleSearch``,
-``codeExecution``, ``urlContext`` …) have no meaning elsewhere and are dropped.
+see :mod:`gateway_gemini.schema`); ``googleSearch`` becomes a provider-run
+``web_search`` tool (``extra["hosted_tool"]``: Anthropic's web search server tool
+on an anthropic channel, no tool on an openai one); Google's other built-in tools
+(``codeExecution``, ``urlContext`` …) have no meaning elsewhere and are dropped.
 ``toolConfig.functionCallingConfig``: ``AUTO`` / ``VALIDATED`` → auto, ``NONE`` →
 none, ``ANY`` → required, or the named tool when ``allowedFunctionNames`` names
 one (with several, only those tools are offered). ``generationConfig``:
@@ -114,6 +116,8 @@ def _tools_from_wire(tools: Any) -> list[Tool]:
     out: list[Tool] = []
     for i, tool in enumerate(as_list(tools)):
         expect(tool, dict, f"tools[{i}]", "a Tool object")
+        if (has_field(tool, "googleSearch") or has_field(tool, "googleSearchRetrieval")) and not any(HOSTED in t.extra for t in out):
+            out.append(Tool("web_search", extra={HOSTED: "web_search", "options": {}}))  # another provider's own web search
         for j, decl in enumerate(as_list(field(tool, "functionDeclarations"))):
             p = f"tools[{i}].functionDeclarations[{j}]"
             expect(decl, dict, p, "a FunctionDeclaration object")

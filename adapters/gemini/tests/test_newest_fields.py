@@ -110,3 +110,17 @@ async def test_a_responses_client_asking_a_reasoning_summary_gets_geminis_though
     await client.responses.create(model=GEMINI_MODEL, input="hello", reasoning={"effort": "high"})
     assert gemini_upstream.requests[-1]["body"]["generationConfig"]["thinkingConfig"] == {"thinkingBudget": 24_576}  # no summary asked
     await client.close()
+
+
+async def test_google_search_becomes_claudes_web_search(start_gateway, seed, gateway_key, fake_upstream):
+    from gateway_anthropic.fake_upstream import EXPECTED_KEY, FakeAnthropic
+
+    claude = await fake_upstream(FakeAnthropic())
+    seed.channel("claude", type="anthropic", base_url=claude.url, models=["claude-test"], model_map={"claude-test": "claude-sonnet-4-5"}, api_keys=(EXPECTED_KEY,))
+    gateway = start_gateway()
+    async with httpx.AsyncClient(base_url=gateway.url, headers={"x-goog-api-key": gateway_key}) as http:
+        answer = await http.post("/v1beta/models/claude-test:generateContent", json={**BODY, "generationConfig": {"maxOutputTokens": 1024}})
+    assert answer.status_code == 200, answer.text
+    sent = claude.requests[-1]["body"]
+    assert sent["tools"] == [{"type": "web_search_20250305", "name": "web_search"}]  # urlContext: no equivalent, dropped
+    assert "serviceTier" not in sent and "safetySettings" not in sent

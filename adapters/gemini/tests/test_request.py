@@ -26,7 +26,7 @@ def test_full_request_reads_every_interpreted_field(examples):
     assert [m.role for m in request.messages] == [Role.USER, Role.ASSISTANT, Role.USER]
     image = request.messages[2].parts[1]
     assert isinstance(image, ImagePart) and image.media_type == "image/jpeg" and image.data.startswith("/9j/")
-    assert [t.name for t in request.tools] == ["get_current_weather", "find_theaters"]  # googleSearch dropped
+    assert [t.name for t in request.tools] == ["get_current_weather", "find_theaters", "web_search"]  # googleSearch: a provider-run web search
     assert request.tools[0].parameters == {
         "type": "object",
         "properties": {
