@@ -380,8 +380,11 @@ def request_to_wire(request: ChatRequest, model: str, *, all_extra: bool = False
     if not all_extra and "logprobs" not in out:
         out.pop("top_logprobs", None)  # a Responses client's: chat takes it only beside logprobs: true
     effort = None if all_extra else reasoning_effort(request.extra, model)  # Anthropic's thinking, Gemini's thinkingConfig
-    if effort is not None:
+    if effort is not None:  # reasoning models refuse sampling settings but their defaults while they reason
         out["reasoning_effort"] = effort
+        for key in ("temperature", "top_p"):
+            if out.get(key) not in (None, 1):
+                del out[key]
     options = out.pop("stream_options", None)
     if request.stream:
         out["stream"] = True

@@ -6,7 +6,8 @@ usage, records every request it received, and can be told to fail (a
 :class:`gateway_core.testing.Fault`): an error status, a connection dropped
 mid-stream, a slow first byte, malformed JSON. Like OpenAI, it refuses ``max_tokens``
 on chat for its reasoning models (names starting ``o1``/``o3``/``o4``/``gpt-5``),
-refuses ``top_logprobs`` without ``logprobs: true``, ``reasoning_effort`` for OpenAI's models that do not reason (``gpt-4…``) and values it does not know, and
+refuses ``top_logprobs`` without ``logprobs: true``, ``reasoning_effort`` for OpenAI's models that do not reason (``gpt-4…``) or beside a
+``temperature`` or ``top_p`` other than 1 and values it does not know, and
 reports the reasoning tokens of an effort (:data:`REASONING_TOKENS`) inside
 ``completion_tokens``.
 It also serves ``/v1/responses`` (:mod:`.fake_responses`), ``/v1/embeddings``,
@@ -80,6 +81,9 @@ class FakeOpenAI(FakeUpstream):
         if effort is not None and str(model).startswith(NON_REASONING_MODELS):
             message = "Unrecognized request argument supplied: reasoning_effort"
             return error_response(400, message, "invalid_request_error", "unsupported_parameter")
+        if effort is not None and any(body.get(key) not in (None, 1) for key in ("temperature", "top_p")):
+            message = "Unsupported value: 'temperature' does not support this value with this model. Only the default (1) value is supported."
+            return error_response(400, message, "invalid_request_error", "unsupported_value")
         if effort is not None and effort not in REASONING_TOKENS:
             message = f"Invalid value: '{effort}'. Supported values are: 'minimal', 'low', 'medium', and 'high'."
             return error_response(400, message, "invalid_request_error", "unsupported_value")

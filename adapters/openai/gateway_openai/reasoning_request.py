@@ -11,7 +11,9 @@ Anthropic's adaptive thinking without an effort are ``medium``), only ever
 ``low``, ``medium`` or ``high``, which every OpenAI reasoning model takes. Only for
 a model the catalogue marks as a reasoning model: others refuse the field. Thinking
 turned off (budget 0, ``disabled``, level ``none``) sends nothing: the model's
-default applies, as no effort every reasoning model takes means "none".
+default applies, as no effort every reasoning model takes means "none". With an
+effort sent, ``temperature`` and ``top_p`` other than 1 are left out (the chat
+writer does it): OpenAI's reasoning models refuse them while reasoning.
 """
 
 from __future__ import annotations

@@ -68,6 +68,13 @@ def test_another_protocols_request_to_reason_becomes_an_effort(extra, effort):
     assert "reasoning_effort" not in wire("a-private-model", **extra)  # unknown to the catalogue
 
 
+def test_sampling_settings_are_left_out_beside_an_effort():
+    request = ChatRequest(model="m", messages=(Message(Role.USER, (TextPart("hi"),)),), temperature=0.2, top_p=1, extra={"thinking": {"type": "adaptive"}})
+    body = request_to_wire(request, "gpt-5")
+    assert (body["reasoning_effort"], body["top_p"], "temperature" in body) == ("medium", 1, False)  # 1: the default, taken
+    assert request_to_wire(request, "gpt-4o")["temperature"] == 0.2  # no effort sent: kept
+
+
 def test_an_openai_clients_own_effort_is_written_as_it_came():
     body = wire(reasoning_effort="minimal", thinking={"type": "enabled", "budget_tokens": 30_000})
     assert body["reasoning_effort"] == "minimal"
@@ -115,9 +122,11 @@ async def test_a_gemini_client_thinks_on_an_openai_reasoning_model(start_gateway
     _, secret = world
     gateway = start_gateway()
     client = genai.Client(api_key=secret, http_options=types.HttpOptions(base_url=gateway.url, api_version="v1beta"))
-    config = types.GenerateContentConfig(thinking_config=types.ThinkingConfig(thinking_budget=12_000, include_thoughts=True))
+    thinking = types.ThinkingConfig(thinking_budget=12_000, include_thoughts=True)
+    config = types.GenerateContentConfig(temperature=0, top_p=0.95, thinking_config=thinking)  # the Gemini CLI's sampling
     response = await client.aio.models.generate_content(model=THINKER, contents="hello", config=config)
-    assert upstream.requests[-1]["body"]["reasoning_effort"] == "medium"
+    sent = upstream.requests[-1]["body"]
+    assert sent["reasoning_effort"] == "medium" and "temperature" not in sent and "top_p" not in sent  # refused while reasoning
     assert response.text == "echo: hello"
     medium = REASONING_TOKENS["medium"]
     assert (response.usage_metadata.thoughts_token_count, response.usage_metadata.candidates_token_count) == (medium, 2)
