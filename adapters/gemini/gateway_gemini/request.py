@@ -338,10 +338,9 @@ def _thinking(extra: JSON) -> JSON:
     if isinstance(thinking, dict):
         if thinking.get("type") == "enabled":
             budget = thinking.get("budget_tokens")
-            out: JSON = {"includeThoughts": True}
             if isinstance(budget, int) and not isinstance(budget, bool):
-                out["thinkingBudget"] = budget
-            return out
+                return {"includeThoughts": True, "thinkingBudget": budget}
+            return {"includeThoughts": True}
         if thinking.get("type") == "adaptive":
             return {"includeThoughts": True}
     return {}
