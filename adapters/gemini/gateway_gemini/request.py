@@ -334,13 +334,15 @@ def _thinking(extra: JSON) -> JSON:
         out["includeThoughts"] = True  # a Responses client asks to see a summary of the reasoning
     if out:
         return out
-    thinking = extra.get("thinking")
-    if isinstance(thinking, dict):
-        if thinking.get("type") == "enabled":
-            budget = thinking.get("budget_tokens")
-            if isinstance(budget, int) and not isinstance(budget, bool):
-                return {"includeThoughts": True, "thinkingBudget": budget}
-            return {"includeThoughts": True}
-        if thinking.get("type") == "adaptive":
-            return {"includeThoughts": True}
+    thinking = extra.get("thinking")  # Anthropic's, with its named effort (output_config.effort) over a budget
+    named = common_effort(as_dict(extra.get("output_config")).get("effort"))
+    if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive"):
+        budget = thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None
+        if named is not None:
+            budget = budget_for_effort(named)
+        if isinstance(budget, int) and not isinstance(budget, bool):
+            return {"includeThoughts": True, "thinkingBudget": budget}
+        return {"includeThoughts": True}
+    if named is not None and not isinstance(thinking, dict):
+        return {"thinkingBudget": budget_for_effort(named)}
     return {}

@@ -124,3 +124,21 @@ async def test_google_search_becomes_claudes_web_search(start_gateway, seed, gat
     sent = claude.requests[-1]["body"]
     assert sent["tools"] == [{"type": "web_search_20250305", "name": "web_search"}]  # urlContext: no equivalent, dropped
     assert "serviceTier" not in sent and "safetySettings" not in sent
+
+
+@pytest.mark.parametrize(("extra", "config"), [
+    ({"thinking": {"type": "adaptive"}}, {"includeThoughts": True}),
+    ({"thinking": {"type": "adaptive"}, "output_config": {"effort": "low"}}, {"includeThoughts": True, "thinkingBudget": 1024}),
+    ({"thinking": {"type": "enabled", "budget_tokens": 3000}}, {"includeThoughts": True, "thinkingBudget": 3000}),
+    ({"thinking": {"type": "enabled", "budget_tokens": 3000}, "output_config": {"effort": "max"}}, {"includeThoughts": True, "thinkingBudget": 24_576}),
+    ({"output_config": {"effort": "medium"}}, {"thinkingBudget": 8192}),
+    ({"thinking": {"type": "disabled"}, "output_config": {"effort": "high"}}, None),
+])  # fmt: skip
+def test_anthropics_thinking_and_effort_become_a_thinking_config(extra, config):
+    """Anthropic's named effort (``output_config.effort``) wins over a budget, by the
+    gateway's one table, as it does towards an openai channel."""
+    from gateway_core.model import ChatRequest, Message, Role, TextPart
+    from gateway_gemini.request import request_to_wire
+
+    request = ChatRequest(model="m", messages=(Message(Role.USER, (TextPart("hi"),)),), extra=extra)
+    assert request_to_wire(request).get("generationConfig", {}).get("thinkingConfig") == config
