@@ -170,3 +170,21 @@ async def test_chat_web_search_options_become_claudes_web_search(start_gateway, 
                               "user_location": {"type": "approximate", "city": "Lyon", "country": "FR", "timezone": "Europe/Paris"}}]  # fmt: skip
     assert "web_search_options" not in sent
     await client.close()
+
+
+async def test_claudes_server_tool_turns_replayed_to_an_openai_channel_send_no_empty_parts(start_gateway, gateway_key, openai_upstream, models):
+    """Claude Code replays Claude's server-tool turns; on an openai channel those blocks
+    (and documents) have no form and are left out, never sent as empty text parts."""
+    gateway = start_gateway()
+    client = anthropic.AsyncAnthropic(base_url=gateway.url, api_key=gateway_key, max_retries=0)
+    document = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "notes"}}
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "What is relaygate?"}, document]},
+        {"role": "assistant", "content": BLOCKS[1:]},
+        {"role": "user", "content": "thanks"},
+    ]
+    await client.messages.create(model=models.gpt, max_tokens=100, messages=messages)
+    sent = openai_upstream.requests[-1]["body"]["messages"]
+    assert sent == [{"role": "user", "content": "What is relaygate?"}, {"role": "assistant", "content": "Relaygate is an AI gateway."},
+                    {"role": "user", "content": "thanks"}]  # fmt: skip
+    await client.close()

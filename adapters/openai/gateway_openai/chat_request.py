@@ -36,7 +36,9 @@ Other protocols' shapes: tool results inside a user message become ``tool``
 messages ahead of the user's other parts; non-text tool-result content (images)
 goes into that user message, as tool messages carry text only; ``is_error`` and
 images in assistant messages have no place on this wire; an inline image without
-a media type is sent as ``image/png``.
+a media type is sent as ``image/png``; another provider's blocks kept on empty text
+parts (Anthropic's documents and server-tool results, Gemini's other media) are left
+out, not sent as empty texts.
 """
 
 from __future__ import annotations
@@ -450,7 +452,7 @@ def _assistant_message(message: Message) -> JSON:
 
 
 def _wire_content(parts: Sequence[Part]) -> str | list[JSON]:
-    visible = [p for p in parts if isinstance(p, (TextPart, ImagePart)) and not _is_carrier(p)]
+    visible = [p for p in parts if isinstance(p, (TextPart, ImagePart)) and not _is_carrier(p) and not _foreign_carrier(p)]
     if not visible:
         return ""
     first = visible[0]
@@ -489,6 +491,13 @@ def _write_tool(tool: Tool) -> JSON:
 def _is_carrier(part: Part) -> bool:
     """An empty text part that only carries message-level extras."""
     return isinstance(part, TextPart) and not part.text and _meta(part).keys() == {"openai_message"}
+
+
+def _foreign_carrier(part: Part) -> bool:
+    """An empty text part holding only another provider's block (Anthropic's server-tool
+    results and documents, Gemini's other media), which chat has no form for."""
+    meta = _meta(part)
+    return isinstance(part, TextPart) and not part.text and bool(meta) and not any(key.startswith("openai_") for key in meta)
 
 
 def _message_extra(parts: Sequence[Part]) -> JSON:
