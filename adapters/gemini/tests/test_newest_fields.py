@@ -142,3 +142,17 @@ def test_anthropics_thinking_and_effort_become_a_thinking_config(extra, config):
 
     request = ChatRequest(model="m", messages=(Message(Role.USER, (TextPart("hi"),)),), extra=extra)
     assert request_to_wire(request).get("generationConfig", {}).get("thinkingConfig") == config
+
+
+async def test_the_gemini_clis_routing_call_reaches_an_openai_reasoning_model(start_gateway, seed, gateway_key, openai_upstream, examples):
+    """The recorded routing call (``temperature: 0``, ``thinkingBudget: 512``, JSON output)
+    on a gpt-5 model: a low effort, without the temperature it would refuse beside it."""
+    seed.channel("gpt5", type="openai", base_url=openai_upstream.url, models=["router-gpt"], model_map={"router-gpt": "gpt-5-mini"})
+    gateway = start_gateway()
+    async with httpx.AsyncClient(base_url=gateway.url, headers={"x-goog-api-key": gateway_key}) as http:
+        answer = await http.post("/v1beta/models/router-gpt:generateContent", json=examples.json("generate_request_cli_routing.json"))
+    assert answer.status_code == 200, answer.text
+    sent = openai_upstream.requests[-1]["body"]
+    assert (sent["reasoning_effort"], sent["top_p"], "temperature" in sent) == ("low", 1, False)
+    assert sent["response_format"]["type"] == "json_schema" and sent["max_completion_tokens"] == 1024
+    assert answer.json()["usageMetadata"]["thoughtsTokenCount"] == 64  # the fake's low effort
