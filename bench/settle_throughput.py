@@ -50,6 +50,8 @@ from gateway_core.secrets import hash_key  # noqa: E402
 from gateway_core.store import CORE_MIGRATIONS, Store, keys, prices, users, wallet  # noqa: E402
 from gateway_core.store.audit import audit  # noqa: E402
 from gateway_core.store.copy import copy_store  # noqa: E402
+from gateway_core.registry import Registry  # noqa: E402
+from gateway_core.store.kinds import BUILT_IN  # noqa: E402
 from gateway_core.store.postgres import PostgresStore  # noqa: E402
 from gateway_core.store.postgres.audit import audit as pg_audit  # noqa: E402
 
@@ -95,7 +97,7 @@ async def run(args) -> int:
         postmaster, batches, in_batches, alone = 0, 0, 0, 0
         if args.postgres:
             url = await pg_column.fresh_database(args.postgres)
-            await copy_store(sqlite.path, url, CORE_MIGRATIONS)
+            await copy_store(Registry(stores=list(BUILT_IN), migrations=list(CORE_MIGRATIONS)), sqlite.path, url)
             store = PostgresStore(url, max_size=args.pool)
             store.batcher.max_batch = args.max_batch
             store.batcher.flushers = args.flushers or store.batcher.flushers

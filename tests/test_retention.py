@@ -18,7 +18,8 @@ import pytest
 from gateway_core.admin import Admin, retention
 from gateway_core.config import ConfigError, config_from_mapping
 from gateway_core.retention import Retention
-from gateway_core.store import CORE_MIGRATIONS, is_postgresql, open_admin, sqlite_path
+from gateway_core.store import CORE_MIGRATIONS, open_admin, sqlite_path
+from gateway_core.stores import scheme_of
 from gateway_core.store.postgres.migrate import numbered
 from gateway_core.store.usage import daily_query, totals_query
 
@@ -50,7 +51,7 @@ def usage_rows(count: int, start: int = 0, *, seed: int = 7) -> list[tuple[Any, 
 
 async def execute(url: str, sql: str, rows: list[tuple[Any, ...]] | None = None) -> list[tuple[Any, ...]]:
     """Run ``sql`` on the database itself (not through the gateway's store)."""
-    if is_postgresql(url):
+    if scheme_of(url) is not None:
         conn = await asyncpg.connect(url)
         try:
             if rows is not None:
@@ -106,7 +107,7 @@ async def figures(admin: Any, spans: list[tuple[Any, ...]] = SPANS) -> dict[str,
 
 async def raw_figures(url: str) -> dict[str, Any]:
     """The same figures read from every row of the log, as before usage_hourly."""
-    postgres = is_postgresql(url)
+    postgres = scheme_of(url) is not None
     found: dict[str, Any] = {}
     for name, by, since, until, user, bucket in SPANS:
         sql, params = totals_query(by, since, 1000, until=until, user_id=user, bucket=bucket, postgres=postgres, hourly=False)
@@ -115,7 +116,7 @@ async def raw_figures(url: str) -> dict[str, Any]:
 
 
 async def query(url: str, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
-    if is_postgresql(url):
+    if scheme_of(url) is not None:
         conn = await asyncpg.connect(url)
         try:
             return [tuple(row) for row in await conn.fetch(numbered(sql), *params)]

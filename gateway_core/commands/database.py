@@ -18,11 +18,10 @@ def register_commands(register: Callable[..., None]) -> None:
 
 
 def _run_migrate(args: argparse.Namespace, cli: CommandContext) -> int:
-    from ..store.maintenance import migrate_database
-
     config = cli.config
     try:
-        store, applied = run_async(migrate_database(config.db_path, cli.registry.migrations, timeout=config.db_timeout))
+        kind = cli.registry.store_kind(config.db_path)
+        store, applied = run_async(kind.migrate(config.db_path, cli.registry.migrations, timeout=config.db_timeout))
     except StoreUnavailable as exc:
         raise CommandError(str(exc)) from None
     if cli.json:
@@ -45,7 +44,7 @@ def _run_copy(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..store.copy import CopyRefused, copy_store
 
     try:
-        done = run_async(copy_store(args.source, args.target, cli.registry.migrations, timeout=cli.config.db_timeout))
+        done = run_async(copy_store(cli.registry, args.source, args.target, timeout=cli.config.db_timeout))
     except (CopyRefused, StoreUnavailable) as exc:
         raise CommandError(str(exc)) from None
     if cli.json:

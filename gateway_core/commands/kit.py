@@ -13,7 +13,6 @@ import asyncio
 import datetime as dt
 import getpass
 import json
-import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -85,22 +84,15 @@ class CommandContext:
         return run_async(self._run(operation))
 
     async def _run(self, operation: Callable[[Admin], Awaitable[T]]) -> T:
-        from ..store import is_postgresql, open_admin, sqlite_path
-
         config = self.config
         command = getattr(self.args, "_command", ("", None))[0]
-        if command not in CREATES_DATABASE and not is_postgresql(config.db_path) and not os.path.exists(sqlite_path(config.db_path)):
-            raise CommandError(
-                f"no database at {os.path.abspath(sqlite_path(config.db_path))}: create one with 'relaygate init', "
-                "or point --db, RELAYGATE_DB or RELAYGATE_HOME at yours"
-            )
-        async with open_admin(config.db_path, self.registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout) as port:
+        kind = self.registry.store_kind(config.db_path)
+        missing = None if command in CREATES_DATABASE else kind.missing(config.db_path)
+        if missing is not None:
+            raise CommandError(f"{missing}: create one with 'relaygate init', or point --db, RELAYGATE_DB or RELAYGATE_HOME at yours")
+        async with kind.admin(config.db_path, self.registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout) as port:
             catalogue = catalogue_of(config.price_catalogue)
-            if not config.redis:
-                return await operation(Admin(port, self.registry.channel_types, catalogue=catalogue))
-            from ..shared.bus import publisher
-
-            async with publisher(config.redis, config.redis_prefix) as publish:
+            async with self.registry.shared_state_kind(config).publisher(config) as publish:
                 return await operation(Admin(port, self.registry.channel_types, Caches(publish=publish), catalogue))
 
     async def audit(self, admin: Admin, action: str, target: str, before: Any = None, after: Any = None) -> None:

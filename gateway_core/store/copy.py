@@ -13,23 +13,24 @@ copied: the target's triggers fill them from the rows copied.
 
 Both ends are :class:`End` s: :class:`SqliteEnd` here (plain ``sqlite3`` calls:
 this is a command of its own, with nothing else on its event loop) and
-:class:`~.postgres.copy.PostgresEnd`.
+:class:`~.postgres.copy.PostgresEnd`, opened by their store kinds.
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from ..records import AuditReport
-from ..types import Migration
-from . import is_postgresql, sqlite_path
+from ..stores import CopyEnd as End
 from .audit import audit
-from .maintenance import migrate_database
+
+if TYPE_CHECKING:
+    from ..registry import Registry
+    from ..stores import StoreKind
 
 BATCH = 5000
 KEEP = "schema_migrations"
@@ -47,25 +48,6 @@ class CopyRefused(Exception):
     result failed verification: said in one line."""
 
 
-class End(Protocol):
-    name: str
-
-    async def applied(self) -> set[str]: ...
-    async def tables(self) -> list[str]: ...
-    async def columns(self, table: str) -> list[str]: ...
-    async def parents(self, table: str) -> set[str]: ...
-    async def count(self, table: str) -> int: ...
-    async def seeded_only(self, table: str, keys: set[str]) -> bool: ...
-    def rows(self, table: str, columns: Sequence[str]) -> AsyncIterator[list[tuple[Any, ...]]]: ...
-    async def begin(self) -> None: ...
-    async def clear(self, table: str) -> None: ...
-    async def insert(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None: ...
-    async def finish(self) -> None: ...
-    async def audit(self) -> AuditReport: ...
-    async def commit(self) -> None: ...
-    async def close(self) -> None: ...
-
-
 @attrs.frozen
 class CopyReport:
     source: str
@@ -74,22 +56,18 @@ class CopyReport:
     audit: AuditReport
 
 
-async def open_end(url: str) -> End:
-    if is_postgresql(url):
-        from .postgres.copy import PostgresEnd
-
-        return await PostgresEnd.open(url)
-    return SqliteEnd(sqlite_path(url))
-
-
-async def copy_store(source_url: str, target_url: str, migrations: Sequence[Migration], *, timeout: float = 5.0) -> CopyReport:
+async def copy_store(registry: Registry, source_url: str, target_url: str, *, timeout: float = 5.0) -> CopyReport:
     """Copy the database at ``source_url`` into the empty one at ``target_url``
-    (migrated here first with ``migrations``, the code's)."""
+    (migrated here first with the code's migrations), each end opened by its
+    store kind (:meth:`gateway_core.stores.StoreKind.copy_end`)."""
     if source_url == target_url:
         raise CopyRefused("the source and the target are the same database")
-    if not is_postgresql(source_url) and not os.path.exists(sqlite_path(source_url)):
-        raise CopyRefused(f"{sqlite_path(source_url)}: no such database file")
-    source = await open_end(source_url)
+    source_kind, target_kind = registry.store_kind(source_url), registry.store_kind(target_url)
+    missing = source_kind.missing(source_url)
+    if missing is not None:
+        raise CopyRefused(missing)
+    migrations = registry.migrations
+    source = await source_kind.copy_end(source_url)
     try:
         names = {name for name, _ in migrations}
         applied = await source.applied()
@@ -99,9 +77,9 @@ async def copy_store(source_url: str, target_url: str, migrations: Sequence[Migr
         if applied - names:
             raise CopyRefused(f"{source.name} has migrations this code does not (load their plugins): {', '.join(sorted(applied - names))}")
         tables = await _in_dependency_order(source)
-        await _refuse_non_empty(target_url)
-        await migrate_database(target_url, migrations, timeout=timeout)
-        target = await open_end(target_url)
+        await _refuse_non_empty(target_kind, target_url)
+        await target_kind.migrate(target_url, migrations, timeout=timeout)
+        target = await target_kind.copy_end(target_url)
         try:
             return await _copy(source, target, tables)
         finally:
@@ -110,10 +88,10 @@ async def copy_store(source_url: str, target_url: str, migrations: Sequence[Migr
         await source.close()
 
 
-async def _refuse_non_empty(url: str) -> None:
-    if not is_postgresql(url) and not os.path.exists(sqlite_path(url)):
+async def _refuse_non_empty(kind: StoreKind, url: str) -> None:
+    if kind.missing(url) is not None:
         return  # a new file: created by its migrations, readable by its owner only
-    target = await open_end(url)
+    target = await kind.copy_end(url)
     try:
         present = set(await target.tables())
         for table in [*CORE_TABLES, *SEEDED]:

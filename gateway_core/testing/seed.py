@@ -21,8 +21,7 @@ from ..plugins import collect
 from ..records import AuditReport, PriceRecord
 from ..request_store import RequestStore
 from ..sql import SqlHandle
-from ..store import Store, admin_ports, open_store
-from ..store.maintenance import migrate_database
+from ..store import Store
 
 T = TypeVar("T")
 USD = 1_000_000
@@ -38,7 +37,8 @@ class Seed:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="relaygate-seed", daemon=True)
         self._thread.start()
-        self.store: Any = open_store(config.db_path, self.registry.migrations, pool_size=2, timeout=config.db_timeout)
+        self.kind = self.registry.store_kind(config.db_path)
+        self.store: Any = self.kind.open(config.db_path, self.registry.migrations, pool_size=2, timeout=config.db_timeout)
         self._ports: tuple[AdminStore, SqlHandle] | None = None
         self._call(self._open)
 
@@ -48,10 +48,11 @@ class Seed:
         return isinstance(self.store, Store)
 
     async def _open(self) -> None:
-        await migrate_database(self.config.db_path, self.registry.migrations, timeout=self.config.db_timeout)
+        await self.kind.migrate(self.config.db_path, self.registry.migrations, timeout=self.config.db_timeout)
         store: RequestStore = self.store
         await store.start()
-        self._ports = admin_ports(store)
+        ports = self.kind.ports(store)
+        self._ports = ports.admin, ports.sql
 
     def _call(self, make: Callable[[], Awaitable[T]]) -> T:
         async def run() -> T:

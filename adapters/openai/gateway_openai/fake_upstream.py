@@ -15,7 +15,9 @@ It also serves ``/v1/responses`` (:mod:`.fake_responses`), ``/v1/embeddings``,
 ``/v1/audio/transcriptions`` (:mod:`.fake_media`; images streamed too, with partial images), and ``/v1/completions``,
 ``/v1/moderations``, ``/v1/audio/translations`` and rerank (``/v1/rerank`` in
 Jina's shape, ``/v2/rerank`` in Cohere's) (:mod:`.fake_text`); multipart requests
-are recorded as the fields and files that arrived.
+are recorded as the fields and files that arrived. ``GET /v1/models`` lists
+``models`` as OpenAI does (``{"object": "list", "data": [{"id", "object", "created",
+"owned_by"}]}``, one page).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ EXPECTED_KEY = "sk-upstream-test"
 REASONING_MODELS = ("o1", "o3", "o4", "gpt-5")
 NON_REASONING_MODELS = ("gpt-4", "gpt-3.5", "chatgpt-4o")  # OpenAI's own refuse reasoning_effort (other names: a compatible server)
 REASONING_TOKENS = {"minimal": 0, "low": 64, "medium": 256, "high": 1024}  # reported per reasoning_effort (chat)
+MODELS = ("gpt-4o-mini", "gpt-4o", "text-embedding-3-small", "o3-mini")
 __all__ = ["EXPECTED_KEY", "FakeOpenAI", "Fault"]
 
 
@@ -49,6 +52,7 @@ class FakeOpenAI(FakeUpstream):
     image_hold: asyncio.Event | None = None  # streamed images: the completed events wait for it
     partial_image_bytes: int = 0  # streamed images: the size of each partial image (0: a 1-pixel PNG)
     extra_events: list[dict[str, Any]] | None = None  # Responses streams: events of other types, after in_progress
+    models: list[str] = attrs.field(factory=lambda: list(MODELS))  # what GET /v1/models lists
 
     malformed_body = b'{"id": "chatcmpl-broken", "choices": ['
 
@@ -67,6 +71,7 @@ class FakeOpenAI(FakeUpstream):
         router.add_post("/v1/audio/translations", self.translations)
         router.add_post("/v1/rerank", self.rerank)
         router.add_post("/v2/rerank", self.rerank)
+        router.add_get("/v1/models", self.model_list)
 
     def check(self, request: web.Request, body: Any) -> web.Response | None:
         if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
@@ -186,6 +191,11 @@ class FakeOpenAI(FakeUpstream):
         _, refusal = await self.admit(request, form)
         fields = form["fields"]
         return refusal or fake_text.translation(fields.get("model", ""), fields.get("response_format") or "json")
+
+    async def model_list(self, request: web.Request) -> web.StreamResponse:
+        fault, refusal = await self.admit(request, None)
+        data = [{"id": model, "object": "model", "created": 1_700_000_000 + n, "owned_by": "system"} for n, model in enumerate(self.models)]
+        return refusal or self.answer({"object": "list", "data": data}, fault)
 
     async def rerank(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
