@@ -1,0 +1,95 @@
+"""A Converse answer as a core response, and what both answers and streams share:
+content blocks, stop reasons and usage (pure).
+
+Usage: Converse counts ``inputTokens`` apart from ``cacheReadInputTokens`` and
+``cacheWriteInputTokens``; the core's input counts all three. Reasoning
+(``reasoningContent``) becomes a reasoning part whose signature (or redacted
+data) is kept as ``anthropic_signature`` (``anthropic_redacted``), the names the
+anthropic adapter reads, so a Claude client sends them back intact.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from gateway_core import UpstreamError
+from gateway_core.errors import excerpt
+from gateway_core.model import ChatResponse, Part, ReasoningPart, StopReason, TextPart, ToolCallPart, Usage
+
+JSON = dict[str, Any]
+STOP_REASONS = {
+    "end_turn": StopReason.END_TURN,
+    "tool_use": StopReason.TOOL_USE,
+    "max_tokens": StopReason.MAX_TOKENS,
+    "model_context_window_exceeded": StopReason.MAX_TOKENS,
+    "stop_sequence": StopReason.STOP_SEQUENCE,
+    "guardrail_intervened": StopReason.CONTENT_FILTER,
+    "content_filtered": StopReason.CONTENT_FILTER,
+    "malformed_model_output": StopReason.ERROR,
+    "malformed_tool_use": StopReason.ERROR,
+}
+
+
+def stop_reason(value: Any) -> StopReason | None:
+    if not isinstance(value, str):
+        return None
+    return STOP_REASONS.get(value, StopReason.END_TURN)
+
+
+def usage_from_converse(usage: Any) -> Usage | None:
+    if not isinstance(usage, dict):
+        return None
+    cached, written = _count(usage, "cacheReadInputTokens"), _count(usage, "cacheWriteInputTokens")
+    return Usage(
+        input_tokens=_count(usage, "inputTokens") + cached + written,
+        output_tokens=_count(usage, "outputTokens"),
+        cached_input_tokens=cached,
+        cache_write_tokens=written,
+    )
+
+
+def _count(usage: JSON, name: str) -> int:
+    value = usage.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def reasoning_part(block: JSON) -> ReasoningPart:
+    """A ``reasoningContent`` block (``reasoningText`` or ``redactedContent``)."""
+    redacted = block.get("redactedContent")
+    if isinstance(redacted, str):
+        return ReasoningPart("", {"anthropic_redacted": redacted})
+    text = block.get("reasoningText") or {}
+    signature = text.get("signature")
+    return ReasoningPart(str(text.get("text") or ""), {"anthropic_signature": signature} if isinstance(signature, str) else None)
+
+
+def part_from_block(block: Any) -> Part | None:
+    """One content block of an answer; ``None`` for a kind the core has no part for."""
+    if not isinstance(block, dict):
+        return None
+    if isinstance(block.get("text"), str):
+        return TextPart(block["text"])
+    tool = block.get("toolUse")
+    if isinstance(tool, dict):
+        arguments = orjson.dumps(tool.get("input") if tool.get("input") is not None else {}).decode()
+        return ToolCallPart(str(tool.get("toolUseId") or ""), str(tool.get("name") or ""), arguments)
+    if isinstance(block.get("reasoningContent"), dict):
+        return reasoning_part(block["reasoningContent"])
+    return None
+
+
+def response_from_converse(answer: JSON, *, response_id: str, model: str, raw: bytes) -> ChatResponse:
+    """The core response of a Converse answer."""
+    message = (answer.get("output") or {}).get("message") if isinstance(answer.get("output"), dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list):
+        error = UpstreamError("the upstream's answer has no output message")
+        error.upstream_body = excerpt(raw)
+        raise error
+    parts = tuple(part for part in map(part_from_block, content) if part is not None)
+    return ChatResponse(
+        id=response_id, model=model, parts=parts, stop_reason=stop_reason(answer.get("stopReason")),
+        usage=usage_from_converse(answer.get("usage")),
+    )  # fmt: skip

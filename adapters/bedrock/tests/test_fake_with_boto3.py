@@ -1,0 +1,102 @@
+"""The fake Bedrock is proven first with AWS's own client: boto3's ``bedrock-runtime``
+(``converse``, ``converse_stream``) against it on loopback, with dummy credentials.
+boto3 is synchronous: each call runs in a thread while the fake serves on the test's loop."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError, EventStreamError
+
+from gateway_bedrock.fake_upstream import ACCESS_KEY_ID, REASONING, SECRET_ACCESS_KEY, SIGNATURE, Fault
+
+MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
+
+
+def client(url: str, secret: str = SECRET_ACCESS_KEY, key_id: str = ACCESS_KEY_ID, region: str = "us-east-1"):
+    return boto3.client(
+        "bedrock-runtime", region_name=region, endpoint_url=url, aws_access_key_id=key_id, aws_secret_access_key=secret,
+        config=Config(retries={"total_max_attempts": 1, "mode": "standard"}),
+    )  # fmt: skip
+
+
+async def test_converse(bedrock):
+    answer = await asyncio.to_thread(
+        client(bedrock.url).converse, modelId=MODEL, system=[{"text": "Be brief."}],
+        messages=[{"role": "user", "content": [{"text": "hello there"}, {"image": {"format": "png", "source": {"bytes": b"\x89PNG"}}}]}],
+        inferenceConfig={"maxTokens": 64, "temperature": 0.5},
+    )  # fmt: skip
+    assert answer["output"]["message"]["content"] == [{"text": "echo: hello there"}]
+    assert answer["stopReason"] == "end_turn"
+    assert answer["usage"] == {"inputTokens": 4, "outputTokens": 3, "totalTokens": 7}
+    received = bedrock.requests[-1]
+    assert received["raw_path"] == "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse"  # the SDK quotes the id
+    assert received["body"]["messages"][0]["content"][1] == {"image": {"format": "png", "source": {"bytes": "iVBORw=="}}}
+    assert received["headers"]["Authorization"].startswith(f"AWS4-HMAC-SHA256 Credential={ACCESS_KEY_ID}/")
+
+
+async def test_a_wrong_secret_or_key_is_refused_as_bedrock_does(bedrock):
+    with pytest.raises(ClientError) as refused:
+        await asyncio.to_thread(client(bedrock.url, secret="wrong").converse, modelId=MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}])
+    assert refused.value.response["Error"]["Code"] == "InvalidSignatureException"
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+    with pytest.raises(ClientError) as unknown:
+        await asyncio.to_thread(client(bedrock.url, key_id="AKIAUNKNOWN").converse, modelId=MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}])
+    assert unknown.value.response["Error"]["Code"] == "UnrecognizedClientException"
+    with pytest.raises(ClientError) as region:
+        await asyncio.to_thread(client(bedrock.url, region="eu-west-1").converse, modelId=MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}])
+    assert region.value.response["Error"]["Code"] == "InvalidSignatureException"
+
+
+async def test_throttling_is_the_sdks_throttling_exception(bedrock):
+    bedrock.fail_next(Fault(status=429))
+    with pytest.raises(ClientError) as throttled:
+        await asyncio.to_thread(client(bedrock.url).converse, modelId=MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}])
+    assert throttled.value.response["Error"]["Code"] == "ThrottlingException"
+
+
+def _stream(url: str, **kwargs):
+    answer = client(url).converse_stream(**kwargs)
+    return list(answer["stream"])
+
+
+async def test_converse_stream_with_thinking_and_usage(bedrock):
+    bedrock.cache_read, bedrock.cache_write = 7, 2
+    events = await asyncio.to_thread(
+        _stream, bedrock.url, modelId=MODEL, messages=[{"role": "user", "content": [{"text": "one two three"}]}],
+        additionalModelRequestFields={"thinking": {"type": "enabled", "budget_tokens": 1024}},
+    )  # fmt: skip
+    kinds = [next(iter(event)) for event in events]
+    assert kinds[0] == "messageStart" and kinds[-2:] == ["messageStop", "metadata"]
+    reasoning = [e["contentBlockDelta"]["delta"]["reasoningContent"] for e in events if "reasoningContent" in e.get("contentBlockDelta", {}).get("delta", {})]
+    assert reasoning == [{"text": REASONING}, {"signature": SIGNATURE}]
+    text = "".join(e["contentBlockDelta"]["delta"].get("text", "") for e in events if "contentBlockDelta" in e)
+    assert text == "echo: one two three"
+    usage = events[-1]["metadata"]["usage"]
+    assert (usage["inputTokens"], usage["outputTokens"], usage["cacheReadInputTokens"], usage["cacheWriteInputTokens"]) == (3, 4, 7, 2)
+
+
+async def test_converse_stream_tool_use(bedrock):
+    bedrock.tool_use = {"name": "get_weather", "input": {"city": "Paris"}}
+    tools = {"tools": [{"toolSpec": {"name": "get_weather", "inputSchema": {"json": {"type": "object"}}}}]}
+    events = await asyncio.to_thread(
+        _stream, bedrock.url, modelId=MODEL, messages=[{"role": "user", "content": [{"text": "weather?"}]}], toolConfig=tools
+    )
+    start = next(e["contentBlockStart"] for e in events if "contentBlockStart" in e)
+    assert start["start"]["toolUse"] == {"toolUseId": "tooluse_fake01", "name": "get_weather"}
+    pieces = "".join(e["contentBlockDelta"]["delta"]["toolUse"]["input"] for e in events if "toolUse" in e.get("contentBlockDelta", {}).get("delta", {}))
+    assert pieces == '{"city":"Paris"}'
+    assert events[-2]["messageStop"]["stopReason"] == "tool_use"
+
+
+async def test_an_exception_frame_mid_stream_is_the_sdks_error(bedrock):
+    bedrock.stream_exception = "throttlingException"
+    bedrock.fail_next(Fault(error_after=2))
+    with pytest.raises(EventStreamError) as failed:
+        await asyncio.to_thread(_stream, bedrock.url, modelId=MODEL, messages=[{"role": "user", "content": [{"text": "a b c"}]}])
+    assert failed.value.response["Error"]["Code"] == "throttlingException"
