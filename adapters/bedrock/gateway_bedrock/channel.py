@@ -77,7 +77,7 @@ class BedrockChannel(ChannelType):
         url = f"{channel.base_url.replace('{region}', region)}/model/{model_path(upstream)}/{action}"
         body = orjson.dumps(request_to_converse(request, upstream))
         headers = {"Content-Type": "application/json", "Accept": EVENT_STREAM if call.stream else "application/json"}
-        headers.update(auth_headers(target.api_key, method="POST", url=url, region=region, headers=headers, body=body))
+        headers.update(auth_headers(target.api_key, method="POST", url=url, region=region, content_type=headers["Content-Type"], body=body))
         try:
             response = await post(exchange, URL(url, encoded=True), headers=headers, body=body, error_message=upstream_error_message)
         except GatewayError as error:
