@@ -8,7 +8,7 @@ import json
 import openai
 import pytest
 
-from gateway_bedrock.fake_upstream import ACCESS_KEY_ID, BEARER_KEY, Fault
+from gateway_bedrock.fake_upstream import ACCESS_KEY_ID, BEARER_KEY, IAM_KEY, Fault
 
 CLAUDE_ID = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake-image").decode()
@@ -143,3 +143,22 @@ async def test_an_exception_frame_mid_stream_ends_the_stream_with_an_error(opena
                 text += chunk.choices[0].delta.content or ""
     assert text == "echo: a"
     assert "throttlingException" in str(failed.value.message) or "rate limiting" in str(failed.value.message)
+
+
+async def test_a_stream_message_over_the_frame_cap_is_an_upstream_error(seed, start_gateway, relaygate_config, bedrock, user):
+    import attrs
+
+    _, secret = seed.key(user)
+    seed.channel("aws", type="bedrock", base_url=bedrock.url, models=["nova-test"], model_map={"nova-test": "amazon.nova-pro-v1:0"},
+                 api_keys=[IAM_KEY])  # fmt: skip
+    gateway = start_gateway(attrs.evolve(relaygate_config, max_frame_bytes=200))  # each fake event is about 170 bytes
+    long_word = "x" * 300
+    async with openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=secret, max_retries=0) as client:
+        stream = await client.chat.completions.create(model="nova-test", messages=[{"role": "user", "content": f"a {long_word}"}], stream=True)
+        text = ""
+        with pytest.raises(openai.APIError) as failed:
+            async for chunk in stream:
+                if chunk.choices:
+                    text += chunk.choices[0].delta.content or ""
+    assert text == "echo: a"
+    assert "larger than 200" in str(failed.value.message)
