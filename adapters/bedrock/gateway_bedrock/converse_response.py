@@ -2,7 +2,8 @@
 content blocks, stop reasons and usage (pure).
 
 Usage: Converse counts ``inputTokens`` apart from ``cacheReadInputTokens`` and
-``cacheWriteInputTokens``; the core's input counts all three. Reasoning
+``cacheWriteInputTokens``; the core's input counts all three. ``cacheDetails`` says
+which writes were for an hour (``ttl: 1h``). Reasoning
 (``reasoningContent``) becomes a reasoning part whose signature (or redacted
 data) is kept as ``anthropic_signature`` (``anthropic_redacted``), the names the
 anthropic adapter reads, so a Claude client sends them back intact.
@@ -42,11 +43,14 @@ def usage_from_converse(usage: Any) -> Usage | None:
     if not isinstance(usage, dict):
         return None
     cached, written = _count(usage, "cacheReadInputTokens"), _count(usage, "cacheWriteInputTokens")
+    details = usage.get("cacheDetails")
+    hour = sum(_count(d, "inputTokens") for d in details if isinstance(d, dict) and d.get("ttl") == "1h") if isinstance(details, list) else 0
     return Usage(
         input_tokens=_count(usage, "inputTokens") + cached + written,
         output_tokens=_count(usage, "outputTokens"),
         cached_input_tokens=cached,
         cache_write_tokens=written,
+        cache_write_1h_tokens=min(hour, written),
     )
 
 

@@ -107,3 +107,9 @@ async def test_an_exception_frame_mid_stream_is_an_error_event(client, bedrock):
             async for _ in stream:
                 pass
     assert "validationException" in str(failed.value) or "rejected the request" in str(failed.value)
+
+
+async def test_count_tokens_is_answered_without_calling_bedrock(client, bedrock):
+    counted = await client.messages.count_tokens(model="claude-test", messages=[{"role": "user", "content": "how many tokens is this"}])
+    assert counted.input_tokens > 0
+    assert bedrock.requests == []

@@ -106,3 +106,12 @@ def test_bad_tool_arguments_are_the_clients_400():
     request = ChatRequest(model="m", messages=(Message(Role.ASSISTANT, (ToolCallPart("c1", "t", "{not json"),)),))
     with pytest.raises(InvalidRequestError, match="not JSON"):
         request_to_converse(request, "amazon.nova-pro-v1:0")
+
+
+def test_usage_counts_cached_and_hour_long_writes_in_the_input():
+    from gateway_bedrock.converse_response import usage_from_converse
+
+    usage = usage_from_converse({"inputTokens": 10, "outputTokens": 5, "cacheReadInputTokens": 100, "cacheWriteInputTokens": 50,
+                                 "cacheDetails": [{"ttl": "1h", "inputTokens": 30}, {"ttl": "5m", "inputTokens": 20}]})  # fmt: skip
+    assert (usage.input_tokens, usage.cached_input_tokens, usage.cache_write_tokens, usage.cache_write_1h_tokens) == (160, 100, 50, 30)
+    assert usage.output_tokens == 5 and usage_from_converse(None) is None
