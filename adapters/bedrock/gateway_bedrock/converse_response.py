@@ -18,6 +18,7 @@ import orjson
 from gateway_core import UpstreamError
 from gateway_core.errors import excerpt
 from gateway_core.model import ChatResponse, Part, ReasoningPart, StopReason, TextPart, ToolCallPart, Usage
+from gateway_core.tally import ImplausibleUsage, token_count
 
 JSON = dict[str, Any]
 STOP_REASONS = {
@@ -40,23 +41,23 @@ def stop_reason(value: Any) -> StopReason | None:
 
 
 def usage_from_converse(usage: Any) -> Usage | None:
-    if not isinstance(usage, dict):
+    """The usage Converse reported; ``None`` when it is absent or any count is no
+    count (:func:`gateway_core.tally.token_count`): the gateway then estimates it."""
+    if not isinstance(usage, dict) or usage.get("inputTokens") is None or usage.get("outputTokens") is None:
         return None
-    cached, written = _count(usage, "cacheReadInputTokens"), _count(usage, "cacheWriteInputTokens")
-    details = usage.get("cacheDetails")
-    hour = sum(_count(d, "inputTokens") for d in details if isinstance(d, dict) and d.get("ttl") == "1h") if isinstance(details, list) else 0
-    return Usage(
-        input_tokens=_count(usage, "inputTokens") + cached + written,
-        output_tokens=_count(usage, "outputTokens"),
-        cached_input_tokens=cached,
-        cache_write_tokens=written,
-        cache_write_1h_tokens=min(hour, written),
-    )
-
-
-def _count(usage: JSON, name: str) -> int:
-    value = usage.get(name)
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    try:
+        cached, written = token_count(usage.get("cacheReadInputTokens")), token_count(usage.get("cacheWriteInputTokens"))
+        details = usage.get("cacheDetails")
+        hour = sum(token_count(d.get("inputTokens")) for d in details if isinstance(d, dict) and d.get("ttl") == "1h") if isinstance(details, list) else 0
+        return Usage(
+            input_tokens=token_count(usage.get("inputTokens")) + cached + written,
+            output_tokens=token_count(usage.get("outputTokens")),
+            cached_input_tokens=cached,
+            cache_write_tokens=written,
+            cache_write_1h_tokens=min(hour, written),
+        )
+    except ImplausibleUsage:
+        return None
 
 
 def reasoning_part(block: JSON) -> ReasoningPart:
@@ -64,7 +65,9 @@ def reasoning_part(block: JSON) -> ReasoningPart:
     redacted = block.get("redactedContent")
     if isinstance(redacted, str):
         return ReasoningPart("", {"anthropic_redacted": redacted})
-    text = block.get("reasoningText") or {}
+    text = block.get("reasoningText")
+    if not isinstance(text, dict):
+        return ReasoningPart("")
     signature = text.get("signature")
     return ReasoningPart(str(text.get("text") or ""), {"anthropic_signature": signature} if isinstance(signature, str) else None)
 
@@ -86,7 +89,8 @@ def part_from_block(block: Any) -> Part | None:
 
 def response_from_converse(answer: JSON, *, response_id: str, model: str, raw: bytes) -> ChatResponse:
     """The core response of a Converse answer."""
-    message = (answer.get("output") or {}).get("message") if isinstance(answer.get("output"), dict) else None
+    output = answer.get("output")
+    message = output.get("message") if isinstance(output, dict) else None
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
         error = UpstreamError("the upstream's answer has no output message")

@@ -84,14 +84,14 @@ class ConverseEvents:
 
     def _start(self, data: JSON) -> list[StreamEvent]:
         index = _index(data)
-        tool = (data.get("start") or {}).get("toolUse")
+        tool = _object(data, "start").get("toolUse")
         if not isinstance(tool, dict) or index in self._started:
             return []
         self._started.add(index)
         return [PartStart(index, ToolCallPart(str(tool.get("toolUseId") or ""), str(tool.get("name") or "")))]
 
     def _delta(self, data: JSON) -> list[StreamEvent]:
-        index, delta = _index(data), data.get("delta") or {}
+        index, delta = _index(data), _object(data, "delta")
         events: list[StreamEvent] = []
         if isinstance(delta.get("text"), str):
             self._begin(index, TextPart(""), events)
@@ -115,6 +115,12 @@ class ConverseEvents:
         if index not in self._started:
             self._started.add(index)
             events.append(PartStart(index, part))
+
+
+def _object(data: JSON, name: str) -> JSON:
+    """The object ``data[name]``, or an empty one when it is missing or not an object."""
+    value = data.get(name)
+    return value if isinstance(value, dict) else {}
 
 
 def _index(data: JSON) -> int:

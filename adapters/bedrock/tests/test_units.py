@@ -115,3 +115,13 @@ def test_usage_counts_cached_and_hour_long_writes_in_the_input():
                                  "cacheDetails": [{"ttl": "1h", "inputTokens": 30}, {"ttl": "5m", "inputTokens": 20}]})  # fmt: skip
     assert (usage.input_tokens, usage.cached_input_tokens, usage.cache_write_tokens, usage.cache_write_1h_tokens) == (160, 100, 50, 30)
     assert usage.output_tokens == 5 and usage_from_converse(None) is None
+
+
+@pytest.mark.parametrize("bad", ["12", -1, 1.5, True, {"n": 1}, 10**12])
+def test_usage_whose_counts_are_no_counts_is_missing(bad):
+    from gateway_bedrock.converse_response import usage_from_converse
+
+    assert usage_from_converse({"inputTokens": bad, "outputTokens": 3}) is None
+    assert usage_from_converse({"inputTokens": 3, "outputTokens": bad}) is None
+    assert usage_from_converse({"inputTokens": 3, "outputTokens": 4, "cacheReadInputTokens": bad}) is None
+    assert usage_from_converse({"outputTokens": 4}) is None
