@@ -100,3 +100,13 @@ async def test_an_exception_frame_mid_stream_is_the_sdks_error(bedrock):
     with pytest.raises(EventStreamError) as failed:
         await asyncio.to_thread(_stream, bedrock.url, modelId=MODEL, messages=[{"role": "user", "content": [{"text": "a b c"}]}])
     assert failed.value.response["Error"]["Code"] == "throttlingException"
+
+
+async def test_the_sdk_quotes_an_arn_as_the_channel_does(bedrock):
+    from gateway_bedrock.model_ids import model_path
+
+    arn = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4e5f6"
+    await asyncio.to_thread(client(bedrock.url).converse, modelId=arn, messages=[{"role": "user", "content": [{"text": "hi"}]}])
+    assert bedrock.requests[-1]["raw_path"] == f"/model/{model_path(arn)}/converse"
+    await asyncio.to_thread(client(bedrock.url).converse, modelId=MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}])
+    assert bedrock.requests[-1]["raw_path"] == f"/model/{model_path(MODEL)}/converse"

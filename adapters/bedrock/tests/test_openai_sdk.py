@@ -162,3 +162,16 @@ async def test_a_stream_message_over_the_frame_cap_is_an_upstream_error(seed, st
                     text += chunk.choices[0].delta.content or ""
     assert text == "echo: a"
     assert "larger than 200" in str(failed.value.message)
+
+
+async def test_an_arn_round_trips_as_one_quoted_path_segment(seed, start_gateway, bedrock, user):
+    arn = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4e5f6"
+    _, secret = seed.key(user)
+    seed.channel("aws", type="bedrock", base_url=bedrock.url, models=["house-claude"], model_map={"house-claude": arn}, api_keys=[IAM_KEY])
+    gateway = start_gateway()
+    async with openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=secret, max_retries=0) as client:
+        completion = await client.chat.completions.create(model="house-claude", messages=[{"role": "user", "content": "hi"}])
+    assert completion.choices[0].message.content == "echo: hi"
+    received = bedrock.requests[-1]
+    assert received["raw_path"] == "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Aapplication-inference-profile%2Fa1b2c3d4e5f6/converse"
+    assert received["model"] == arn  # the signature held over the quoted path
