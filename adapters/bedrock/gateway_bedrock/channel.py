@@ -54,7 +54,7 @@ def region_of(channel: ChannelRecord) -> str:
         return region.strip()
     host = urlsplit(channel.base_url).hostname or ""
     labels = host.split(".")
-    if len(labels) >= 4 and labels[0].startswith("bedrock-runtime") and labels[-2:] == ["amazonaws", "com"]:
+    if len(labels) >= 4 and labels[0].startswith("bedrock-runtime") and labels[-2:] == ["amazonaws", "com"] and labels[1] != "{region}":
         return labels[1]
     return DEFAULT_REGION
 

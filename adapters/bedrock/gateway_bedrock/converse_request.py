@@ -11,6 +11,8 @@
 - Tools → ``toolConfig.tools[].toolSpec``; tool choice auto / required / a named
   tool → ``auto`` / ``any`` / ``tool``; ``none`` has no Converse form: the tools stay
   (Converse needs them when the history holds tool blocks), the choice is left out.
+  A history with tool calls but a request without tools declares the tools called,
+  with an open schema, since Converse refuses tool blocks without a ``toolConfig``.
 - ``max_tokens``, ``temperature``, ``top_p``, ``stop`` → ``inferenceConfig``.
 - Claude only (model ids naming ``anthropic.`` or ``claude``), through
   ``additionalModelRequestFields``: ``top_k``, and thinking — an Anthropic client's
@@ -86,9 +88,19 @@ def request_to_converse(request: ChatRequest, model: str) -> JSON:
         body["inferenceConfig"] = inference
     if request.tools:
         body["toolConfig"] = _tool_config(request.tools, request.tool_choice)
+    else:
+        used = _tools_used(turns)
+        if used:  # Converse refuses tool blocks in a conversation that declares no tools
+            body["toolConfig"] = {"tools": [{"toolSpec": {"name": name, "inputSchema": {"json": {"type": "object"}}}} for name in used]}
     if extra:
         body["additionalModelRequestFields"] = extra
     return body
+
+
+def _tools_used(turns: list[JSON]) -> list[str]:
+    """The names of the tools the history's calls use (a tool result alone names none)."""
+    names = {block["toolUse"]["name"]: None for turn in turns for block in turn["content"] if "toolUse" in block}
+    return list(names)
 
 
 def _inference(request: ChatRequest) -> JSON:

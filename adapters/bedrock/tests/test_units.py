@@ -125,3 +125,28 @@ def test_usage_whose_counts_are_no_counts_is_missing(bad):
     assert usage_from_converse({"inputTokens": 3, "outputTokens": bad}) is None
     assert usage_from_converse({"inputTokens": 3, "outputTokens": 4, "cacheReadInputTokens": bad}) is None
     assert usage_from_converse({"outputTokens": 4}) is None
+
+
+def test_a_history_of_tool_calls_without_tools_declares_the_tools_called():
+    from gateway_core.model import ToolCallPart, ToolResultPart
+
+    request = ChatRequest(model="m", messages=(
+        Message(Role.USER, (TextPart("weather?"),)), Message(Role.ASSISTANT, (ToolCallPart("c1", "get_weather", "{}"),)),
+        Message(Role.TOOL, (ToolResultPart("c1", (TextPart("sunny"),)),)), Message(Role.USER, (TextPart("thanks"),)),
+    ))  # fmt: skip
+    body = request_to_converse(request, "amazon.nova-pro-v1:0")
+    assert body["toolConfig"] == {"tools": [{"toolSpec": {"name": "get_weather", "inputSchema": {"json": {"type": "object"}}}}]}
+    assert [turn["role"] for turn in body["messages"]] == ["user", "assistant", "user"]  # the result and "thanks" share a turn
+
+
+def test_the_region_comes_from_the_setting_the_endpoint_or_the_default():
+    from gateway_bedrock.channel import region_of
+    from gateway_core.records import ChannelRecord
+
+    def channel(base_url, **settings):
+        return ChannelRecord(id=1, name="c", type="bedrock", base_url=base_url, api_keys=("k",), models=(), model_map={}, groups=(), settings=settings)
+
+    assert region_of(channel("https://bedrock-runtime.{region}.amazonaws.com", region="eu-west-3")) == "eu-west-3"
+    assert region_of(channel("https://bedrock-runtime.ap-northeast-1.amazonaws.com")) == "ap-northeast-1"
+    assert region_of(channel("https://bedrock-runtime.{region}.amazonaws.com")) == "us-east-1"
+    assert region_of(channel("http://127.0.0.1:9000")) == "us-east-1"
