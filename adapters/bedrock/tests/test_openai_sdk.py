@@ -175,3 +175,16 @@ async def test_an_arn_round_trips_as_one_quoted_path_segment(seed, start_gateway
     received = bedrock.requests[-1]
     assert received["raw_path"] == "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Aapplication-inference-profile%2Fa1b2c3d4e5f6/converse"
     assert received["model"] == arn  # the signature held over the quoted path
+
+
+async def test_the_stream_is_relayed_event_by_event_not_buffered(openai_client, bedrock):
+    import time
+
+    bedrock.chunk_delay = 0.15  # between the fake's event-stream messages: 9 of them
+    stream = await openai_client.chat.completions.create(model="nova-test", messages=[{"role": "user", "content": "a b c d"}], stream=True)
+    seen: list[float] = []
+    async for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            seen.append(time.monotonic())
+    assert len(seen) == 5  # "echo:", " a", " b", " c", " d"
+    assert seen[-1] - seen[0] >= 4 * 0.15 * 0.8  # each word reached the client as its event came
