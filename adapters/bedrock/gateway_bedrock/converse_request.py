@@ -14,6 +14,8 @@
   A history with tool calls but a request without tools declares the tools called,
   with an open schema, since Converse refuses tool blocks without a ``toolConfig``.
 - ``max_tokens``, ``temperature``, ``top_p``, ``stop`` → ``inferenceConfig``.
+- An Anthropic client's ``cache_control`` (on a system, message or tool block) →
+  a ``cachePoint`` after that block, for the models that take them (Claude, Nova).
 - Claude only (model ids naming ``anthropic.`` or ``claude``), through
   ``additionalModelRequestFields``: ``top_k``, and thinking — an Anthropic client's
   ``thinking`` as given, another protocol's ``reasoning_effort`` as a budget when
@@ -34,7 +36,6 @@ from gateway_core.billing.catalogue import catalogue_model
 from gateway_core.model import (
     ChatRequest,
     ImagePart,
-    Message,
     Part,
     ReasoningPart,
     Role,
@@ -46,7 +47,7 @@ from gateway_core.model import (
     ToolResultPart,
 )
 
-from .model_ids import is_claude, provider_model, refuses_temperature_with_top_p
+from .model_ids import base_id, is_claude, provider_model, refuses_temperature_with_top_p
 
 JSON = dict[str, Any]
 IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
@@ -58,14 +59,15 @@ ANSWER_ROOM = 4096  # max_tokens beyond the budget when the client set none
 
 def request_to_converse(request: ChatRequest, model: str) -> JSON:
     """The Converse body for ``request`` sent to the Bedrock model ``model``."""
-    system = [{"text": p.text} for p in request.system if isinstance(p, TextPart) and p.text]
+    caching = caches(model)
+    system = [block for p in request.system for block in _system_blocks(p, caching)]
     turns: list[JSON] = []
     for message in request.messages:
         if message.role is Role.SYSTEM:
-            system.extend({"text": p.text} for p in message.parts if isinstance(p, TextPart) and p.text)
+            system.extend(block for p in message.parts for block in _system_blocks(p, caching))
             continue
         role = "assistant" if message.role is Role.ASSISTANT else "user"
-        blocks = [block for part in message.parts for block in _blocks(part, message)]
+        blocks = [block for part in message.parts for block in _blocks(part, caching)]
         if not blocks:
             continue
         if turns and turns[-1]["role"] == role:
@@ -87,7 +89,7 @@ def request_to_converse(request: ChatRequest, model: str) -> JSON:
     if inference:
         body["inferenceConfig"] = inference
     if request.tools:
-        body["toolConfig"] = _tool_config(request.tools, request.tool_choice)
+        body["toolConfig"] = _tool_config(request.tools, request.tool_choice, caching)
     else:
         used = _tools_used(turns)
         if used:  # Converse refuses tool blocks in a conversation that declares no tools
@@ -116,7 +118,37 @@ def _inference(request: ChatRequest) -> JSON:
     return out
 
 
-def _blocks(part: Part, message: Message) -> list[JSON]:
+def caches(model: str) -> bool:
+    """Whether the model takes ``cachePoint`` blocks (Claude and Nova do)."""
+    return is_claude(model) or base_id(model).startswith("amazon.nova")
+
+
+def cache_point(meta: Any) -> JSON | None:
+    """A ``cachePoint`` for a part an Anthropic client marked with ``cache_control``."""
+    extra = meta.get("anthropic_extra") if isinstance(meta, dict) else None
+    control = extra.get("cache_control") if isinstance(extra, dict) else None
+    if not isinstance(control, dict):
+        return None
+    point: JSON = {"type": "default"}
+    if control.get("ttl") in ("5m", "1h"):
+        point["ttl"] = control["ttl"]
+    return {"cachePoint": point}
+
+
+def _system_blocks(part: Part, caching: bool) -> list[JSON]:
+    if not isinstance(part, TextPart) or not part.text:
+        return []
+    point = cache_point(part.provider_metadata) if caching else None
+    return [{"text": part.text}, point] if point else [{"text": part.text}]
+
+
+def _blocks(part: Part, caching: bool) -> list[JSON]:
+    blocks = _content_blocks(part)
+    point = cache_point(part.provider_metadata) if caching and blocks else None
+    return [*blocks, point] if point else blocks
+
+
+def _content_blocks(part: Part) -> list[JSON]:
     if isinstance(part, TextPart):
         return [{"text": part.text}] if part.text else []
     if isinstance(part, ImagePart):
@@ -182,13 +214,16 @@ def _arguments(part: ToolCallPart) -> Any:
     return value if isinstance(value, dict) else {"value": value}
 
 
-def _tool_config(tools: tuple[Tool, ...], choice: ToolChoice | None) -> JSON:
+def _tool_config(tools: tuple[Tool, ...], choice: ToolChoice | None, caching: bool) -> JSON:
     specs = []
     for tool in tools:
         spec: JSON = {"name": tool.name, "inputSchema": {"json": tool.parameters or {"type": "object", "properties": {}}}}
         if tool.description:
             spec["description"] = tool.description
         specs.append({"toolSpec": spec})
+        control = tool.extra.get("cache_control") if caching else None
+        if isinstance(control, dict):
+            specs.append(cache_point({"anthropic_extra": {"cache_control": control}}) or {})
     config: JSON = {"tools": specs}
     if choice is not None:
         if choice.mode is ToolChoiceMode.AUTO:

@@ -113,3 +113,16 @@ async def test_count_tokens_is_answered_without_calling_bedrock(client, bedrock)
     counted = await client.messages.count_tokens(model="claude-test", messages=[{"role": "user", "content": "how many tokens is this"}])
     assert counted.input_tokens > 0
     assert bedrock.requests == []
+
+
+async def test_cache_control_becomes_cache_points_for_claude_only(client, bedrock, gateway, gateway_key):
+    system = [{"type": "text", "text": "Long rules.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}]
+    content = [{"type": "text", "text": "a document", "cache_control": {"type": "ephemeral"}}, {"type": "text", "text": "question"}]
+    tool = {**TOOL, "cache_control": {"type": "ephemeral"}}
+    await client.messages.create(model="claude-test", max_tokens=50, system=system, tools=[tool], messages=[{"role": "user", "content": content}])
+    body = bedrock.requests[-1]["body"]
+    assert body["system"] == [{"text": "Long rules."}, {"cachePoint": {"type": "default", "ttl": "1h"}}]
+    assert body["messages"][0]["content"] == [{"text": "a document"}, {"cachePoint": {"type": "default"}}, {"text": "question"}]
+    assert body["toolConfig"]["tools"][1] == {"cachePoint": {"type": "default"}}
+    await client.messages.create(model="llama-test", max_tokens=50, system=system, messages=[{"role": "user", "content": content}])
+    assert "cachePoint" not in str(bedrock.requests[-1]["body"])  # Llama takes none

@@ -110,3 +110,35 @@ async def test_the_sdk_quotes_an_arn_as_the_channel_does(bedrock):
     assert bedrock.requests[-1]["raw_path"] == f"/model/{model_path(arn)}/converse"
     await asyncio.to_thread(client(bedrock.url).converse, modelId=MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}])
     assert bedrock.requests[-1]["raw_path"] == f"/model/{model_path(MODEL)}/converse"
+
+
+async def test_the_sdk_validates_the_request_shapes_the_channel_writes(bedrock):
+    """botocore checks parameters against Bedrock's service model before sending: the
+    channel's output for a rich request goes through it unchanged."""
+    from gateway_bedrock.converse_request import request_to_converse
+    from gateway_core.model import ChatRequest, ImagePart, Message, ReasoningPart, Role, TextPart, Tool, ToolCallPart, ToolChoice, ToolChoiceMode, ToolResultPart
+
+    cached = {"anthropic_extra": {"cache_control": {"type": "ephemeral", "ttl": "1h"}}}
+    request = ChatRequest(
+        model="m", system=(TextPart("rules", cached),), max_tokens=2048, temperature=0.5, stop=("END",),
+        messages=(
+            Message(Role.USER, (TextPart("look", cached), ImagePart(data=PNG, media_type="image/png"))),
+            Message(Role.ASSISTANT, (ReasoningPart("hmm", {"anthropic_signature": "c2ln"}), ToolCallPart("t1", "get_weather", '{"city": "Oslo"}'))),
+            Message(Role.TOOL, (ToolResultPart("t1", (TextPart("cold"),), is_error=True),)),
+        ),
+        tools=(Tool("get_weather", "Weather", {"type": "object", "properties": {"city": {"type": "string"}}}),),
+        tool_choice=ToolChoice(ToolChoiceMode.TOOL, "get_weather"), top_k=5, extra={"thinking": {"type": "enabled", "budget_tokens": 1024}},
+    )  # fmt: skip
+    body = request_to_converse(request, MODEL)
+    body["messages"] = [{**turn, "content": [_bytes_in(block) for block in turn["content"]]} for turn in body["messages"]]
+    await asyncio.to_thread(client(bedrock.url).converse, modelId=MODEL, **body)
+    received = bedrock.requests[-1]["body"]
+    assert received["system"][1] == {"cachePoint": {"type": "default", "ttl": "1h"}}
+    assert received["messages"][1]["content"][0]["reasoningContent"]["reasoningText"]["signature"] == "c2ln"
+
+
+def _bytes_in(block):
+    """The SDK takes blobs as bytes where the wire (JSON) has base64."""
+    if "image" in block:
+        return {"image": {**block["image"], "source": {"bytes": base64.b64decode(block["image"]["source"]["bytes"])}}}
+    return block
