@@ -9,8 +9,8 @@ a retryable 502 that disables that key; 404 (an unknown model) and 424 (the mode
 failed) are retryable 502s; 408 a timeout; 429 (``ThrottlingException``,
 ``ModelNotReadyException``) the client's 429; 503 unavailable.
 
-Bedrock sends no ``Retry-After``: a throttled request is advised to retry after
-:data:`THROTTLE_RETRY_SECONDS`. Inside a stream a failure comes as an exception
+A throttled request is advised to retry after Bedrock's ``Retry-After`` when it
+sends one, else after :data:`THROTTLE_RETRY_SECONDS`. Inside a stream a failure comes as an exception
 message (``throttlingException``, ``validationException``,
 ``modelStreamErrorException``, ``internalServerException``,
 ``serviceUnavailableException``) and is mapped the same way by its name.
