@@ -18,8 +18,8 @@
   a ``cachePoint`` after that block, for the models that take them (Claude, Nova).
 - Claude only (model ids naming ``anthropic.`` or ``claude``), through
   ``additionalModelRequestFields``: ``top_k``, and thinking — an Anthropic client's
-  ``thinking`` as given, another protocol's ``reasoning_effort`` as a budget when
-  the catalogue says the model thinks. ``top_p`` is left out beside ``temperature``
+  ``thinking`` as given, OpenAI's ``reasoning_effort`` or Gemini's ``thinkingConfig``
+  as a budget when the catalogue says the model thinks. ``top_p`` is left out beside ``temperature``
   for the Claude versions that refuse both (4.5 and later, Opus 4.1).
 """
 
@@ -235,14 +235,33 @@ def _tool_config(tools: tuple[Tool, ...], choice: ToolChoice | None, caching: bo
     return config
 
 
+def reasoning_budget(extra: JSON) -> int:
+    """Tokens another protocol asks to reason with: OpenAI's ``reasoning_effort`` and
+    Gemini's ``thinkingLevel`` by name, Gemini's ``thinkingBudget`` as it is (-1,
+    dynamic: medium)."""
+    effort = extra.get("reasoning_effort")
+    if isinstance(effort, str):
+        return EFFORT_BUDGETS.get(effort, 0)
+    config = extra.get("generationConfig") or extra.get("generation_config")
+    thinking = (config.get("thinkingConfig") or config.get("thinking_config")) if isinstance(config, dict) else None
+    if not isinstance(thinking, dict):
+        return 0
+    level = thinking.get("thinkingLevel") or thinking.get("thinking_level")
+    if isinstance(level, str):
+        return EFFORT_BUDGETS.get(level.lower(), 0)
+    budget = thinking.get("thinkingBudget", thinking.get("thinking_budget"))
+    if isinstance(budget, int) and not isinstance(budget, bool):
+        return EFFORT_BUDGETS["medium"] if budget < 0 else budget
+    return 0
+
+
 def _thinking(request: ChatRequest, model: str, inference: JSON, extra: JSON) -> None:
     """Claude's thinking: an Anthropic client's ``thinking`` as it is; another
     protocol's ``reasoning_effort`` as a budget when the catalogue says the model
     thinks. Thinking takes no temperature, and a ``top_p`` of at least 0.95."""
     thinking = request.extra.get("thinking")
     if not isinstance(thinking, dict):
-        effort = request.extra.get("reasoning_effort")
-        budget = EFFORT_BUDGETS.get(effort, 0) if isinstance(effort, str) else 0
+        budget = reasoning_budget(request.extra)
         known = catalogue_model(model) or catalogue_model(provider_model(model))
         if budget < MIN_BUDGET or known is None or not known.reasoning:
             return

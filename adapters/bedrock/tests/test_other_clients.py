@@ -32,3 +32,15 @@ async def test_google_genai_client(gateway, gateway_key, bedrock):
         assert "".join(chunks) == "echo: a b"
     finally:
         await client.aio.aclose()
+
+
+async def test_a_gemini_thinking_budget_thinks_on_claude(gateway, gateway_key, bedrock):
+    client = genai.Client(api_key=gateway_key, http_options=types.HttpOptions(base_url=gateway.url, api_version="v1beta"))
+    try:
+        config = types.GenerateContentConfig(max_output_tokens=8000, thinking_config=types.ThinkingConfig(thinking_budget=2048, include_thoughts=True))
+        answer = await client.aio.models.generate_content(model="claude-test", contents="think", config=config)
+    finally:
+        await client.aio.aclose()
+    assert bedrock.requests[-1]["body"]["additionalModelRequestFields"] == {"thinking": {"type": "enabled", "budget_tokens": 2048}}
+    parts = answer.candidates[0].content.parts
+    assert [(bool(part.thought), part.text) for part in parts] == [(True, "Let me think."), (False, "echo: think")]
