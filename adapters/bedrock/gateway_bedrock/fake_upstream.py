@@ -4,8 +4,10 @@ stream in AWS's binary event-stream framing).
 
 Each request's SigV4 signature is recomputed with botocore from what arrived
 (the raw path, the signed headers, the body) and refused as Bedrock refuses it: an
-unknown access key is a 403 ``UnrecognizedClientException``, a wrong signature a
-403 ``InvalidSignatureException``, a signature for another region a 403 too. A
+unknown access key (or a missing or wrong session token for temporary credentials,
+``session_tokens``) is a 403 ``UnrecognizedClientException``, an expired token
+(``expired_tokens``) a 403 ``ExpiredTokenException``, a wrong signature a 403
+``InvalidSignatureException``, a signature for another region a 403 too. A
 Bedrock API key (``Authorization: Bearer``) is accepted when it is
 ``bearer_key``. Errors carry ``x-amzn-ErrorType`` and ``{"message": …}``.
 
@@ -64,6 +66,8 @@ def encode_exception(name: str, message: str) -> bytes:
 class FakeBedrock(FakeUpstream):
     api_key: str | None = None  # unused: credentials below
     credentials: dict[str, str] = attrs.field(factory=lambda: {ACCESS_KEY_ID: SECRET_ACCESS_KEY})
+    session_tokens: dict[str, str] = attrs.field(factory=dict)  # access key id → the token it needs (temporary credentials)
+    expired_tokens: set[str] = attrs.field(factory=set)
     bearer_key: str = BEARER_KEY
     region: str = REGION
     tool_use: dict[str, Any] | None = None
@@ -99,6 +103,11 @@ class FakeBedrock(FakeUpstream):
         key_id, _, region, service, _ = fields["Credential"].split("/")
         secret = self.credentials.get(key_id)
         if secret is None:
+            return self.error(403, "The security token included in the request is invalid.", kind="UnrecognizedClientException")
+        token = request.headers.get("X-Amz-Security-Token")
+        if token is not None and token in self.expired_tokens:
+            return self.error(403, "The security token included in the request is expired", kind="ExpiredTokenException")
+        if self.session_tokens.get(key_id) != token:
             return self.error(403, "The security token included in the request is invalid.", kind="UnrecognizedClientException")
         if region != self.region or service != "bedrock":
             return self.error(403, f"Credential should be scoped to a valid region, not '{region}'.", kind="InvalidSignatureException")

@@ -142,3 +142,19 @@ def _bytes_in(block):
     if "image" in block:
         return {"image": {**block["image"], "source": {"bytes": base64.b64decode(block["image"]["source"]["bytes"])}}}
     return block
+
+
+async def test_temporary_credentials_need_their_session_token(bedrock):
+    bedrock.credentials["ASIAFAKETEMPORARY001"] = "temporary/secret"
+    bedrock.session_tokens["ASIAFAKETEMPORARY001"] = "session-token-1"
+    bedrock.expired_tokens.add("session-token-0")
+
+    def converse(token):
+        sdk = boto3.client("bedrock-runtime", region_name="us-east-1", endpoint_url=bedrock.url, aws_access_key_id="ASIAFAKETEMPORARY001",
+                           aws_secret_access_key="temporary/secret", aws_session_token=token, config=Config(retries={"total_max_attempts": 1}))  # fmt: skip
+        return sdk.converse(modelId=MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}])
+
+    assert (await asyncio.to_thread(converse, "session-token-1"))["output"]["message"]["content"] == [{"text": "echo: hi"}]
+    with pytest.raises(ClientError) as expired:
+        await asyncio.to_thread(converse, "session-token-0")
+    assert expired.value.response["Error"]["Code"] == "ExpiredTokenException"

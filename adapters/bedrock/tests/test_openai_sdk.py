@@ -188,3 +188,23 @@ async def test_the_stream_is_relayed_event_by_event_not_buffered(openai_client, 
             seen.append(time.monotonic())
     assert len(seen) == 5  # "echo:", " a", " b", " c", " d"
     assert seen[-1] - seen[0] >= 4 * 0.15 * 0.8  # each word reached the client as its event came
+
+
+async def test_temporary_credentials_and_an_expired_token(seed, start_gateway, bedrock, user):
+    bedrock.credentials["ASIAFAKETEMPORARY001"] = "temporary/secret"
+    bedrock.session_tokens["ASIAFAKETEMPORARY001"] = "session-token-1"
+    bedrock.expired_tokens.add("session-token-0")
+    _, secret = seed.key(user)
+    seed.channel("fresh", type="bedrock", base_url=bedrock.url, models=["nova-test"], model_map={"nova-test": "amazon.nova-pro-v1:0"},
+                 api_keys=["ASIAFAKETEMPORARY001:temporary/secret:session-token-1"])  # fmt: skip
+    seed.channel("stale", type="bedrock", base_url=bedrock.url, models=["nova-old"], model_map={"nova-old": "amazon.nova-pro-v1:0"},
+                 api_keys=["ASIAFAKETEMPORARY001:temporary/secret:session-token-0"])  # fmt: skip
+    gateway = start_gateway()
+    async with openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=secret, max_retries=0) as client:
+        completion = await client.chat.completions.create(model="nova-test", messages=[{"role": "user", "content": "hi"}])
+        assert completion.choices[0].message.content == "echo: hi"
+        assert bedrock.requests[-1]["headers"]["X-Amz-Security-Token"] == "session-token-1"
+        with pytest.raises(openai.APIStatusError) as expired:
+            await client.chat.completions.create(model="nova-old", messages=[{"role": "user", "content": "hi"}])
+    assert expired.value.status_code == 502 and "security token included in the request is expired" in expired.value.message
+    assert "session-token-0" not in expired.value.message
