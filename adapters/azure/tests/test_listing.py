@@ -149,6 +149,9 @@ async def test_the_api_and_the_cli_list_the_deployments(seed, start_gateway, azu
     status, out = await asyncio.to_thread(cli, "channel", "models", "az-entra", "--fetch")
     assert status == 0 and out.splitlines()[0].startswith("az-entra: the upstream lists 2 models, 1 not yet served by the channel (")
     assert [line.split() for line in out.splitlines()[1:]] == [["chat-dep", "served", "no", "price"], ["embed-dep", "new", "no", "price"]]
+    status, out = await asyncio.to_thread(cli, "channel", "add", "az-new", "--type", "azure", "--base-url", azure.url, "--api-key", AZURE_KEY, "--fetch-models")
+    assert status == 0 and [line.split() for line in out.splitlines()[1:3]] == [["chat-dep", "served", "no", "price"], ["embed-dep", "served", "no", "price"]]
+    assert out.count("warning: no price for chat-dep, embed-dep, from you or the catalogue") == 1
     azure.list_versions = frozenset()
     status, out = await asyncio.to_thread(cli, "channel", "models", "az-key", "--fetch", "--key", "1")
     assert status == 1 and out == (
