@@ -1,6 +1,7 @@
 """Fetching a channel's models from its upstream (``relaygate channel models
 --fetch``, ``GET /api/v1/channels/{id}/upstream-models``, the console channel
-form's "Fetch models from the upstream").
+form's "Fetch models from the upstream", ``relaygate channel add --fetch-models``
+through :func:`add_channel_with_upstream_models`).
 
 The channel type lists them (:meth:`ChannelType.list_models`) with one of the
 channel's upstream keys (the first usable, or the one asked for) and the
@@ -8,7 +9,8 @@ channel's timeouts; the answer is neither billed nor logged nor counted by the
 breakers. Every outcome is an :class:`UpstreamModels`: the ids, or a message that
 says why there are none (the type cannot list, the upstream refused the key, did
 not answer in time …), the same words on every front, with the key masked
-should the upstream have echoed it. Adding the models to the channel is an
+should the upstream have echoed it, and the same warning about the models no one
+prices (``warning``, :func:`gateway_core.admin.prices.unpriced_warning`). Adding the models to the channel is an
 ordinary edit (:func:`add_models`), audited by the front that makes it.
 """
 

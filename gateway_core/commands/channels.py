@@ -126,7 +126,7 @@ def _configure_add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--disabled", action="store_true", help="add it disabled (enable it after a test)")
     parser.add_argument("--fetch-models", action="store_true",
                         help="ask the upstream (with the key given) which models it offers and serve them, after those of --models")  # fmt: skip
-    parser.add_argument("--match", metavar="PATTERN", help="with --fetch-models: only ids matching this shell-style pattern, such as 'gpt-4o*'")
+    parser.add_argument("--match", metavar="PATTERN", help="with --fetch-models: only ids matching this shell-style pattern, such as 'chat-*'")
 
 
 def _run_add(args: argparse.Namespace, cli: CommandContext) -> int:
