@@ -150,8 +150,8 @@ def _run_add(args: argparse.Namespace, cli: CommandContext) -> int:
 
     channel, listed, warning = cli.run(add)
     if channel is None:
-        assert listed is not None
-        raise CommandError(f"the upstream's models could not be fetched, so no channel was added: {listed.message}")
+        message = listed.message if listed is not None else "no listing"
+        raise CommandError(f"the upstream's models could not be fetched, so no channel was added: {message}")
     if listed is not None and not cli.json:  # the models as `channel models --fetch` shows them
         print(f"{channel.name}: {listed.message} ({listed.latency_ms:g} ms)")
         width, unpriced = max((len(model) for model in listed.models), default=0), set(listed.unpriced)
