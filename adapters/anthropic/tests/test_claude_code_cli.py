@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import orjson
 import pytest
 from aiohttp import web
 
@@ -31,7 +32,7 @@ from gateway_core.billing.testing import INPUT, OUTPUT, expected_cost
 from gateway_core.testing import free_port
 from gateway_gemini.fake_upstream import EXPECTED_KEY as GEMINI_KEY
 from gateway_gemini.fake_upstream import FakeGemini
-from gateway_openai.fake_upstream import FakeOpenAI
+from gateway_openai.fake_upstream import FakeOpenAI, stream_chunks, usage_for
 
 # The model names Claude Code sees. An unknown name (not a Claude model's) makes it send
 # its agent list as a system message after the user's turn (its mid-conversation system).
@@ -66,35 +67,53 @@ class Recorded:
         return await super().stream(request, chunks, fault, **options)  # type: ignore[misc]
 
 
+def gave(name: str, result: Any) -> str:
+    """How the fakes answer a tool's result (the Gemini fake's own words): the CLI prints it."""
+    return f"echo: {name} gave {json.dumps(result)}"
+
+
 @attrs.define
 class Claude(Recorded, FakeAnthropic):
-    """Asks for ``Read`` (when ``read`` names a file) until the last message carries a tool result."""
+    """Asks for ``Read`` (when ``read`` names a file) until the last message carries a tool result, then echoes that."""
 
     read: str | None = None
     answers: list[Any] = attrs.field(factory=list)
 
-    async def messages(self, request: web.Request) -> web.StreamResponse:
-        content = ((await request.json()).get("messages") or [{}])[-1].get("content")
-        answered = isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
-        self.tool_uses = None if answered or not self.read else [{"id": "toolu_rg1", "name": "Read", "input": {"file_path": self.read}}]
-        return await super().messages(request)
+    def answer_blocks(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        content = (body.get("messages") or [{}])[-1].get("content")
+        results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(content, list) else []
+        self.tool_uses = None if results or not self.read else [{"id": "toolu_rg1", "name": "Read", "input": {"file_path": self.read}}]
+        blocks = super().answer_blocks(body)
+        return [{"type": "text", "text": gave("Read", results[-1]["content"])} if b["type"] == "text" and results else b for b in blocks]
 
 
 @attrs.define
 class OpenAI(Recorded, FakeOpenAI):
+    """Asks for ``Read`` (when ``read`` names a file) until a tool message comes, then echoes that."""
+
     read: str | None = None
     answers: list[Any] = attrs.field(factory=list)
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
-        messages = (await request.json()).get("messages") or []
-        answered = any(m.get("role") == "tool" for m in messages)
+        body = await request.json()
+        results = [m for m in body.get("messages") or [] if m.get("role") == "tool"]
         arguments = json.dumps({"file_path": self.read})
-        self.tool_call = None if answered or not self.read else {"id": "call_rg1", "type": "function", "function": {"name": "Read", "arguments": arguments}}
-        return await super().chat(request)
+        self.tool_call = None if results or not self.read else {"id": "call_rg1", "type": "function", "function": {"name": "Read", "arguments": arguments}}
+        if not results or not body.get("stream"):
+            return await super().chat(request)
+        fault, refusal = await self.admit(request, body)  # the fake's own stream, with the result's echo for its text
+        if refusal is not None:
+            return refusal
+        text = gave("Read", results[-1]["content"])
+        include_usage = (body.get("stream_options") or {}).get("include_usage") is True
+        chunks = [b"data: " + orjson.dumps(c) + b"\n\n" for c in stream_chunks(body, text, usage_for(body, text), include_usage, None)]
+        return await self.stream(request, chunks, fault, end=b"data: [DONE]\n\n")
 
 
 @attrs.define
 class Gemini(Recorded, FakeGemini):
+    """Asks for ``Read`` (when ``read`` names a file) until a functionResponse comes (the fake echoes that)."""
+
     read: str | None = None
     answers: list[Any] = attrs.field(factory=list)
 
@@ -209,5 +228,5 @@ async def test_claude_code_tool_round_trip(start_gateway, secret, seed, fakes, t
         responses = [p["functionResponse"] for c in second["contents"] for p in c["parts"] if "functionResponse" in p]
         assert len(calls) == 1 and calls[0]["functionCall"]["name"] == "Read"
         assert len(responses) == 1 and responses[0]["name"] == "Read" and NOTE in json.dumps(responses[0]["response"])
-        assert result["result"].startswith("echo: Read gave ") and NOTE in result["result"]  # the fake echoes the result it got
+    assert result["result"].startswith("echo: Read gave ") and NOTE in result["result"]  # the fake echoes the result it got
     assert_billed_once_per_call(seed, fake, model)
