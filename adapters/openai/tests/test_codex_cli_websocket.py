@@ -79,6 +79,17 @@ class AnthropicAskingOnce(FakeAnthropic):
         return await super().messages(request)
 
 
+@attrs.define
+class GeminiAskingOnce(FakeGemini):
+    """Asks for ``exec_command`` until the contents carry a function response."""
+
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        contents = (await request.json()).get("contents") or []
+        answered = any("functionResponse" in part for c in contents for part in c.get("parts") or [])
+        self.function_call = None if answered else {"name": "exec_command", "args": COMMAND}
+        return await super().dispatch(request)
+
+
 @pytest.fixture
 async def claude(fake_upstream) -> FakeAnthropic:
     return await fake_upstream(FakeAnthropic())
@@ -136,15 +147,17 @@ async def test_codex_exec_runs_a_turn_over_the_websocket(start_gateway, secret, 
     assert "previous_response_id" not in served[0]["body"]
 
 
-@pytest.mark.parametrize("model", [GPT, CLAUDE])
+@pytest.mark.parametrize("model", [GPT, CLAUDE, GEMINI])
 async def test_codex_tool_round_trip_over_the_websocket(start_gateway, seed, fake_upstream, tmp_path, model, monkeypatch):
     sent: list[dict] = []  # what Codex sent on the connection (observed, not changed)
     original = ResponsesSocket.request
     monkeypatch.setattr(ResponsesSocket, "request", lambda self, text: sent.append(json.loads(text)) or original(self, text))
     asking_openai = await fake_upstream(OpenAIAskingOnce())
     asking_claude = await fake_upstream(AnthropicAskingOnce())
+    asking_gemini = await fake_upstream(GeminiAskingOnce())
     seed.channel("native", type="openai", base_url=asking_openai.url, models=[GPT], settings={"responses": True})
     seed.channel("claude", type="anthropic", base_url=asking_claude.url, models=[CLAUDE], api_keys=(ANTHROPIC_KEY,))
+    seed.channel("gemini", type="gemini", base_url=asking_gemini.url + "/v1beta", models=[GEMINI], api_keys=(GEMINI_KEY,))
     secret = seed.key(seed.user("alice", balance_usd=10))[1]
     await run_codex(start_gateway(), secret, tmp_path, model, "run the command, please")
     rows = seed.rows("SELECT status, end_reason FROM usage_logs WHERE endpoint = 'responses' ORDER BY id")
@@ -160,6 +173,12 @@ async def test_codex_tool_round_trip_over_the_websocket(start_gateway, seed, fak
         call, output = second["input"][-2], second["input"][-1]
         assert call["type"] == "function_call" and call["name"] == "exec_command" and output["type"] == "function_call_output"
         assert output["call_id"] == call["call_id"] == "call_rg1"
+    elif model == GEMINI:
+        first, second = (r["body"] for r in asking_gemini.requests)
+        call, output = second["contents"][-2], second["contents"][-1]
+        assert call["role"] == "model" and call["parts"][-1]["functionCall"]["name"] == "exec_command"
+        response = output["parts"][0]["functionResponse"]
+        assert output["role"] == "user" and response["name"] == "exec_command" and "relaygate-tool-ran" in json.dumps(response["response"])
     else:
         first, second = (r["body"] for r in asking_claude.requests)
         assert [m["role"] for m in second["messages"]][-2:] == ["assistant", "user"]
