@@ -9,7 +9,7 @@ errors, hook specifications and the protocol, channel and policy interfaces.
 
 from . import endpoints
 from .channel_settings import Setting
-from .channel_type import ChannelType, Exchange, JsonReply, Reply, StreamReply, Target, Timeouts
+from .channel_type import ChannelType, Exchange, JsonReply, ModelQuery, ModelsNotListed, Reply, StreamReply, Target, Timeouts
 from .client_protocol import BillingHints, Call, Caller, ClientProtocol, Frame, FrameConversation, LocalAnswer, RenderedError, RouteSpec, StreamWriter, capped_output
 from .errors import (
     AuthenticationError,
@@ -69,6 +69,7 @@ PUBLIC_MODULES = (
     "gateway_core.admin",  # the admin layer: Admin, its port, its errors
     "gateway_core.admin.audit",  # the audit log of writes
     "gateway_core.admin.channels",  # admin operations by subject (the CLI's and the console's)
+    "gateway_core.admin.channel_models",  # a channel's models fetched from its upstream
     "gateway_core.admin.budgets",
     "gateway_core.admin.codes",
     "gateway_core.admin.groups",
@@ -99,6 +100,7 @@ PUBLIC_MODULES = (
     "gateway_core.money",  # micro-USD parsing and formatting, for the edges
     "gateway_core.policy",  # the Policy interface
     "gateway_core.ratelimit",  # rate-limit state a protocol renders as headers
+    "gateway_core.reasoning",  # one table between reasoning effort names and thinking budgets
     "gateway_core.records",  # the records the store hands out
     "gateway_core.secrets",  # hashing and masking secrets
     "gateway_core.sql",  # SQL handles for a plugin's own tables
@@ -114,6 +116,7 @@ PUBLIC_MODULES = (
     "gateway_core.uploads",  # streamed multipart uploads
     "gateway_core.upstream",  # calling an upstream from a channel type
     "gateway_core.upstream_upload",  # sending an upload upstream
+    "gateway_core.upstream_models",  # listing an upstream's models (ChannelType.list_models)
 )
 
 __all__ = [
@@ -147,6 +150,8 @@ __all__ = [
     "MediaUsage",
     "Message",
     "ModelInfo",
+    "ModelQuery",
+    "ModelsNotListed",
     "NotFoundError",
     "Part",
     "PartDelta",
