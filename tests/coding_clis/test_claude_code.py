@@ -36,12 +36,13 @@ def world_models() -> tuple[str, str, str]:
 
 @pytest.fixture
 def claude(cli_binary, run_cli, start_gateway, world):
-    """``await claude(folder, model, prompt, *options)``: ``claude -p`` against the gateway, its JSON result."""
+    """``await claude(folder, model, prompt, *options)``: ``claude -p`` against the gateway, its JSON
+    result; the key in ``ANTHROPIC_API_KEY`` (sent as ``x-api-key``) unless ``key_variable`` names another."""
     binary = cli_binary("claude", "RELAYGATE_CLAUDE")
     gateway = start_gateway()
 
-    async def run(folder: Path, model: str, prompt: str, *options: str) -> dict[str, Any]:
-        env = {"CLAUDE_CONFIG_DIR": str(folder / ".claude-home"), "ANTHROPIC_BASE_URL": gateway.url, "ANTHROPIC_API_KEY": world.secret,
+    async def run(folder: Path, model: str, prompt: str, *options: str, key_variable: str = "ANTHROPIC_API_KEY") -> dict[str, Any]:
+        env = {"CLAUDE_CONFIG_DIR": str(folder / ".claude-home"), "ANTHROPIC_BASE_URL": gateway.url, key_variable: world.secret,
                "ANTHROPIC_SMALL_FAST_MODEL": model, "ANTHROPIC_DEFAULT_HAIKU_MODEL": model, **QUIET}  # fmt: skip
         argv = [binary, "-p", prompt, "--model", model, "--output-format", "json", "--max-turns", "4", *options]
         result: dict[str, Any] = json.loads(await run_cli(argv, folder, env))
@@ -58,6 +59,13 @@ async def test_claude_code_one_shot(claude, world, tmp_path, model):
     assert result["result"].startswith("echo: ") and result["result"].endswith("say hello to the gateway"), result["result"]
     assert result["num_turns"] == 1 and len(world.fakes[model].requests) == 1
     world.assert_billed_once_per_call(model)
+
+
+async def test_claude_code_with_an_auth_token(claude, world, tmp_path):
+    """``ANTHROPIC_AUTH_TOKEN``: the key as ``Authorization: Bearer``, as gateways are usually told."""
+    result = await claude(tmp_path, GEMINI, "say hello to the gateway", key_variable="ANTHROPIC_AUTH_TOKEN")
+    assert result["result"].endswith("say hello to the gateway")
+    world.assert_billed_once_per_call(GEMINI)
 
 
 @pytest.mark.parametrize("model", [CLAUDE, GPT, GEMINI])
