@@ -9,7 +9,8 @@ through fixtures.
 - ``run_cli(argv, folder, env)`` runs one with a timeout, a clean environment (a temporary HOME,
   nothing of the user's) and a proxy on a closed loopback port, so that anything
   it calls besides the gateway fails at once instead of leaving the machine.
-- ``world``: an anthropic, an openai (chat completions) and a gemini channel, each
+- ``world``: an anthropic, an openai (chat completions, or Responses by
+  ``world_openai_settings``) and a gemini channel, each
   on a fake that can ask for one tool call (``fake.ask = (name, args)``) and then
   answers the result it receives (``"echo: NAME gave RESULT"``, the Gemini fake's
   own words, so the CLI's final output shows the result crossed the channel); every
@@ -33,10 +34,11 @@ from aiohttp import web
 
 from gateway_anthropic.fake_upstream import EXPECTED_KEY as ANTHROPIC_KEY
 from gateway_anthropic.fake_upstream import FakeAnthropic
-from gateway_core.billing.testing import INPUT, OUTPUT, expected_cost
+from gateway_core.billing.testing import CACHED, INPUT, OUTPUT, expected_cost
 from gateway_core.testing import free_port
 from gateway_gemini.fake_upstream import EXPECTED_KEY as GEMINI_KEY
 from gateway_gemini.fake_upstream import FakeGemini
+from gateway_openai import fake_responses
 from gateway_openai.fake_upstream import FakeOpenAI, stream_chunks, usage_for
 
 CLIS = Path(__file__).resolve().parents[2] / ".venv" / "coding-clis" / "node_modules" / ".bin"
@@ -49,8 +51,8 @@ def installed(name: str, variable: str) -> str | None:
     return os.environ.get(variable) or (str(CLIS / name) if (CLIS / name).exists() else shutil.which(name))
 
 
-async def run_cli(argv: list[str], folder: Path, env: dict[str, str], timeout: float = 60) -> str:
-    """Run a CLI in ``folder`` (also its HOME) with only ``env`` (and PATH): its stdout (it must succeed)."""
+async def run_cli(argv: list[str], folder: Path, env: dict[str, str], timeout: float = 60) -> tuple[str, str]:
+    """Run a CLI in ``folder`` (also its HOME) with only ``env`` (and PATH): its stdout and stderr (it must succeed)."""
     closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     proxy = {"HTTPS_PROXY": closed, "HTTP_PROXY": closed, "https_proxy": closed, "http_proxy": closed, "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}
     full = {"PATH": os.environ.get("PATH", ""), "HOME": str(folder), "NO_COLOR": "1", **proxy, **env}
@@ -65,7 +67,7 @@ async def run_cli(argv: list[str], folder: Path, env: dict[str, str], timeout: f
             await process.wait()
     stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
     assert process.returncode == 0, stdout[-3000:] + stderr[-3000:]
-    return stdout
+    return stdout, stderr
 
 
 def gave(name: str, result: Any) -> str:
@@ -108,7 +110,8 @@ class Claude(Recorded, FakeAnthropic):
 
 @attrs.define
 class OpenAI(Recorded, FakeOpenAI):
-    """Asks for ``ask`` until a tool message comes, then echoes that."""
+    """Asks for ``ask`` until a tool message (chat) or a ``function_call_output`` item
+    (Responses) comes, then echoes that."""
 
     ask: tuple[str, dict[str, Any]] | None = None
     answers: list[Any] = attrs.field(factory=list)
@@ -129,6 +132,21 @@ class OpenAI(Recorded, FakeOpenAI):
         return await self.stream(request, chunks, fault, end=b"data: [DONE]\n\n")
 
 
+    async def responses(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        outputs = [i for i in body.get("input") or [] if isinstance(i, dict) and i.get("type") == "function_call_output"]
+        call = None if outputs or not self.ask else {"id": "call_rg1", "function": {"name": self.ask[0], "arguments": json.dumps(self.ask[1])}}
+        self.tool_call = call
+        if not outputs or not body.get("stream"):
+            return await super().responses(request)
+        fault, refusal = await self.admit(request, body)  # the fake's own stream, echoing the output as if the user had said it
+        if refusal is not None:
+            return refusal
+        said = gave(self.ask[0] if self.ask else "?", outputs[-1]["output"]).removeprefix("echo: ")
+        events = fake_responses.events({**body, "input": [*body["input"], {"role": "user", "content": said}]}, None)
+        return await self.stream(request, [b"event: " + e["type"].encode() + b"\ndata: " + orjson.dumps(e) + b"\n\n" for e in events], fault)
+
+
 @attrs.define
 class Gemini(Recorded, FakeGemini):
     """Asks for ``ask`` until a functionResponse comes (the fake echoes that)."""
@@ -143,18 +161,21 @@ class Gemini(Recorded, FakeGemini):
         return await super().dispatch(request)
 
 
-def reported_usage(fake: Any, answer: Any) -> tuple[int, int]:
-    """The (input, output) tokens a fake reported in an answer, read from its own wire."""
+def reported_usage(fake: Any, answer: Any) -> tuple[int, int, int]:
+    """The (input, output, cached input) tokens a fake reported in an answer, read from its own wire."""
     events = [json.loads(chunk.split(b"data: ", 1)[1]) for chunk in answer if b"data: {" in chunk] if isinstance(answer, list) else [answer]
     if isinstance(fake, FakeAnthropic):
         start = next(e["message"]["usage"] if e["type"] == "message_start" else e["usage"] for e in events if e.get("type") in ("message_start", "message"))
         end = [e["usage"] for e in events if e.get("type") == "message_delta"] or [start]
-        return start["input_tokens"], end[-1]["output_tokens"]
+        return start["input_tokens"], end[-1]["output_tokens"], start.get("cache_read_input_tokens", 0)
+    completed = [e["response"]["usage"] for e in events if e.get("type") == "response.completed"]
+    if completed:  # Responses
+        return completed[-1]["input_tokens"], completed[-1]["output_tokens"], completed[-1]["input_tokens_details"]["cached_tokens"]
     if isinstance(fake, FakeOpenAI):
         usage = [e["usage"] for e in events if e.get("usage")][-1]
-        return usage["prompt_tokens"], usage["completion_tokens"]
+        return usage["prompt_tokens"], usage["completion_tokens"], usage["prompt_tokens_details"]["cached_tokens"]
     usage = events[-1]["usageMetadata"]
-    return usage["promptTokenCount"], usage.get("candidatesTokenCount", 0) + usage.get("thoughtsTokenCount", 0)
+    return usage["promptTokenCount"], usage.get("candidatesTokenCount", 0) + usage.get("thoughtsTokenCount", 0), usage.get("cachedContentTokenCount", 0)
 
 
 @attrs.define
@@ -164,17 +185,21 @@ class World:
     fakes: dict[str, Any]  # by model name
     note: str = NOTE
 
-    def assert_billed_once_per_call(self, model: str) -> None:
+    def assert_billed_once_per_call(self, model: str, answered_by_gateway: int = 0) -> None:
         """One usage row per upstream call (of ``model``'s fake, the only one called), each
-        billed exactly what the fake reported; alice's balance down by their sum."""
+        billed exactly what the fake reported; alice's balance down by their sum. Besides
+        them, ``answered_by_gateway`` rows of requests the gateway answered itself, free."""
         fake = self.fakes[model]
         assert all(not other.requests for other in self.fakes.values() if other is not fake)
-        rows = self.seed.rows("SELECT model, status, end_reason, input_tokens, output_tokens, cost_micros FROM usage_logs ORDER BY id")
+        columns = "channel_id, model, status, end_reason, input_tokens, output_tokens, cached_tokens, cost_micros"
+        every = self.seed.rows(f"SELECT {columns} FROM usage_logs ORDER BY id")
+        rows = [r for r in every if r["channel_id"] is not None]
+        assert len(every) - len(rows) == answered_by_gateway and all(not r["cost_micros"] for r in every if r["channel_id"] is None), every
         usages = [reported_usage(fake, answer) for answer in fake.answers]
         assert len(rows) == len(fake.requests) == len(usages), (rows, len(fake.requests))
         assert [(r["model"], r["status"], r["end_reason"]) for r in rows] == [(model, 200, "done")] * len(rows)
-        assert [(r["input_tokens"], r["output_tokens"]) for r in rows] == usages
-        costs = [expected_cost(i, o) for i, o in usages]
+        assert [(r["input_tokens"], r["output_tokens"], r["cached_tokens"] or 0) for r in rows] == usages
+        costs = [expected_cost(i, o, cached) for i, o, cached in usages]
         assert [r["cost_micros"] for r in rows] == costs and all(costs)
         assert self.seed.rows("SELECT balance_micros FROM users WHERE name = 'alice'")[0]["balance_micros"] == BALANCE - sum(costs)
 
@@ -202,12 +227,18 @@ def world_models() -> tuple[str, str, str]:
 
 
 @pytest.fixture
-async def world(seed, fake_upstream, world_models) -> World:
+def world_openai_settings() -> dict[str, Any]:
+    """The openai channel's settings (``{"responses": True}``: it speaks Responses)."""
+    return {}
+
+
+@pytest.fixture
+async def world(seed, fake_upstream, world_models, world_openai_settings) -> World:
     claude, gpt, gemini = world_models
     fakes = {claude: await fake_upstream(Claude()), gpt: await fake_upstream(OpenAI()), gemini: await fake_upstream(Gemini())}
     seed.channel("claude", type="anthropic", base_url=fakes[claude].url, models=[claude], api_keys=(ANTHROPIC_KEY,))
-    seed.channel("gpt", type="openai", base_url=fakes[gpt].url, models=[gpt])
+    seed.channel("gpt", type="openai", base_url=fakes[gpt].url, models=[gpt], settings=world_openai_settings)
     seed.channel("gemini", type="gemini", base_url=fakes[gemini].url + "/v1beta", models=[gemini], api_keys=(GEMINI_KEY,))
     for model in world_models:
-        seed.price(model, INPUT, OUTPUT)
+        seed.price(model, INPUT, OUTPUT, cached_input_micros_per_mtok=CACHED)
     return World(seed, seed.key(seed.user("alice", balance_usd=BALANCE // 1_000_000))[1], fakes)

@@ -45,7 +45,7 @@ def claude(cli_binary, run_cli, start_gateway, world):
         env = {"CLAUDE_CONFIG_DIR": str(folder / ".claude-home"), "ANTHROPIC_BASE_URL": gateway.url, key_variable: world.secret,
                "ANTHROPIC_SMALL_FAST_MODEL": model, "ANTHROPIC_DEFAULT_HAIKU_MODEL": model, **QUIET}  # fmt: skip
         argv = [binary, "-p", prompt, "--model", model, "--output-format", "json", "--max-turns", "4", *options]
-        result: dict[str, Any] = json.loads(await run_cli(argv, folder, env))
+        result: dict[str, Any] = json.loads((await run_cli(argv, folder, env))[0])
         assert result["is_error"] is False and result["subtype"] == "success", result
         return result
 

@@ -46,7 +46,7 @@ def gemini(cli_binary, run_cli, start_gateway, world):
         (folder / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS))
         env = {"GOOGLE_GEMINI_BASE_URL": gateway.url, "GEMINI_API_KEY": world.secret, "GEMINI_CLI_TRUST_WORKSPACE": "true",
                "GEMINI_TELEMETRY_ENABLED": "false"}  # fmt: skip
-        output: dict[str, Any] = json.loads(await run_cli([binary, "-p", prompt, "-m", model, "--output-format", "json"], folder, env))
+        output: dict[str, Any] = json.loads((await run_cli([binary, "-p", prompt, "-m", model, "--output-format", "json"], folder, env))[0])
         assert "error" not in output, output
         return output
 

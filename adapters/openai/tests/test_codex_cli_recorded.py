@@ -1,5 +1,5 @@
 """Codex's own request, recorded from ``codex exec`` 0.171.0 over HTTP (the WebSocket
-transport sends the same body in a ``response.create`` frame; ``test_codex_cli_websocket``
+transport sends the same body in a ``response.create`` frame; ``tests/coding_clis/test_codex.py``
 drives it live), converted to the other channels' wires:
 ``responses_request_codex_cli_tool_output.json`` is the request after its
 ``exec_command`` ran (``cat note.txt``): two developer messages, the environment and
