@@ -1,5 +1,8 @@
-"""The real coding CLIs against the gateway, on loopback with fake upstreams in the
-providers' wire formats: what their tests share.
+"""The real coding CLIs (Codex, Claude Code, the Gemini CLI) against the gateway, on
+loopback with fake upstreams in the providers' wire formats: what their tests share.
+Each test module sets a CLI's own opt-outs (telemetry, update checks); run under strace,
+every CLI connects only to the gateway, and a CLI run in a network namespace with
+loopback alone passes the same.
 
 Test modules cannot import this file (``--import-mode=importlib``): they reach it
 through fixtures.
