@@ -35,10 +35,15 @@ def world_models() -> tuple[str, str, str]:
 
 
 @pytest.fixture
-def claude(cli_binary, run_cli, start_gateway, world):
+def binary(cli_binary) -> str:
+    """The CLI (the test is skipped without it, before anything starts)."""
+    return cli_binary("claude", "RELAYGATE_CLAUDE")
+
+
+@pytest.fixture
+def claude(binary, run_cli, start_gateway, world):
     """``await claude(folder, model, prompt, *options)``: ``claude -p`` against the gateway, its JSON
     result; the key in ``ANTHROPIC_API_KEY`` (sent as ``x-api-key``) unless ``key_variable`` names another."""
-    binary = cli_binary("claude", "RELAYGATE_CLAUDE")
     gateway = start_gateway()
 
     async def run(folder: Path, model: str, prompt: str, *options: str, key_variable: str = "ANTHROPIC_API_KEY") -> dict[str, Any]:

@@ -63,9 +63,14 @@ def sent(monkeypatch) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def codex(cli_binary, run_cli, start_gateway, world):
+def binary(cli_binary) -> str:
+    """The CLI (the test is skipped without it, before anything starts)."""
+    return cli_binary("codex", "RELAYGATE_CODEX")
+
+
+@pytest.fixture
+def codex(binary, run_cli, start_gateway, world):
     """``await codex(folder, model, prompt)``: ``codex exec`` against the gateway, its last message."""
-    binary = cli_binary("codex", "RELAYGATE_CODEX")
     gateway = start_gateway()
 
     async def run(folder: Path, model: str, prompt: str) -> str:

@@ -36,9 +36,14 @@ def world_models() -> tuple[str, str, str]:
 
 
 @pytest.fixture
-def gemini(cli_binary, run_cli, start_gateway, world):
+def binary(cli_binary) -> str:
+    """The CLI (the test is skipped without it, before anything starts)."""
+    return cli_binary("gemini", "RELAYGATE_GEMINI_CLI")
+
+
+@pytest.fixture
+def gemini(binary, run_cli, start_gateway, world):
     """``await gemini(folder, model, prompt)``: ``gemini -p`` against the gateway, its JSON output."""
-    binary = cli_binary("gemini", "RELAYGATE_GEMINI_CLI")
     gateway = start_gateway()
 
     async def run(folder: Path, model: str, prompt: str) -> dict[str, Any]:
