@@ -21,6 +21,7 @@ import pytest
 # Unknown model names (not Claude's) make Claude Code send its agent list as a system
 # message after the user's turn (its mid-conversation system): the openai and gemini channels get it.
 CLAUDE, GPT, GEMINI = "claude-sonnet-4-6", "gpt-4o-claude-code", "gemini-2.5-flash-claude-code"
+AGENTS = "Available agent types for the Agent tool:"
 QUIET = {  # everything Claude Code does besides calling the API, off
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
     "DISABLE_ERROR_REPORTING": "1", "DISABLE_BUG_COMMAND": "1", "DISABLE_UPDATES": "1", "DISABLE_GROWTHBOOK": "1",
@@ -63,6 +64,13 @@ async def test_claude_code_one_shot(claude, world, tmp_path, model):
     # the fakes echo the user's last words: the prompt is last, no system text after it
     assert result["result"].startswith("echo: ") and result["result"].endswith("say hello to the gateway"), result["result"]
     assert result["num_turns"] == 1 and len(world.fakes[model].requests) == 1
+    body = world.fakes[model].requests[0]["body"]
+    if model == CLAUDE:  # on Claude's names the agent list is in the user's turn
+        assert AGENTS in json.dumps(body["messages"][0]) and [m["role"] for m in body["messages"]] == ["user"]
+    elif model == GPT:  # its mid-conversation system message stays a system message, in place
+        assert [m["role"] for m in body["messages"]][-2:] == ["user", "system"] and body["messages"][-1]["content"].startswith(AGENTS)
+    else:  # it joins the system instruction, after the top-level system
+        assert body["systemInstruction"]["parts"][-1]["text"].startswith(AGENTS) and AGENTS not in json.dumps(body["contents"])
     world.assert_billed_once_per_call(model)
 
 
