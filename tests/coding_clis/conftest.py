@@ -40,9 +40,9 @@ from gateway_anthropic.fake_upstream import FakeAnthropic
 from gateway_core.billing.testing import CACHED, INPUT, OUTPUT, expected_cost
 from gateway_core.testing import free_port
 from gateway_gemini.fake_upstream import EXPECTED_KEY as GEMINI_KEY
-from gateway_gemini.fake_upstream import FakeGemini
+from gateway_gemini.fake_upstream import FakeGemini, prompt_tokens
 from gateway_openai import fake_responses
-from gateway_openai.fake_upstream import FakeOpenAI, stream_chunks, usage_for
+from gateway_openai.fake_upstream import FakeOpenAI, completion, stream_chunks, usage_for
 
 CLIS = Path(__file__).resolve().parents[2] / ".venv" / "coding-clis" / "node_modules" / ".bin"
 NOTE = "relaygate-note-7f3a: the answer is forty-two"  # the file the fakes ask the CLIs to read
@@ -96,9 +96,11 @@ class Recorded:
 
 @attrs.define
 class Claude(Recorded, FakeAnthropic):
-    """Asks for ``ask`` until the last message carries a tool result, then echoes that."""
+    """Asks for ``ask`` until the last message carries a tool result, then echoes that;
+    answers ``json_answer`` to a request for structured output."""
 
     ask: tuple[str, dict[str, Any]] | None = None
+    json_answer: str | None = None
     answers: list[Any] = attrs.field(factory=list)
 
     def answer_blocks(self, body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -106,17 +108,20 @@ class Claude(Recorded, FakeAnthropic):
         results = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_result"] if isinstance(content, list) else []
         self.tool_uses = None if results or not self.ask else [{"id": "toolu_rg1", "name": self.ask[0], "input": self.ask[1]}]
         blocks = super().answer_blocks(body)
-        if not results:
-            return blocks
-        return [{"type": "text", "text": gave(self.ask[0] if self.ask else "?", results[-1]["content"])} if b["type"] == "text" else b for b in blocks]
+        text = gave(self.ask[0] if self.ask else "?", results[-1]["content"]) if results else None
+        if self.json_answer and (body.get("output_config") or {}).get("format"):
+            text = self.json_answer
+        return blocks if text is None else [{"type": "text", "text": text} if b["type"] == "text" else b for b in blocks]
 
 
 @attrs.define
 class OpenAI(Recorded, FakeOpenAI):
     """Asks for ``ask`` until a tool message (chat) or a ``function_call_output`` item
-    (Responses) comes, then echoes that."""
+    (Responses) comes, then echoes that; answers ``json_answer`` to a chat request for
+    structured output."""
 
     ask: tuple[str, dict[str, Any]] | None = None
+    json_answer: str | None = None
     answers: list[Any] = attrs.field(factory=list)
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
@@ -124,16 +129,19 @@ class OpenAI(Recorded, FakeOpenAI):
         results = [m for m in body.get("messages") or [] if m.get("role") == "tool"]
         call = None if results or not self.ask else {"id": "call_rg1", "type": "function", "function": {"name": self.ask[0], "arguments": json.dumps(self.ask[1])}}
         self.tool_call = call
-        if not results or not body.get("stream"):
+        text = gave(self.ask[0] if self.ask else "?", results[-1]["content"]) if results else None
+        if self.json_answer and body.get("response_format"):
+            text = self.json_answer
+        if text is None:
             return await super().chat(request)
-        fault, refusal = await self.admit(request, body)  # the fake's own stream, with the result's echo for its text
+        fault, refusal = await self.admit(request, body)  # the fake's own answer, with that text
         if refusal is not None:
             return refusal
-        text = gave(self.ask[0] if self.ask else "?", results[-1]["content"])
+        if not body.get("stream"):
+            return self.answer(completion(body, text, usage_for(body, text), None), fault)
         include_usage = (body.get("stream_options") or {}).get("include_usage") is True
         chunks = [b"data: " + orjson.dumps(c) + b"\n\n" for c in stream_chunks(body, text, usage_for(body, text), include_usage, None)]
         return await self.stream(request, chunks, fault, end=b"data: [DONE]\n\n")
-
 
     async def responses(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -152,10 +160,19 @@ class OpenAI(Recorded, FakeOpenAI):
 
 @attrs.define
 class Gemini(Recorded, FakeGemini):
-    """Asks for ``ask`` until a functionResponse comes (the fake echoes that)."""
+    """Asks for ``ask`` until a functionResponse comes (the fake echoes that); answers
+    ``json_answer`` to a request for JSON output."""
 
     ask: tuple[str, dict[str, Any]] | None = None
+    json_answer: str | None = None
     answers: list[Any] = attrs.field(factory=list)
+
+    def chunks(self, model: str, body: dict[str, Any]) -> Any:
+        if not self.json_answer or (body.get("generationConfig") or {}).get("responseMimeType") != "application/json":
+            return super().chunks(model, body)
+        candidate = {"index": 0, "content": {"role": "model", "parts": [{"text": self.json_answer}]}, "finishReason": "STOP"}
+        usage = {"promptTokenCount": prompt_tokens(body), "candidatesTokenCount": 9, "totalTokenCount": prompt_tokens(body) + 9}
+        return iter([{"candidates": [candidate], "usageMetadata": usage, "modelVersion": model, "responseId": "fake-json-1"}])
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         contents = (await request.json()).get("contents") or []
@@ -186,12 +203,21 @@ class World:
     seed: Any
     secret: str
     fakes: dict[str, Any]  # by model name
+    channels: dict[str, dict[str, Any]]  # each model's channel: how to add another on the same fake
     note: str = NOTE
 
-    def assert_billed_once_per_call(self, model: str, answered_by_gateway: int = 0) -> None:
+    def serve(self, model: str, *models: str) -> None:
+        """A second channel on ``model``'s fake, of its type, serving ``models`` (priced);
+        add it before the gateway starts."""
+        self.seed.channel(f"{model}-too", models=list(models), **self.channels[model])
+        for other in models:
+            self.seed.price(other, INPUT, OUTPUT, cached_input_micros_per_mtok=CACHED)
+
+    def assert_billed_once_per_call(self, model: str, answered_by_gateway: int = 0, row_models: list[str] | None = None) -> None:
         """One usage row per upstream call (of ``model``'s fake, the only one called), each
         billed exactly what the fake reported; alice's balance down by their sum. Besides
-        them, ``answered_by_gateway`` rows of requests the gateway answered itself, free."""
+        them, ``answered_by_gateway`` rows of requests the gateway answered itself, free.
+        ``row_models``: the rows' models, in order, when not all ``model``."""
         fake = self.fakes[model]
         assert all(not other.requests for other in self.fakes.values() if other is not fake)
         columns = "channel_id, model, status, end_reason, input_tokens, output_tokens, cached_tokens, cost_micros"
@@ -200,7 +226,7 @@ class World:
         assert len(every) - len(rows) == answered_by_gateway and all(not r["cost_micros"] for r in every if r["channel_id"] is None), every
         usages = [reported_usage(fake, answer) for answer in fake.answers]
         assert len(rows) == len(fake.requests) == len(usages), (rows, len(fake.requests))
-        assert [(r["model"], r["status"], r["end_reason"]) for r in rows] == [(model, 200, "done")] * len(rows)
+        assert [(r["model"], r["status"], r["end_reason"]) for r in rows] == [(m, 200, "done") for m in row_models or [model] * len(rows)]
         assert [(r["input_tokens"], r["output_tokens"], r["cached_tokens"] or 0) for r in rows] == usages
         costs = [expected_cost(i, o, cached) for i, o, cached in usages]
         assert [r["cost_micros"] for r in rows] == costs and all(costs)
@@ -239,9 +265,12 @@ def world_openai_settings() -> dict[str, Any]:
 async def world(seed, fake_upstream, world_models, world_openai_settings) -> World:
     claude, gpt, gemini = world_models
     fakes = {claude: await fake_upstream(Claude()), gpt: await fake_upstream(OpenAI()), gemini: await fake_upstream(Gemini())}
-    seed.channel("claude", type="anthropic", base_url=fakes[claude].url, models=[claude], api_keys=(ANTHROPIC_KEY,))
-    seed.channel("gpt", type="openai", base_url=fakes[gpt].url, models=[gpt], settings=world_openai_settings)
-    seed.channel("gemini", type="gemini", base_url=fakes[gemini].url + "/v1beta", models=[gemini], api_keys=(GEMINI_KEY,))
-    for model in world_models:
+    channels = {
+        claude: {"type": "anthropic", "base_url": fakes[claude].url, "api_keys": (ANTHROPIC_KEY,)},
+        gpt: {"type": "openai", "base_url": fakes[gpt].url, "settings": world_openai_settings},
+        gemini: {"type": "gemini", "base_url": fakes[gemini].url + "/v1beta", "api_keys": (GEMINI_KEY,)},
+    }
+    for model, channel in channels.items():
+        seed.channel(channel["type"], models=[model], **channel)
         seed.price(model, INPUT, OUTPUT, cached_input_micros_per_mtok=CACHED)
-    return World(seed, seed.key(seed.user("alice", balance_usd=BALANCE // 1_000_000))[1], fakes)
+    return World(seed, seed.key(seed.user("alice", balance_usd=BALANCE // 1_000_000))[1], fakes, channels)

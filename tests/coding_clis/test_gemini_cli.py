@@ -43,15 +43,15 @@ def binary(cli_binary) -> str:
 
 @pytest.fixture
 def gemini(binary, run_cli, start_gateway, world):
-    """``await gemini(folder, model, prompt)``: ``gemini -p`` against the gateway, its JSON output."""
+    """``await gemini(folder, model, prompt)``: ``gemini -p`` against the gateway (``-m model`` unless ``None``), its JSON output."""
     gateway = start_gateway()
 
-    async def run(folder: Path, model: str, prompt: str) -> dict[str, Any]:
+    async def run(folder: Path, model: str | None, prompt: str) -> dict[str, Any]:
         (folder / ".gemini").mkdir(exist_ok=True)
         (folder / ".gemini" / "settings.json").write_text(json.dumps(SETTINGS))
         env = {"GOOGLE_GEMINI_BASE_URL": gateway.url, "GEMINI_API_KEY": world.secret, "GEMINI_CLI_TRUST_WORKSPACE": "true",
                "GEMINI_TELEMETRY_ENABLED": "false"}  # fmt: skip
-        output: dict[str, Any] = json.loads((await run_cli([binary, "-p", prompt, "-m", model, "--output-format", "json"], folder, env))[0])
+        output: dict[str, Any] = json.loads((await run_cli([binary, "-p", prompt, *(["-m", model] if model else []), "--output-format", "json"], folder, env))[0])
         assert "error" not in output, output
         return output
 
@@ -93,3 +93,31 @@ async def test_gemini_cli_tool_round_trip(gemini, world, tmp_path, model):
         assert len(results) == 1 and results[0]["tool_use_id"] == "toolu_rg1" and world.note in json.dumps(results[0]["content"])
     assert output["response"].startswith("echo: read_file gave ") and world.note in output["response"]  # the fake echoes the result
     world.assert_billed_once_per_call(model)
+
+
+# Without -m, Gemini CLI 0.61.0 asks its router model to rate the prompt (a generateContent
+# call for JSON output of a schema), then calls the model a simple prompt is routed to.
+ROUTER, ROUTED = "gemini-3.5-flash-lite", "gemini-3.8-flash"
+COMPLEXITY = '{"complexity_reasoning": "a greeting", "complexity_score": 5}'
+
+
+@pytest.fixture
+def routed(world, model):
+    """The router's and the routed model on a second channel of ``model``'s type and fake, which answers the router in JSON."""
+    world.serve(model, ROUTER, ROUTED)
+    world.fakes[model].json_answer = COMPLEXITY
+
+
+@pytest.mark.parametrize("model", [GEMINI, GPT, CLAUDE])
+async def test_gemini_cli_without_a_model_asks_its_router_first(routed, gemini, world, tmp_path, model):
+    output = await gemini(tmp_path, None, "say hello to the gateway")
+    assert output["response"].startswith("echo: ") and output["response"].endswith("say hello to the gateway"), output["response"]
+    router, turn = (r["body"] for r in world.fakes[model].requests)  # one routing call (no retries), then the turn
+    if model == GEMINI:
+        assert router["generationConfig"]["responseMimeType"] == "application/json" and "responseJsonSchema" in router["generationConfig"]
+    elif model == GPT:  # the schema as OpenAI's structured output
+        assert router["response_format"]["type"] == "json_schema" and "complexity_score" in json.dumps(router["response_format"])
+    else:  # the schema as Anthropic's structured output
+        assert router["output_config"]["format"]["type"] == "json_schema" and "complexity_score" in json.dumps(router["output_config"])
+    assert "say hello to the gateway" in json.dumps(turn)
+    world.assert_billed_once_per_call(model, row_models=[ROUTER, ROUTED])
