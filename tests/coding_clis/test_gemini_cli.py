@@ -5,12 +5,13 @@ not installed: ``make coding-clis`` (or ``RELAYGATE_GEMINI_CLI`` naming its bina
 
 The Gemini CLI keeps to itself (usage statistics, telemetry, update checks and the IDE
 companion off, in the settings of a temporary HOME), trusts the test's folder, and calls
-the gateway with ``GOOGLE_GEMINI_BASE_URL`` and ``GEMINI_API_KEY``; ``-m`` names the
-model, so no routing call comes first. A one-shot turn, and a tool round trip: the fake
-asks for the CLI's own ``read_file`` (read-only, so it runs without asking in
-non-interactive mode) on a file of the test's, the CLI reads it and sends it back, and
-the upstream receives it in its own wire format (a ``functionResponse`` part, a
-``tool`` message, a ``tool_result`` block)."""
+the gateway with ``GOOGLE_GEMINI_BASE_URL`` and ``GEMINI_API_KEY``. With ``-m`` naming
+the model: a one-shot turn, and a tool round trip: the fake asks for the CLI's own
+``read_file`` (read-only, so it runs without asking in non-interactive mode) on a file of
+the test's, the CLI reads it and sends it back, and the upstream receives it in its own
+wire format (a ``functionResponse`` part, a ``tool`` message, a ``tool_result`` block).
+Without ``-m``: its routing call (JSON output of a schema) answered once, then the turn
+on the model it routed to."""
 
 from __future__ import annotations
 
