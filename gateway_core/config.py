@@ -33,7 +33,7 @@ from typing import Any
 
 import attrs
 
-from .channel_type import Timeouts
+from .timeouts import Timeouts
 from .json_body import DEFAULT_LIMITS, JsonLimits
 from .ratelimit.faults import FaultPolicy
 from .retention import Retention

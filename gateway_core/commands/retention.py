@@ -11,15 +11,19 @@ many rows a prune would delete and over which span. Archive them first with
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import argparse
 from collections.abc import Callable
 
 import attrs
 
-from ..admin import Admin, retention
 from ..hookspecs import hookimpl
-from ..retention import PruneReport
 from .kit import CommandContext, display
+
+if TYPE_CHECKING:
+    from ..admin import Admin
+    from ..retention import PruneReport
 
 
 @hookimpl
@@ -43,6 +47,8 @@ def _days(text: str) -> int:
 
 
 def _run(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import retention
+
     settings = cli.config.retention
     if args.days is not None:
         settings = attrs.evolve(settings, usage_days=args.days)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import argparse
 import os
 from collections.abc import Callable
@@ -9,10 +11,12 @@ from pathlib import Path
 
 import attrs
 
-from ..admin import Admin, setup
 from ..config import SERVERS, redis_url
 from ..hookspecs import hookimpl
 from .kit import EXIT_ERROR, EXIT_USAGE, CommandContext, CommandError, run_async
+
+if TYPE_CHECKING:
+    from ..admin import Admin
 
 
 @hookimpl
@@ -140,6 +144,8 @@ def _configure_init(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_init(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import setup
+
     async def initialize(admin: Admin) -> setup.Setup:
         done = await setup.initialize(admin)
         made = done.result

@@ -15,20 +15,32 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
-from ..admin.port import AdminStore
-from ..request_store import RequestStore
-from ..sql import SqlHandle
-from ..kept_responses import ResponseStore
+from .. import lazy
 from ..stores import kind_for, kind_of
-from ..types import Migration
-from . import channel_health, channels, groups, keys, limits, prices, usage, users, wallet
-from .connection import atomic
-from .migrations import CORE_MIGRATIONS, apply_migrations
-from .kinds import BUILT_IN, sqlite_path
-from .sqlite_store import Store
 
 if TYPE_CHECKING:
+    from ..admin.port import AdminStore
+    from ..kept_responses import ResponseStore
+    from ..request_store import RequestStore
+    from ..sql import SqlHandle
     from ..stores import StoreKind
+    from ..types import Migration
+    from . import channel_health, channels, groups, keys, limits, prices, usage, users, wallet
+    from .connection import atomic
+    from .migrations import CORE_MIGRATIONS, apply_migrations
+    from .kinds import sqlite_path
+    from .sqlite_store import Store
+else:  # imported when first read: the CLI's plugins name modules of this package without opening a database
+    __getattr__ = lazy.loader(
+        __name__,
+        lazy.by_module({
+            **{"." + name: (name,) for name in ("channel_health", "channels", "groups", "keys", "limits", "prices", "usage", "users", "wallet")},
+            ".connection": ("atomic",),
+            ".migrations": ("CORE_MIGRATIONS", "apply_migrations"),
+            ".kinds": ("sqlite_path",),
+            ".sqlite_store": ("Store",),
+        }),
+    )
 
 
 # The core's two kinds for code without a registry (tests, benchmarks, the test kit's
@@ -37,6 +49,8 @@ if TYPE_CHECKING:
 
 
 def _kinds() -> tuple[StoreKind, ...]:
+    from .kinds import BUILT_IN
+
     return BUILT_IN
 
 
