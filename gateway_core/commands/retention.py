@@ -11,10 +11,9 @@ many rows a prune would delete and over which span. Archive them first with
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
 

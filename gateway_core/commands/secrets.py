@@ -8,10 +8,9 @@ too. See :mod:`gateway_core.store.sealing`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..hookspecs import hookimpl
 from .kit import EXIT_USAGE, CommandContext, CommandError, no_arguments

@@ -3,11 +3,10 @@ management API (``/api/v1/``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import argparse
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..hookspecs import hookimpl
 from .kit import CommandContext, parse_expires
