@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import tomllib
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
@@ -211,6 +210,8 @@ def _read_file(plugins_file: str | os.PathLike[str] | None, environ: Mapping[str
         if explicit:
             raise ConfigError(f"plugins file not found: {path}")
         return {}, None
+    import tomllib  # here, when there is a file to read: importing it compiles its parser's expressions
+
     try:
         return tomllib.loads(path.read_text(encoding="utf-8")), path
     except tomllib.TOMLDecodeError as exc:
