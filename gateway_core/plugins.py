@@ -19,9 +19,14 @@ import pluggy
 from . import hookspecs
 from .config import Config, ConfigError
 from .registry import Command, LoadedPlugin, Registry
-from .types import ConfigureCommand, Migrate, Migration, RunCommand
+from .hookspecs import ConfigureCommand, RunCommand
+from .sql import Migrate, Migration
 
 ENTRY_POINT_GROUP = "relaygate"
+# Infrastructure plugins (a store kind, shared state, observers) load whenever they are
+# installed, whatever plugins.toml's `load` says: each adds a kind the configuration
+# chooses (a database URL's scheme), never behaviour of its own.
+INFRASTRUCTURE_GROUP = "relaygate.infrastructure"
 
 # The core's own behaviour, named and loaded like any plugin, registered through the same hooks.
 DEFAULT_PLUGINS = {
@@ -29,6 +34,8 @@ DEFAULT_PLUGINS = {
     "core.migrations": "gateway_core.store.plugin",
     "core.stores": "gateway_core.store.kinds",
     "core.shared_state": "gateway_core.shared.kinds",
+    "core.metrics": "gateway_core.metrics.plugin",
+    "core.tracing": "gateway_core.tracing",
     "core.serve": "gateway_core.commands.serve",
     "core.database": "gateway_core.commands.database",
     "core.users": "gateway_core.commands.users",
@@ -36,6 +43,7 @@ DEFAULT_PLUGINS = {
     "core.keys": "gateway_core.commands.keys",
     "core.plugins": "gateway_core.commands.plugins",
     "core.channels": "gateway_core.commands.channels",
+    "core.channel_models": "gateway_core.commands.channel_models",
     "core.limits": "gateway_core.commands.limits",
     "core.fallbacks": "gateway_core.commands.fallbacks",
     "core.billing": "gateway_core.commands.billing",
@@ -49,8 +57,8 @@ DEFAULT_PLUGINS = {
 }
 
 
-def installed_entry_points() -> list[metadata.EntryPoint]:
-    return sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+def installed_entry_points(group: str = ENTRY_POINT_GROUP) -> list[metadata.EntryPoint]:
+    return sorted(metadata.entry_points(group=group), key=lambda ep: ep.name)
 
 
 def build_plugin_manager(config: Config, extra_plugins: Iterable[Any] = ()) -> tuple[pluggy.PluginManager, list[LoadedPlugin]]:
@@ -80,7 +88,7 @@ def build_plugin_manager(config: Config, extra_plugins: Iterable[Any] = ()) -> t
         selected = [available[name] for name in config.load]
     else:
         selected = list(available.values())
-    for ep in selected:
+    for ep in [*installed_entry_points(INFRASTRUCTURE_GROUP), *selected]:
         try:
             module = ep.load()
         except Exception as exc:  # a broken plugin is a start-up error, said in one line
@@ -126,6 +134,7 @@ HOOKS = {
     "session_readers": "register_session_readers",
     "stores": "register_stores",
     "shared_states": "register_shared_state",
+    "observers": "register_observers",
 }
 
 

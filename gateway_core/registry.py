@@ -8,20 +8,22 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .config import Config, ConfigError
-from .types import ConfigureCommand, Migration, RunCommand
+from .sql import Migration
 
 if TYPE_CHECKING:
+    from .hookspecs import ConfigureCommand, RunCommand
     from .channel_type import ChannelType
     from .client_protocol import ClientProtocol
     from .policy import Policy
     from .request_store import RequestStore
+    from .observers import MakeObserver
     from .shared_state import SharedStateKind
     from .stores import StoreKind
 
-Command = tuple[str, str, ConfigureCommand, RunCommand]
+Command = tuple[str, str, "ConfigureCommand", "RunCommand"]
 
 # What plugins register, each through its own hook, in the order an app collects them.
-KINDS = ("protocols", "channel_types", "policies", "routes", "migrations", "commands", "session_readers", "stores", "shared_states")
+KINDS = ("protocols", "channel_types", "policies", "routes", "migrations", "commands", "session_readers", "stores", "shared_states", "observers")
 
 
 @attrs.frozen
@@ -92,6 +94,10 @@ class Registry:
     @property
     def shared_states(self) -> list[SharedStateKind]:  # gateway_core.shared_state: in-process, Redis
         return self._kind("shared_states", list)
+
+    @property
+    def observers(self) -> list[MakeObserver]:  # gateway_core.observers: metrics, tracing
+        return self._kind("observers", list)
 
     def shared_state_kind(self, config: Config) -> SharedStateKind:
         """Where ``config`` asks the state to be shared (the in-process default when nowhere)."""

@@ -15,10 +15,8 @@ from .billing.sweeper import HoldSweeper
 from .config import Config
 from .health import HealthBoard
 from .key_cache import KeyCache
-from .metrics import Metrics
 from .readiness import Readiness
 from .retention_job import RetentionJob
-from .tracing import Tracing, tracing_from_env
 from .registry import Registry
 from .policy import Pipeline
 from .ratelimit import RateLimiter
@@ -34,6 +32,7 @@ from .sql import SqlHandle
 from .kept_responses import ResponseStore
 from .ratelimit.signin import InProcessSignInThrottle, SignInThrottle
 from .shared.in_process import InProcessState
+from .observing import Observers
 from .shared_state import Publish, SharedState
 
 if TYPE_CHECKING:
@@ -58,9 +57,8 @@ class Services:
     prices: TtlSnapshot[PriceSnapshot] | None = None  # prices and group ratios
     hold_sweeper: HoldSweeper | None = None
     health: HealthBoard = attrs.field(factory=HealthBoard)
-    metrics: Metrics = attrs.field(factory=Metrics)
+    observers: Observers = attrs.field(factory=Observers)  # metrics, tracing (gateway_core.observers)
     readiness: Readiness = attrs.field(factory=Readiness)
-    tracing: Tracing | None = None  # OpenTelemetry spans (tracing.py), off by default
     shared: SharedState = attrs.field(factory=InProcessState)  # what workers and replicas share (gateway_core.shared_state)
     signin: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # console sign-in attempts
     redeem: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # redemption-code attempts (gateway_core.admin.codes)
@@ -75,13 +73,12 @@ class Services:
 
     @classmethod
     def build(
-        cls, config: Config, registry: Registry, *, store: RequestStore | None = None, rate_limiter: RateLimiter | None = None,
-        tracer_provider: Any = None,
+        cls, config: Config, registry: Registry, *, store: RequestStore | None = None, rate_limiter: RateLimiter | None = None
     ) -> Services:
         """The services for ``config``; ``store`` and ``rate_limiter`` default to the
         ones the configuration names (the embedded store; limits in Redis when
-        ``config.redis`` names it, else in this process), ``tracer_provider`` (an
-        OpenTelemetry one) to the ``OTEL_*`` environment's (none: no tracing)."""
+        ``config.redis`` names it, else in this process); the observers are the
+        registered ones' (``register_observers``: metrics, tracing when ``OTEL_*`` asks)."""
         if store is None:
             kind = registry.store_kind(config.db_path)
             store = kind.open(config.db_path, registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout)
@@ -96,21 +93,17 @@ class Services:
         router = Router(
             store, registry.channel_types, timeouts=config.timeouts, hide_forbidden_models=config.hide_forbidden_models, fallbacks=admin.list_fallbacks
         )
-        metrics = Metrics(known_model=router.known_model)
-        metrics.watch_store(store, sql.dialect)
         health = HealthBoard(
-            failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, metrics=metrics, last_resort=config.breaker_last_resort
+            failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, last_resort=config.breaker_last_resort
         )
         shared = registry.shared_state_kind(config).open(config, health, router)  # redis-py loaded only for Redis
-        return cls(
+        services = cls(
             config=config,
             registry=registry,
             store=store,
             keys=KeyCache(store),
             router=router,
             health=health,
-            metrics=metrics,
-            tracing=Tracing(tracer_provider) if tracer_provider is not None else tracing_from_env(),
             shared=shared,
             signin=shared.signin,
             redeem=shared.redeem,
@@ -126,11 +119,14 @@ class Services:
             hold_sweeper=HoldSweeper(store, config.stale_hold_seconds, lease=config.hold_lease_seconds, replica=config.replica),
             retention=RetentionJob(Admin(admin, registry.channel_types), config.retention),
         )
+        observers = (make(services) for make in registry.observers)
+        services.observers = health.observers = Observers(observer for observer in observers if observer is not None)
+        return services
 
     async def start(self) -> None:
         """Open the store and the shared upstream HTTP session (one per worker)."""
         await self.store.start()
-        self.metrics.start()
+        self.observers.start()
         await self.router.index()  # warns about channels whose type is not loaded
         if self.hold_sweeper is not None:
             await self.hold_sweeper.begin()  # this worker's holds are owned (and a dead one's released) before it serves
@@ -164,9 +160,7 @@ class Services:
             await self.affinity.close()
         await self.shared.close()
         await self.store.close()
-        await self.metrics.close()
-        if self.tracing is not None:
-            await asyncio.to_thread(self.tracing.shutdown)
+        await self.observers.close()
 
 
 

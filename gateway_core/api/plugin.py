@@ -3,8 +3,7 @@ through ``register_routes`` (Starlette and the operations imported only then).""
 
 from __future__ import annotations
 
-from ..hookspecs import hookimpl
-from ..types import RegisterRoute
+from ..hookspecs import RegisterRoute, hookimpl
 
 
 @hookimpl

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..hookspecs import hookimpl
-from ..types import RegisterCommand
+from ..hookspecs import RegisterCommand, hookimpl
 from .kit import CommandContext
 
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..asgi import send_body
 from ..policies.ip_allow import allowed, compile_networks
+from .recorder import Metrics
 
 if TYPE_CHECKING:
     from ..services import Services
@@ -44,8 +45,12 @@ class MetricsEndpoint:
             status, message, headers = refusal
             await send_body(send, status, message.encode() + b"\n", b"text/plain; charset=utf-8", headers)
             return
-        await measure(self.services)
-        await send_body(send, 200, self.services.metrics.exposition(), CONTENT_TYPE, [(b"cache-control", b"no-store")])
+        metrics = self.services.observers.find(Metrics)
+        if metrics is None:  # no metrics observer in this app
+            await send_body(send, 404, b"metrics are not recorded by this gateway\n", b"text/plain; charset=utf-8")
+            return
+        await measure(self.services, metrics)
+        await send_body(send, 200, metrics.exposition(), CONTENT_TYPE, [(b"cache-control", b"no-store")])
 
     def refusal(self, scope) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
         """Why this scrape is refused (status, message, headers), or ``None``."""
@@ -61,10 +66,9 @@ class MetricsEndpoint:
         return None
 
 
-async def measure(services: Services) -> None:
+async def measure(services: Services, metrics: Metrics) -> None:
     """The figures read at scrape time: store round trip and holds, Redis round trip,
-    and the times Redis was unreachable (``services.redis_faults``)."""
-    metrics = services.metrics
+    and the times Redis was unreachable (``services.shared.unreachable``)."""
     instruments = metrics.instruments
     started = time.perf_counter()
     try:

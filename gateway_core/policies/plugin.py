@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from ..config import Config
-from ..hookspecs import hookimpl
-from ..types import RegisterPolicy
+from ..hookspecs import RegisterPolicy, hookimpl
 
 
 @hookimpl

@@ -16,7 +16,7 @@ from .in_process import InProcessKind
 if TYPE_CHECKING:
     from ..health import HealthBoard
     from ..router import Router
-    from ..types import RegisterSharedState
+    from ..hookspecs import RegisterSharedState
 
 
 class RedisKind(SharedStateKind):

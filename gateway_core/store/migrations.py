@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import sqlite_utils
 
 from ..records import DEFAULT_GROUP, LIMIT_COLUMNS
-from ..types import Migration
+from ..sql import Migration
 from .access_schema import migrate_0007_access_tokens_audit
 from .billing_schema import migrate_0003_billing
 from .billing_v2_schema import (

@@ -4,8 +4,7 @@ when something asks for them (a command that opens the database, an app)."""
 
 from __future__ import annotations
 
-from ..hookspecs import hookimpl
-from ..types import RegisterMigration
+from ..hookspecs import RegisterMigration, hookimpl
 
 
 @hookimpl
