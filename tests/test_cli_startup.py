@@ -20,7 +20,7 @@ import pytest
 from gateway_core.cli import main
 from gateway_core.config import ConfigError
 from gateway_core.hookspecs import hookimpl
-from gateway_core.plugins import installed_entry_points
+from gateway_core.plugins import ENTRY_POINT_GROUP, INFRASTRUCTURE_GROUP, installed_entry_points
 
 # Run main(argv) as the console script does; print the modules loaded by then.
 PROGRAM = """
@@ -76,8 +76,20 @@ def test_help_still_lists_every_command_and_version_every_plugin(tmp_path):
     for command in ("init", "serve", "user", "key", "channel", "price", "logs", "config", "plugins"):
         assert f"    {command}" in out
     _, out, _ = relaygate(tmp_path, "--version")
-    for ep in installed_entry_points():
-        assert f"(plugins: " in out and ep.name in out
+    named = {name for line in out.splitlines() if "(plugins: " in line for name in line.split("(plugins: ")[1].rstrip(")").split(", ")}
+    assert named == {ep.name for group in (ENTRY_POINT_GROUP, INFRASTRUCTURE_GROUP) for ep in installed_entry_points(group)}
+
+
+def test_the_contract_and_the_admin_layer_offer_every_name_they_list():
+    """Their names are imported when first read: each listed in ``__all__`` resolves."""
+    import gateway_core
+    import gateway_core.admin
+
+    for package in (gateway_core, gateway_core.admin):
+        missing = [name for name in package.__all__ if not hasattr(package, name)]
+        assert not missing, f"{package.__name__} lists names it cannot give: {missing}"
+    with pytest.raises(AttributeError):
+        gateway_core.NoSuchName  # noqa: B018
 
 
 @pytest.fixture
