@@ -1,5 +1,5 @@
 """Who may call each operation of the management API, for every operation in
-its declaration (:data:`gateway_core.api.plugin.OPERATIONS`) through real HTTP:
+its declaration (:data:`gateway_core.api.mount.OPERATIONS`) through real HTTP:
 no credentials, a revoked token and an expired one are 401; a read-only token on
 a write and a non-admin's token on an admin operation are 403; another user's
 key or token in the path is 404, never its data."""
@@ -16,7 +16,7 @@ import time
 import pytest
 import requests
 
-from gateway_core.api.plugin import OPERATIONS
+from gateway_core.api.mount import OPERATIONS
 from gateway_core.cli import main
 from gateway_core.config import Config
 from gateway_core.testing import GatewayThread, Seed

@@ -14,12 +14,15 @@ message (the field to blame, then what is expected).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ..channel_type import ChannelType
 from ..money import MICROS_PER_USD, format_usd
 from .context import Admin
 from .errors import Invalid
+
+if TYPE_CHECKING:
+    from ..channel_type import ChannelType  # the contract, which the admin commands need not import
 
 MAX_AMOUNT_MICROS = 1_000_000_000 * MICROS_PER_USD
 MAX_USER_NAME = 100

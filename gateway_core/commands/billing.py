@@ -23,16 +23,18 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import attrs
 
-from ..admin import Admin, usage, usage_export, users, wallet
 from ..hookspecs import hookimpl
-from ..jsonable import to_jsonable
 from ..money import format_usd, parse_usd
 from ..records import Cursor, UsageFilter
 from .kit import EXIT_ERROR, CommandContext, CommandError, no_arguments
+
+if TYPE_CHECKING:
+    from ..admin import Admin
+
 
 LOG_COLUMNS = [
     "created_at", "request_id", "key_id", "key_name", "model", "status", "input_tokens", "output_tokens",
@@ -62,6 +64,8 @@ def _configure_wallet_show(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_wallet_show(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import users, wallet
+
     async def show(admin: Admin) -> wallet.Wallet:
         user = await users.find_user(admin, args.user)
         return await wallet.wallet(admin, user.id, before_id=args.before, limit=args.limit)
@@ -96,6 +100,9 @@ def _configure_wallet_adjust(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_wallet_adjust(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import users, wallet
+    from ..jsonable import to_jsonable
+
     text = args.amount.strip()
     negative = text.startswith("-")
     amount = parse_usd(text[1:] if negative else text.lstrip("+"))
@@ -136,16 +143,20 @@ def _configure_logs(parser: argparse.ArgumentParser) -> None:
 
 def _configure_logs_export(parser: argparse.ArgumentParser) -> None:
     _add_log_filters(parser)
-    parser.add_argument("--format", choices=tuple(usage_export.FORMATS), default="csv", help="csv (default) or jsonl: one JSON object a line")
+    parser.add_argument("--format", default="csv", help="csv (default) or jsonl: one JSON object a line")  # checked by the admin layer
     parser.add_argument("--output", "-o", metavar="FILE", help="write to FILE (default: standard output)")
 
 
 async def _log_filters(admin: Admin, args: argparse.Namespace) -> UsageFilter:
+    from ..admin import users
+
     user_id = (await users.find_user(admin, args.user)).id if args.user else None
     return UsageFilter(key_id=args.key, user_id=user_id, model=args.model, status=args.status, since=args.since, until=args.until)
 
 
 def _run_logs(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import usage
+
     async def page(admin: Admin) -> usage.UsagePage:
         return await usage.page_usage(admin, await _log_filters(admin, args), before=args.before, limit=args.limit)
 
@@ -159,6 +170,9 @@ def _run_logs(args: argparse.Namespace, cli: CommandContext) -> int:
 def _run_logs_export(args: argparse.Namespace, cli: CommandContext) -> int:
     """Every row of the filter, newest first, written as it is read: a page of rows in
     memory at a time whatever the range (archive with this before pruning)."""
+    from ..admin import usage_export
+
+    usage_export.media_type(args.format)  # an unknown format, said before anything is written
 
     async def export(admin: Admin) -> None:
         filters = await _log_filters(admin, args)
@@ -216,6 +230,8 @@ def parse_time(text: str) -> float:
 
 
 def _run_check(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import wallet
+
     report = cli.run(wallet.check_ledger)
     status = 0 if report.ok else EXIT_ERROR
     if cli.json:
@@ -247,6 +263,8 @@ def _run_check(args: argparse.Namespace, cli: CommandContext) -> int:
 
 
 def _cursor(text: str) -> Cursor:
+    from ..admin import usage
+
     try:
         return usage.parse_cursor(text)
     except ValueError as exc:

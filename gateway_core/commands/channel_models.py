@@ -15,13 +15,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from ..admin import Admin, channels, prices
-from ..admin.channel_models import UpstreamModels, add_models, channel_upstream_models
 from ..hookspecs import hookimpl
-from ..jsonable import to_jsonable
 from ..records import ChannelRecord
 from .kit import CommandContext
+
+if TYPE_CHECKING:
+    from ..admin import Admin
+    from ..admin.channel_models import UpstreamModels
 
 
 @hookimpl
@@ -38,6 +40,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels, prices
+    from ..admin.channel_models import add_models, channel_upstream_models
+    from ..jsonable import to_jsonable
+
     if not (args.fetch or args.add):
         channel = cli.run(lambda admin: channels.find_channel(admin, args.name))
         if cli.json:

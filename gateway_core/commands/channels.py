@@ -23,18 +23,19 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import endpoints
-from ..admin import Admin, channels, prices
-from ..admin.channel_models import UpstreamModels, add_channel_with_upstream_models
 from ..channel_settings import CORE_SETTINGS, setting_text
-from ..health_report import key_summary
 from ..hookspecs import hookimpl
-from ..probe import ProbeResult
 from ..records import DEFAULT_GROUP, ChannelRecord, DisabledKey
-from ..jsonable import to_jsonable
 from .kit import CommandContext, CommandError, no_arguments, parse_model_map, split_list
+
+if TYPE_CHECKING:
+    from ..admin import Admin
+    from ..admin.channel_models import UpstreamModels
+    from ..probe import ProbeResult
+
 
 DEFAULT = "default"  # a timeout back to the gateway's [gateway.timeouts]
 LIST_COLUMNS = ["id", "name", "type", "priority", "weight", "enabled", "health", "keys", "concurrency", "models", "groups"]
@@ -81,6 +82,8 @@ TIMEOUT_FIELDS = ("timeout_connect", "timeout_first_byte", "timeout_idle")
 
 def _fields(args: argparse.Namespace, existing: ChannelRecord | None) -> dict[str, Any]:
     """The channel fields the options give (validated by :mod:`gateway_core.admin.channels`)."""
+    from ..admin import channels
+
     fields: dict[str, Any] = {}
     if existing is None:
         fields["type"] = args.type
@@ -130,6 +133,9 @@ def _configure_add(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_add(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels, prices
+    from ..admin.channel_models import add_channel_with_upstream_models
+
     if args.models is None and not args.fetch_models:
         raise ValueError("--models is required (the models clients ask for), or --fetch-models to serve those the upstream lists")
     if args.match is not None and not args.fetch_models:
@@ -164,6 +170,10 @@ def _run_add(args: argparse.Namespace, cli: CommandContext) -> int:
 
 
 def _run_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels
+    from ..health_report import key_summary
+    from ..jsonable import to_jsonable
+
     rows = []
     for status in cli.run(channels.channel_statuses):
         row = {**to_jsonable(status.channel), "health": status.health}
@@ -182,6 +192,8 @@ def _configure_edit(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_edit(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels
+
     async def edit(admin: Admin) -> tuple[ChannelRecord, dict[str, Any]]:
         existing = await channels.find_channel(admin, args.name)
         fields = _fields(args, existing)
@@ -205,6 +217,8 @@ def _configure_name(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_enable(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels
+
     async def enable(admin: Admin) -> tuple[ChannelRecord, list[DisabledKey]]:
         before = await channels.find_channel(admin, args.name)
         after, restored = await channels.enable_channel(admin, before.id)
@@ -220,6 +234,8 @@ def _run_enable(args: argparse.Namespace, cli: CommandContext) -> int:
 
 
 def _run_disable(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels
+
     async def disable(admin: Admin) -> ChannelRecord:
         before = await channels.find_channel(admin, args.name)
         after = await channels.disable_channel(admin, before.id)
@@ -231,6 +247,8 @@ def _run_disable(args: argparse.Namespace, cli: CommandContext) -> int:
 
 
 def _run_delete(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels
+
     async def delete(admin: Admin) -> ChannelRecord:
         before = await channels.delete_channel(admin, (await channels.find_channel(admin, args.name)).id)
         await cli.audit(admin, "channel.delete", f"channel {before.id}", before, None)
@@ -248,6 +266,9 @@ def _configure_test(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_test(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels
+    from ..jsonable import to_jsonable
+
     async def test(admin: Admin) -> tuple[ChannelRecord, ProbeResult]:
         channel = await channels.find_channel(admin, args.name)
         return await channels.test_channel(
@@ -266,6 +287,8 @@ def _run_test(args: argparse.Namespace, cli: CommandContext) -> int:
 
 def _run_types(args: argparse.Namespace, cli: CommandContext) -> int:
     """The loaded channel types: what each serves and the settings it declares."""
+    from ..jsonable import to_jsonable
+
     loaded = sorted(cli.registry.channel_types.items())
     served = {name: [e for e in endpoints.ALL if channel_type.wire(e)] for name, channel_type in loaded}
     if cli.json:

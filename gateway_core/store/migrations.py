@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import sqlite_utils
 
-from ..hookspecs import hookimpl
 from ..records import DEFAULT_GROUP, LIMIT_COLUMNS
-from ..sql import Migrate, Migration
+from ..sql import Migration
 from .access_schema import migrate_0007_access_tokens_audit
 from .billing_schema import migrate_0003_billing
 from .billing_v2_schema import (
@@ -299,10 +298,3 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0017_usage_hourly", sqlite_only(migrate_0017_usage_hourly)),
     ("0018_user_deleted", sqlite_only(migrate_0018_user_deleted)),
 ]
-
-
-@hookimpl
-def register_migrations(register: Callable[[str, Migrate], None]) -> None:
-    """The core's schema, registered through the same hook as a plugin's."""
-    for name, migrate in CORE_MIGRATIONS:
-        register(name, migrate)
