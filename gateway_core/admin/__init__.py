@@ -10,7 +10,7 @@ the running gateway's caches. Modules by subject: :mod:`.users`, :mod:`.keys`,
 """
 
 from .context import NO_CACHES, Admin, Caches
-from .errors import AdminError, Conflict, Invalid, Locked, NotFound, StoreFailure
+from .errors import AdminError, Conflict, Forbidden, Invalid, Locked, NotFound, StoreFailure
 from .port import AdminStore
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "AdminStore",
     "Caches",
     "Conflict",
+    "Forbidden",
     "Invalid",
     "Locked",
     "NotFound",

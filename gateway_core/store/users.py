@@ -63,7 +63,7 @@ def list_user_overviews(conn: sqlite3.Connection) -> list[UserOverview]:
         "SELECT u.id, u.name, u.is_admin, u.enabled, u.balance_micros, u.deleted_at, u.created_at, "
         "u.password_hash IS NOT NULL AS has_password, "
         "(SELECT count(*) FROM api_keys AS k WHERE k.user_id = u.id AND k.deleted = 0) AS keys "
-        "FROM users AS u ORDER BY u.id",
+        "FROM users AS u WHERE u.id NOT IN (SELECT account_id FROM teams) ORDER BY u.id",  # people: no team's account
     )
     return [UserOverview(_user(conn, row), row["keys"], bool(row["has_password"]), row["created_at"]) for row in rows]
 

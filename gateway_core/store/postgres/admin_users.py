@@ -159,7 +159,7 @@ class UsersAdmin(AdminBase):
 
     async def list_users(self) -> list[UserOverview]:
         async def overviews(conn: asyncpg.Connection) -> list[UserOverview]:
-            rows = await conn.fetch(f"{_USER} ORDER BY u.id")
+            rows = await conn.fetch(f"{_USER} WHERE u.id NOT IN (SELECT account_id FROM teams) ORDER BY u.id")  # people only
             return [UserOverview(user_record(row), row["keys"], bool(row["has_password"]), row["created_at"]) for row in rows]
 
         return await self._read("list_users", overviews)
