@@ -306,7 +306,7 @@ class Problem:
     """One broken money invariant: what it concerns, what was expected and what was found."""
 
     subject: str  # "user 'alice' (id 3)", "key 7 ('ci')", "ledger row 41"
-    check: str  # balance, chain, key_used, key_held, holds
+    check: str  # balance, chain, key_used, key_held, holds, team_key, team_wallet
     expected: int
     found: int
     message: str

@@ -192,3 +192,14 @@ async def test_usage_rows_carry_the_team_and_filter_by_it(admin, store, world):
     assert (total.requests, total.cost_micros) == (1, 3_000)
     assert (await teams.team_view(admin, eng.id)).account.balance_micros == 997_000
     assert (await wallet.check_ledger(admin)).ok
+
+
+async def test_check_finds_a_member_key_not_paid_by_the_team_and_a_wallet_that_could_sign_in(admin, store, world):
+    eng, _, who = world
+    key, _ = await team_keys.create_team_key(admin, eng.id, name="laptop", caller=who["dev"])
+    assert (await wallet.check_ledger(admin)).ok
+    sql = admin_ports(store)[1]
+    await sql.execute("UPDATE api_keys SET user_id = ? WHERE id = ?", (who["dev"].user_id, key.id))
+    await sql.execute("UPDATE users SET password_hash = 'x' WHERE id = ?", (eng.account_id,))
+    report = await wallet.check_ledger(admin)
+    assert sorted(problem.check for problem in report.problems) == ["team_key", "team_wallet"]
