@@ -139,7 +139,7 @@ async def test_team_keys_by_role(admin, world):
         await team_keys.create_team_key(admin, eng.id, caller=who["watcher"])
     with pytest.raises(NotFound):
         await team_keys.create_team_key(admin, eng.id, caller=who["other"])
-    with pytest.raises(Invalid, match="'gold' is not one of team 'eng'"):
+    with pytest.raises(Invalid, match="'gold' is not one of the groups of team 'eng'"):
         await team_keys.create_team_key(admin, eng.id, group="gold", caller=who["dev"])
     assert [k.name for k in await team_keys.list_team_keys(admin, eng.id, caller=who["dev"])] == ["laptop"]
     assert [k.name for k in await team_keys.list_team_keys(admin, eng.id, caller=who["lead"])] == ["ci", "laptop"]

@@ -42,7 +42,7 @@ async def create_team_key(
     if group is None:
         group = DEFAULT_GROUP if DEFAULT_GROUP in account.groups or not account.groups else account.groups[0]
     if group not in account.groups:
-        raise Invalid(f"{group!r} is not one of team {team.name!r}'s groups ({', '.join(account.groups) or 'none'})", "group")
+        raise Invalid(f"{group!r} is not one of the groups of team {team.name!r} ({', '.join(account.groups) or 'none'})", "group")
     await check_models_served(admin, models, group)
     fields = {"name": name, "group": group, "quota_micros": quota_micros, "expires_at": expires_at,
               "models": list(models), "allow_ips": list(allow_ips), "limits": dict(limits or {})}  # fmt: skip
