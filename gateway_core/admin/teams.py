@@ -124,11 +124,13 @@ async def delete_team(admin: Admin, team_id: int, *, caller: Caller | None = Non
     return team
 
 
-async def set_member(admin: Admin, team_id: int, user_id: int, role: str, *, caller: Caller | None = None) -> TeamMember:
+async def set_member(admin: Admin, team_id: int, user_id: int | None, role: str, *, caller: Caller | None = None) -> TeamMember:
     """Add a person to a team in ``role``, or change their role (a team admin of
     the team, or a site admin). Their keys in the team follow at once: a viewer's stop."""
-    check_role(role)
     team, _ = await team_for(admin, team_id, caller, MANAGE, "manage this team's members")
+    check_role(role)
+    if isinstance(user_id, bool) or not isinstance(user_id, int):
+        raise Invalid("is required: the id of the user", "user_id")
     person = await users.live_user(admin, user_id)
     if any(other.account_id == person.id for other in await admin.store.list_teams()):
         raise Invalid(f"{person.name!r} is a team's account, not a person", "user")

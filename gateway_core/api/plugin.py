@@ -15,7 +15,7 @@ from starlette.routing import Mount, Route
 
 from ..hookspecs import hookimpl
 from ..relay import REQUEST_ID
-from . import audit, budgets, catalog, channels, codes, fallbacks, keys, tokens, usage, users, wallet
+from . import audit, budgets, catalog, channels, codes, fallbacks, keys, teams, tokens, usage, users, wallet
 from .errors import ApiError, error_response
 from .docs_page import PAGE, static_mount
 from .openapi import PREFIX, document
@@ -23,7 +23,7 @@ from .operation import MethodDispatch, Operation
 
 OPERATIONS: tuple[Operation, ...] = (
     *tokens.OPERATIONS, *keys.OPERATIONS, *usage.OPERATIONS, *wallet.OPERATIONS, *codes.OPERATIONS, *budgets.OPERATIONS,
-    *users.OPERATIONS, *catalog.OPERATIONS, *fallbacks.OPERATIONS, *channels.OPERATIONS, *audit.OPERATIONS,
+    *users.OPERATIONS, *teams.OPERATIONS, *catalog.OPERATIONS, *fallbacks.OPERATIONS, *channels.OPERATIONS, *audit.OPERATIONS,
 )  # fmt: skip
 
 
