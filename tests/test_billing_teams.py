@@ -116,3 +116,17 @@ async def test_a_removed_members_team_key_is_refused_at_once(start_gateway, seed
             await client.chat.completions.create(model=MODEL, messages=CHAT, max_tokens=5)
     finally:
         await client.close()
+
+
+async def test_a_teams_budget_refuses_its_keys_with_budget_exceeded(start_gateway, seed, world):
+    team, _, (_, service_secret), (_, my_secret), _ = world
+    seed._admin(lambda port: teams.edit_team(Admin(port), team.id, limits={"daily_budget_micros": kit.expected_cost(60, 20) // 2}))
+    gateway = start_gateway()
+    for secret in (service_secret, my_secret):
+        client = openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=secret, max_retries=0, timeout=30)
+        try:
+            with pytest.raises(openai.RateLimitError) as refused:
+                await client.chat.completions.create(model=MODEL, messages=CHAT, max_tokens=20)
+            assert refused.value.code == "budget_exceeded"
+        finally:
+            await client.close()

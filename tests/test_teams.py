@@ -203,3 +203,14 @@ async def test_check_finds_a_member_key_not_paid_by_the_team_and_a_wallet_that_c
     await sql.execute("UPDATE users SET password_hash = 'x' WHERE id = ?", (eng.account_id,))
     report = await wallet.check_ledger(admin)
     assert sorted(problem.check for problem in report.problems) == ["team_key", "team_wallet"]
+
+
+async def test_a_teams_rate_limits_and_budgets_reach_every_key_of_the_team(admin, world):
+    eng, _, who = world
+    _, secret = await team_keys.create_team_key(admin, eng.id, name="laptop", caller=who["dev"])
+    _, service_secret = await team_keys.create_team_key(admin, eng.id, service=True, name="ci")
+    await admin.caches.keys.get(hash_key(secret))
+    await teams.edit_team(admin, eng.id, limits={"rpm": 60, "monthly_budget_micros": 9_000_000})
+    for found in (secret, service_secret):  # the cache forgot them: the team's limits are the keys' owner's
+        key = await admin.caches.keys.get(hash_key(found))
+        assert key.user_limits.requests_per_minute == 60 and key.user_budgets.monthly == 9_000_000
