@@ -4,11 +4,13 @@ once through the key cache, usage rows carrying the team, and clean books."""
 
 from __future__ import annotations
 
+import json
+
 import attrs
 import pytest
 
 from gateway_core.admin import Admin, Caches, Conflict, Forbidden, Invalid, NotFound
-from gateway_core.admin import team_keys, teams, users, wallet
+from gateway_core.admin import team_keys, teams, usage_export, users, wallet
 from gateway_core.config import Config
 from gateway_core.key_cache import KeyCache
 from gateway_core.plugins import collect
@@ -192,6 +194,8 @@ async def test_usage_rows_carry_the_team_and_filter_by_it(admin, store, world):
     assert (total.requests, total.cost_micros) == (1, 3_000)
     assert (await teams.team_view(admin, eng.id)).account.balance_micros == 997_000
     assert (await wallet.check_ledger(admin)).ok
+    exported = [json.loads(line) async for text in usage_export.export_usage(admin, UsageFilter(team_id=eng.id), "jsonl") for line in text.splitlines()]
+    assert [(row["request_id"], row["team_id"], row["user"]) for row in exported] == [("r1", eng.id, "team:eng")]
 
 
 async def test_check_finds_a_member_key_not_paid_by_the_team_and_a_wallet_that_could_sign_in(admin, store, world):
