@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 # Every distribution of the repository, by folder: one line to add a plugin distribution.
 # Each has a pyproject.toml, a VERSION link to the top one, and a `test` extra.
-DISTRIBUTIONS := . adapters/openai adapters/anthropic adapters/gemini adapters/demo console
+DISTRIBUTIONS := . adapters/openai adapters/anthropic adapters/gemini adapters/demo adapters/azure console
 PROJECTS := $(addsuffix /pyproject.toml,$(DISTRIBUTIONS))
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
@@ -12,7 +12,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: install install-test dist browser container-engine postgres redis run test fuzz bench bench-workers bench-peers clean
+.PHONY: install install-test dist browser container-engine coding-clis postgres redis run test fuzz bench bench-workers bench-peers clean
 
 # what serving needs and nothing more (make run): every distribution, editable, without test tools
 install: $(STAMP)
@@ -55,6 +55,16 @@ container-engine:
 		  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q podman runc debootstrap; }; }; } || \
 		echo "warning: podman, runc or debootstrap is missing (needs root and apt-get): the container tests are skipped" >&2
 
+# The real coding CLIs the end-to-end tests drive (pinned; from npm into the venv): the
+# tests that need one are skipped without it
+CODING_CLIS := @openai/codex@0.171.0
+coding-clis: $(VENV)/coding-clis/.installed
+
+$(VENV)/coding-clis/.installed:
+	@command -v npm >/dev/null && mkdir -p $(VENV)/coding-clis && \
+		npm install --silent --no-audit --no-fund --prefix $(VENV)/coding-clis $(CODING_CLIS) && touch $@ || \
+		echo "warning: npm is missing or failed: the tests driving the real coding CLIs are skipped" >&2
+
 # PostgreSQL for the store's tests: started when installed but not running (Debian's pg_ctlcluster)
 postgres:
 	@pg_isready -q -h 127.0.0.1 2>/dev/null || { command -v pg_ctlcluster >/dev/null && [ -d /etc/postgresql ] && \
@@ -67,7 +77,7 @@ redis:
 		redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --dir /tmp >/dev/null && sleep 1; } || \
 		echo "warning: no Redis on 127.0.0.1:6379: the Redis tests will fail" >&2
 
-test: install-test browser container-engine postgres redis
+test: install-test browser container-engine coding-clis postgres redis
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 

@@ -9,8 +9,8 @@ errors, hook specifications and the protocol, channel and policy interfaces.
 
 from . import endpoints
 from .channel_settings import Setting
-from .channel_type import ChannelType, Exchange, JsonReply, Reply, StreamReply, Target, Timeouts
-from .client_protocol import BillingHints, Call, Caller, ClientProtocol, Frame, LocalAnswer, RenderedError, RouteSpec, StreamWriter, capped_output
+from .channel_type import ChannelType, Exchange, JsonReply, ModelQuery, ModelsNotListed, Reply, StreamReply, Target, Timeouts
+from .client_protocol import BillingHints, Call, Caller, ClientProtocol, Frame, FrameConversation, LocalAnswer, RenderedError, RouteSpec, StreamWriter, capped_output
 from .errors import (
     AuthenticationError,
     GatewayError,
@@ -69,6 +69,7 @@ PUBLIC_MODULES = (
     "gateway_core.admin",  # the admin layer: Admin, its port, its errors
     "gateway_core.admin.audit",  # the audit log of writes
     "gateway_core.admin.channels",  # admin operations by subject (the CLI's and the console's)
+    "gateway_core.admin.channel_models",  # a channel's models fetched from its upstream
     "gateway_core.admin.budgets",
     "gateway_core.admin.codes",
     "gateway_core.admin.groups",
@@ -90,6 +91,7 @@ PUBLIC_MODULES = (
     "gateway_core.echo_ids",  # opaque data a client echoes back inside tool-call ids
     "gateway_core.endpoints",  # endpoint names
     "gateway_core.errors",  # GatewayError and its kinds
+    "gateway_core.hookspecs",  # every hook, and the type of each hook's register callback
     "gateway_core.gateway",  # Gateway: what policies and plugin routes may use of the gateway
     "gateway_core.framing",  # non-SSE stream framing: newline-delimited JSON, streamed JSON arrays
     "gateway_core.json_body",  # reading a client's JSON body within limits
@@ -101,6 +103,8 @@ PUBLIC_MODULES = (
     "gateway_core.records",  # the records the store hands out
     "gateway_core.secrets",  # hashing and masking secrets
     "gateway_core.sql",  # SQL handles for a plugin's own tables
+    "gateway_core.observers",  # Observer: told of the request path's events, registered through register_observers
+    "gateway_core.shared_state",  # SharedStateKind: where workers and replicas share state, registered through register_shared_state
     "gateway_core.stores",  # StoreKind: a kind of database, registered through register_stores
     "gateway_core.sessions",  # WebSocket sessions with an upstream: UpstreamSession, SessionMessage
     "gateway_core.sse",  # stream framing
@@ -111,6 +115,7 @@ PUBLIC_MODULES = (
     "gateway_core.uploads",  # streamed multipart uploads
     "gateway_core.upstream",  # calling an upstream from a channel type
     "gateway_core.upstream_upload",  # sending an upload upstream
+    "gateway_core.upstream_models",  # listing an upstream's models (ChannelType.list_models)
 )
 
 __all__ = [
@@ -131,6 +136,7 @@ __all__ = [
     "EmbeddingsResponse",
     "Exchange",
     "Frame",
+    "FrameConversation",
     "GatewayError",
     "ImagePart",
     "InputReport",
@@ -143,6 +149,8 @@ __all__ = [
     "MediaUsage",
     "Message",
     "ModelInfo",
+    "ModelQuery",
+    "ModelsNotListed",
     "NotFoundError",
     "Part",
     "PartDelta",

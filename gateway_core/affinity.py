@@ -45,7 +45,6 @@ if TYPE_CHECKING:
     import redis.asyncio as aioredis
 
     from .client_protocol import ClientProtocol
-    from .config import Config
     from .health import Lease
 
 log = structlog.get_logger("relaygate.affinity")
@@ -171,16 +170,6 @@ class RedisAffinity:
     async def close(self) -> None:
         if self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
-
-def affinity_for(config: Config, client: aioredis.Redis | None) -> Affinity | None:
-    """The affinity ``config`` asks for: none, in this process, or in Redis."""
-    if not config.session_affinity:
-        return None
-    header = config.session_header or None
-    if client is not None:
-        return RedisAffinity(client, config.redis_prefix, ttl=config.session_ttl, header=header)
-    return LocalAffinity(ttl=config.session_ttl, max_entries=config.session_max_entries, header=header)
 
 
 class Steering:

@@ -23,6 +23,7 @@ from .plugins import collect
 from .readiness import ReadyEndpoint
 from .relay import REQUEST_ID, ProtocolEndpoint
 from .session_relay import SessionEndpoint
+from .frame_relay import FrameEndpoint
 from .app_state import SERVICES_STATE
 from .ratelimit import RateLimiter
 from .request_store import RequestStore
@@ -188,7 +189,9 @@ def protocol_routes(services: Services, not_found: NotFound) -> list[BaseRoute]:
     sessions: list[BaseRoute] = []
     for protocol in services.registry.protocols:
         for spec in protocol.routes():
-            if spec.websocket:  # a WebSocket session (session_relay.py)
+            if spec.websocket and spec.frames_for:  # each message one request of an HTTP route (frame_relay.py)
+                sessions.append(WebSocketRoute(spec.path, FrameEndpoint(services, protocol, spec, _http_endpoint(services, protocol, spec.frames_for))))
+            elif spec.websocket:  # a WebSocket session (session_relay.py)
                 sessions.append(WebSocketRoute(spec.path, SessionEndpoint(services, protocol, spec)))
             else:
                 by_path[spec.path].append((spec, ProtocolEndpoint(services, protocol, spec)))
@@ -197,6 +200,14 @@ def protocol_routes(services: Services, not_found: NotFound) -> list[BaseRoute]:
 
 
 _PARAM = re.compile(r"\{[^}]*\}")
+
+
+def _http_endpoint(services: Services, protocol: ClientProtocol, path: str) -> ProtocolEndpoint:
+    """The protocol's ``POST`` endpoint at ``path`` (a ``frames_for`` route's requests)."""
+    for spec in protocol.routes():
+        if spec.path == path and "POST" in spec.methods and not spec.websocket:
+            return ProtocolEndpoint(services, protocol, spec)
+    raise ValueError(f"{protocol.name}: frames_for names {path}, which is no POST route of the protocol")
 
 
 class LiteralPaths:
@@ -238,17 +249,16 @@ def create_app(
     extra_plugins: Iterable[Any] = (),
     store: RequestStore | None = None,
     rate_limiter: RateLimiter | None = None,
-    tracer_provider: Any = None,
 ) -> RequestIdMiddleware:
     """The gateway's ASGI app for ``config`` (default: read from the environment).
 
     ``store`` and ``rate_limiter`` replace the ones the configuration names (any
-    implementation of :class:`RequestStore` and :class:`RateLimiter`);
-    ``tracer_provider`` (an OpenTelemetry ``TracerProvider``) turns tracing on
-    whatever the ``OTEL_*`` environment says."""
+    implementation of :class:`RequestStore` and :class:`RateLimiter`). Tracing to a
+    provider of the embedder's own: a plugin in ``extra_plugins`` registering a
+    :class:`gateway_core.tracing.Tracing` of it (``register_observers``)."""
     config = config or load_config()
     registry = collect(config, extra_plugins)
-    services = Services.build(config, registry, store=store, rate_limiter=rate_limiter, tracer_provider=tracer_provider)
+    services = Services.build(config, registry, store=store, rate_limiter=rate_limiter)
 
     @contextlib.asynccontextmanager
     async def lifespan(app):

@@ -18,7 +18,7 @@ import attrs
 
 from .channel_settings import Setting
 from .client_protocol import Call, Frame
-from .errors import NotFoundError
+from .errors import GatewayError, NotFoundError
 from .model import CoreRequest, CoreResponse, MediaUsage, Usage
 from .records import ChannelRecord
 from .sessions import UpstreamSession
@@ -102,6 +102,40 @@ class JsonReply:
     estimated: bool = False  # ``usage`` is the channel's own estimate, not the upstream's report
 
 
+@attrs.frozen
+class ListingLimits:
+    """What the gateway reads of an upstream's model list: bytes of one page, pages
+    (a list with more stops there and says so), model ids in all."""
+
+    page_bytes: int = 8 * 1024 * 1024
+    pages: int = 20
+    models: int = 10_000
+
+
+@attrs.frozen
+class ModelQuery:
+    """Everything a channel type needs to list the models its upstream offers:
+    the channel (its base URL, headers and settings), one of its upstream keys
+    (unsealed for the call), the channel's timeouts, the shared HTTP session and
+    the bounds of what is read. :mod:`gateway_core.upstream_models` does the HTTP
+    work with these."""
+
+    channel: ChannelRecord
+    api_key: str = attrs.field(repr=False)
+    session: aiohttp.ClientSession
+    timeouts: Timeouts
+    request_id: str
+    limits: ListingLimits = ListingLimits()
+
+
+class ModelsNotListed(GatewayError):
+    """The channel type cannot list its upstream's models (the default of
+    :meth:`ChannelType.list_models`): a plain answer, not a failure of the upstream."""
+
+    status = 501
+    kind = "not_supported"
+
+
 @attrs.define
 class StreamReply:
     """A streaming answer: frames as the upstream sends them, and a way to stop it."""
@@ -148,3 +182,11 @@ class ChannelType(abc.ABC):
         :mod:`gateway_core.sessions`) with the target's key; raise a ``GatewayError``
         when it cannot be opened. Default: the type serves no session endpoint."""
         raise NotFoundError(f"The endpoint '{exchange.call.endpoint}' is not available on this channel.")
+
+    async def list_models(self, query: ModelQuery) -> list[str]:
+        """The ids of the models the upstream offers that this type can serve, as a
+        client would name them (an operator puts them in the channel's ``models``),
+        in the upstream's order. Raise a ``GatewayError`` (usually through
+        :mod:`gateway_core.upstream_models`) when the upstream fails. Default: the
+        type cannot list its models (:class:`ModelsNotListed`)."""
+        raise ModelsNotListed(f"the channel type {self.name!r} cannot list its upstream's models")

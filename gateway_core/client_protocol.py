@@ -44,6 +44,10 @@ class RouteSpec:
     ``websocket`` routes are WebSocket sessions relayed to a channel's upstream
     message by message (:mod:`gateway_core.session_relay`): the protocol reads the
     key from the handshake and parses a call from its query (``body`` is empty).
+    A ``websocket`` route with ``frames_for`` instead runs each client message as
+    one request of the protocol's ``POST`` route at that path
+    (:mod:`gateway_core.frame_relay`, the protocol's
+    :meth:`ClientProtocol.frame_conversation`): the whole request path per message.
     """
 
     path: str
@@ -53,6 +57,7 @@ class RouteSpec:
     stream_body: bool = False
     max_body_bytes: int | None = None
     websocket: bool = False
+    frames_for: str | None = None
 
 
 @attrs.frozen
@@ -193,6 +198,39 @@ class StreamWriter(abc.ABC):
         return b": keep-alive\n\n"
 
 
+class FrameConversation(abc.ABC):
+    """A protocol's side of one WebSocket connection of a ``frames_for`` route
+    (:class:`RouteSpec`), created per connection by
+    :meth:`ClientProtocol.frame_conversation`; it may remember what earlier
+    requests of the connection answered (bounded). The core runs one request at a
+    time, in the order the messages came."""
+
+    @abc.abstractmethod
+    def request(self, text: str) -> bytes | Sequence[str] | None:
+        """A client message: the body of the request to run for it (``bytes``),
+        messages to answer at once (a sequence), or ``None`` to ignore it. Raise a
+        ``GatewayError`` to answer with :meth:`error` instead."""
+
+    @abc.abstractmethod
+    def event(self, data: bytes) -> str | None:
+        """One event (an SSE frame's data) of the running request's streamed
+        answer: the message to send for it (``None``: none)."""
+
+    @abc.abstractmethod
+    def error(self, status: int, body: bytes, request_id: str) -> str:
+        """The message for a request answered with an error status (``body`` as
+        :meth:`ClientProtocol.render_error` wrote it), or for a refused message
+        (then rendered by the core)."""
+
+    def answer(self, body: bytes) -> Sequence[str]:
+        """The messages for a request answered in one piece with 200 (not streamed).
+        Default: the body as one message."""
+        return (body.decode("utf-8", "replace"),)
+
+    def finished(self) -> None:
+        """The running request is over (whichever way). Default: nothing."""
+
+
 class ClientProtocol(abc.ABC):
     """A wire protocol spoken by the gateway's clients."""
 
@@ -290,6 +328,11 @@ class ClientProtocol(abc.ABC):
         """The message telling a session's client why the session ends (sent before
         the close). Default: the error's body, as :meth:`render_error` writes it."""
         return self.render_error(error, request_id).body.decode("utf-8", "replace")
+
+    def frame_conversation(self, route: RouteSpec) -> FrameConversation:
+        """A new connection of a ``frames_for`` route (:class:`FrameConversation`).
+        Default: none (a protocol with such a route overrides it)."""
+        raise NotImplementedError(f"{self.name} declares the frames route {route.path} but no frame conversation")
 
     def session_key(self, body: Mapping[str, Any]) -> str | None:
         """The session a request's body names in this protocol's fields (a

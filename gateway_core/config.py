@@ -77,6 +77,8 @@ class Config:
     max_frame_bytes: int = 32 * 1024 * 1024
     # seconds one write of a stream to the client may wait for the client to read (0: no limit)
     write_timeout: float = 60.0
+    # seconds a WebSocket of requests (Responses over WebSocket) may sit with no request running or arriving
+    websocket_idle_timeout: float = 900.0
     timeouts: Timeouts = Timeouts()
     max_attempts: int = 3
     # failover: every attempt of a request starts within this many seconds of its arrival
@@ -221,6 +223,7 @@ GATEWAY_SETTINGS = (
     "hold_lease_seconds", "replica", "shutdown_grace_seconds", "server", "pin_workers",
     "budget_timezone", "budget_window", "cost_header", "json", "hide_forbidden_models",
     "body_timeout", "max_answer_bytes", "max_frame_bytes", "write_timeout", "price_catalogue",
+    "websocket_idle_timeout",
 )  # fmt: skip
 
 
@@ -249,6 +252,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str | None = None, sou
             max_answer_bytes=_positive_int(gateway, "max_answer_bytes", defaults.max_answer_bytes),
             max_frame_bytes=_positive_int(gateway, "max_frame_bytes", defaults.max_frame_bytes),
             write_timeout=_seconds(gateway, "write_timeout", defaults.write_timeout, zero=True),
+            websocket_idle_timeout=_seconds(gateway, "websocket_idle_timeout", defaults.websocket_idle_timeout),
             timeouts=Timeouts(**{k: float(v) for k, v in timeouts.items()}),
             max_attempts=_positive_int(gateway, "max_attempts", defaults.max_attempts),
             attempt_deadline=_seconds(gateway, "attempt_deadline", defaults.attempt_deadline),

@@ -48,7 +48,7 @@ from .request_store import CHANNEL_SLOT, BreakerReport, RequestStore
 from .secrets import redact
 
 if TYPE_CHECKING:
-    from .metrics import Metrics
+    from .observing import Observers
     from .ratelimit.state import Permit
     from .shared.health import SharedHealth
 
@@ -136,11 +136,11 @@ class HealthBoard:
 
     def __init__(
         self, *, failures: int = 3, cooldown: float = 30.0, store: RequestStore | None = None,
-        clock: Callable[[], float] = time.monotonic, metrics: Metrics | None = None, last_resort: float = 1.0,
+        clock: Callable[[], float] = time.monotonic, observers: Observers | None = None, last_resort: float = 1.0,
     ) -> None:  # fmt: skip
         self.failures = failures
         self.last_resort = last_resort  # seconds between last resorts on a cooling channel (0: none)
-        self.metrics = metrics  # breaker changes are counted there
+        self.observers = observers  # told of breaker changes (the metrics count them)
         self.cooldown = cooldown
         self.channels: dict[int, ChannelHealth] = {}
         self._store = store  # breaker changes and disabled keys are saved there, not awaited
@@ -371,9 +371,9 @@ class HealthBoard:
 
     def _report(self, lease: Lease, slot: str, breaker: Breaker, *, tell_others: bool = True) -> None:
         is_open = breaker.state is OPEN
-        if self.metrics is not None:
+        if self.observers is not None:
             key = "channel" if slot == CHANNEL_SLOT else str(lease.key_index)
-            self.metrics.breaker(lease.route.channel.name, key, is_open)
+            self.observers.breaker_changed(lease.route.channel.name, key, is_open)
         if self.shared is not None and tell_others:
             self.shared.changed(lease, slot, breaker, is_open)
         if self._store is None:

@@ -10,22 +10,37 @@ arguments only. ``docs/hooks.md`` has one section per hook.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import argparse
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
+    from .channel_type import ChannelType
+    from .client_protocol import ClientProtocol
+    from .commands.kit import CommandContext
     from .config import Config
-    from .types import (
-        RegisterChannelType,
-        RegisterClientProtocol,
-        RegisterCommand,
-        RegisterMigration,
-        RegisterPolicy,
-        RegisterRoute,
-        RegisterSessionReader,
-        RegisterStore,
-    )
+    from .observers import MakeObserver
+    from .policy import Policy
+    from .shared_state import SharedStateKind
+    from .sql import Migrate
+    from .stores import StoreKind
+
+ConfigureCommand = Callable[[argparse.ArgumentParser], None]
+RunCommand = Callable[[argparse.Namespace, "CommandContext"], int]
+
+# the ``register`` callback each hook hands a plugin
+RegisterClientProtocol = Callable[["ClientProtocol"], None]
+RegisterChannelType = Callable[["ChannelType"], None]
+RegisterPolicy = Callable[["Policy"], None]
+RegisterRoute = Callable[[Any], None]  # a starlette.routing.BaseRoute
+RegisterMigration = Callable[[str, "Migrate"], None]
+RegisterCommand = Callable[[str, str, ConfigureCommand, RunCommand], None]
+RegisterSessionReader = Callable[[Any], None]  # a gateway_core.api.sessions.SessionReader
+RegisterStore = Callable[["StoreKind"], None]
+RegisterSharedState = Callable[["SharedStateKind"], None]
+RegisterObserver = Callable[["MakeObserver"], None]  # gateway_core.observers
 
 PROJECT = "relaygate"
 
@@ -123,4 +138,30 @@ def register_stores(register: RegisterStore, config: Config) -> None:
     (``--db``, ``RELAYGATE_DB``, ``[gateway] db``) picks the kind; the core
     registers SQLite (file paths, ``sqlite:///``) and PostgreSQL
     (``postgresql://``). Called once per app and per CLI invocation.
+    """
+
+
+@hookspec
+def register_shared_state(register: RegisterSharedState, config: Config) -> None:
+    """Register where the workers and replicas of a gateway share their state.
+
+    Call ``register(kind)`` with a :class:`gateway_core.shared_state.SharedStateKind`:
+    whether the configuration asks for it, and how it opens one gateway's share
+    (rate limiter, sign-in and redemption throttles, session affinity,
+    invalidations, shared breakers). The core registers two: in this process (the
+    default) and Redis (``[gateway] redis``). Called once per app and per CLI
+    invocation.
+    """
+
+
+@hookspec
+def register_observers(register: RegisterObserver, config: Config) -> None:
+    """Register observers of the request path.
+
+    Call ``register(make)``: ``make(gateway)`` returns the app's
+    :class:`gateway_core.observers.Observer` (or ``None``: off for this app). It is
+    told each request's start, upstream attempts (and may give the trace headers
+    an attempt carries), stream start and end, and end with its outcome and usage
+    row, and every breaker change. The core registers Prometheus metrics and
+    OpenTelemetry tracing. Called once per app.
     """

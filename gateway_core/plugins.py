@@ -18,7 +18,8 @@ import pluggy
 from . import hookspecs
 from .config import Config, ConfigError
 from .registry import LoadedPlugin, Registry
-from .types import ConfigureCommand, Migrate, RunCommand
+from .hookspecs import ConfigureCommand, RunCommand
+from .sql import Migrate
 
 ENTRY_POINT_GROUP = "relaygate"
 
@@ -27,6 +28,9 @@ DEFAULT_PLUGINS = {
     "core.policies": "gateway_core.policies.plugin",
     "core.migrations": "gateway_core.store.migrations",
     "core.stores": "gateway_core.store.kinds",
+    "core.shared_state": "gateway_core.shared.kinds",
+    "core.metrics": "gateway_core.metrics.plugin",
+    "core.tracing": "gateway_core.tracing",
     "core.serve": "gateway_core.commands.serve",
     "core.database": "gateway_core.commands.database",
     "core.users": "gateway_core.commands.users",
@@ -35,6 +39,7 @@ DEFAULT_PLUGINS = {
     "core.keys": "gateway_core.commands.keys",
     "core.plugins": "gateway_core.commands.plugins",
     "core.channels": "gateway_core.commands.channels",
+    "core.channel_models": "gateway_core.commands.channel_models",
     "core.limits": "gateway_core.commands.limits",
     "core.fallbacks": "gateway_core.commands.fallbacks",
     "core.billing": "gateway_core.commands.billing",
@@ -125,6 +130,11 @@ def collect(config: Config, extra_plugins: Iterable[Any] = ()) -> Registry:
             raise ConfigError(f"store {kind.name!r} registered twice, or for a URL scheme {', '.join(clash) or 'the default'} already serves")
         registry.stores.append(kind)
 
+    def add_shared_state(kind: Any) -> None:
+        if any(other.name == kind.name for other in registry.shared_states) or (kind.default and any(other.default for other in registry.shared_states)):
+            raise ConfigError(f"shared-state kind {kind.name!r} registered twice, or a second default")
+        registry.shared_states.append(kind)
+
     def add_command(name: str, help: str, configure: ConfigureCommand, run: RunCommand) -> None:
         registry.commands.append((name, help, configure, run))
 
@@ -137,6 +147,8 @@ def collect(config: Config, extra_plugins: Iterable[Any] = ()) -> Registry:
     hook.register_commands(register=add_command, config=config)
     hook.register_session_readers(register=registry.session_readers.append, config=config)
     hook.register_stores(register=add_store, config=config)
+    hook.register_shared_state(register=add_shared_state, config=config)
+    hook.register_observers(register=registry.observers.append, config=config)
     registry.policies.sort(key=lambda policy: policy.order)
     registry.migrations.sort(key=lambda item: item[0])
     return registry

@@ -25,6 +25,7 @@ from .asgi import send_body
 
 if TYPE_CHECKING:
     from .gateway import Gateway
+    from .shared_state import SharedState
 
 log = structlog.get_logger("relaygate.server")
 
@@ -52,6 +53,9 @@ if TYPE_CHECKING:
         @property
         def readiness(self) -> Readiness: ...
 
+        @property
+        def shared(self) -> SharedState: ...
+
 
 async def check(services: Checked) -> tuple[dict[str, str], dict[str, str]]:
     """Each check's result (``ok``, or a short fact), and the checks that failed
@@ -75,14 +79,14 @@ async def check(services: Checked) -> tuple[dict[str, str], dict[str, str]]:
         report("store", OK)
         pending = sorted({name for name, _ in services.registry.migrations} - {row["name"] for row in rows})
         report("migrations", OK, f"pending: {', '.join(pending)} (run `relaygate migrate`)" if pending else None)
-    ping = getattr(services.rate_limiter, "ping", None)
-    if services.config.redis and ping is not None:
+    shared = services.registry.shared_state_kind(services.config)
+    if shared.across_processes:  # state shared with other workers and replicas: it must answer
         try:
-            await asyncio.wait_for(ping(), timeout)
+            await asyncio.wait_for(services.shared.ping(), timeout)
         except Exception as exc:
-            report("redis", "", f"unreachable: {_describe(exc, timeout)}")
+            report(shared.name, "", f"unreachable: {_describe(exc, timeout)}")
         else:
-            report("redis", OK)
+            report(shared.name, OK)
     try:
         index = await asyncio.wait_for(services.router.index(), timeout)
     except Exception as exc:

@@ -6,17 +6,20 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .config import ConfigError
-from .types import ConfigureCommand, Migrate, Migration, RunCommand
+from .config import Config, ConfigError
+from .sql import Migration
 
 if TYPE_CHECKING:
+    from .hookspecs import ConfigureCommand, RunCommand
     from .channel_type import ChannelType
     from .client_protocol import ClientProtocol
     from .policy import Policy
     from .request_store import RequestStore
+    from .observers import MakeObserver
+    from .shared_state import SharedStateKind
     from .stores import StoreKind
 
-Command = tuple[str, str, ConfigureCommand, RunCommand]
+Command = tuple[str, str, "ConfigureCommand", "RunCommand"]
 
 
 @attrs.frozen
@@ -40,6 +43,14 @@ class Registry:
     commands: list[Command] = attrs.field(factory=list)
     session_readers: list[Any] = attrs.field(factory=list)  # api.sessions.SessionReader
     stores: list[StoreKind] = attrs.field(factory=list)  # gateway_core.stores: kinds of database, by URL scheme
+    shared_states: list[SharedStateKind] = attrs.field(factory=list)  # gateway_core.shared_state: in-process, Redis
+    observers: list[MakeObserver] = attrs.field(factory=list)  # gateway_core.observers: metrics, tracing
+
+    def shared_state_kind(self, config: Config) -> SharedStateKind:
+        """Where ``config`` asks the state to be shared (the in-process default when nowhere)."""
+        from .shared_state import kind_for_config
+
+        return kind_for_config(self.shared_states, config)
 
     def store_kind(self, url: str) -> StoreKind:
         """The kind of database ``url`` names (a ``ConfigError`` when none is installed)."""

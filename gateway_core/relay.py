@@ -43,7 +43,6 @@ from .settlement import settle
 from .stream_contract import StreamContract
 from .stream_pump import CLIENT_ENDED, pump, streamed_outcome
 from .tally import StreamTally, input_estimate
-from .tracing import upstream_trace_headers
 from .uploads import Upload
 from .upstream import read_by_read
 from .write_deadline import WriteDeadline
@@ -73,7 +72,7 @@ class ProtocolEndpoint:
             request_id=scope[REQUEST_ID], protocol=self.protocol, client_ip=services.client_address(scope),
             headers=headers, endpoint=self.route.endpoint,
         )
-        services.metrics.started()
+        services.observers.started(ctx)
         try:
             query = QueryParams(scope["query_string"]) if scope["query_string"] else NO_QUERY
             ctx.secret = self.protocol.read_key(headers, query)
@@ -204,7 +203,7 @@ class ProtocolEndpoint:
                     session=session,
                     timeouts=plan.timeouts(lease),
                     request_id=ctx.request_id,
-                    trace_headers=upstream_trace_headers(services.tracing, ctx, target),
+                    trace_headers=services.observers.trace_headers(ctx, target),
                     limits=self.limits,
                 )
                 ctx.target = target
@@ -302,7 +301,7 @@ class ProtocolEndpoint:
             await send({"type": "http.response.start", "status": 200, "headers": stream_headers(writer.content_type) + ctx.response_headers})
         tally = StreamTally(ctx.started)
         error: GatewayError | None = None
-        self.services.metrics.stream_started()
+        self.services.observers.stream_started(ctx)
         deadline = WriteDeadline(send, self.services.config.write_timeout)  # a client that stopped reading
         try:
             error = await watch.run(pump(reply, contract, writer, tally, deadline.send))
@@ -316,7 +315,7 @@ class ProtocolEndpoint:
                 raise
             end_reason = "write_timeout"  # the client stopped reading: ended here; the server closes the connection
         finally:
-            self.services.metrics.stream_ended()
+            self.services.observers.stream_ended(ctx)
             deadline.close()
             await reply.close()
         await settle(ctx, streamed_outcome(ctx, tally, end_reason, error), self.services)

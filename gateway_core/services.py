@@ -15,10 +15,8 @@ from .billing.sweeper import HoldSweeper
 from .config import Config
 from .health import HealthBoard
 from .key_cache import KeyCache
-from .metrics import Metrics
 from .readiness import Readiness
 from .retention_job import RetentionJob
-from .tracing import Tracing, tracing_from_env
 from .registry import Registry
 from .policy import Pipeline
 from .ratelimit import RateLimiter
@@ -27,17 +25,18 @@ from .recorder import Recorder
 from .router import Router
 from .admin import Admin
 from .admin.port import AdminStore
-from .affinity import Affinity, affinity_for
+from .affinity import Affinity
 from .request_store import PriceSnapshot, RequestStore
 from .snapshot import TtlSnapshot
 from .sql import SqlHandle
 from .kept_responses import ResponseStore
-from .ratelimit.faults import RedisFaults
 from .ratelimit.signin import InProcessSignInThrottle, SignInThrottle
+from .shared.in_process import InProcessState
+from .observing import Observers
+from .shared_state import Publish, SharedState
 
 if TYPE_CHECKING:
     from .gateway import Gateway
-    from .shared.setup import SharedState
 
 
 @attrs.define
@@ -58,11 +57,9 @@ class Services:
     prices: TtlSnapshot[PriceSnapshot] | None = None  # prices and group ratios
     hold_sweeper: HoldSweeper | None = None
     health: HealthBoard = attrs.field(factory=HealthBoard)
-    metrics: Metrics = attrs.field(factory=Metrics)
+    observers: Observers = attrs.field(factory=Observers)  # metrics, tracing (gateway_core.observers)
     readiness: Readiness = attrs.field(factory=Readiness)
-    tracing: Tracing | None = None  # OpenTelemetry spans (tracing.py), off by default
-    shared: SharedState | None = None  # Redis: limits, breakers, caps, invalidations (gateway_core.shared)
-    redis_faults: RedisFaults = attrs.field(factory=RedisFaults)  # times Redis was unreachable, by kind
+    shared: SharedState = attrs.field(factory=InProcessState)  # what workers and replicas share (gateway_core.shared_state)
     signin: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # console sign-in attempts
     redeem: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # redemption-code attempts (gateway_core.admin.codes)
     clock: Callable[[], float] = time.time  # Unix time, for budgets' windows (tests move it)
@@ -70,19 +67,18 @@ class Services:
     retention: RetentionJob | None = None  # rolls the usage log up and prunes it ([retention]; gateway_core.retention_job)
 
     @property
-    def publish_invalidation(self) -> Callable[[dict[str, Any]], None] | None:
-        """Queues a cache invalidation for the other workers (with Redis), else ``None``."""
-        return self.shared.bus.publish_nowait if self.shared is not None else None
+    def publish_invalidation(self) -> Publish | None:
+        """Queues a cache invalidation for the other workers (when the state is shared), else ``None``."""
+        return self.shared.publish
 
     @classmethod
     def build(
-        cls, config: Config, registry: Registry, *, store: RequestStore | None = None, rate_limiter: RateLimiter | None = None,
-        tracer_provider: Any = None,
+        cls, config: Config, registry: Registry, *, store: RequestStore | None = None, rate_limiter: RateLimiter | None = None
     ) -> Services:
         """The services for ``config``; ``store`` and ``rate_limiter`` default to the
         ones the configuration names (the embedded store; limits in Redis when
-        ``config.redis`` names it, else in this process), ``tracer_provider`` (an
-        OpenTelemetry one) to the ``OTEL_*`` environment's (none: no tracing)."""
+        ``config.redis`` names it, else in this process); the observers are the
+        registered ones' (``register_observers``: metrics, tracing when ``OTEL_*`` asks)."""
         if store is None:
             kind = registry.store_kind(config.db_path)
             store = kind.open(config.db_path, registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout)
@@ -97,54 +93,44 @@ class Services:
         router = Router(
             store, registry.channel_types, timeouts=config.timeouts, hide_forbidden_models=config.hide_forbidden_models, fallbacks=admin.list_fallbacks
         )
-        metrics = Metrics(known_model=router.known_model)
-        metrics.watch_store(store, sql.dialect)
         health = HealthBoard(
-            failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, metrics=metrics, last_resort=config.breaker_last_resort
+            failures=config.breaker_failures, cooldown=config.breaker_cooldown, store=store, last_resort=config.breaker_last_resort
         )
-        faults = RedisFaults(config.redis_faults)
-        shared = None
-        if config.redis:
-            from .shared.setup import SharedState  # redis-py is loaded only when Redis is configured
-
-            shared = SharedState.open(config, health, router, faults)
-            if rate_limiter is None:
-                rate_limiter = shared.rate_limiter(config)
-        return cls(
+        shared = registry.shared_state_kind(config).open(config, health, router)  # redis-py loaded only for Redis
+        services = cls(
             config=config,
             registry=registry,
             store=store,
             keys=KeyCache(store),
             router=router,
             health=health,
-            metrics=metrics,
-            tracing=Tracing(tracer_provider) if tracer_provider is not None else tracing_from_env(),
             shared=shared,
-            redis_faults=faults,
-            signin=shared.signin if shared is not None else InProcessSignInThrottle(),
-            redeem=shared.redeem if shared is not None else InProcessSignInThrottle(),
+            signin=shared.signin,
+            redeem=shared.redeem,
             pipeline=Pipeline(registry.policies),
             recorder=Recorder(store),
             client_address=ClientAddress(config.trusted_proxies),
             admin=admin,
             sql=sql,
             responses=ports.responses,
-            rate_limiter=InProcessRateLimiter() if rate_limiter is None else rate_limiter,
+            rate_limiter=shared.rate_limiter if rate_limiter is None else rate_limiter,
             prices=TtlSnapshot(with_catalogue(store.price_snapshot) if config.price_catalogue else store.price_snapshot),
-            affinity=affinity_for(config, shared.client if shared is not None else None),
+            affinity=shared.affinity(config),
             hold_sweeper=HoldSweeper(store, config.stale_hold_seconds, lease=config.hold_lease_seconds, replica=config.replica),
             retention=RetentionJob(Admin(admin, registry.channel_types), config.retention),
         )
+        observers = (make(services) for make in registry.observers)
+        services.observers = health.observers = Observers(observer for observer in observers if observer is not None)
+        return services
 
     async def start(self) -> None:
         """Open the store and the shared upstream HTTP session (one per worker)."""
         await self.store.start()
-        self.metrics.start()
+        self.observers.start()
         await self.router.index()  # warns about channels whose type is not loaded
         if self.hold_sweeper is not None:
             await self.hold_sweeper.begin()  # this worker's holds are owned (and a dead one's released) before it serves
-        if self.shared is not None:
-            self.shared.start(self)
+        self.shared.start(self)
         if self.retention is not None:
             self.retention.start()
         connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, keepalive_timeout=60, ttl_dns_cache=300)
@@ -172,12 +158,9 @@ class Services:
             await close()
         if self.affinity is not None:
             await self.affinity.close()
-        if self.shared is not None:
-            await self.shared.close()
+        await self.shared.close()
         await self.store.close()
-        await self.metrics.close()
-        if self.tracing is not None:
-            await asyncio.to_thread(self.tracing.shutdown)
+        await self.observers.close()
 
 
 

@@ -43,7 +43,6 @@ from .sessions import UpstreamSession
 from .reservation import confirm
 from .settlement import settle
 from .tally import estimate_tokens
-from .tracing import upstream_trace_headers
 
 log = structlog.get_logger("relaygate.session")
 
@@ -98,8 +97,9 @@ class SessionEndpoint:
             lease.release()
 
     def context(self, headers: Headers, request_id: str, client_ip: str | None) -> RequestContext:
-        self.services.metrics.started()
-        return RequestContext(request_id=request_id, protocol=self.protocol, client_ip=client_ip, headers=headers, endpoint=self.route.endpoint)
+        ctx = RequestContext(request_id=request_id, protocol=self.protocol, client_ip=client_ip, headers=headers, endpoint=self.route.endpoint)
+        self.services.observers.started(ctx)
+        return ctx
 
     async def _open(self, ctx: RequestContext, call: Call) -> tuple[UpstreamSession, Lease]:
         """The upstream session, through the first channel that opens one."""
@@ -119,7 +119,7 @@ class SessionEndpoint:
             ctx.target = target
             exchange = Exchange(
                 call=call, target=target, request=None, session=session, timeouts=plan.timeouts(lease),
-                request_id=ctx.request_id, trace_headers=upstream_trace_headers(services.tracing, ctx, target), limits=self.limits,
+                request_id=ctx.request_id, trace_headers=services.observers.trace_headers(ctx, target), limits=self.limits,
             )  # fmt: skip
             started = time.perf_counter()
             try:

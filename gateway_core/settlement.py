@@ -42,9 +42,7 @@ async def _settle(ctx: RequestContext, outcome: Outcome, services: Services) -> 
         try:
             await services.recorder.record(row, ctx.charge)
         finally:
-            services.metrics.finished(ctx, outcome, row)
-            if services.tracing is not None:
-                services.tracing.finished(ctx, outcome, row)
+            services.observers.finished(ctx, outcome, row)
 
 
 def usage_row(ctx: RequestContext, outcome: Outcome) -> UsageRow:

@@ -16,7 +16,7 @@ to in ``dialect``, so a plugin writes portable SQL where it can and branches on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 SQLITE = "sqlite"
@@ -24,6 +24,11 @@ POSTGRESQL = "postgresql"
 
 Params = Sequence[Any]
 Row = dict[str, Any]
+
+
+Migrate = Callable[["SchemaHandle"], None]
+"""A migration: ``migrate(schema)`` changes the schema once (see ``register_migrations``)."""
+Migration = tuple[str, Migrate]  # its unique name, and the migration
 
 
 @runtime_checkable

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .records import AuditReport
     from .request_store import RequestStore
     from .sql import SqlHandle
-    from .types import Migration
+    from .sql import Migration
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 

@@ -6,8 +6,10 @@ Off unless the standard ``OTEL_*`` environment asks for traces
 then spans go through a batching OTLP/HTTP exporter that reads its own settings
 (endpoint, headers, timeout) from that environment, and the resource from
 ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES``. The SDK is imported only
-then (``pip install 'relaygate[tracing]'``); ``create_app(tracer_provider=...)``
-takes a provider of the embedder's own (tests use the SDK's in-memory exporter).
+then (``pip install 'relaygate[tracing]'``). It is an observer of the request
+path (:mod:`gateway_core.observers`), registered through ``register_observers``;
+an embedder registers a ``Tracing`` of its own provider the same way (tests use
+the SDK's in-memory exporter).
 
 The request's span continues the client's W3C ``traceparent`` (and
 ``tracestate``). Nothing of it goes upstream unless the channel's
@@ -21,21 +23,22 @@ upstream) and ended, with their attributes, by the request's settlement.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .channel_settings import FORWARD_TRACEPARENT
-from .channel_type import NO_HEADERS
+from .hookspecs import hookimpl
+from .observers import Observer
 
 if TYPE_CHECKING:
     from .channel_type import Target
     from .context import RequestContext
+    from .gateway import Gateway
     from .outcome import Outcome
     from .records import UsageRow
-
-TRACE_HEADERS = ("traceparent", "tracestate")
+    from .hookspecs import RegisterObserver
 
 
 def tracing_requested(environ: Mapping[str, str] = os.environ) -> bool:
@@ -81,7 +84,7 @@ class RequestTrace:
         self.attempts: list[tuple[Any, int]] = []  # (span, start in ns)
 
 
-class Tracing:
+class Tracing(Observer):
     def __init__(self, provider: Any, *, owned: bool = False) -> None:
         from opentelemetry.trace import SpanKind, Status, StatusCode, set_span_in_context
         from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -103,7 +106,7 @@ class Tracing:
             trace = ctx.trace = RequestTrace(span)
         return trace
 
-    def attempt_started(self, ctx: RequestContext, target: Target, forward: bool) -> Mapping[str, str]:
+    def attempt_started(self, ctx: RequestContext, target: Target, forward: bool) -> Mapping[str, str] | None:
         """Start the span of an upstream attempt; the headers that carry it upstream
         when the channel forwards the trace context."""
         trace = self._request_trace(ctx)
@@ -114,7 +117,7 @@ class Tracing:
         )  # fmt: skip
         trace.attempts.append((span, started))
         if not forward:
-            return NO_HEADERS
+            return None
         carrier: dict[str, str] = {}
         self.propagator.inject(carrier, context=self._in_context(span))
         return carrier
@@ -156,19 +159,16 @@ class Tracing:
             span.set_status(self._error)
         span.end(end_time=now)
 
-    def shutdown(self) -> None:
-        """Export what is pending and stop (a provider made here only; blocking)."""
+    async def close(self) -> None:
+        """Export what is pending and stop (a provider made here only)."""
         if self.owned:
-            self.provider.shutdown()
+            await asyncio.to_thread(self.provider.shutdown)
 
 
-def upstream_trace_headers(tracing: Tracing | None, ctx: RequestContext, target: Target) -> Mapping[str, str]:
-    """The trace headers an upstream attempt sends: none unless the channel's
-    ``forward_traceparent`` is on. Starts the attempt's span when tracing is on."""
-    settings = target.channel.settings
-    forward = bool(settings) and settings.get(FORWARD_TRACEPARENT.name) is not None and FORWARD_TRACEPARENT.read(settings)
-    if tracing is not None:
-        return tracing.attempt_started(ctx, target, forward)
-    if not forward:
-        return NO_HEADERS
-    return {name: value for name in TRACE_HEADERS if (value := ctx.headers.get(name))}
+def _from_env(gateway: Gateway) -> Tracing | None:
+    return tracing_from_env()
+
+
+@hookimpl
+def register_observers(register: RegisterObserver) -> None:
+    register(_from_env)

@@ -33,15 +33,22 @@ async def decline_upgrade(scope: Any, receive: Any, send: Any, served_over_http:
     else:
         error = GatewayError(f"Unknown path: WebSocket {path}. See the API reference for the endpoints served here.", status=404, code="unknown_path")
     log.info("websocket declined", request_id=request_id, path=path, status=error.status)
+    await refuse_handshake(receive, send, scope, render(error, request_id), request_id, error.message, close_connection=served_over_http)
+
+
+async def refuse_handshake(receive: Any, send: Any, scope: Any, rendered: RenderedError, request_id: str, reason: str, *, close_connection: bool = False) -> None:
+    """Answer a WebSocket handshake with an HTTP error (``rendered``: status and
+    body in the protocol's shape, ``X-Request-Id``) instead of accepting it; a
+    server without the denial extension closes the handshake (code 1008, ``reason``)."""
     message = await receive()
     if message["type"] != "websocket.connect":
         return
     if DENIAL not in scope.get("extensions", {}):
-        await send({"type": "websocket.close", "code": 1008, "reason": error.message[:120]})
+        await send({"type": "websocket.close", "code": 1008, "reason": reason.encode("utf-8")[:120].decode("utf-8", "ignore")})
         return
-    rendered = render(error, request_id)
     headers = [(b"content-type", rendered.content_type.encode()), (b"x-request-id", request_id.encode())]
-    if served_over_http:
+    headers += [(name.lower().encode("latin-1"), str(value).encode("latin-1")) for name, value in rendered.headers.items()]
+    if close_connection:
         headers.append((b"connection", b"close"))
-    await send({"type": "websocket.http.response.start", "status": error.status, "headers": headers})
+    await send({"type": "websocket.http.response.start", "status": rendered.status, "headers": headers})
     await send({"type": "websocket.http.response.body", "body": rendered.body, "more_body": False})

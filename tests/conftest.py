@@ -35,7 +35,7 @@ from gateway_core.request_store import RequestStore
 from gateway_core.store import Store, open_store
 from gateway_core.store.postgres import PostgresStore
 from gateway_core.testing import FakeUpstream, free_port
-from gateway_core.types import Migration
+from gateway_core.sql import Migration
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 

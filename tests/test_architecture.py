@@ -136,6 +136,45 @@ def test_plugins_import_only_public_core_modules():
     assert not gone, f"no longer imported: remove from PENDING_PRIVATE_IMPORTS: {gone}"
 
 
+# What one plugin distribution may import of another, besides the core's public modules:
+# the other's documented extension point (and nothing else of it). An adapter that
+# imports another adapter's module depends on that distribution (its pyproject says so).
+ADAPTER_EXTENSION_POINTS: dict[str, set[str]] = {
+    "gateway_azure": {"gateway_openai.channel"},  # OpenAIChannel.upstream_url / auth_headers (docs/adapters/openai.md)
+}
+
+
+def imports_of_other_plugins() -> dict[str, set[str]]:
+    """Per plugin package, the modules of other plugin packages it imports."""
+    names = {package.name for package in PLUGIN_PACKAGES}  # the import names: gateway_openai …
+    found: dict[str, set[str]] = {}
+    for package in PLUGIN_PACKAGES:
+        for path in python_files(package):
+            for imported in imported_modules(path):
+                top = imported.split(".")[0]
+                if top in names and top != package.name:
+                    found.setdefault(package.name, set()).add(imported)
+    return found
+
+
+def test_plugins_import_other_plugins_only_through_their_extension_points():
+    found = imports_of_other_plugins()
+    beyond = {package: sorted(modules - ADAPTER_EXTENSION_POINTS.get(package, set())) for package, modules in found.items()}
+    beyond = {package: modules for package, modules in beyond.items() if modules}
+    assert not beyond, f"plugins import other plugins beyond their documented extension points: {beyond}"
+    assert found.get("gateway_azure") == {"gateway_openai.channel"}  # the one dependency between adapters, explicit
+
+
+def test_a_plugin_importing_another_declares_its_distribution():
+    for package in ADAPTER_EXTENSION_POINTS:
+        folder = next(p for p in PLUGIN_PACKAGES if p.name == package).parent
+        project = (folder / "pyproject.toml").read_text()
+        for module in ADAPTER_EXTENSION_POINTS[package]:
+            other = next(p for p in PLUGIN_PACKAGES if p.name == module.split(".")[0]).parent
+            name = re.search(r'^name = "([^"]+)"', (other / "pyproject.toml").read_text(), re.M)
+            assert name and f'"{name.group(1)}"' in project, f"{folder.name}/pyproject.toml must depend on {name and name.group(1)}"
+
+
 def test_public_modules_exist_and_are_documented():
     hooks_doc = (ROOT / "docs" / "hooks.md").read_text()
     for name in gateway_core.PUBLIC_MODULES:

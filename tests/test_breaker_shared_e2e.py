@@ -157,7 +157,7 @@ async def test_with_redis_away_each_replica_counts_its_own_failures(private_redi
         assert await chat(b, secret) == ECHO
     await until(lambda: breaker(b).state == "open", "B never opened its breaker on its own count")
     assert breaker(a).state == "closed" and breaker(a).failures == 1  # A could not hear of it
-    assert b.services.redis_faults.counts.get(("breakers", "open"), 0) >= FAILURES
+    assert b.services.shared.faults.counts.get(("breakers", "open"), 0) >= FAILURES
     assert await chat(b, secret) == ECHO
     assert len(flaky.requests) == 1 + FAILURES
     # Redis back: counting is shared again (the first command on a connection
@@ -166,9 +166,9 @@ async def test_with_redis_away_each_replica_counts_its_own_failures(private_redi
     client = aioredis.from_url(private_redis.url)
     try:
         for attempt in range(3):
-            faults = a.services.redis_faults.total("breakers")
+            faults = a.services.shared.faults.total("breakers")
             assert await chat(a, secret) == ECHO
-            await until(lambda: breaker(a).failures == 1 or a.services.redis_faults.total("breakers") > faults, "A's count went nowhere")
+            await until(lambda: breaker(a).failures == 1 or a.services.shared.faults.total("breakers") > faults, "A's count went nowhere")
             if breaker(a).failures == 1:
                 break
         assert breaker(a).failures == 1 and int(await client.get(f"shared-breaker-away:bf:{FLAKY}:-")) == 1  # Redis counted it alone

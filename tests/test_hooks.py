@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+from contextlib import asynccontextmanager
 import re
 from pathlib import Path
 
@@ -29,6 +31,10 @@ from gateway_core import (
 from gateway_core.cli import main
 from gateway_core.config import Config, ConfigError
 from gateway_core.plugins import collect
+from gateway_core.observers import Observer
+from gateway_core.ratelimit.memory import InProcessRateLimiter
+from gateway_core.shared.in_process import InProcessState
+from gateway_core.shared_state import SharedStateKind
 from gateway_core.store import Store
 from gateway_core.store.kinds import SqliteKind
 from gateway_core.testing import Seed
@@ -326,3 +332,150 @@ async def test_hook_register_stores(tmp_path, capsys, start_gateway):
         async with http.get(gateway.url + "/v1/models", headers={"authorization": f"Bearer {secret}"}) as response:
             assert response.status == 200, await response.text()
             assert "second-model" in [model["id"] for model in (await response.json())["data"]]
+
+
+class SameProcessKind(SharedStateKind):
+    """Gateways of one process sharing one rate limiter, and the invalidations told, recorded."""
+
+    name = "same-process"
+
+    def __init__(self) -> None:
+        self.limiter = InProcessRateLimiter()
+        self.published: list[dict] = []
+
+    def wanted(self, config):
+        return True
+
+    def open(self, config, board, router):
+        kind = self
+
+        class State(InProcessState):
+            @property
+            def publish(self):
+                return kind.published.append
+
+        state = State()
+        state.rate_limiter = self.limiter
+        return state
+
+    @asynccontextmanager
+    async def publisher(self, config):
+        yield self.published.append
+
+
+class SameProcessPlugin:
+    def __init__(self) -> None:
+        self.kind = SameProcessKind()
+
+    @hookimpl
+    def register_shared_state(self, register):
+        register(self.kind)
+
+
+async def test_hook_register_shared_state(tmp_path, start_gateway):
+    assert collect(Config()).shared_state_kind(Config()).name == "in-process"  # the default
+    assert collect(Config()).shared_state_kind(Config(redis="redis://127.0.0.1:6379/0")).name == "redis"
+    plugin = SameProcessPlugin()
+    config = Config(db_path=str(tmp_path / "shared.db"))
+    assert collect(config, [plugin]).shared_state_kind(config) is plugin.kind
+    with Seed(config, extra_plugins=[plugin]) as seed:
+        user = seed.user("eve")
+        key_id, secret = seed.key(user, limits={"rpm": 1})
+        seed.channel("demo", type="demo", base_url="local://demo", models=["demo-1"])
+        seed.price("demo-1", 0, 0, free=True)
+    # two gateways counting through the kind's one limiter: a key allowed one request a minute gets one in all
+    first, second = (start_gateway(config, extra_plugins=[plugin]) for _ in range(2))
+    body = {"model": "demo-1", "messages": [{"role": "user", "content": "hi"}]}
+    headers = {"authorization": f"Bearer {secret}"}
+    async with aiohttp.ClientSession() as http:
+        async with http.post(first.url + "/v1/chat/completions", json=body, headers=headers) as response:
+            assert response.status == 200, await response.text()
+        async with http.post(second.url + "/v1/chat/completions", json=body, headers=headers) as response:
+            assert response.status == 429, await response.text()
+    # a CLI command tells the running gateways through the kind's publisher
+    assert main(["key", "disable", str(key_id), "--db", config.db_path], extra_plugins=[plugin]) == 0
+    assert {"k": "key", "id": key_id}.items() <= plugin.kind.published[-1].items()
+
+
+class RecordingObserver(Observer):
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def started(self, ctx):
+        self.events.append(("started", ctx.endpoint))
+
+    def attempt_started(self, ctx, target, forward):
+        self.events.append(("attempt", target.channel.name, forward))
+        return {"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"} if forward else None
+
+    def stream_started(self, ctx):
+        self.events.append(("stream_started",))
+
+    def stream_ended(self, ctx):
+        self.events.append(("stream_ended",))
+
+    def finished(self, ctx, outcome, row):
+        self.events.append(("finished", row.model, row.status, row.stream))
+
+    def breaker_changed(self, channel, key, is_open):
+        self.events.append(("breaker", channel, key, is_open))
+
+
+class RecordingPlugin:
+    def __init__(self) -> None:
+        self.observer = RecordingObserver()
+        self.made_for: list[object] = []
+
+    @hookimpl
+    def register_observers(self, register):
+        def make(gateway):
+            self.made_for.append(gateway.router)
+            return self.observer
+
+        register(make)
+        register(lambda gateway: None)  # an observer that is off for this app
+
+
+async def test_hook_register_observers(tmp_path, start_gateway):
+    plugin = RecordingPlugin()
+    config = Config(db_path=str(tmp_path / "observed.db"), breaker_failures=1)
+    with Seed(config, extra_plugins=[plugin]) as seed:
+        user = seed.user("eve", balance_usd=1)
+        _, secret = seed.key(user)
+        seed.channel("demo", type="demo", base_url="local://demo", models=["demo-1"], settings={"delay_ms": 0})
+        seed.channel("gone", type="openai", base_url="http://127.0.0.1:9/v1", models=["gone-1"],
+                     settings={"forward_traceparent": True})  # fmt: skip
+        seed.price("demo-1", 0, 0, free=True)
+        seed.price("gone-1", 0, 0, free=True)
+    gateway = start_gateway(config, extra_plugins=[plugin])
+    headers = {"authorization": f"Bearer {secret}"}
+    chat = {"model": "demo-1", "messages": [{"role": "user", "content": "hi"}]}
+    async with aiohttp.ClientSession() as http:
+        async with http.post(gateway.url + "/v1/chat/completions", json=chat, headers=headers) as response:
+            assert response.status == 200
+        await until_events(plugin.observer, 2)
+        assert plugin.observer.events == [("started", "chat"), ("attempt", "demo", False), ("finished", "demo-1", 200, False)]
+        plugin.observer.events.clear()
+        async with http.post(gateway.url + "/v1/chat/completions", json={**chat, "stream": True}, headers=headers) as response:
+            assert response.status == 200
+            await response.read()
+        await until_events(plugin.observer, 4)
+        assert [event[0] for event in plugin.observer.events] == ["started", "attempt", "stream_started", "stream_ended", "finished"]
+        plugin.observer.events.clear()
+        async with http.post(gateway.url + "/v1/chat/completions", json={**chat, "model": "gone-1"}, headers=headers) as response:
+            assert response.status >= 500
+        await until_events(plugin.observer, 3)
+        events = plugin.observer.events
+        assert events[0] == ("started", "chat") and ("attempt", "gone", True) in events
+        assert ("breaker", "gone", "channel", True) in events or ("breaker", "gone", "0", True) in events
+        assert events[-1][0] == "finished" and events[-1][2] >= 500
+    assert len(plugin.made_for) == 1  # one observer per app, made with the gateway it observes
+
+
+async def until_events(observer: RecordingObserver, count: int) -> None:
+    """The settlement runs after the answer is sent: wait (briefly) until it told the observer."""
+    for _ in range(200):
+        if len(observer.events) > count and observer.events[-1][0] == "finished":
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the observer heard only {observer.events}")

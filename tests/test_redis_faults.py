@@ -66,9 +66,9 @@ async def test_redis_down_fails_each_kind_as_configured_and_recovers(private_red
     assert (await status_of(closed, free))[0] == 200  # nothing shared to count: served
     assert (await status_of(opened, limited))[0] == 200  # fail open: served without the shared count
     assert (await status_of(opened, free, "gpt-capped"))[0] == 200
-    faults = closed.services.redis_faults.counts
+    faults = closed.services.shared.faults.counts
     assert faults[("rate_limits", "closed")] >= 1 and faults[("channel_concurrency", "closed")] >= 1
-    faults = opened.services.redis_faults.counts
+    faults = opened.services.shared.faults.counts
     assert faults[("rate_limits", "open")] >= 1 and faults[("channel_concurrency", "open")] >= 1
     async with aiohttp.ClientSession() as http:  # exported as a counter
         async with http.get(closed.url + "/metrics") as response:

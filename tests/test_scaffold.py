@@ -54,7 +54,7 @@ def test_its_own_tests_pass_through_the_kit(generated):
         [sys.executable, "-m", "pytest", "-q"], cwd=generated, env=env, capture_output=True, text=True, timeout=300
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "9 passed" in run.stdout
+    assert "10 passed" in run.stdout
 
 
 @pytest.mark.parametrize("name", ["", "Ollama", "my-llm", "9lives", "class", "ollama!"])

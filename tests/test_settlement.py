@@ -13,6 +13,7 @@ from gateway_core.client_protocol import BillingHints, Call
 from gateway_core.errors import UpstreamError
 from gateway_core.model import MediaUsage, Usage
 from gateway_core.metrics import Metrics
+from gateway_core.observing import Observers
 from gateway_core.outcome import CLIENT_GONE, Outcome, answered
 from gateway_core.policy import Pipeline, Policy
 from gateway_core.records import ChannelRecord, PriceRecord
@@ -84,7 +85,7 @@ async def test_settle_finishes_the_admitted_policies_with_the_row_then_records_o
     async def record(row, charge):
         recorded.append((row.status, list(policy.seen)))
 
-    services = SimpleNamespace(pipeline=Pipeline([policy]), recorder=SimpleNamespace(record=record), metrics=Metrics(), tracing=None)
+    services = SimpleNamespace(pipeline=Pipeline([policy]), recorder=SimpleNamespace(record=record), observers=Observers([Metrics()]))
     ctx = context()
     await services.pipeline.admit(ctx, services)
     assert ctx.admitted == [policy]
@@ -103,7 +104,7 @@ async def test_a_policy_that_fails_to_finish_still_leaves_the_request_recorded()
     async def record(row, charge):
         recorded.append(row.status)
 
-    services = SimpleNamespace(pipeline=Pipeline([Broken()]), recorder=SimpleNamespace(record=record), metrics=Metrics(), tracing=None)
+    services = SimpleNamespace(pipeline=Pipeline([Broken()]), recorder=SimpleNamespace(record=record), observers=Observers([Metrics()]))
     ctx = context()
     await services.pipeline.admit(ctx, services)
     with pytest.raises(RuntimeError):

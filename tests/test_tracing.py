@@ -17,7 +17,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from gateway_core.config import Config
 from gateway_core.testing import FakeUpstream, GatewayProcess
-from gateway_core.tracing import tracing_requested
+from gateway_core import hookimpl
+from gateway_core.tracing import Tracing, tracing_requested
 from gateway_openai.fake_upstream import Fault, FakeOpenAI
 
 MODEL = "gpt-traced"
@@ -25,6 +26,17 @@ CHAT = [{"role": "user", "content": "trace me"}]
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 PARENT_ID = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{TRACE_ID}-{PARENT_ID}-01"
+
+
+class ProviderTracing:
+    """Tracing to the test's own provider, registered as an embedder would (``register_observers``)."""
+
+    def __init__(self, provider) -> None:
+        self.provider = provider
+
+    @hookimpl
+    def register_observers(self, register):
+        register(lambda gateway: Tracing(self.provider))
 
 
 @pytest.fixture
@@ -63,7 +75,7 @@ def header(upstream: FakeOpenAI, name: str) -> str | None:
 async def test_a_request_span_continues_the_client_trace_with_a_child_per_attempt(world, spans, start_gateway, seed):
     primary, backup, key_id, secret = world
     provider, exporter = spans
-    gateway = start_gateway(tracer_provider=provider)
+    gateway = start_gateway(extra_plugins=[ProviderTracing(provider)])
     primary.fail_next(Fault(status=500))
     answer = await client(gateway, secret, traceparent=TRACEPARENT, tracestate="vendor=1").chat.completions.create(model=MODEL, messages=CHAT)
     assert answer.choices[0].message.content == "echo: trace me"
@@ -102,7 +114,7 @@ async def test_a_request_span_continues_the_client_trace_with_a_child_per_attemp
 
 async def test_a_refused_request_has_its_span_and_no_attempt(world, spans, start_gateway):
     provider, exporter = spans
-    gateway = start_gateway(tracer_provider=provider)
+    gateway = start_gateway(extra_plugins=[ProviderTracing(provider)])
     with pytest.raises(openai.AuthenticationError):
         await client(gateway, "sk-not-a-key").chat.completions.create(model=MODEL, messages=CHAT)
     (span,) = exporter.get_finished_spans()

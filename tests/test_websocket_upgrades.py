@@ -1,7 +1,8 @@
 """A WebSocket upgrade the gateway does not serve: 426 on a path served over HTTP
 (clients such as Codex fall back to HTTP on exactly that), 404 on a path that does
 not exist, each with the request id and an error body in the caller's shape; never
-a 500 with an empty body. ``/v1/realtime`` still upgrades."""
+a 500 with an empty body. ``/v1/realtime`` and ``/v1/responses`` (Responses over
+WebSocket, tested with the openai adapter) upgrade."""
 
 from __future__ import annotations
 
@@ -26,9 +27,9 @@ async def refused(url: str, headers: dict[str, str] | None = None) -> tuple[int,
     return response.status_code, dict(response.headers), json.loads(response.body or b"{}")
 
 
-@pytest.mark.parametrize("path", ["/v1/responses", "/v1/chat/completions"])
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/embeddings"])
 async def test_a_path_served_over_http_declines_with_426(gateway, path):
-    status, headers, body = await refused(gateway.url.replace("http", "ws") + path, {"OpenAI-Beta": "responses_websockets=2026-02-06"})
+    status, headers, body = await refused(gateway.url.replace("http", "ws") + path)
     assert status == 426
     assert headers["x-request-id"].startswith("req_") and body["error"]["code"] == "websocket_not_supported"
     assert "served over HTTP" in body["error"]["message"]

@@ -16,7 +16,7 @@ from starlette.staticfiles import StaticFiles
 from gateway_core.ratelimit import SignInRule
 
 from .sessions import MOUNT_PATH
-from .views import admin_audit, admin_channels, admin_codes, admin_keys, admin_site, admin_users, auth, dashboard, keys, logs, models, playground, quickstart, tokens, wallet
+from .views import admin_audit, admin_channels, admin_codes, admin_keys, admin_site, admin_users, auth, channel_models, dashboard, keys, logs, models, playground, quickstart, tokens, wallet
 from . import i18n
 from .web import TEMPLATES, ConsoleState, language_of, page_values, remember_language
 
@@ -96,6 +96,8 @@ def routes() -> list:
         Route("/admin/channels/{channel_id:int}/disable", admin_channels.channel_disable, methods=POST),
         Route("/admin/channels/{channel_id:int}/delete", admin_channels.channel_delete, methods=POST),
         Route("/admin/channels/{channel_id:int}/test", admin_channels.channel_probe, methods=POST),
+        Route("/admin/channels/upstream-models", channel_models.models_for_new, methods=POST),
+        Route("/admin/channels/{channel_id:int}/upstream-models", channel_models.models_for_channel, methods=POST),
         Route("/admin/users", admin_users.user_list, methods=GET),
         Route("/admin/users", admin_users.user_create, methods=POST),
         Route("/admin/users/{user_id:int}", admin_users.user_detail, methods=GET),
@@ -188,6 +190,17 @@ def signin_rule(settings: dict[str, Any]) -> SignInRule:
             kind = float if field in ("base_delay", "max_delay", "window") else int
             values[field] = kind(settings[setting])
     return SignInRule(**values)
+
+
+def favicon_route() -> Route:
+    """``/favicon.ico`` at the gateway's root, which browsers ask for by themselves:
+    the console's icon (an SVG; its pages link it as ``rel=icon``)."""
+    icon = (STATIC / "favicon.svg").read_bytes()
+
+    async def favicon(request: Request) -> Response:
+        return Response(icon, media_type="image/svg+xml", headers={"Cache-Control": "public, max-age=86400"})
+
+    return Route("/favicon.ico", favicon, methods=GET)
 
 
 def console_mount(settings: dict[str, Any] | None = None) -> Mount:

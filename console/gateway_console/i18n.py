@@ -16,6 +16,7 @@ import gettext
 import io
 from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 import attrs
 from babel.messages.mofile import write_mo
@@ -114,6 +115,10 @@ def ngettext_(singular: str, plural: str, n: int) -> str:
     return CATALOGUES[_current.get().code].ngettext(singular, plural, n)
 
 
+def pgettext_(context: str, message: str) -> str:
+    return CATALOGUES[_current.get().code].pgettext(context, message)
+
+
 def _(message: str, **values: object) -> str:
     """``message`` in the current language, ``%(name)s`` placeholders filled from ``values``."""
     translated = gettext_(message)
@@ -155,6 +160,73 @@ def by_title(by: str) -> str:
 
 def by_column(by: str) -> str:
     return _(BREAKDOWNS[by][1]) if by in BREAKDOWNS else by
+
+
+def NC_(context: str, message: str) -> str:
+    """Like :func:`N_`, for a message of ``context`` (a word that reads differently elsewhere)."""
+    return message
+
+
+LEDGER_CONTEXT = "ledger kind"
+LEDGER_KINDS = {  # a wallet change's kind (the ledger's ``kind`` column) as shown
+    "capture": NC_("ledger kind", "request"), "topup": NC_("ledger kind", "top-up"), "redemption": NC_("ledger kind", "redemption"),
+    "adjustment": NC_("ledger kind", "adjustment"), "refund": NC_("ledger kind", "refund"), "hold": NC_("ledger kind", "hold"),
+    "release": NC_("ledger kind", "release"),
+}
+
+
+def ledger_kind(kind: str) -> str:
+    return pgettext_(LEDGER_CONTEXT, LEDGER_KINDS[kind]) if kind in LEDGER_KINDS else kind
+
+
+HEALTH_CONTEXT = "channel health"
+HEALTH_STATES = {  # a channel's or an upstream key's state (gateway_core.health_report) as shown
+    "ok": NC_("channel health", "ok"), "disabled": NC_("channel health", "disabled"), "open": NC_("channel health", "open"),
+    "half_open": NC_("channel health", "half open"), "closed": NC_("channel health", "closed"), "no_key": NC_("channel health", "no key"),
+    "no_usable_key": NC_("channel health", "no usable key"), "degraded": NC_("channel health", "degraded"),
+}
+
+
+def health_state(state: str) -> str:
+    return pgettext_(HEALTH_CONTEXT, HEALTH_STATES[state]) if state in HEALTH_STATES else state.replace("_", " ")
+
+
+SETTING_VALUES = (N_("true"), N_("false"))  # a three-state bool setting's choices, as shown
+SETTING_CONTEXT = "channel setting"  # the catalogue's context of a channel type's setting names
+
+
+def setting_label(name: str) -> str:
+    """A channel type's setting name as shown: the catalogue's words for it (the
+    installed adapters' settings are extracted into it, see :mod:`.messages`), else the name."""
+    return pgettext_(SETTING_CONTEXT, name)
+
+
+def setting_help(help: str) -> str:
+    """A setting's help text (an adapter's English) in the current language when the catalogue has it."""
+    return gettext_(help) if help else help
+
+
+def _bound(value: float | None) -> str | None:
+    return None if value is None else str(int(value)) if float(value).is_integer() else str(value)
+
+
+def setting_accepts(setting: Any) -> str:
+    """What a setting's value may be, for people (``Setting.accepts`` in the current language)."""
+    kind, choices, low, high = setting.kind, setting.choices, _bound(setting.min), _bound(setting.max)
+    if kind == "bool":
+        return _("true or false")
+    if kind == "choice":
+        return _("one of %(choices)s", choices=", ".join(choices))
+    if kind == "str":
+        return _("text")
+    whole = kind == "int"
+    if low is not None and high is not None:
+        return _("a whole number from %(low)s to %(high)s", low=low, high=high) if whole else _("a number from %(low)s to %(high)s", low=low, high=high)
+    if low is not None:
+        return _("a whole number of at least %(low)s", low=low) if whole else _("a number of at least %(low)s", low=low)
+    if high is not None:
+        return _("a whole number of at most %(high)s", high=high) if whole else _("a number of at most %(high)s", high=high)
+    return _("a whole number") if whole else _("a number")
 
 
 SCRIPT_MESSAGES = (  # the texts the console's scripts show, given to them in each page ({name}: a value)

@@ -21,7 +21,7 @@ log = structlog.get_logger("relaygate.console")
 
 @hookimpl
 def register_routes(register: Callable[[Any], None], config: Any) -> None:
-    from .app import console_mount
+    from .app import console_mount, favicon_route
 
     settings = config.plugin_settings("console")
     host = getattr(config, "serve_host", None)
@@ -32,6 +32,7 @@ def register_routes(register: Callable[[Any], None], config: Any) -> None:
             advice="serve it only behind TLS and set [plugins.console] secure_cookies = true (docs/configuration.md)",
         )
     register(console_mount(settings))
+    register(favicon_route())
 
 
 def is_loopback(host: str) -> bool:

@@ -43,7 +43,10 @@ TEMPLATES = jinja2.Environment(
 )
 TEMPLATES.filters.update(FILTERS)
 TEMPLATES.policies["ext.i18n.trimmed"] = True  # a message's line breaks and indentation are not part of it
-TEMPLATES.globals.update(period_name=i18n.period_name, cost_part=i18n.cost_part, by_title=i18n.by_title, by_column=i18n.by_column)
+TEMPLATES.globals.update(
+    period_name=i18n.period_name, cost_part=i18n.cost_part, by_title=i18n.by_title, by_column=i18n.by_column,
+    ledger_kind=i18n.ledger_kind, health_state=i18n.health_state, setting_label=i18n.setting_label, setting_help=i18n.setting_help, setting_accepts=i18n.setting_accepts,
+)
 TEMPLATES.install_gettext_callables(i18n.gettext_, i18n.ngettext_, newstyle=True)  # type: ignore[attr-defined]
 
 NOTICES = {  # the messages are translated when shown

@@ -34,7 +34,7 @@ def test_every_message_has_a_translation(code):
     for message in extract():
         if not message.id:
             continue
-        translated = catalogue.get(message.id)
+        translated = catalogue.get(message.id, context=message.context)
         if translated is None:
             missing.append(message.id)
             continue
@@ -246,7 +246,9 @@ async def test_every_page_renders_in_chinese(browsers, seed, users, start_gatewa
 
 
 def test_local_times_follow_the_pages_language_on_a_24_hour_clock(gateway, chromium):
-    context, errors = chromium  # an English browser (en-US: 12-hour by default)
+    """A Chinese page writes its times as Chinese software does, in numbers on a 24-hour
+    clock (2026-11-29 14:05), in an English browser (en-US: 12-hour by default) too."""
+    context, errors = chromium
     page = context.new_page()
     page.goto(gateway.url + "/console/login")
     page.click("nav.langs a[hreflang=zh-Hans]")
@@ -255,6 +257,57 @@ def test_local_times_follow_the_pages_language_on_a_24_hour_clock(gateway, chrom
     page.fill("input[name=password]", PASSWORDS["alice"])
     page.click("button[type=submit]")
     page.wait_for_url("**/console/dashboard**")
-    shown = page.evaluate("[...document.querySelectorAll('time[data-local]')].map(t => t.textContent)")
-    assert shown and all("月" in text and "AM" not in text and "PM" not in text for text in shown), shown
+    page.wait_for_function("[...document.querySelectorAll('time[data-local]')].every(t => t.title)")  # charts.js has run
+    shown = page.evaluate("[...document.querySelectorAll('time[data-local=time]')].map(t => t.textContent)")
+    assert shown and all(re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", text) for text in shown), shown
+    expected = page.evaluate(
+        """() => { const t = document.querySelector('time[data-local=time]'); const d = new Date(t.getAttribute('datetime'));
+                   const p = (n) => String(n).padStart(2, '0');
+                   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`; }"""
+    )
+    assert shown[0] == expected, "the browser's own zone, 24-hour"
+    page.goto(gateway.url + "/console/dashboard?lang=en")
+    page.wait_for_function("[...document.querySelectorAll('time[data-local]')].every(t => t.title)")
+    shown = page.evaluate("[...document.querySelectorAll('time[data-local=time]')].map(t => t.textContent)")
+    assert shown and all("AM" not in text and "PM" not in text and re.search(r"[A-Z][a-z]{2}", text) for text in shown), shown
     assert not errors
+
+
+async def test_ledger_kinds_and_channel_settings_in_chinese(browsers, seed, users, gateway):
+    """The kind of each wallet change, each channel type's settings (name, help, what
+    they accept; the setting's own name still shown) and a channel's state, in the
+    catalogue's words."""
+    seed.topup(users["alice"], 2_000_000, note="invoice 7")
+    alice = await browsers("alice")
+    _, page = await alice.get("/console/wallet?lang=zh_Hans")
+    kinds = re.findall(r'<span class="kind topup">([^<]*)</span>', page)
+    assert kinds and set(kinds) == {"充值"}, kinds
+    root = await browsers("root")
+    _, page = await root.get(f"/console/admin/users/{users['alice']}?lang=zh_Hans")
+    assert "<td>充值</td>" in page and "<td>topup</td>" not in page
+    _, page = await root.get("/console/admin/channels/new?lang=zh_Hans")
+    assert '<span class="setting-name">参数规则</span> <code class="small">parameter_rules</code>' in page
+    assert '<span class="setting-name">流式延迟（毫秒）</span> <code class="small">delay_ms</code>' in page
+    assert "流式输出中相邻两个词之间的毫秒数；0 到 60000 之间的整数" in page
+    assert "milliseconds between streamed words" not in page and "a whole number" not in page
+    assert '<option value="true">是</option>' in page  # a three-state bool's choices
+    seed.channel("keyless", type="openai", base_url="https://api.example.com/v1", models=["demo-chat"], api_keys=())
+    _, page = await root.get("/console/admin/channels?lang=zh_Hans")
+    assert '<span class="badge off">无密钥</span>' in page  # a channel's state
+    _, page = await root.get("/console/dashboard?view=site")
+    assert '<span class="badge off">无密钥</span>' in page and '<span class="badge on">正常</span>' in page
+    _, page = await root.get("/console/admin/channels/new?lang=en")
+    assert '<span class="setting-name">parameter_rules</span> <small>' in page and "milliseconds between streamed words; a whole number from 0 to 60000" in page
+
+
+def test_every_installed_channel_setting_is_in_the_catalogue():
+    """A new setting of an installed adapter fails this until the catalogue is updated
+    (``python -m gateway_console.messages``) and translated."""
+    from gateway_console.messages import installed_settings
+
+    catalogue = catalogue_of("zh_Hans")
+    settings = installed_settings()
+    assert {name for name, _ in settings} >= {"anthropic", "demo", "gemini", "openai"}
+    for type_name, setting in settings:
+        assert catalogue.get(setting.name, context="channel setting").string, (type_name, setting.name)
+        assert catalogue.get(setting.help).string, (type_name, setting.help)

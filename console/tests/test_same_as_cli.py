@@ -305,6 +305,6 @@ async def test_a_channel_without_an_upstream_key_shows_as_needing_one_in_both(se
     assert "needs an upstream key: it has none" in out
     root = await browsers("root")
     _, page = await root.get("/console/admin/channels")
-    assert page.count('data-breaker="no_key"') == 1 and ">no-key</span> <small>needs an upstream key: it has none<" in page
+    assert page.count('data-breaker="no_key"') == 1 and ">no key</span> <small>needs an upstream key: it has none<" in page
     _, dashboard = await root.get("/console/")
     assert '<span class="badge off">no key</span>' in dashboard

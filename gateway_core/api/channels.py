@@ -1,13 +1,14 @@
 """``/api/v1/channels`` (admin): upstream channels, their upstream keys shown
-masked. Create, change, enable, disable, delete and test."""
+masked. Create, change, enable, disable, delete, test, and list the models the
+channel's upstream offers (:mod:`gateway_core.admin.channel_models`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..admin import channels
+from ..admin import channel_models, channels
 from ..jsonable import to_jsonable
-from .operation import ApiCall, Operation
+from .operation import ApiCall, Operation, Param
 from .schema import ID, NAME, NAMES, Schema, array, obj
 
 STRINGS = {"type": "object", "additionalProperties": {"type": "string", "maxLength": 2000}, "maxProperties": 50}
@@ -34,6 +35,26 @@ PROBE = obj(
     ("ok", "model", "latency_ms", "message"),
 )  # fmt: skip
 TEST = obj({"model": {"type": "string", "minLength": 1, "maxLength": 200}})
+MODEL_IDS = {"type": "array", "items": {"type": "string"}}
+UPSTREAM_MODELS = obj(
+    {"ok": {"type": "boolean", "description": "false: nothing could be listed, and message says why"},
+     "models": {**MODEL_IDS, "description": "the models the upstream offers that the channel's type can serve, in the upstream's order"},
+     "new": {**MODEL_IDS, "description": "of models, those the channel does not serve yet"},
+     "message": {"type": "string"}, "latency_ms": {"type": "number"},
+     "status": {"type": ["integer", "null"], "description": "the upstream's HTTP status when it failed with one"},
+     "key_index": {"type": ["integer", "null"]},
+     "unpriced": {**MODEL_IDS, "description": "of models, those priced neither by the operator nor by the catalogue: requests to them are refused (403 model_not_priced)"}},
+    ("ok", "models", "new", "message", "latency_ms"),
+)  # fmt: skip
+DRAFT = obj(
+    {**{name: FIELDS[name] for name in ("type", "base_url", "api_keys", "headers", "settings", "timeout_connect", "timeout_first_byte", "timeout_idle")},
+     "match": {"type": "string", "minLength": 1, "maxLength": 200}},
+    ("type", "base_url"),
+)  # fmt: skip
+LISTING_QUERY = (
+    Param("key", {"type": "integer", "minimum": 0, "maximum": 10000}, "the upstream key to ask with, by position from 0 (default: the first usable)"),
+    Param("match", {"type": "string", "minLength": 1, "maxLength": 200}, "only ids matching this shell-style pattern, such as 'chat-*'"),
+)
 
 
 def channel_json(channel: Any) -> dict[str, Any]:
@@ -95,6 +116,26 @@ async def test_channel(call: ApiCall) -> dict[str, Any]:
     return data
 
 
+async def upstream_models(call: ApiCall) -> dict[str, Any]:
+    services = call.services
+    _, listed = await channel_models.channel_upstream_models(
+        call.admin, call.path["channel_id"], timeouts=services.config.timeouts, session=services.session,
+        request_id=call.request_id, key_index=call.query.get("key"), match=call.query.get("match"),
+    )  # fmt: skip
+    data: dict[str, Any] = to_jsonable(listed)
+    return data
+
+
+async def draft_upstream_models(call: ApiCall) -> dict[str, Any]:
+    services, fields = call.services, dict(call.body)
+    listed = await channel_models.draft_upstream_models(
+        call.admin, fields, timeouts=services.config.timeouts, session=services.session, request_id=call.request_id,
+        match=fields.pop("match", None),
+    )  # fmt: skip
+    data: dict[str, Any] = to_jsonable(listed)
+    return data
+
+
 ONE = "/channels/{channel_id}"
 E = (400, 401, 403, 404)
 OPERATIONS = (
@@ -106,4 +147,8 @@ OPERATIONS = (
     Operation("POST", ONE + "/disable", "Disable a channel (admin)", "channels", "admin", disable_channel, CHANNEL, errors=E),
     Operation("DELETE", ONE, "Delete a channel (admin)", "channels", "admin", delete_channel, None, status=204, errors=E),
     Operation("POST", ONE + "/test", "Send one small real request through the channel (admin)", "channels", "admin", test_channel, PROBE, body=TEST, errors=E),
+    Operation("GET", ONE + "/upstream-models", "List the models the channel's upstream offers, asked with the channel's key (admin)", "channels", "admin",
+              upstream_models, UPSTREAM_MODELS, query=LISTING_QUERY, errors=E),  # fmt: skip
+    Operation("POST", "/channels/upstream-models", "List the models an upstream offers before its channel is added: type, base_url, api_keys … as for POST /channels (admin)",
+              "channels", "admin", draft_upstream_models, UPSTREAM_MODELS, body=DRAFT),  # fmt: skip
 )

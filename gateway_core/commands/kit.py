@@ -92,11 +92,7 @@ class CommandContext:
             raise CommandError(f"{missing}: create one with 'relaygate init', or point --db, RELAYGATE_DB or RELAYGATE_HOME at yours")
         async with kind.admin(config.db_path, self.registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout) as port:
             catalogue = catalogue_of(config.price_catalogue)
-            if not config.redis:
-                return await operation(Admin(port, self.registry.channel_types, catalogue=catalogue))
-            from ..shared.bus import publisher
-
-            async with publisher(config.redis, config.redis_prefix) as publish:
+            async with self.registry.shared_state_kind(config).publisher(config) as publish:
                 return await operation(Admin(port, self.registry.channel_types, Caches(publish=publish), catalogue))
 
     async def audit(self, admin: Admin, action: str, target: str, before: Any = None, after: Any = None) -> None:

@@ -6,7 +6,7 @@ import argparse
 
 from ..hookspecs import hookimpl
 from ..scaffold import create_adapter
-from ..types import RegisterCommand
+from ..hookspecs import RegisterCommand
 from .kit import CommandContext
 
 

@@ -79,11 +79,11 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
     unsealed = _check_sealed_keys(cli)
     if unsealed:
         warnings.append(unsealed)
-    if config.redis:
-        problem = run_async(redis_problem(config.redis))
-        if problem is not None:  # Redis unreachable: one line, before binding
-            raise CommandError(problem)
-    if args.workers > 1 and not config.redis:  # each worker would count limits on its own
+    shared = cli.registry.shared_state_kind(config)
+    problem = run_async(shared.problem(config))
+    if problem is not None:  # the shared state (Redis) unreachable: one line, before binding
+        raise CommandError(problem)
+    if args.workers > 1 and not shared.across_processes:  # each worker would count limits on its own
         limits = run_async(configured_limits(kind, config.db_path, cli.registry.migrations, timeout=config.db_timeout))
         refusal, warning = workers_without_redis(args.workers, limits)
         if refusal:
@@ -133,20 +133,6 @@ def _check_sealed_keys(cli: CommandContext) -> str | None:
         return (f"{count} channel(s) hold upstream keys in the clear and no secret key is set: set {SECRET_ENV}, "
                 f"or create {default_key_file(cli.config.db_path)} with 'relaygate init', then run 'relaygate rotate-secrets'")  # fmt: skip
     return f"{count} channel(s) hold upstream keys stored before sealing was set up: run 'relaygate rotate-secrets' to seal them"
-
-
-async def redis_problem(url: str) -> str | None:
-    """``None`` when Redis at ``url`` answers a PING, else the one line to say."""
-    from ..ratelimit.redis import RedisRateLimiter
-
-    limiter = RedisRateLimiter(url)
-    try:
-        await limiter.ping()
-    except Exception as exc:
-        return f"Redis at {url} is unreachable ({type(exc).__name__}: {exc}); start it or fix --redis / RELAYGATE_REDIS / [gateway] redis"
-    finally:
-        await limiter.close()
-    return None
 
 
 def _configure_init(parser: argparse.ArgumentParser) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from ..asgi import send_body
 from ..policies.ip_allow import allowed, compile_networks
+from .recorder import Metrics
 
 if TYPE_CHECKING:
     from ..services import Services
@@ -44,8 +45,12 @@ class MetricsEndpoint:
             status, message, headers = refusal
             await send_body(send, status, message.encode() + b"\n", b"text/plain; charset=utf-8", headers)
             return
-        await measure(self.services)
-        await send_body(send, 200, self.services.metrics.exposition(), CONTENT_TYPE, [(b"cache-control", b"no-store")])
+        metrics = self.services.observers.find(Metrics)
+        if metrics is None:  # no metrics observer in this app
+            await send_body(send, 404, b"metrics are not recorded by this gateway\n", b"text/plain; charset=utf-8")
+            return
+        await measure(self.services, metrics)
+        await send_body(send, 200, metrics.exposition(), CONTENT_TYPE, [(b"cache-control", b"no-store")])
 
     def refusal(self, scope) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
         """Why this scrape is refused (status, message, headers), or ``None``."""
@@ -61,10 +66,9 @@ class MetricsEndpoint:
         return None
 
 
-async def measure(services: Services) -> None:
+async def measure(services: Services, metrics: Metrics) -> None:
     """The figures read at scrape time: store round trip and holds, Redis round trip,
-    and the times Redis was unreachable (``services.redis_faults``)."""
-    metrics = services.metrics
+    and the times Redis was unreachable (``services.shared.unreachable``)."""
     instruments = metrics.instruments
     started = time.perf_counter()
     try:
@@ -78,16 +82,15 @@ async def measure(services: Services) -> None:
         oldest = row["oldest"]
         instruments["relaygate_oldest_hold_age_seconds"].set(max(0.0, time.time() - oldest) if oldest else 0.0)
     unreachable = instruments["relaygate_redis_unreachable_total"]
-    for (kind, outcome), count in services.redis_faults.counts.items():  # counted on the request path, exported here
+    for (kind, outcome), count in services.shared.unreachable.items():  # counted on the request path, exported here
         exported = metrics.exported_faults.get((kind, outcome), 0)
         if count > exported:
             unreachable.labels(kind, outcome).inc(count - exported)
             metrics.exported_faults[(kind, outcome)] = count
-    ping = getattr(services.rate_limiter, "ping", None)
-    if services.config.redis and ping is not None:
+    if services.config.redis:
         started = time.perf_counter()
         try:
-            await asyncio.wait_for(ping(), PROBE_TIMEOUT)
+            await asyncio.wait_for(services.shared.ping(), PROBE_TIMEOUT)
         except Exception:
             return
         instruments["relaygate_redis_round_trip_seconds"].observe(time.perf_counter() - started)

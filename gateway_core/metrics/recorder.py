@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .counts import Counts
 from .families import COUNTER, FAMILIES, GAUGE, HISTOGRAM
 from .multiprocess import forget_dead_workers, leave, shared_folder
+from ..observers import Observer
 
 if TYPE_CHECKING:
     from ..context import RequestContext
@@ -37,8 +38,8 @@ UPSTREAM_KINDS = frozenset(("upstream", "timeout", "unavailable"))
 OTHER_MODEL = "other"
 
 
-class Metrics:
-    """The metrics of one app. ``known_model`` says whether a model is one a
+class Metrics(Observer):
+    """The metrics of one app, an observer of its request path. ``known_model`` says whether a model is one a
     channel serves (others are counted as ``other``); ``backlog`` gives the
     store's writes not yet durable."""
 
@@ -63,19 +64,19 @@ class Metrics:
         self.backlog: Callable[[], int] | None = None
         self.store_kind = ""
         self.in_flight = 0
-        self.exported_faults: dict[tuple[str, str], int] = {}  # services.redis_faults counts already exported
+        self.exported_faults: dict[tuple[str, str], int] = {}  # services.shared.unreachable counts already exported
         self.streams = 0
         self._task: asyncio.Task[None] | None = None
 
     # --- the request path ---------------------------------------------------------
 
-    def started(self) -> None:
+    def started(self, ctx: RequestContext) -> None:
         self.in_flight += 1
 
-    def stream_started(self) -> None:
+    def stream_started(self, ctx: RequestContext) -> None:
         self.streams += 1
 
-    def stream_ended(self) -> None:
+    def stream_ended(self, ctx: RequestContext) -> None:
         self.streams -= 1
 
     def finished(self, ctx: RequestContext, outcome: Outcome, row: UsageRow) -> None:
@@ -126,7 +127,7 @@ class Metrics:
 
     # --- elsewhere ------------------------------------------------------------------
 
-    def breaker(self, channel: str, key: str, is_open: bool) -> None:
+    def breaker_changed(self, channel: str, key: str, is_open: bool) -> None:
         """A breaker of ``channel`` (``key``: ``channel`` or the key's position) opened or closed."""
         self.instruments["relaygate_breaker_open"].labels(channel, key).set(1 if is_open else 0)
 

@@ -326,9 +326,9 @@ class SharedHealth:
             self.hold_open(breaker, float(event.get("left") or 0.0), int(event.get("failures") or 0), str(event.get("error") or ""))
         else:
             breaker.succeed()
-        metrics = self.board.metrics
-        if metrics is not None and event.get("n"):
-            metrics.breaker(str(event["n"]), str(event.get("i") or "channel"), is_open)
+        observers = self.board.observers
+        if observers is not None and event.get("n"):
+            observers.breaker_changed(str(event["n"]), str(event.get("i") or "channel"), is_open)
 
     def breaker(self, channel_id: int, slot: str, *, create: bool) -> Breaker | None:
         health = self.board.health(channel_id)

@@ -1,4 +1,4 @@
-"""Wiring the shared state into one gateway's services (when Redis is configured)."""
+"""One gateway's share of the state in Redis (the ``redis`` shared-state kind, :mod:`.kinds`)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING
 import attrs
 import redis.asyncio as aioredis
 
+from ..affinity import Affinity, RedisAffinity
 from ..config import Config
 from ..ratelimit.faults import CHANNEL_CONCURRENCY, RATE_LIMITS, RedisFaults
 from ..ratelimit.redis import RedisRateLimiter, connect
 from ..ratelimit.redis_signin import RedisSignInThrottle
 from ..ratelimit.resp import RespClient
+from ..shared_state import Publish, SharedState
 from . import events
 from .bus import RedisBus
 from .health import SharedHealth
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 
 
 @attrs.define
-class SharedState:
+class RedisState(SharedState):
     """One gateway's connection to Redis and what it shares through it."""
 
     client: aioredis.Redis  # pub/sub, breakers, sign-in (redis-py)
@@ -34,10 +36,13 @@ class SharedState:
     faults: RedisFaults
     signin: RedisSignInThrottle
     redeem: RedisSignInThrottle  # redemption-code attempts: the same counters in their own namespace
+    rate_limiter: RedisRateLimiter  # the key and user limits, on the scripts' connection
+    prefix: str
 
     @classmethod
-    def open(cls, config: Config, board: HealthBoard, router: Router, faults: RedisFaults) -> SharedState:
+    def open(cls, config: Config, board: HealthBoard, router: Router) -> RedisState:
         assert config.redis is not None
+        faults = RedisFaults(config.redis_faults)
         client = connect(config.redis)
         scripts = RespClient(config.redis)
         origin = uuid.uuid4().hex
@@ -52,11 +57,25 @@ class SharedState:
             client=client, scripts=scripts, bus=bus, health=health, faults=faults,
             signin=RedisSignInThrottle(client, config.redis_prefix, faults),
             redeem=RedisSignInThrottle(client, f"{config.redis_prefix}:redeem", faults),
+            rate_limiter=RedisRateLimiter(scripts, prefix=config.redis_prefix, faults=faults, fail_open=faults.fails_open(RATE_LIMITS)),
+            prefix=config.redis_prefix,
         )  # fmt: skip
 
-    def rate_limiter(self, config: Config) -> RedisRateLimiter:
-        """The key and user limits, on the same connection."""
-        return RedisRateLimiter(self.scripts, prefix=config.redis_prefix, faults=self.faults, fail_open=self.faults.fails_open(RATE_LIMITS))
+    @property
+    def publish(self) -> Publish:
+        return self.bus.publish_nowait
+
+    @property
+    def unreachable(self) -> dict[tuple[str, str], int]:
+        return self.faults.counts
+
+    def affinity(self, config: Config) -> Affinity | None:
+        if not config.session_affinity:
+            return None
+        return RedisAffinity(self.client, self.prefix, ttl=config.session_ttl, header=config.session_header or None)
+
+    async def ping(self) -> None:
+        await self.rate_limiter.ping()
 
     def start(self, gateway: Gateway) -> None:
         """Listen for invalidations and breaker changes (a task; reconnects by itself)."""

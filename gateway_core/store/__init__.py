@@ -20,7 +20,7 @@ from ..request_store import RequestStore
 from ..sql import SqlHandle
 from ..kept_responses import ResponseStore
 from ..stores import kind_for, kind_of
-from ..types import Migration
+from ..sql import Migration
 from . import channel_health, channels, groups, keys, limits, prices, usage, users, wallet
 from .connection import atomic
 from .migrations import CORE_MIGRATIONS, apply_migrations

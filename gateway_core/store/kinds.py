@@ -17,7 +17,8 @@ from .postgres_kind import PostgresKind
 if TYPE_CHECKING:
     from ..admin.port import AdminStore
     from ..request_store import RequestStore
-    from ..types import Migration, RegisterStore
+    from ..hookspecs import RegisterStore
+    from ..sql import Migration
     from .sqlite_store import Store
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..stores import StoreKind
-from ..types import Migration
+from ..sql import Migration
 
 
 _LIMITED = "coalesce(rpm, 0) > 0 OR coalesce(tpm, 0) > 0 OR coalesce(concurrency, 0) > 0"

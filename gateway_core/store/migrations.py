@@ -19,7 +19,7 @@ import sqlite_utils
 
 from ..hookspecs import hookimpl
 from ..records import DEFAULT_GROUP, LIMIT_COLUMNS
-from ..types import Migrate, Migration
+from ..sql import Migrate, Migration
 from .access_schema import migrate_0007_access_tokens_audit
 from .billing_schema import migrate_0003_billing
 from .billing_v2_schema import (

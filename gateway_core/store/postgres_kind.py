@@ -14,7 +14,7 @@ from ..stores import CopyEnd, StoreKind, StorePorts
 if TYPE_CHECKING:
     from ..admin.port import AdminStore
     from ..request_store import RequestStore
-    from ..types import Migration
+    from ..sql import Migration
     from .postgres import PostgresStore
 
 

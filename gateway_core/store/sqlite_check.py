@@ -14,7 +14,7 @@ import struct
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..types import Migration
+from ..sql import Migration
 from .connection import connect
 from .migrations import apply_migrations
 

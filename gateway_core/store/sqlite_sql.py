@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import sqlite_utils
 
 from ..sql import SQLITE, Params, Row, SchemaHandle
-from ..types import Migrate
+from ..sql import Migrate
 from .connection import fetch_all, fetch_one
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ import structlog
 
 from ..records import ChannelRecord, KeyRecord, UsageRow
 from ..request_store import BreakerReport, HoldOwner, PriceSnapshot, StoreLocked, StoreUnavailable
-from ..types import Migration
+from ..sql import Migration
 from . import budgets as budget_counts
 from . import channel_health, channels, hold_owners, keys, requests, wallet
 from .checkpointer import CHECKPOINT_BUSY_TIMEOUT_MS, Checkpointer, writer_connection

@@ -11,6 +11,8 @@
   wire format over loopback HTTP, with fault injection (:class:`Fault`);
   :class:`UpstreamServers` serves them (the ``fake_upstream`` fixture).
 - :class:`Examples` reads recorded wire examples from a ``tests/examples`` folder.
+- :func:`upstream_models` lists a fake upstream's models through a channel type
+  (``ChannelType.list_models``), as the fronts do.
 - :func:`paths_of` and :func:`replaced` put another value at each place of a JSON
   value (property tests: any value in any field).
 - :func:`make_key_record` and :func:`make_context` build what a policy's
@@ -44,6 +46,7 @@ from ..records import KeyRecord, UsageRow
 from .examples import Examples
 from .fake_upstream import FakeUpstream, Fault, UpstreamServers
 from .json_paths import paths_of, replaced
+from .listing import upstream_models
 from .seed import Seed
 
 if TYPE_CHECKING:
@@ -64,6 +67,7 @@ __all__ = [
     "make_key_record",
     "paths_of",
     "replaced",
+    "upstream_models",
     "wait_until_up",
 ]
 

@@ -32,6 +32,7 @@ from gateway_core import (
     Frame,
     InvalidRequestError,
     JsonReply,
+    ModelQuery,
     Reply,
     Setting,
     StreamReply,
@@ -43,6 +44,7 @@ from gateway_core.sse import frame_fields
 from gateway_core.upstream import parse_answer, parse_frame_json, post, read_all, sse_frames
 
 from .error_body import upstream_error_message
+from .listing import list_models
 from .messages_request import DEFAULT_MAX_TOKENS, request_to_wire
 from .messages_response import response_from_wire, usage_from_wire
 from .messages_stream import EventDecoder
@@ -126,6 +128,11 @@ class AnthropicChannel(ChannelType):
         if exchange.passthrough:
             return JsonReply(body=data, response=None, usage=usage, model=answer.get("model"))
         return JsonReply(body=None, response=response_from_wire(answer), usage=usage)
+
+    async def list_models(self, query: ModelQuery) -> list[str]:
+        headers = upstream_headers(query.channel, query.api_key, {}, False)
+        del headers["content-type"]  # a GET carries no body
+        return await list_models(query, headers)  # GET /v1/models, page by page (listing.py)
 
     def max_tokens(self, channel: ChannelRecord) -> int:
         return int(self.max_tokens_setting.read(channel.settings))

@@ -2,7 +2,7 @@
 
 It lets a new user see the gateway work with no provider account and no network.
 Its channel setting ``delay_ms`` (a whole number of milliseconds, default 30)
-spaces the streamed words.
+spaces the streamed words. It lists ``demo-chat`` as its model (it answers any).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from gateway_core import (
     Frame,
     InvalidRequestError,
     JsonReply,
+    ModelQuery,
     PartDelta,
     PartStart,
     PartStop,
@@ -38,6 +39,7 @@ from gateway_core import (
 from .answer import answer, usage_for
 
 DEMO_WIRE = "demo"
+MODELS = ("demo-chat",)  # what it offers; it answers any model it is given
 DELAY_MS = Setting("delay_ms", "int", default=30, min=0, max=60_000, help="milliseconds between streamed words")
 
 
@@ -54,6 +56,9 @@ class DemoChannel(ChannelType):
         if not separator:
             return base_url.rstrip("/") or "local://demo"
         return f"{scheme}://{rest.rstrip('/') or 'demo'}"  # local:// is local://demo, never "local:"
+
+    async def list_models(self, query: ModelQuery) -> list[str]:
+        return list(MODELS)
 
     async def send(self, exchange: Exchange) -> Reply:
         request = exchange.request

@@ -34,6 +34,7 @@ from gateway_core import (
     Frame,
     InvalidRequestError,
     JsonReply,
+    ModelQuery,
     Reply,
     Setting,
     StreamReply,
@@ -49,6 +50,7 @@ from gateway_core.upstream import parse_answer, parse_frame_json, post, read_all
 from .count_tokens import count_body_to_wire, count_from_wire, count_response, passthrough_count_body
 from .embeddings import BATCH_EMBED_CONTENTS, embed_body_to_wire, embed_usage, embeddings_from_wire, passthrough_embed_body
 from .error_body import channel_fault, retry_delay, upstream_error_message
+from .listing import list_models
 from .protocol import COUNT_TOKENS_WIRE, EMBED_WIRE, GENERATE_WIRE
 from .request import request_to_wire
 from .response import response_from_wire, usage_from_wire
@@ -131,6 +133,9 @@ class GeminiChannel(ChannelType):
         except InvalidRequestError as error:  # the shared readers of parts say 400: here it is the upstream's fault
             raise malformed_answer(error, data) from None
         return JsonReply(body=None, response=converted, usage=usage)
+
+    async def list_models(self, query: ModelQuery) -> list[str]:
+        return await list_models(query, API_VERSION.read(query.channel.settings))  # GET /{version}/models (listing.py)
 
     def _method_and_body(self, exchange: Exchange) -> tuple[str, JSON]:
         call, upstream = exchange.call, exchange.target.upstream_model

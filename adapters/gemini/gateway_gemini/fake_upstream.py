@@ -3,7 +3,9 @@
 It serves ``POST /{version}/models/{model}:{method}`` for ``generateContent``,
 ``streamGenerateContent`` (``?alt=sse`` frames ``data: {json}\\r\\n\\r\\n``, else one
 JSON array), ``countTokens``, ``embedContent`` and ``batchEmbedContents``, and ``GET
-/{version}/models``. It checks the ``x-goog-api-key`` it receives as Google does (a
+/{version}/models``: ``models`` in pages of ``pageSize`` (default 50, at most 1000)
+from an opaque ``pageToken``, ``{"models": [...], "nextPageToken": ...}`` with the
+empty list and the last page's token left out, as Google does. It checks the ``x-goog-api-key`` it receives as Google does (a
 wrong key is a 400 ``API_KEY_INVALID``, none a 403), echoes the last user text,
 reports ``usageMetadata``, answers with a function call (no id, with a thought
 signature, as Gemini does) when told to, records every request, and can be told to
@@ -13,6 +15,7 @@ mid-stream, a slow first byte, malformed JSON.
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import attrs
@@ -23,6 +26,22 @@ from gateway_core.testing import FakeUpstream, Fault
 
 EXPECTED_KEY = "sk-upstream-test"
 SIGNATURE = "c2lnbmF0dXJlLWZha2U="
+GENERATE = ["generateContent", "countTokens", "createCachedContent", "batchGenerateContent"]
+
+
+def model_entry(model: str, methods: list[str]) -> dict[str, Any]:
+    """A model as ``models.list`` gives it."""
+    return {"name": f"models/{model}", "version": "001", "displayName": model.replace("-", " ").title(), "description": f"{model} (fake)",
+            "inputTokenLimit": 1048576, "outputTokenLimit": 65536, "supportedGenerationMethods": methods}  # fmt: skip
+
+
+MODELS = (
+    model_entry("gemini-2.5-flash", GENERATE),
+    model_entry("gemini-2.5-pro", GENERATE),
+    model_entry("gemini-embedding-001", ["embedContent", "countTokens", "countTextTokens"]),
+    model_entry("imagen-4.0-generate-001", ["predict"]),
+    model_entry("gemini-2.5-flash-live", ["bidiGenerateContent"]),
+)
 __all__ = ["EXPECTED_KEY", "FakeGemini", "Fault"]
 
 
@@ -32,6 +51,7 @@ class FakeGemini(FakeUpstream):
     function_call: dict[str, Any] | None = None  # {"name": ..., "args": {...}}: answer with this call
     thoughts: bool = False  # answer with a thought part first
     cached_tokens: int = 0
+    models: list[dict[str, Any]] = attrs.field(factory=lambda: list(MODELS))  # what GET /{version}/models lists
 
     malformed_body = b'{"candidates": ['
 
@@ -53,8 +73,23 @@ class FakeGemini(FakeUpstream):
     def error_body(self, status: int, message: str) -> Any:
         return {"error": {"code": status, "message": message, "status": "INTERNAL"}}
 
-    async def list_models(self, request: web.Request) -> web.Response:
-        return self.answer({"models": [{"name": "models/gemini-fake", "supportedGenerationMethods": ["generateContent"]}]})
+    async def list_models(self, request: web.Request) -> web.StreamResponse:
+        fault, refusal = await self.admit(request, None)
+        if refusal is not None:
+            return refusal
+        size = int(request.query.get("pageSize") or 50)
+        size = min(size, 1000) if size > 0 else 50
+        token = request.query.get("pageToken")
+        try:
+            start = int(base64.urlsafe_b64decode(token.encode()).decode().removeprefix("after:")) if token else 0
+        except ValueError:
+            return error_response(400, "Invalid page token.", "INVALID_ARGUMENT")
+        page: dict[str, Any] = {}
+        if self.models[start : start + size]:
+            page["models"] = self.models[start : start + size]
+        if start + size < len(self.models):
+            page["nextPageToken"] = base64.urlsafe_b64encode(f"after:{start + size}".encode()).decode()
+        return self.answer(page, fault)
 
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         model, _, method = request.match_info["target"].rpartition(":")

@@ -31,9 +31,11 @@ from gateway_core import (
     Exchange,
     InvalidRequestError,
     JsonReply,
+    ModelQuery,
     Reply,
     Setting,
     StreamReply,
+    Target,
     UpstreamError,
     endpoints,
 )
@@ -61,6 +63,7 @@ from .chat_response import response_from_wire, usage_from_wire
 from .chat_stream import FrameDecoder
 from .completions import COMPLETIONS_WIRE
 from .error_body import upstream_error_message
+from .listing import list_models
 from .moderations import MODERATIONS_WIRE
 from .protocol import stateful_message
 from .realtime import REALTIME_WIRE, open_upstream
@@ -92,8 +95,18 @@ def strip_version(base_url: str) -> str:
 
 
 class OpenAIChannel(ChannelType):
+    """The ``openai`` channel type, and the base of channel types whose upstream
+    speaks OpenAI's wire format at other URLs or with other credentials.
+
+    Its extension point is two methods (``docs/adapters/openai.md``, "Extending the
+    openai channel type"): :meth:`upstream_url` says where each call goes and
+    :meth:`auth_headers` how it is authenticated; everything else (the conversion,
+    streaming, usage, errors) is this type's. A subclass sets its own ``name``,
+    ``settings`` and, when it serves fewer endpoints, :meth:`wire`.
+    """
+
     name = "openai"
-    settings = (RESPONSES, MAX_TOKENS_PARAM)
+    settings: tuple[Setting, ...] = (RESPONSES, MAX_TOKENS_PARAM)
 
     def wire(self, endpoint: str) -> str | None:
         return WIRES.get(endpoint)
@@ -101,23 +114,44 @@ class OpenAIChannel(ChannelType):
     def normalize_base_url(self, base_url: str) -> str:
         return strip_version(base_url)
 
+    def upstream_url(self, target: Target, path: str) -> str:
+        """The URL of one upstream call. ``path`` is OpenAI's own, starting with
+        ``/v1/`` (``/v1/chat/completions``, ``/v1/responses/{id}`` with the id
+        quoted); ``target`` is the channel and its mapped model
+        (``target.upstream_model``). Default: the channel's base URL and ``path``."""
+        return target.channel.base_url + path
+
+    async def auth_headers(self, exchange: Exchange) -> dict[str, str]:
+        """The headers that authenticate one upstream call with the target's key
+        (``exchange.target.api_key``); the core adds the channel's own headers.
+        Awaited once per attempt, so it may fetch or refresh a token (through
+        ``exchange.session``). Default: ``Authorization: Bearer <key>``."""
+        return {"Authorization": f"Bearer {exchange.target.api_key}"}
+
     async def open_session(self, exchange: Exchange) -> UpstreamSession:
         return await open_upstream(exchange)  # the Realtime API (realtime.py)
+
+    async def list_models(self, query: ModelQuery) -> list[str]:
+        return await list_models(query)  # GET /v1/models (listing.py)
 
     async def send(self, exchange: Exchange) -> Reply:
         target, call = exchange.target, exchange.call
         channel = target.channel
-        headers = {"Authorization": f"Bearer {target.api_key}"}  # the core adds the channel's own headers
+        headers = await self.auth_headers(exchange)
+
+        def url(path: str) -> str:
+            return self.upstream_url(target, path)
+
         if call.wire == RESPONSES_WIRE:
             if speaks_responses(channel):
-                return await send_responses(exchange, _json_headers(headers, call.stream))
+                return await send_responses(exchange, _json_headers(headers, call.stream), url)
             if call.endpoint == endpoints.RESPONSES:  # needs state: only a native channel may serve it
                 raise InvalidRequestError(stateful_message(call.model, str(call.options.get("stateful"))))
         elif call.endpoint in TEXT_PATHS:
             body = passthrough_body(call.body, target.upstream_model, call.stream)
-            return await send_text(exchange, _json_headers(headers, call.stream), body)
+            return await send_text(exchange, _json_headers(headers, call.stream), body, url)
         elif call.endpoint != endpoints.CHAT:
-            return await send_media(exchange, headers)
+            return await send_media(exchange, headers, url)
         return await self._chat(exchange, _json_headers(headers, call.stream))
 
     async def _chat(self, exchange: Exchange, headers: dict[str, str]) -> Reply:
@@ -129,7 +163,7 @@ class OpenAIChannel(ChannelType):
             body = request_to_wire(exchange.request, target.upstream_model, max_tokens_field=field)
         else:
             raise UpstreamError("an openai channel was handed a request it cannot convert to chat")
-        url = target.channel.base_url + CHAT_PATH
+        url = self.upstream_url(target, CHAT_PATH)
         response = await post(exchange, url, headers=headers, body=orjson.dumps(body), error_message=upstream_error_message)
         if call.stream:
             frames = sse_frames(response, FrameDecoder().decode)

@@ -11,6 +11,7 @@ its content type); speech audio is relayed as it arrives.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -53,9 +54,11 @@ _IMAGES = frozenset((endpoints.IMAGES_GENERATIONS, endpoints.IMAGES_EDITS))
 _AUDIO_TEXT = frozenset((endpoints.AUDIO_TRANSCRIPTIONS, endpoints.AUDIO_TRANSLATIONS))  # billed alike
 
 
-async def send_media(exchange: Exchange, headers: dict[str, str]) -> Reply:
+async def send_media(exchange: Exchange, headers: dict[str, str], url_for: Callable[[str], str]) -> Reply:
+    """Send an embeddings, images or audio call to ``url_for(path)`` (``path``
+    OpenAI's, from :data:`PATHS`)."""
     call, target = exchange.call, exchange.target
-    url = target.channel.base_url + PATHS[call.endpoint]
+    url = url_for(PATHS[call.endpoint])
     if call.upload is not None:
         upload_headers = {**headers, "Content-Type": call.upload.content_type or ""}
         replace = {"model": target.upstream_model}

@@ -12,6 +12,7 @@ Responses wire so the client's writer forwards it (see :attr:`Frame.wire`).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -65,15 +66,18 @@ def speaks_responses(channel: ChannelRecord) -> bool:
 STORED_METHOD = "stored_method"  # Call.options of a kept response read or deleted at its upstream
 
 
-async def send_responses(exchange: Exchange, headers: dict[str, str]) -> Reply:
+async def send_responses(exchange: Exchange, headers: dict[str, str], url_for: Callable[[str], str]) -> Reply:
+    """Forward a Responses call to ``url_for("/v1/responses")`` (a kept response's
+    read or delete to ``url_for("/v1/responses/{id}")``)."""
     call, target = exchange.call, exchange.target
     method = call.options.get(STORED_METHOD)
     if method:
-        return await send_stored(exchange, headers, str(method), str(call.body.get("id")))
+        response_id = str(call.body.get("id"))
+        return await send_stored(exchange, headers, str(method), response_id, url_for(f"/v1/responses/{quote(response_id, safe='')}"))
     body = {**call.body, "model": target.upstream_model}
     if isinstance(body.get("input"), list):
         body["input"] = plain_item_ids(body["input"])
-    url = target.channel.base_url + "/v1/responses"
+    url = url_for("/v1/responses")
     response = await post(exchange, url, headers=headers, body=orjson.dumps(body), error_message=upstream_error_message)
     if call.stream:
         frames = sse_frames(response, ResponsesFrames().decode)
@@ -106,10 +110,10 @@ class ResponsesFrames:
         return Frame(raw, tuple(events), terminal=payload.get("type") in TERMINAL, wire=RESPONSES_WIRE)
 
 
-async def send_stored(exchange: Exchange, headers: dict[str, str], method: str, response_id: str) -> JsonReply:
-    """``GET`` or ``DELETE /v1/responses/{id}`` at the upstream that holds the
-    response; its 404 is the client's 404. Nothing is billed (an empty usage)."""
-    url = f"{exchange.target.channel.base_url}/v1/responses/{quote(response_id, safe='')}"
+async def send_stored(exchange: Exchange, headers: dict[str, str], method: str, response_id: str, url: str) -> JsonReply:
+    """``GET`` or ``DELETE`` the response's ``url`` (``/v1/responses/{id}``) at the
+    upstream that holds it; its 404 is the client's 404. Nothing is billed (an
+    empty usage)."""
     timeouts = exchange.timeouts
     try:
         async with asyncio.timeout(timeouts.first_byte + timeouts.idle):

@@ -4,6 +4,7 @@ the body as the client sent it, the model mapped; see :mod:`.completions` and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -23,12 +24,12 @@ PATHS = {
 }
 
 
-async def send_text(exchange: Exchange, headers: dict[str, str], body: dict[str, Any]) -> Reply:
+async def send_text(exchange: Exchange, headers: dict[str, str], body: dict[str, Any], url_for: Callable[[str], str]) -> Reply:
     """Send a completions or moderations call's ``body`` (the client's, the model
     mapped; a stream asking for usage, which the client's writer drops again unless
-    it asked too)."""
-    call, target = exchange.call, exchange.target
-    url = target.channel.base_url + PATHS[call.endpoint]
+    it asked too) to ``url_for(path)``."""
+    call = exchange.call
+    url = url_for(PATHS[call.endpoint])
     response = await post(exchange, url, headers=headers, body=orjson.dumps(body), error_message=upstream_error_message)
     if call.stream:
         frames = sse_frames(response, FrameDecoder(as_chat_chunk).decode)

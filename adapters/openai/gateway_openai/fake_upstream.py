@@ -11,7 +11,9 @@ It also serves ``/v1/responses`` (:mod:`.fake_responses`), ``/v1/embeddings``,
 ``/v1/audio/transcriptions`` (:mod:`.fake_media`; images streamed too, with partial images), and ``/v1/completions``,
 ``/v1/moderations``, ``/v1/audio/translations`` and rerank (``/v1/rerank`` in
 Jina's shape, ``/v2/rerank`` in Cohere's) (:mod:`.fake_text`); multipart requests
-are recorded as the fields and files that arrived.
+are recorded as the fields and files that arrived. ``GET /v1/models`` lists
+``models`` as OpenAI does (``{"object": "list", "data": [{"id", "object", "created",
+"owned_by"}]}``, one page).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from . import fake_media, fake_responses, fake_text
 
 EXPECTED_KEY = "sk-upstream-test"
 REASONING_MODELS = ("o1", "o3", "o4", "gpt-5")
+MODELS = ("gpt-4o-mini", "gpt-4o", "text-embedding-3-small", "o3-mini")
 __all__ = ["EXPECTED_KEY", "FakeOpenAI", "Fault"]
 
 
@@ -42,6 +45,7 @@ class FakeOpenAI(FakeUpstream):
     kept: dict[str, Any] = attrs.field(factory=dict)  # stored Responses answers, by id (GET/DELETE /v1/responses/{id})
     image_hold: asyncio.Event | None = None  # streamed images: the completed events wait for it
     partial_image_bytes: int = 0  # streamed images: the size of each partial image (0: a 1-pixel PNG)
+    models: list[str] = attrs.field(factory=lambda: list(MODELS))  # what GET /v1/models lists
 
     malformed_body = b'{"id": "chatcmpl-broken", "choices": ['
 
@@ -60,6 +64,7 @@ class FakeOpenAI(FakeUpstream):
         router.add_post("/v1/audio/translations", self.translations)
         router.add_post("/v1/rerank", self.rerank)
         router.add_post("/v2/rerank", self.rerank)
+        router.add_get("/v1/models", self.model_list)
 
     def check(self, request: web.Request, body: Any) -> web.Response | None:
         if self.api_key is not None and request.headers.get("Authorization") != f"Bearer {self.api_key}":
@@ -167,6 +172,11 @@ class FakeOpenAI(FakeUpstream):
         _, refusal = await self.admit(request, form)
         fields = form["fields"]
         return refusal or fake_text.translation(fields.get("model", ""), fields.get("response_format") or "json")
+
+    async def model_list(self, request: web.Request) -> web.StreamResponse:
+        fault, refusal = await self.admit(request, None)
+        data = [{"id": model, "object": "model", "created": 1_700_000_000 + n, "owned_by": "system"} for n, model in enumerate(self.models)]
+        return refusal or self.answer({"object": "list", "data": data}, fault)
 
     async def rerank(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

@@ -1,7 +1,7 @@
 """The OpenAI client protocol: the routes OpenAI-style clients call, in their shapes.
 
 Routes (under ``/v1``): ``chat/completions``, ``responses`` (and ``responses/{id}``,
-:mod:`.responses_kept`), ``realtime`` (WebSocket, :mod:`.realtime`), ``embeddings``,
+:mod:`.responses_kept`; over a WebSocket too, :mod:`.responses_socket`), ``realtime`` (WebSocket, :mod:`.realtime`), ``embeddings``,
 ``images/generations``, ``images/edits``, ``audio/transcriptions`` and
 ``audio/translations`` (uploads, streamed to the upstream, at most
 ``max_upload_bytes``), ``audio/speech``, ``completions`` (legacy),
@@ -23,6 +23,7 @@ from gateway_core import (
     Call,
     Caller,
     ClientProtocol,
+    FrameConversation,
     GatewayError,
     InvalidRequestError,
     LocalAnswer,
@@ -52,6 +53,7 @@ from .moderations import moderation_call
 from .rerank import rerank_call
 from .responses_kept import KeptResponses, refusal, shown_body
 from .responses_request import request_from_wire as responses_from_wire
+from .responses_socket import ResponsesSocket, warmup_answer
 from .responses_response import response_to_wire as responses_to_wire
 from .responses_writer import ResponsesWriter, log_conversion
 
@@ -102,6 +104,7 @@ class OpenAIProtocol(ClientProtocol):
             RouteSpec("/v1/models", endpoints.MODELS, methods=("GET",)),
             RouteSpec("/v1/models/{model:path}", endpoints.MODELS, methods=("GET",)),
             RouteSpec("/v1/realtime", endpoints.REALTIME, methods=("GET",), websocket=True),
+            RouteSpec("/v1/responses", endpoints.RESPONSES, methods=("GET",), websocket=True, frames_for="/v1/responses"),
         )
 
     def read_key(self, headers, query) -> str:
@@ -183,6 +186,8 @@ class OpenAIProtocol(ClientProtocol):
     async def prepare(self, call: Call, caller: Caller) -> Call | LocalAnswer:
         """Kept responses (:mod:`.responses_kept`): a ``previous_response_id`` the
         gateway kept, filled in; ``GET``/``DELETE /v1/responses/{id}`` answered."""
+        if call.wire == RESPONSES_WIRE and call.body.get("generate") is False:
+            return warmup_answer(call)  # Codex's warm-up: no model call (responses_socket.py)
         if call.wire == RESPONSES_WIRE or call.endpoint == endpoints.RESPONSES_STORED:
             return await self.kept.prepare(call, caller)
         return call
@@ -210,6 +215,9 @@ class OpenAIProtocol(ClientProtocol):
 
     def session_subprotocol(self, offered: Sequence[str]) -> str | None:
         return realtime.accepted_subprotocol(offered)
+
+    def frame_conversation(self, route: RouteSpec) -> FrameConversation:
+        return ResponsesSocket()  # GET /v1/responses over WebSocket (responses_socket.py)
 
     def session_error(self, error: GatewayError, request_id: str) -> str:
         return realtime.error_event(error, request_id)

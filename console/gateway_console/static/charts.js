@@ -10,11 +10,22 @@
   // --- times in the local zone --------------------------------------------------------
 
   // in the page's language (a Chinese page reads Chinese dates whatever the browser's
-  // own), on a 24-hour clock as every other time in the console
+  // own), on a 24-hour clock as every other time in the console; a Chinese page writes
+  // them as Chinese software does, in numbers: 2026-11-29 14:05
   const LANG = document.documentElement.lang || undefined;
+  const NUMERIC = /^zh/i.test(LANG || "");
   const DAY = { year: "numeric", month: "short", day: "numeric" };
   const CLOCK = { hour: "2-digit", minute: "2-digit", hourCycle: "h23" };
   const TIME = { ...DAY, ...CLOCK };
+  const NUMBERS = { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", hourCycle: "h23" };
+
+  function localText(date, withClock) {
+    if (!NUMERIC) return date.toLocaleString(LANG, withClock ? TIME : DAY);
+    const part = {};
+    for (const { type, value } of new Intl.DateTimeFormat("en-CA", NUMBERS).formatToParts(date)) part[type] = value;
+    const day = `${part.year}-${part.month}-${part.day}`;
+    return withClock ? `${day} ${part.hour}:${part.minute}` : day;
+  }
 
   function utcText(date) {
     return date.toISOString().replace("T", " ").slice(0, 16) + " UTC";
@@ -25,7 +36,7 @@
       const date = new Date(time.getAttribute("datetime"));
       if (Number.isNaN(date.getTime())) continue;
       time.title = utcText(date);
-      time.textContent = date.toLocaleString(LANG, time.dataset.local === "day" ? DAY : TIME);
+      time.textContent = localText(date, time.dataset.local !== "day");
     }
   }
 
@@ -65,7 +76,7 @@
   function tipTitle(data, index) {
     if (!data.times) return data.labels[index];
     const date = new Date(data.times[index] * 1000);
-    return `${date.toLocaleString(LANG, data.step >= 86400 ? DAY : TIME)} (${utcText(date)})`;
+    return `${localText(date, data.step < 86400)} (${utcText(date)})`;
   }
 
   // The tooltip is HTML beside the canvas: the same texts as the table, readable and testable.
@@ -179,6 +190,7 @@
       figure.dataset.drawn = "true";
     }
     dark.addEventListener("change", () => charts.forEach(recolour));
+    window.addEventListener("relaygate:theme", () => charts.forEach(recolour));  // the header's theme switch
   }
 
   // A form with the browser's zone (minutes east of UTC): the server aligns hours and days on it.

@@ -86,8 +86,31 @@ function labelCells(root) {
   }
 }
 
+// The header's theme switch (theme.js applies and keeps the choice).
+function startThemeSwitch(select) {
+  select.value = window.relaygateTheme.chosen();
+  select.addEventListener("change", () => window.relaygateTheme.choose(select.value));
+  select.closest("label").hidden = false;
+}
+
+// On a narrow screen the side navigation folds under the header's Menu button.
+function startMenu(button) {
+  const side = document.getElementById(button.getAttribute("aria-controls"));
+  if (!side) return;
+  button.hidden = false;
+  button.addEventListener("click", () => {
+    const open = button.getAttribute("aria-expanded") !== "true";
+    button.setAttribute("aria-expanded", String(open));
+    side.classList.toggle("open", open);
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   labelCells(document);
+  const theme = document.getElementById("theme-choice");
+  if (theme && window.relaygateTheme) startThemeSwitch(theme);
+  const menu = document.querySelector("button.menu[aria-controls]");
+  if (menu) startMenu(menu);
   const live = document.querySelector("[data-live-target]");
   if (live) startLive(live);
   const typeSelect = document.querySelector("select[data-settings-switch]");

@@ -17,6 +17,7 @@ from gateway_core import (
     Frame,
     InvalidRequestError,
     JsonReply,
+    ModelQuery,
     Reply,
     Setting,
     StreamReply,
@@ -24,8 +25,9 @@ from gateway_core import (
     endpoints,
 )
 from gateway_core.upstream import ndjson_frames, parse_answer, parse_frame_json, post, read_all
+from gateway_core.upstream_models import entries, get_page
 
-from .wire import CHAT_PATH, StreamDecoder, answer_from_wire, error_message, request_to_wire
+from .wire import CHAT_PATH, MODELS_PATH, StreamDecoder, answer_from_wire, error_message, request_to_wire
 
 WIRE = "skeleton"
 KEEP_ALIVE = Setting("keep_alive", "str", help="how long the upstream keeps the model loaded (like 10m; not set: its default)")
@@ -37,6 +39,13 @@ class SkeletonChannel(ChannelType):
 
     def wire(self, endpoint: str) -> str | None:
         return WIRE if endpoint == endpoints.CHAT else None
+
+    async def list_models(self, query: ModelQuery) -> list[str]:
+        """The upstream's models (``relaygate channel models NAME --fetch``, the console's
+        button): one GET, bounded and timed by the core's ``get_page``."""
+        headers = {"Authorization": f"Bearer {query.api_key}"} if query.api_key else {}
+        page = await get_page(query, query.channel.base_url + MODELS_PATH, headers=headers, error_message=error_message)
+        return [item["name"] for item in entries(page, "models") if isinstance(item, dict) and isinstance(item.get("name"), str)]
 
     async def send(self, exchange: Exchange) -> Reply:
         request, target = exchange.request, exchange.target

@@ -1,8 +1,9 @@
 """A fake upstream for the tests: it speaks the real wire, over loopback HTTP.
 
 It echoes the last user message (``echo: …``), word by word when streaming,
-counts tokens as words, records every request, and plays the faults a test
-queues with ``fail_next`` (see ``gateway_core.testing.Fault``).
+counts tokens as words, lists ``models`` at ``GET /api/tags``, records every
+request, and plays the faults a test queues with ``fail_next`` (see
+``gateway_core.testing.Fault``).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ EXPECTED_KEY = "sk-upstream-test"
 @attrs.define
 class FakeSkeleton(FakeUpstream):
     api_key: str | None = EXPECTED_KEY
+    models: list[str] = attrs.field(factory=lambda: ["tiny-1b", "small-3b"])
 
     malformed_body = b'{"message": {"content": '
     malformed_chunk = b"{not json}\n"
@@ -28,9 +30,15 @@ class FakeSkeleton(FakeUpstream):
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_post("/api/chat", self.chat)
+        router.add_get("/api/tags", self.tags)
 
     def error_body(self, status: int, message: str) -> Any:
         return {"error": message}
+
+    async def tags(self, request: web.Request) -> web.StreamResponse:
+        fault, refusal = await self.admit(request, None)
+        listed = [{"name": name, "model": name, "size": 1_000_000, "details": {"format": "gguf"}} for name in self.models]
+        return refusal or self.answer({"models": listed}, fault)
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

@@ -6,6 +6,7 @@ answer is ``{"model", "message": {"role", "content"}, "done": true, "done_reason
 "prompt_eval_count", "eval_count"}``; a stream is one such object a line, each
 with a piece of ``message.content``, the last one ``"done": true`` with the
 counts. Errors are ``{"error": "message"}``, as a body or as a stream line.
+``GET /api/tags`` lists the models: ``{"models": [{"name", "model", "size", …}]}``.
 
 This skeleton carries text only; a request with images or tools is refused.
 """
@@ -35,6 +36,7 @@ from gateway_core import (
 
 JSON = dict[str, Any]
 CHAT_PATH = "/api/chat"
+MODELS_PATH = "/api/tags"
 STOP_REASONS = {"stop": StopReason.END_TURN, "length": StopReason.MAX_TOKENS}
 
 

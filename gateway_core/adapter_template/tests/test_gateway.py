@@ -10,8 +10,9 @@ import aiohttp
 import orjson
 import pytest
 
-from gateway_core.testing import Fault
-from relaygate_skeleton.fake_upstream import FakeSkeleton
+from gateway_core.testing import Fault, upstream_models
+from relaygate_skeleton.channel import SkeletonChannel
+from relaygate_skeleton.fake_upstream import EXPECTED_KEY, FakeSkeleton
 
 MODEL = "tiny"
 CHAT = [{"role": "user", "content": "hello there"}]
@@ -71,3 +72,10 @@ async def test_a_stream_broken_mid_way_ends_with_an_error(gateway, upstream):
     upstream.fail_next(Fault(error_after=2))
     status, body = await chat(gateway, stream=True)
     assert status == 200 and "fake failure mid-stream" in data_of(body)[-1]["error"]["message"]
+
+
+async def test_the_upstreams_models_are_listed_and_a_refused_key_said_so(upstream):
+    listed = await upstream_models(SkeletonChannel(), upstream.url, EXPECTED_KEY, models=("tiny-1b",))
+    assert listed.ok and listed.models == ("tiny-1b", "small-3b") and listed.new == ("small-3b",)
+    refused = await upstream_models(SkeletonChannel(), upstream.url, "sk-wrong-0123456789")
+    assert not refused.ok and refused.message.startswith("the upstream refused the channel's key (401)")

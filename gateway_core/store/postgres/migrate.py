@@ -23,7 +23,7 @@ from typing import Any
 import asyncpg
 
 from ...sql import POSTGRESQL, Params
-from ...types import Migrate, Migration
+from ...sql import Migrate, Migration
 
 # pg_advisory_xact_lock's key for migrations: "relaygat" in ASCII
 MIGRATION_LOCK = 0x72656C6179676174

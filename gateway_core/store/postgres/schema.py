@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...types import Migration
+from ...sql import Migration
 from ..migrations import LEDGER_KINDS, UNIT_RATIO_PPM
 from .access_schema import CORE_0007
 from .migrate import script

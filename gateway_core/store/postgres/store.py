@@ -44,7 +44,7 @@ import structlog
 
 from ...records import ChannelRecord, KeyRecord, UsageRow
 from ...request_store import BreakerReport, HoldRefused, PriceSnapshot, StoreUnavailable
-from ...types import Migration
+from ...sql import Migration
 from ..channels import _channel as channel_record, with_key_disabled
 from ..keys import _key as key_record
 from ..prices import _price as price_record
