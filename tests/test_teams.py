@@ -218,3 +218,13 @@ async def test_a_teams_rate_limits_and_budgets_reach_every_key_of_the_team(admin
     for found in (secret, service_secret):  # the cache forgot them: the team's limits are the keys' owner's
         key = await admin.caches.keys.get(hash_key(found))
         assert key.user_limits.requests_per_minute == 60 and key.user_budgets.monthly == 9_000_000
+
+
+async def test_deleting_a_person_ends_their_team_keys_and_memberships(admin, world):
+    eng, _, who = world
+    key, secret = await team_keys.create_team_key(admin, eng.id, name="laptop", caller=who["dev"])
+    await users.delete_user(admin, who["dev"].user_id)
+    assert (await admin.caches.keys.get(hash_key(secret))).deleted
+    assert "dev" not in [m.user_name for m in (await teams.team_view(admin, eng.id)).members]
+    assert await teams.list_teams(admin, caller=who["dev"]) == []
+    assert (await wallet.check_ledger(admin)).ok

@@ -28,7 +28,7 @@ from ..keys import parse_locks
 from ..limits import _TABLES as LIMIT_TABLES
 from ..limits import check_limit_changes, limit_columns
 from ..migrations import UNIT_RATIO_PPM
-from ..users import check_user_name
+from ..users import LEAVE_TEAMS, check_user_name
 from .admin_base import AdminBase, changed, found
 from .migrate import numbered
 from .statements import BUDGET_SPENT_BY_KEY, BUDGET_SPENT_BY_USER
@@ -179,6 +179,8 @@ class UsersAdmin(AdminBase):
                 return False
             await conn.execute("UPDATE api_keys SET deleted = 1, enabled = 0 WHERE user_id = $1 AND deleted = 0", user_id)
             await conn.execute("UPDATE access_tokens SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL", now, user_id)
+            for sql in LEAVE_TEAMS:
+                await conn.execute(numbered(sql), user_id)
             return True
 
         return await self._write("delete_user", delete)
