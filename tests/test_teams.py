@@ -94,6 +94,11 @@ async def test_only_a_site_admin_creates_edits_tops_up_and_deletes_teams(admin, 
         await teams.create_team(admin, "two words")
     with pytest.raises(Invalid, match="name must not start with 'team:'"):
         await users.create_user(admin, "team:ops")
+    wallet_id = (await teams.team_view(admin, eng.id)).account.id
+    with pytest.raises(Invalid, match="is a team's wallet: it cannot have a password"):
+        await users.set_password(admin, wallet_id, "long enough password")
+    with pytest.raises(Invalid, match="is a team's wallet: it cannot be a site admin"):
+        await users.set_role(admin, wallet_id, True)
 
 
 async def test_who_sees_which_team(admin, world):

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from ..team_records import TeamRecord
 from .context import Admin
-from .errors import Forbidden, NotFound
+from .errors import Forbidden, Invalid, NotFound
 
 
 class Caller(Protocol):
@@ -66,3 +66,10 @@ async def team_for(admin: Admin, team_id: int, caller: Caller | None, need: froz
         allowed = "a site admin" if need == SITE_ONLY else " or ".join(sorted(f"a team {r}" for r in need - {SITE})) + " (or a site admin)"
         raise Forbidden(f"Only {allowed} may {what}; you are a {role} of team {team.name!r}.")
     return team, role
+
+
+async def refuse_team_wallet(admin: Admin, user_id: int, what: str) -> None:
+    """:class:`Invalid` when ``user_id`` is a team's wallet (its account): nobody signs in
+    as a team, nor makes it a site admin."""
+    if any(team.account_id == user_id for team in await admin.store.list_teams()):
+        raise Invalid(f"is a team's wallet: it cannot {what} (docs/teams.md)", "user")
