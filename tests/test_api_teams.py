@@ -43,6 +43,7 @@ CASES = {
     ("DELETE", "/teams/{team_id}/keys/{key_id}"): (None, expected(200, 200, 404, 403)),
     ("POST", "/teams/{team_id}/topup"): ({"amount": "1.50"}, {"site": 200, **SITE_ONLY}),
     ("GET", "/teams/{team_id}/usage"): (None, expected(200, 200, 200, 200)),
+    ("GET", "/teams/{team_id}/budgets"): (None, expected(200, 200, 200, 200)),
 }
 _worlds = itertools.count()
 
@@ -139,3 +140,13 @@ def test_a_member_creates_and_deletes_their_own_key_paid_by_the_team(gateway):
     assert [k["name"] for k in mine] == ["laptop"]
     gone = request(url, "DELETE", "/teams/{team_id}/keys/{key_id}", None, {**values, "key_id": key["id"]}, tokens["dev"])
     assert gone.status_code == 200 and gone.json()["deleted"]
+
+
+def test_the_teams_budgets_and_where_they_stand(gateway):
+    url, seed = gateway
+    values, tokens = make_world(seed)
+    set_caps = request(url, "PATCH", "/teams/{team_id}", {"daily_budget_micros": 2_000_000}, values, tokens["site"])
+    assert set_caps.status_code == 200
+    answer = request(url, "GET", "/teams/{team_id}/budgets", None, values, tokens["viewer"]).json()
+    assert answer["caps"]["daily_micros"] == 2_000_000
+    assert [(w["whose"], w["period"], w["spent_micros"]) for w in answer["windows"]] == [("user", "daily", 0)]

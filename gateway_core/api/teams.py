@@ -12,10 +12,12 @@ import attrs
 
 from ..admin import team_keys, teams
 from ..admin import usage as usage_ops
+from ..admin.budgets import budgets_of
 from ..admin.teams import TeamView
 from ..money import format_usd
 from ..records import BUDGET_COLUMNS, LIMIT_COLUMNS, UsageFilter
 from ..team_records import ROLES, TeamMember
+from .budgets import BUDGETS, budget_answer
 from .errors import ApiError
 from .operation import ApiCall, Operation, Param
 from .schema import ID, MAX_PATH_ID, NAME, NAMES, TIME, array, micros, obj, usd
@@ -176,6 +178,11 @@ async def team_usage(call: ApiCall) -> dict[str, Any]:
             "items": [row_json(usage_ops.for_owner(row)) for row in rows]}  # fmt: skip
 
 
+async def team_budgets(call: ApiCall) -> dict[str, Any]:
+    view = await teams.team_view(call.admin, call.path["team_id"], caller=call.principal)
+    return await budget_answer(call, view.account.id, budgets_of(view.limits))
+
+
 ONE = "/teams/{team_id}"
 TAG = "teams"
 E = (400, 401, 403, 404)
@@ -193,5 +200,6 @@ OPERATIONS = (
     Operation("PATCH", ONE + "/keys/{key_id}/limits", "A team key's rate limits and budgets: never loosening what a site admin set (the team's admins; a member their own)", TAG, "write", set_team_key_limits, KEY, body=KEY_LIMITS, errors=E),
     Operation("DELETE", ONE + "/keys/{key_id}", "Delete a team key (the team's admins; a member their own)", TAG, "write", delete_team_key, KEY, errors=E),
     Operation("POST", ONE + "/topup", "Credit the team's wallet (admin)", TAG, "admin", topup_team, BALANCE, body=TOPUP, errors=E),
+    Operation("GET", ONE + "/budgets", "The team's budgets and its keys', and where each window stands (any role)", TAG, "read", team_budgets, BUDGETS, errors=E),
     Operation("GET", ONE + "/usage", "Requests, tokens, cost and errors charged to the team, and its latest rows (any role)", TAG, "read", team_usage, USAGE, query=SPAN, errors=E),
 )
