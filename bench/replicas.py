@@ -122,7 +122,7 @@ async def more_users(db: Path, plugins: Path, count: int) -> list[str]:
     from gateway_core.admin import Admin, keys, users, wallet
     from gateway_core.config import load_config
     from gateway_core.plugins import collect
-    from gateway_core.store import open_admin
+    from gateway_core.testing.stores import open_admin
 
     registry = collect(load_config(str(db), plugins))
     limits = {"rpm": int(KEY_LIMITS[1]), "concurrency": int(KEY_LIMITS[3])}

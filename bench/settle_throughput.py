@@ -16,7 +16,7 @@ the two writes, and checks the money invariants at the end.
 
 With ``--postgres URL`` the seeded SQLite store is copied (``copy-store``) into a
 fresh database on that server, dropped afterwards, and the store is
-:class:`~gateway_core.store.postgres.PostgresStore` with a pool of ``--pool``;
+:class:`~relaygate_postgres.store.PostgresStore` with a pool of ``--pool``;
 its settlements go several per round trip (at most ``--max-batch``; 1 sends each
 alone, as before batching), and the server's CPU per settled request is read
 from ``/proc`` (the postmaster's process tree, when the server runs here).
@@ -52,8 +52,8 @@ from gateway_core.store.audit import audit  # noqa: E402
 from gateway_core.store.copy import copy_store  # noqa: E402
 from gateway_core.registry import Registry  # noqa: E402
 from gateway_core.store.kinds import BUILT_IN  # noqa: E402
-from gateway_core.store.postgres import PostgresStore  # noqa: E402
-from gateway_core.store.postgres.audit import audit as pg_audit  # noqa: E402
+from relaygate_postgres.store import PostgresStore  # noqa: E402
+from relaygate_postgres.audit import audit as pg_audit  # noqa: E402
 
 import asyncpg  # noqa: E402
 import attrs  # noqa: E402

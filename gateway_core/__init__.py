@@ -100,6 +100,7 @@ PUBLIC_MODULES = (
     "gateway_core.money",  # micro-USD parsing and formatting, for the edges
     "gateway_core.policy",  # the Policy interface
     "gateway_core.ratelimit",  # rate-limit state a protocol renders as headers
+    "gateway_core.reasoning",  # one table between reasoning effort names and thinking budgets
     "gateway_core.records",  # the records the store hands out
     "gateway_core.secrets",  # hashing and masking secrets
     "gateway_core.sql",  # SQL handles for a plugin's own tables

@@ -136,8 +136,8 @@ def register_stores(register: RegisterStore, config: Config) -> None:
     schemes it serves and how it opens its store and ports, migrates, checks a
     database before ``serve`` and takes part in ``copy-store``. The database URL
     (``--db``, ``RELAYGATE_DB``, ``[gateway] db``) picks the kind; the core
-    registers SQLite (file paths, ``sqlite:///``) and PostgreSQL
-    (``postgresql://``). Called once per app and per CLI invocation.
+    registers SQLite (file paths, ``sqlite:///``); the ``relaygate-postgres`` plugin
+    PostgreSQL (``postgresql://``). Called once per app and per CLI invocation.
     """
 
 

@@ -22,6 +22,10 @@ from .hookspecs import ConfigureCommand, RunCommand
 from .sql import Migrate
 
 ENTRY_POINT_GROUP = "relaygate"
+# Infrastructure plugins (a store kind, shared state, observers) load whenever they are
+# installed, whatever plugins.toml's `load` says: each adds a kind the configuration
+# chooses (a database URL's scheme), never behaviour of its own.
+INFRASTRUCTURE_GROUP = "relaygate.infrastructure"
 
 # The core's own behaviour, named and loaded like any plugin, registered through the same hooks.
 DEFAULT_PLUGINS = {
@@ -53,8 +57,8 @@ DEFAULT_PLUGINS = {
 }
 
 
-def installed_entry_points() -> list[metadata.EntryPoint]:
-    return sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+def installed_entry_points(group: str = ENTRY_POINT_GROUP) -> list[metadata.EntryPoint]:
+    return sorted(metadata.entry_points(group=group), key=lambda ep: ep.name)
 
 
 def build_plugin_manager(config: Config, extra_plugins: Iterable[Any] = ()) -> tuple[pluggy.PluginManager, list[LoadedPlugin]]:
@@ -84,7 +88,7 @@ def build_plugin_manager(config: Config, extra_plugins: Iterable[Any] = ()) -> t
         selected = [available[name] for name in config.load]
     else:
         selected = list(available.values())
-    for ep in selected:
+    for ep in [*installed_entry_points(INFRASTRUCTURE_GROUP), *selected]:
         try:
             module = ep.load()
         except Exception as exc:  # a broken plugin is a start-up error, said in one line

@@ -14,15 +14,13 @@
 - ``relaygate_redis_prefix``: a Redis key prefix of the test's own (``redis_prefix``
   in ``[gateway]``) on ``RELAYGATE_TEST_REDIS`` (default: the machine's Redis),
   its keys deleted after the test.
-- ``relaygate_postgres_url``: a fresh PostgreSQL database for one test, on
-  ``RELAYGATE_TEST_POSTGRES`` (``relaygate_postgres_server``); the test is
-  skipped when no server is reachable (failed when ``CI`` is set).
+
+The PostgreSQL store's plugin (``relaygate-postgres``) adds ``relaygate_postgres_url``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
@@ -39,7 +37,6 @@ except ImportError:  # pragma: no cover - without pytest-asyncio, async tests ca
     async_fixture = pytest.fixture  # type: ignore[assignment]
 
 Fake = TypeVar("Fake", bound=FakeUpstream)
-T = TypeVar("T")
 StartGateway = Callable[..., GatewayThread]
 
 
@@ -106,44 +103,3 @@ async def relaygate_redis_prefix() -> AsyncIterator[str]:
             await client.delete(*stale)
     finally:
         await client.aclose()
-
-
-# --- PostgreSQL ------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def relaygate_postgres_server() -> str:
-    """The PostgreSQL server tests run on: ``RELAYGATE_TEST_POSTGRES`` (default: the
-    machine's, as ``postgres``). Unreachable, the test is skipped (failed under ``CI``)."""
-    from .store.postgres.databases import UNREACHABLE, run_on_server
-    from .store.postgres.faults import store_name
-
-    server = os.environ.get("RELAYGATE_TEST_POSTGRES", DEFAULT_TEST_POSTGRES)
-    try:
-        _in_thread(lambda: run_on_server(server, "SELECT 1"))
-    except UNREACHABLE as exc:
-        reason = f"{store_name(server)} is unreachable ({type(exc).__name__}: {exc})"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason}: CI must run the PostgreSQL tests (.ci/run starts the server)")
-        pytest.skip(f"{reason}; set RELAYGATE_TEST_POSTGRES=postgresql://user@host:port/db to run these tests")
-    return server
-
-
-@pytest.fixture
-def relaygate_postgres_url(relaygate_postgres_server: str) -> Iterator[str]:
-    """A fresh database of its own for one test (``--db`` for a gateway on
-    PostgreSQL), dropped after it."""
-    from .store.postgres.databases import create_database, drop_database
-
-    url = _in_thread(lambda: create_database(relaygate_postgres_server))
-    yield url
-    _in_thread(lambda: drop_database(relaygate_postgres_server, url))
-
-
-DEFAULT_TEST_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
-
-
-def _in_thread(make: Callable[[], Awaitable[T]]) -> T:
-    """Run a coroutine to the end on a loop of its own (a fixture may run inside the test's loop)."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(lambda: asyncio.run(make())).result()  # type: ignore[arg-type]

@@ -6,8 +6,9 @@ request path's :class:`~gateway_core.request_store.RequestStore`, the admin
 layer's :class:`~gateway_core.admin.AdminStore`, plugins' :class:`~gateway_core.sql.SqlHandle`
 and the kept answers' :class:`~gateway_core.kept_responses.ResponseStore`), the
 database operations of ``relaygate migrate``, ``serve``'s start-up check and
-``copy-store``. The core registers two: SQLite (the default: a file path or
-``sqlite:///path``) and PostgreSQL (``postgresql://``, ``postgres://``).
+``copy-store``. The core registers SQLite (the default: a file path or
+``sqlite:///path``); the ``relaygate-postgres`` plugin registers PostgreSQL
+(``postgresql://``, ``postgres://``).
 """
 
 from __future__ import annotations
@@ -137,7 +138,10 @@ def kind_for(kinds: Sequence[StoreKind], url: str) -> StoreKind:
     scheme = scheme_of(url)
     installed = ", ".join(kind.name for kind in kinds) or "none"
     what = f"{scheme}:// URLs" if scheme else "a file path"
-    raise ConfigError(f"no installed store serves {what} (installed stores: {installed}); check --db or RELAYGATE_DB")
+    raise ConfigError(
+        f"no loaded store serves {what} (loaded stores: {installed}): check --db or RELAYGATE_DB, and install the "
+        "plugin that serves it (PostgreSQL: pip install 'relaygate[postgres]') or name it in plugins.toml's load"
+    )
 
 
 def kind_of(kinds: Sequence[StoreKind], store: RequestStore) -> StoreKind:

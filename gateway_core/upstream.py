@@ -5,7 +5,8 @@ headers, see :func:`channel_headers`) and turns every failure
 into a ``GatewayError`` that says whether another channel may succeed
 (``retryable``) and keeps the upstream's status and a bounded body excerpt for
 the log. ``sse_frames``, ``ndjson_frames`` and ``json_array_frames`` cut a
-streaming response into frames as they arrive.
+streaming response into frames as they arrive; ``split_frames`` does it with a
+framing of the channel type's own (a binary one).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+from yarl import URL
 
 from .channel_type import AnswerLimits, Exchange
 from .client_protocol import Frame
@@ -32,7 +34,7 @@ from .errors import (
     UpstreamUnavailableError,
     excerpt,
 )
-from .frame_stream import FrameStream
+from .frame_stream import FrameStream, Splitter
 from .frame_stream import read_by_read as read_by_read  # the relay's, kept here
 from .framing import JSONArraySplitter, NDJSONSplitter
 from .sse import SSESplitter
@@ -52,7 +54,7 @@ _TIMEOUTS: dict[tuple[float, float], aiohttp.ClientTimeout] = {}
 
 async def post(
     exchange: Exchange,
-    url: str,
+    url: str | URL,
     *,
     headers: dict[str, str],
     body: bytes,
@@ -62,7 +64,8 @@ async def post(
 
     ``headers`` are the channel type's own; the operator's headers of the channel
     are added (:func:`channel_headers`). The caller owns the response: read it,
-    or release it when done.
+    or release it when done. A ``yarl.URL(..., encoded=True)`` goes out exactly
+    as given (a signed request's path must not be re-quoted).
     """
     headers = channel_headers(exchange, headers)
     timeouts = exchange.timeouts
@@ -199,6 +202,19 @@ def json_array_frames(
     """Like :func:`sse_frames` for a JSON array streamed element by element:
     ``decode`` gets each element's bytes. An array left unclosed is an error."""
     return FrameStream(response, JSONArraySplitter(_frame_limit(response, max_frame_bytes)), decode, b"")
+
+
+def split_frames(
+    response: aiohttp.ClientResponse,
+    splitter: Callable[[int], Splitter],
+    decode: Callable[[bytes], Frame],
+) -> FrameStream:
+    """Like :func:`sse_frames` for a framing the channel type cuts itself:
+    ``splitter(max_frame_bytes)`` makes the object that cuts the body into frames
+    (``feed(chunk)`` returns the frames a chunk completes, ``flush()`` what is left
+    at the end, which is decoded when not blank; see :mod:`gateway_core.framing`),
+    bounded by the exchange's ``limits.frame_bytes``."""
+    return FrameStream(response, splitter(_frame_limit(response, None)), decode, b"")
 
 
 def _frame_limit(response: aiohttp.ClientResponse, given: int | None) -> int:

@@ -32,8 +32,9 @@ import pytest
 from aiohttp import web
 
 from gateway_core.request_store import RequestStore
-from gateway_core.store import Store, open_store
-from gateway_core.store.postgres import PostgresStore
+from gateway_core.store import Store
+from gateway_core.testing.stores import open_store
+from relaygate_postgres.store import PostgresStore
 from gateway_core.testing import FakeUpstream, free_port
 from gateway_core.sql import Migration
 

@@ -20,7 +20,7 @@ from gateway_core.request_store import BreakerReport
 from gateway_core.router import Router
 from gateway_core.snapshot import TtlSnapshot
 from gateway_core.secrets import hash_key
-from gateway_core.store import admin_ports
+from gateway_core.testing.stores import admin_ports
 
 HOUR = 3600.0  # cache lifetimes far longer than a test: only invalidation refreshes them
 

@@ -12,7 +12,7 @@ import pytest
 from gateway_core.admin import Admin, Conflict, Invalid, NotFound, audit, credits, tokens, usage, users
 from gateway_core.config import Config
 from gateway_core.plugins import collect
-from gateway_core.store import admin_ports
+from gateway_core.testing.stores import admin_ports
 
 
 @pytest.fixture

@@ -19,6 +19,10 @@ import gateway_core
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "gateway_core"
 PLUGIN_PACKAGES = sorted([*ROOT.glob("adapters/*/gateway_*"), ROOT / "console" / "gateway_console", CORE / "adapter_template" / "relaygate_skeleton"])
+# First-party infrastructure plugins (plugins/*): released with the core from the one
+# VERSION, they may use its internals (the store's shared SQL and records); the core
+# never imports them.
+FIRST_PARTY = sorted(ROOT.glob("plugins/*/relaygate_*"))
 MAX_LINES = 400
 PROVIDER_NAMES = re.compile(r"openai|anthropic|gemini|google|claude|\bgpt", re.IGNORECASE)
 
@@ -210,6 +214,18 @@ def test_sqlite_stays_inside_the_store():
     assert not new, f"sqlite3 or sqlite_utils imported outside gateway_core/store/: {new}"
     gone = sorted(PENDING_SQLITE_OUTSIDE_STORE - found)
     assert not gone, f"no longer importing SQLite: remove from PENDING_SQLITE_OUTSIDE_STORE: {gone}"
+
+
+def test_the_core_imports_no_first_party_plugin():
+    plugins = {folder.name for folder in FIRST_PARTY}
+    assert plugins, "plugins/ holds no first-party plugin package"
+    found = sorted(
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in python_files(CORE)
+        for name in imported_modules(path)
+        if name.split(".")[0] in plugins
+    )
+    assert not found, found
 
 
 def test_the_core_names_no_provider():

@@ -15,7 +15,7 @@ from gateway_core.billing import testing as kit
 from gateway_core.billing.cost import Metered, cost_breakdown, cost_micros, max_cost_micros
 from gateway_core.billing.testing import MODEL
 from gateway_core.records import PriceRecord
-from gateway_core.store import admin_ports
+from gateway_core.testing.stores import admin_ports
 from gateway_core.store.groups import set_group_ratio
 from gateway_core.store.keys import set_key_cost_header
 from gateway_openai.fake_upstream import FakeOpenAI

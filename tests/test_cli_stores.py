@@ -19,7 +19,7 @@ from gateway_core.cli import main
 from gateway_core.plugins import collect
 from gateway_core.config import Config
 from gateway_core.records import UsageRow
-from gateway_core.store import admin_ports, open_store
+from gateway_core.testing.stores import admin_ports, open_store
 
 PLUGINS_TOML = 'load = ["demo"]\n'
 CI_KEY = 2  # bob's key "ci" (the admin's "demo" is 1)

@@ -316,7 +316,7 @@ async def test_hook_register_stores(tmp_path, capsys, start_gateway):
     assert [user["name"] for user in orjson.loads(capsys.readouterr().out)] == ["admin"]
     # a URL no installed kind serves is refused, naming the kinds there are
     assert main(["user", "list", "--db", "mysql://db.internal/relaygate"], extra_plugins=[plugin]) != 0
-    assert "no installed store serves mysql:// URLs (installed stores: " in capsys.readouterr().err
+    assert "no loaded store serves mysql:// URLs (loaded stores: " in capsys.readouterr().err
     # two kinds for one scheme cannot both load
     with pytest.raises(ConfigError, match="registered twice"):
         collect(Config(), [plugin, FolderStorePlugin(tmp_path / "other")])

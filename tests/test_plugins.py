@@ -20,7 +20,9 @@ def test_plugins_toml_can_leave_an_installed_plugin_out():
     registry = collect(config_from_mapping({"load": ["openai"]}))
     assert "demo" not in registry.channel_types
     assert "openai" in registry.channel_types
-    assert [p.name for p in registry.plugins] == [*DEFAULT_PLUGINS, "openai"]
+    # infrastructure plugins load whenever installed: `load` chooses among the others
+    assert [p.name for p in registry.plugins] == [*DEFAULT_PLUGINS, "postgres", "openai"]
+    assert registry.store_kind("postgresql://db.internal/relaygate").name == "postgresql"
 
 
 def test_unknown_plugin_name_is_a_clear_error():

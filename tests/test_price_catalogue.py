@@ -112,3 +112,13 @@ def test_price_import_and_the_warning_of_channel_add(site, tmp_path):
 
     status, out, err = cli(db, "channel", "add", "more", "--type", "demo", "--base-url", "local://demo", "--models", "gpt-4o,nobody-prices-me")
     assert status == 0 and err.count("\n") == 1 and "warning: no price for nobody-prices-me," in err and "gpt-4o" not in err.split(":")[1]
+
+
+def test_claudes_hour_long_cache_writes_cost_twice_the_input():
+    """Anthropic prices a cache write kept for an hour (``cache_control.ttl: 1h``) at twice
+    the model's input price (five minutes: 1.25 times); the catalogue had 6 USD for Haiku 3
+    and Opus 3, whose inputs are 0.25 and 15."""
+    catalogue = load_catalogue()
+    claudes = {name: model.price for name, model in catalogue.models.items() if model.provider == "anthropic" and model.price.cache_write_1h_micros_per_mtok}
+    assert len(claudes) >= 20
+    assert {name: price.cache_write_1h_micros_per_mtok for name, price in claudes.items()} == {name: 2 * price.input_micros_per_mtok for name, price in claudes.items()}

@@ -18,9 +18,10 @@ import pytest
 from gateway_core.admin import Admin, retention
 from gateway_core.config import ConfigError, config_from_mapping
 from gateway_core.retention import Retention
-from gateway_core.store import CORE_MIGRATIONS, open_admin, sqlite_path
+from gateway_core.store import CORE_MIGRATIONS, sqlite_path
+from gateway_core.testing.stores import open_admin
 from gateway_core.stores import scheme_of
-from gateway_core.store.postgres.migrate import numbered
+from relaygate_postgres.migrate import numbered
 from gateway_core.store.usage import daily_query, totals_query
 
 HOUR, DAY = 3600, 86_400

@@ -20,7 +20,8 @@ from gateway_core.billing import testing as kit
 from gateway_core.billing.testing import MODEL
 from gateway_core.cli import main
 from gateway_core.retention import Retention
-from gateway_core.store import CORE_MIGRATIONS, open_admin
+from gateway_core.store import CORE_MIGRATIONS
+from gateway_core.testing.stores import open_admin
 from gateway_openai.fake_upstream import Fault, FakeOpenAI
 
 LOAD = ("openai", "demo")
@@ -162,7 +163,7 @@ async def _insert(port, rows: list[dict]) -> None:
     if hasattr(store, "write"):
         await store.write(lambda conn: conn.executemany(sql, values) and None)
         return
-    from gateway_core.store.postgres.migrate import numbered
+    from relaygate_postgres.migrate import numbered
 
     async def insert(conn, attempt) -> None:
         await conn.executemany(numbered(sql), values)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from gateway_core.sql import SQLITE, SchemaHandle, SqlHandle
-from gateway_core.store import CORE_MIGRATIONS, admin_ports
+from gateway_core.store import CORE_MIGRATIONS
+from gateway_core.testing.stores import admin_ports
 from gateway_core.store.sqlite_sql import sqlite_only
 
 seen: list[str] = []

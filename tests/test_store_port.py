@@ -15,7 +15,8 @@ from gateway_core.plugins import collect
 from gateway_core.ratelimit import RateLimiter
 from gateway_core.ratelimit.memory import InProcessRateLimiter
 from gateway_core.request_store import RequestStore
-from gateway_core.store import Store, open_store
+from gateway_core.store import Store
+from gateway_core.testing.stores import open_store
 from gateway_core.store.limits import set_key_limits
 from gateway_openai.fake_upstream import FakeOpenAI
 

@@ -26,7 +26,7 @@ from gateway_core.admin.usage import MAX_PAGE
 from gateway_core.admin.usage_export import COLUMNS, OWNER_COLUMNS
 from gateway_core.cli import main
 from gateway_core.store import usage as store_usage
-from gateway_core.store.postgres.migrate import numbered
+from relaygate_postgres.migrate import numbered
 
 ROWS = 2_600
 T0 = 1_790_000_000.0

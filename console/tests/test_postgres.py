@@ -12,7 +12,7 @@ from gateway_core.admin import Admin, channels, prices, users, wallet
 from gateway_core.config import Config
 from gateway_core.plugins import collect
 from gateway_core.records import PriceRecord
-from gateway_core.store import open_admin
+from gateway_core.testing.stores import open_admin
 
 PASSWORD = "alice-password-1"
 

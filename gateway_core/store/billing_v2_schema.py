@@ -1,5 +1,5 @@
 """Migrations ``0008_billing_v2`` and ``0009_billing_budgets`` (the same names on PostgreSQL,
-:data:`gateway_core.store.postgres.schema_billing_v2.BILLING_V2`):
+:data:`relaygate_postgres.schema_billing_v2.BILLING_V2`):
 
 - reservations carry the process that made them (``holds.owner``), and
   ``hold_owners`` keeps each process's replica, pid and lease: a process renews

@@ -1,5 +1,5 @@
 """Migration ``0015_holds_in_flight`` (the same name on PostgreSQL,
-:data:`gateway_core.store.postgres.schema.HOLDS_IN_FLIGHT`).
+:data:`relaygate_postgres.schema.HOLDS_IN_FLIGHT`).
 
 ``holds`` has one row per request in flight: every priced request writes its
 row and deletes it again, so each index on it costs a b-tree write twice per

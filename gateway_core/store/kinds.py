@@ -1,6 +1,6 @@
-"""The two stores the core registers through ``register_stores``: SQLite, the
-embedded default (a file path or ``sqlite:///path``), and PostgreSQL
-(``postgresql://``; asyncpg is imported only when a URL names it)."""
+"""The store the core registers through ``register_stores``: SQLite, the embedded
+default (a file path or ``sqlite:///path``). PostgreSQL is a plugin's
+(``plugins/postgres``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, cast
 
 from ..hookspecs import hookimpl
 from ..stores import CopyEnd, StoreKind, StorePorts
-from .postgres_kind import PostgresKind
 
 if TYPE_CHECKING:
     from ..admin.port import AdminStore
@@ -92,7 +91,7 @@ class SqliteKind(StoreKind):
         return SqliteEnd(sqlite_path(url))
 
 
-BUILT_IN: tuple[StoreKind, ...] = (PostgresKind(), SqliteKind())
+BUILT_IN: tuple[StoreKind, ...] = (SqliteKind(),)
 
 
 @hookimpl

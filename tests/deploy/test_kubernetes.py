@@ -25,7 +25,7 @@ def _model(api_version: str, kind: str) -> type:
 def check(value: Any, type_name: str, where: str) -> None:
     """Refuse unknown fields and wrong types the way the API server's schema would."""
     listed = re.fullmatch(r"(?:list|List)\[(.+)\]", type_name)
-    mapped = re.fullmatch(r"(?:dict\(str, (.+)\)|Dict\[str, (.+)\])", type_name)
+    mapped = re.fullmatch(r"(?:dict\(str, (.+)\)|[Dd]ict\[str, (.+)\])", type_name)  # the client writes all three
     if listed:
         assert isinstance(value, list), f"{where}: a list expected, got {value!r}"
         for index, item in enumerate(value):

@@ -30,8 +30,8 @@ from gateway_core.billing.testing import INPUT, MODEL, OUTPUT
 from gateway_core.plugins import collect
 from gateway_core.config import config_from_mapping
 from gateway_core.records import PriceRecord
-from gateway_core.store import open_admin
-from gateway_core.store.postgres.migrate import numbered
+from gateway_core.testing.stores import open_admin
+from relaygate_postgres.migrate import numbered
 from gateway_core.testing import GatewayProcess
 from gateway_openai.fake_upstream import FakeOpenAI
 

@@ -26,7 +26,9 @@ turns ``TOOL`` messages into user messages of ``tool_result`` blocks, moves
 ``SYSTEM`` messages found inside ``messages`` to the top-level ``system`` (older
 models reject them in ``messages``), and writes back only the ``extra`` fields that
 are Messages parameters (another protocol's extras are dropped: Anthropic rejects
-unknown fields; ``service_tier`` goes only with a value Anthropic knows).
+unknown fields; ``service_tier`` goes only with a value Anthropic knows,
+``context_management`` only in Anthropic's shape (an object); OpenAI's
+``safety_identifier`` is ``metadata.user_id`` when the request names no user).
 Round-trip normalizations: a single plain text block is written as a string,
 ``is_error: false`` and empty tool-result content are left out, ``null`` optional
 fields are dropped, and system messages move to the top-level ``system``. See ``docs/adapters/anthropic.md`` for what
@@ -49,6 +51,7 @@ from gateway_core.model import (
     ToolChoice,
     ToolChoiceMode,
 )
+from gateway_core.reasoning import budget_for_effort
 
 from .content import blocks_to_parts, expect, fail, kind_of, parts_to_blocks
 
@@ -64,6 +67,7 @@ ANTHROPIC_PARAMS = frozenset(
 )
 _SHARED_VALUES = {  # parameters other protocols name alike, with values of their own
     "service_tier": lambda value: value in ("auto", "standard_only"),
+    "context_management": lambda value: isinstance(value, dict),  # a Responses client's is a list of compaction settings
 }
 _INTERPRETED = frozenset(
     "model messages system tools tool_choice max_tokens temperature top_p top_k stop_sequences stream metadata".split()
@@ -237,8 +241,9 @@ def request_to_wire(request: ChatRequest, model: str, *, default_max_tokens: int
         out["stop_sequences"] = list(request.stop)
     metadata = request.extra.get("metadata") if all_extra else None  # another protocol's metadata: not ours
     metadata = dict(metadata) if isinstance(metadata, dict) else {}
-    if request.user is not None:
-        metadata["user_id"] = request.user
+    user = request.user if request.user is not None or all_extra else request.extra.get("safety_identifier")
+    if isinstance(user, str):  # OpenAI's safety_identifier (its newer user) names the end user as user_id does
+        metadata["user_id"] = user
     if metadata:
         out["metadata"] = metadata
     for key, value in request.extra.items():
@@ -272,8 +277,8 @@ def _structured_output(out: JSON, fmt: Any) -> None:
 
 
 # another protocol's reasoning request as a thinking budget: OpenAI's reasoning_effort
-# and Gemini's thinkingLevel by name, Gemini's thinkingBudget as it is (-1: dynamic)
-EFFORT_BUDGETS = {"minimal": 0, "none": 0, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768}
+# and Gemini's thinkingLevel by name (gateway_core.reasoning's table), Gemini's
+# thinkingBudget as it is (-1, dynamic: medium's budget)
 MIN_BUDGET = 1024  # the least budget_tokens Anthropic takes
 
 
@@ -300,17 +305,17 @@ def _thinking(out: JSON, extra: dict[str, Any], model: str) -> None:
 def _reasoning_budget(extra: dict[str, Any]) -> int:
     effort = extra.get("reasoning_effort")
     if isinstance(effort, str):
-        return EFFORT_BUDGETS.get(effort, 0)
+        return budget_for_effort(effort)
     config = extra.get("generationConfig") or extra.get("generation_config") or {}
     thinking = (config.get("thinkingConfig") or config.get("thinking_config") or {}) if isinstance(config, dict) else {}
     if not isinstance(thinking, dict):
         return 0
     level = thinking.get("thinkingLevel") or thinking.get("thinking_level")
     if isinstance(level, str):
-        return EFFORT_BUDGETS.get(level.lower(), 0)
+        return budget_for_effort(level)
     budget = thinking.get("thinkingBudget", thinking.get("thinking_budget"))
     if isinstance(budget, int) and not isinstance(budget, bool):
-        return EFFORT_BUDGETS["medium"] if budget < 0 else budget
+        return budget_for_effort("medium") if budget < 0 else budget
     return 0
 
 

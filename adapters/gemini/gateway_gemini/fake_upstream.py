@@ -51,6 +51,8 @@ class FakeGemini(FakeUpstream):
     function_call: dict[str, Any] | None = None  # {"name": ..., "args": {...}}: answer with this call
     thoughts: bool = False  # answer with a thought part first
     cached_tokens: int = 0
+    tool_use_prompt_tokens: int = 0  # reported as toolUsePromptTokenCount (a built-in tool's results read as input)
+    chunk_extra: dict[str, Any] | None = None  # more fields on every chunk (newer API versions' fields)
     models: list[dict[str, Any]] = attrs.field(factory=lambda: list(MODELS))  # what GET /{version}/models lists
 
     malformed_body = b'{"candidates": ['
@@ -126,7 +128,7 @@ class FakeGemini(FakeUpstream):
                 candidate["content"] = {"role": "model", "parts": parts}
             if finish:
                 candidate["finishReason"] = finish
-            out: dict[str, Any] = {"candidates": [candidate], **base}
+            out: dict[str, Any] = {"candidates": [candidate], **base, **(self.chunk_extra or {})}
             out["usageMetadata"] = usage or {"promptTokenCount": prompt, "totalTokenCount": prompt}
             return out
 
@@ -137,26 +139,28 @@ class FakeGemini(FakeUpstream):
         if self.function_call is not None:
             call = {"functionCall": {"name": self.function_call["name"], "args": self.function_call.get("args", {})}, "thoughtSignature": SIGNATURE}
             output = 7
-            yield chunk([call], "STOP", usage_metadata(prompt, output, thoughts, self.cached_tokens))
+            yield chunk([call], "STOP", usage_metadata(prompt, output, thoughts, self.cached_tokens, self.tool_use_prompt_tokens))
             return
         words = text.split(" ")
         for n, word in enumerate(words[:-1]):
             yield chunk([{"text": word + " "}])
         output = len(words)
-        yield chunk([{"text": words[-1]}], "STOP", usage_metadata(prompt, output, thoughts, self.cached_tokens))
+        yield chunk([{"text": words[-1]}], "STOP", usage_metadata(prompt, output, thoughts, self.cached_tokens, self.tool_use_prompt_tokens))
 
 
-def usage_metadata(prompt: int, output: int, thoughts: int, cached: int) -> dict[str, Any]:
+def usage_metadata(prompt: int, output: int, thoughts: int, cached: int, tool_use: int = 0) -> dict[str, Any]:
     usage: dict[str, Any] = {
         "promptTokenCount": prompt,
         "candidatesTokenCount": output,
-        "totalTokenCount": prompt + output + thoughts,
+        "totalTokenCount": prompt + tool_use + output + thoughts,
         "promptTokensDetails": [{"modality": "TEXT", "tokenCount": prompt}],
     }
     if thoughts:
         usage["thoughtsTokenCount"] = thoughts
     if cached:
         usage["cachedContentTokenCount"] = cached
+    if tool_use:
+        usage["toolUsePromptTokenCount"] = tool_use
     return usage
 
 
@@ -171,7 +175,7 @@ def merge(chunks: list[dict[str, Any]]) -> dict[str, Any]:
                 parts.append(dict(part))
     last = chunks[-1]
     candidate = {"content": {"role": "model", "parts": parts}, "finishReason": last["candidates"][0].get("finishReason", "STOP"), "index": 0}
-    return {"candidates": [candidate], "usageMetadata": last["usageMetadata"], "modelVersion": last["modelVersion"], "responseId": last["responseId"]}
+    return {**{k: v for k, v in last.items() if k != "candidates"}, "candidates": [candidate]}
 
 
 def echo_text(body: dict[str, Any]) -> str:

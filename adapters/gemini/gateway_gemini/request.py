@@ -8,8 +8,10 @@ Reading (``request_from_wire``) validates what it interprets and raises
 ``InvalidRequestError`` naming the offending field. ``contents`` become messages
 (see :mod:`gateway_gemini.content`), ``systemInstruction`` the system parts,
 ``functionDeclarations`` tools (their schemas turned into lower-case JSON Schema,
-see :mod:`gateway_gemini.schema`); Google's built-in tools (``googleSearch``,
-``codeExecution``, ``urlContext`` …) have no meaning elsewhere and are dropped.
+see :mod:`gateway_gemini.schema`); ``googleSearch`` becomes a provider-run
+``web_search`` tool (``extra["hosted_tool"]``: Anthropic's web search server tool
+on an anthropic channel, no tool on an openai one); Google's other built-in tools
+(``codeExecution``, ``urlContext`` …) have no meaning elsewhere and are dropped.
 ``toolConfig.functionCallingConfig``: ``AUTO`` / ``VALIDATED`` → auto, ``NONE`` →
 none, ``ANY`` → required, or the named tool when ``allowedFunctionNames`` names
 one (with several, only those tools are offered). ``generationConfig``:
@@ -34,7 +36,9 @@ to a gemini channel: system messages at the head of the conversation join
 choice as ``functionCallingConfig``, ``extra["response_format"]`` (OpenAI) or
 ``output_format`` / ``output_config.format`` (Anthropic) as ``responseMimeType``
 and ``responseJsonSchema``, OpenAI's ``reasoning_effort`` (low / medium / high →
-``thinkingBudget`` 1024 / 8192 / 24576), a Responses client's ``web_search`` as
+``thinkingBudget`` 1024 / 8192 / 24576, :mod:`gateway_core.reasoning`'s table;
+minimal as low, xhigh as high; a Responses client's ``reasoning.summary`` as
+``includeThoughts``), a Responses client's ``web_search`` as
 ``googleSearch`` (beside function declarations only for Gemini 3 and later, which
 take both in one request; other provider-run tools: a 400 naming their type) and Anthropic's ``thinking`` (its
 ``budget_tokens``, with ``includeThoughts``) as ``thinkingConfig``. Other
@@ -48,6 +52,7 @@ from typing import Any
 
 from gateway_core.json_body import INT64_MAX
 from gateway_core.model import ChatRequest, Role, Tool, ToolChoice, ToolChoiceMode
+from gateway_core.reasoning import budget_for_effort, common_effort
 
 from .content import contents_to_wire, messages_from_wire, system_from_wire, system_to_wire
 from .schema import for_gemini, to_json_schema
@@ -59,7 +64,6 @@ _MAPPED = frozenset(("seed", "presencePenalty", "frequencyPenalty", "responseMim
 _DECLARATION_KEYS = frozenset(("name", "description", "parameters", "parametersJsonSchema"))
 _GEMINI_TOP_LEVEL = ("safetySettings", "cachedContent")
 HOSTED = "hosted_tool"  # Tool.extra: the type of another protocol's provider-run tool (web_search …)
-_EFFORT_BUDGETS = {"low": 1024, "medium": 8192, "high": 24576}
 _MODES = {
     "AUTO": ToolChoiceMode.AUTO,
     "VALIDATED": ToolChoiceMode.AUTO,
@@ -112,6 +116,8 @@ def _tools_from_wire(tools: Any) -> list[Tool]:
     out: list[Tool] = []
     for i, tool in enumerate(as_list(tools)):
         expect(tool, dict, f"tools[{i}]", "a Tool object")
+        if (has_field(tool, "googleSearch") or has_field(tool, "googleSearchRetrieval")) and not any(HOSTED in t.extra for t in out):
+            out.append(Tool("web_search", extra={HOSTED: "web_search", "options": {}}))  # another provider's own web search
         for j, decl in enumerate(as_list(field(tool, "functionDeclarations"))):
             p = f"tools[{i}].functionDeclarations[{j}]"
             expect(decl, dict, p, "a FunctionDeclaration object")
@@ -320,17 +326,23 @@ def _response_format(extra: JSON) -> JSON:
 
 
 def _thinking(extra: JSON) -> JSON:
-    effort = extra.get("reasoning_effort")
-    if isinstance(effort, str) and effort in _EFFORT_BUDGETS:
-        return {"thinkingBudget": _EFFORT_BUDGETS[effort]}
-    thinking = extra.get("thinking")
-    if isinstance(thinking, dict):
-        if thinking.get("type") == "enabled":
-            budget = thinking.get("budget_tokens")
-            out: JSON = {"includeThoughts": True}
-            if isinstance(budget, int) and not isinstance(budget, bool):
-                out["thinkingBudget"] = budget
-            return out
-        if thinking.get("type") == "adaptive":
-            return {"includeThoughts": True}
+    out: JSON = {}
+    effort = common_effort(extra.get("reasoning_effort"))  # minimal as low, xhigh as high
+    if effort is not None:
+        out["thinkingBudget"] = budget_for_effort(effort)
+    if extra.get("reasoning_summary") in ("auto", "concise", "detailed"):
+        out["includeThoughts"] = True  # a Responses client asks to see a summary of the reasoning
+    if out:
+        return out
+    thinking = extra.get("thinking")  # Anthropic's, with its named effort (output_config.effort) over a budget
+    named = common_effort(as_dict(extra.get("output_config")).get("effort"))
+    if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive"):
+        budget = thinking.get("budget_tokens") if thinking.get("type") == "enabled" else None
+        if named is not None:
+            budget = budget_for_effort(named)
+        if isinstance(budget, int) and not isinstance(budget, bool):
+            return {"includeThoughts": True, "thinkingBudget": budget}
+        return {"includeThoughts": True}
+    if named is not None and not isinstance(thinking, dict):
+        return {"thinkingBudget": budget_for_effort(named)}
     return {}

@@ -26,7 +26,7 @@ def test_full_request_reads_every_interpreted_field(examples):
     assert [m.role for m in request.messages] == [Role.USER, Role.ASSISTANT, Role.USER]
     image = request.messages[2].parts[1]
     assert isinstance(image, ImagePart) and image.media_type == "image/jpeg" and image.data.startswith("/9j/")
-    assert [t.name for t in request.tools] == ["get_current_weather", "find_theaters"]  # googleSearch dropped
+    assert [t.name for t in request.tools] == ["get_current_weather", "find_theaters", "web_search"]  # googleSearch: a provider-run web search
     assert request.tools[0].parameters == {
         "type": "object",
         "properties": {
@@ -148,8 +148,8 @@ def test_thought_parts_and_opaque_parts_survive_a_round_trip():
     assert isinstance(thought, ReasoningPart) and thought.provider_metadata == {"gemini_thought_signature": "c2ln", "gemini_thought": True}
     assert request_to_wire(request)["contents"] == body["contents"]
     openai = openai_to_wire(request, "gpt-4o")["messages"]
-    # code parts and thoughts have no OpenAI form (the openai writer keeps the empty carriers as empty texts)
-    assert [p["text"] for p in openai[1]["content"] if p["text"]] == ["1"]
+    # code parts, thoughts and the PDF have no OpenAI form: left out, not sent as empty texts
+    assert openai[1]["content"] == "1" and openai[2]["content"] == ""
 
 
 @pytest.mark.parametrize(

@@ -29,13 +29,16 @@ Chat Completions parameters (``all_extra=True`` writes them all): ``extra`` does
 say which protocol it came from and OpenAI rejects unknown parameters. The core
 ``top_k`` has no Chat Completions equivalent and is not written, nor are other
 protocols' provider-run tools (``extra["hosted_tool"]``: a Responses client's
-``web_search`` …), which chat has no tool for.
+``web_search`` …), which chat has no tool for. Read, ``web_search_options`` adds
+such a ``web_search`` tool, which other channels offer as their own web search.
 
 Other protocols' shapes: tool results inside a user message become ``tool``
 messages ahead of the user's other parts; non-text tool-result content (images)
 goes into that user message, as tool messages carry text only; ``is_error`` and
 images in assistant messages have no place on this wire; an inline image without
-a media type is sent as ``image/png``.
+a media type is sent as ``image/png``; another provider's blocks kept on empty text
+parts (Anthropic's documents and server-tool results, Gemini's other media) are left
+out, not sent as empty texts.
 """
 
 from __future__ import annotations
@@ -61,6 +64,8 @@ from gateway_core.model import (
     ToolChoiceMode,
     ToolResultPart,
 )
+
+from .reasoning_request import reasoning_effort
 
 JSON = dict[str, Any]
 
@@ -115,11 +120,12 @@ def request_from_wire(body: JSON) -> ChatRequest:
     if tool_choice is None and body.get("tool_choice") is not None:
         extra["tool_choice"] = body["tool_choice"]  # allowed_tools, custom: kept as they are
     tools = _expect(body.get("tools"), list, "tools", "an array")
+    search = _web_search(body.get("web_search_options"))
     return ChatRequest(
         model=model,
         messages=tuple(core),
         system=tuple(system),
-        tools=tuple(_read_tool(t, f"tools[{i}]") for i, t in enumerate(tools or ())),
+        tools=tuple(_read_tool(t, f"tools[{i}]") for i, t in enumerate(tools or ())) + search,
         tool_choice=tool_choice,
         parallel_tool_calls=_expect(body.get("parallel_tool_calls"), bool, "parallel_tool_calls", "a boolean"),
         max_tokens=max_tokens,
@@ -256,6 +262,19 @@ def _read_tool(tool: Any, p: str) -> Tool:
     )
 
 
+def _web_search(options: Any) -> tuple[Tool, ...]:
+    """``web_search_options`` (a search model searches the web before answering) as
+    the provider-run web search other channels offer (Anthropic's server tool,
+    Gemini's ``googleSearch``), its approximate user location kept; the chat
+    writer never sends it as a tool (the field itself stays in ``extra``)."""
+    if not isinstance(options, dict):
+        return ()
+    location = options.get("user_location")
+    approximate = location.get("approximate") if isinstance(location, dict) else None
+    kept = {"user_location": approximate} if isinstance(approximate, dict) else {}
+    return (Tool("web_search", extra={"hosted_tool": "web_search", "options": kept}),)
+
+
 def _read_tool_choice(choice: Any) -> ToolChoice | None:
     if isinstance(choice, str):
         if choice not in _MODES:
@@ -360,6 +379,14 @@ def request_to_wire(request: ChatRequest, model: str, *, all_extra: bool = False
         anthropic = request.extra.get("output_format") or (request.extra.get("output_config") or {}).get("format")
         if isinstance(anthropic, dict) and anthropic.get("type") == "json_schema" and isinstance(anthropic.get("schema"), dict):
             out["response_format"] = {"type": "json_schema", "json_schema": {"name": "response", "schema": anthropic["schema"]}}  # Anthropic's JSON output
+    if not all_extra and "logprobs" not in out:
+        out.pop("top_logprobs", None)  # a Responses client's: chat takes it only beside logprobs: true
+    effort = None if all_extra else reasoning_effort(request.extra, model)  # Anthropic's thinking, Gemini's thinkingConfig
+    if effort is not None:  # reasoning models refuse sampling settings but their defaults while they reason
+        out["reasoning_effort"] = effort
+        for key in ("temperature", "top_p"):
+            if out.get(key) not in (None, 1):
+                del out[key]
     options = out.pop("stream_options", None)
     if request.stream:
         out["stream"] = True
@@ -425,7 +452,7 @@ def _assistant_message(message: Message) -> JSON:
 
 
 def _wire_content(parts: Sequence[Part]) -> str | list[JSON]:
-    visible = [p for p in parts if isinstance(p, (TextPart, ImagePart)) and not _is_carrier(p)]
+    visible = [p for p in parts if isinstance(p, (TextPart, ImagePart)) and not _is_carrier(p) and not _foreign_carrier(p)]
     if not visible:
         return ""
     first = visible[0]
@@ -464,6 +491,13 @@ def _write_tool(tool: Tool) -> JSON:
 def _is_carrier(part: Part) -> bool:
     """An empty text part that only carries message-level extras."""
     return isinstance(part, TextPart) and not part.text and _meta(part).keys() == {"openai_message"}
+
+
+def _foreign_carrier(part: Part) -> bool:
+    """An empty text part holding only another provider's block (Anthropic's server-tool
+    results and documents, Gemini's other media), which chat has no form for."""
+    meta = _meta(part)
+    return isinstance(part, TextPart) and not part.text and bool(meta) and not any(key.startswith("openai_") for key in meta)
 
 
 def _message_extra(parts: Sequence[Part]) -> JSON:

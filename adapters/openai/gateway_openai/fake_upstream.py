@@ -5,7 +5,11 @@ It answers ``POST /v1/chat/completions`` plainly or as an SSE stream (pausing
 usage, records every request it received, and can be told to fail (a
 :class:`gateway_core.testing.Fault`): an error status, a connection dropped
 mid-stream, a slow first byte, malformed JSON. Like OpenAI, it refuses ``max_tokens``
-on chat for its reasoning models (names starting ``o1``/``o3``/``o4``/``gpt-5``).
+on chat for its reasoning models (names starting ``o1``/``o3``/``o4``/``gpt-5``),
+refuses ``top_logprobs`` without ``logprobs: true``, ``reasoning_effort`` for OpenAI's models that do not reason (``gpt-4…``) or beside a
+``temperature`` or ``top_p`` other than 1 and values it does not know, and
+reports the reasoning tokens of an effort (:data:`REASONING_TOKENS`) inside
+``completion_tokens``.
 It also serves ``/v1/responses`` (:mod:`.fake_responses`), ``/v1/embeddings``,
 ``/v1/images/generations``, ``/v1/images/edits``, ``/v1/audio/speech`` and
 ``/v1/audio/transcriptions`` (:mod:`.fake_media`; images streamed too, with partial images), and ``/v1/completions``,
@@ -32,6 +36,8 @@ from . import fake_media, fake_responses, fake_text
 
 EXPECTED_KEY = "sk-upstream-test"
 REASONING_MODELS = ("o1", "o3", "o4", "gpt-5")
+NON_REASONING_MODELS = ("gpt-4", "gpt-3.5", "chatgpt-4o")  # OpenAI's own refuse reasoning_effort (other names: a compatible server)
+REASONING_TOKENS = {"minimal": 0, "low": 64, "medium": 256, "high": 1024}  # reported per reasoning_effort (chat)
 MODELS = ("gpt-4o-mini", "gpt-4o", "text-embedding-3-small", "o3-mini")
 __all__ = ["EXPECTED_KEY", "FakeOpenAI", "Fault"]
 
@@ -45,6 +51,7 @@ class FakeOpenAI(FakeUpstream):
     kept: dict[str, Any] = attrs.field(factory=dict)  # stored Responses answers, by id (GET/DELETE /v1/responses/{id})
     image_hold: asyncio.Event | None = None  # streamed images: the completed events wait for it
     partial_image_bytes: int = 0  # streamed images: the size of each partial image (0: a 1-pixel PNG)
+    extra_events: list[dict[str, Any]] | None = None  # Responses streams: events of other types, after in_progress
     models: list[str] = attrs.field(factory=lambda: list(MODELS))  # what GET /v1/models lists
 
     malformed_body = b'{"id": "chatcmpl-broken", "choices": ['
@@ -73,6 +80,18 @@ class FakeOpenAI(FakeUpstream):
         if request.path == "/v1/chat/completions" and isinstance(body, dict) and "max_tokens" in body and str(model).startswith(REASONING_MODELS):
             message = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
             return error_response(400, message, "invalid_request_error", "unsupported_parameter")
+        if request.path == "/v1/chat/completions" and isinstance(body, dict) and "top_logprobs" in body and body.get("logprobs") is not True:
+            return error_response(400, "'logprobs' must be set to true when 'top_logprobs' is used.", "invalid_request_error", "invalid_value")
+        effort = body.get("reasoning_effort") if isinstance(body, dict) and request.path == "/v1/chat/completions" else None
+        if effort is not None and str(model).startswith(NON_REASONING_MODELS):
+            message = "Unrecognized request argument supplied: reasoning_effort"
+            return error_response(400, message, "invalid_request_error", "unsupported_parameter")
+        if effort is not None and any(body.get(key) not in (None, 1) for key in ("temperature", "top_p")):
+            message = "Unsupported value: 'temperature' does not support this value with this model. Only the default (1) value is supported."
+            return error_response(400, message, "invalid_request_error", "unsupported_value")
+        if effort is not None and effort not in REASONING_TOKENS:
+            message = f"Invalid value: '{effort}'. Supported values are: 'minimal', 'low', 'medium', and 'high'."
+            return error_response(400, message, "invalid_request_error", "unsupported_value")
         return None
 
     def error_body(self, status: int, message: str) -> Any:
@@ -101,7 +120,7 @@ class FakeOpenAI(FakeUpstream):
             if body.get("store") is not False:
                 self.kept[answer["id"]] = answer
             return self.answer(answer)
-        events = list(fake_responses.events(body, self.tool_call))
+        events = list(fake_responses.events(body, self.tool_call, self.extra_events))
         frames = [b"event: " + e["type"].encode() + b"\ndata: " + orjson.dumps(e) + b"\n\n" for e in events]
         return await self.stream(request, frames, fault)
 
@@ -201,13 +220,14 @@ def echo_text(body: dict[str, Any]) -> str:
 
 def usage_for(body: dict[str, Any], text: str, cached: int = 0) -> dict[str, Any]:
     prompt = sum(len(str(m.get("content", ""))) for m in body.get("messages") or []) // 4 + 1 + cached
-    completion_tokens = len(text.split())
+    reasoning = REASONING_TOKENS.get(str(body.get("reasoning_effort")), 0)
+    completion_tokens = len(text.split()) + reasoning  # reasoning tokens are output tokens
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt + completion_tokens,
         "prompt_tokens_details": {"cached_tokens": cached},
-        "completion_tokens_details": {"reasoning_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": reasoning},
     }
 
 

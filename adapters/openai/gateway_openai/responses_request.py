@@ -29,7 +29,7 @@ upstream's (:func:`stateful_reason`) cannot be converted.
   ``compaction`` …) are dropped: :func:`unconvertible` lists them, and the hosted
   tools a chat channel drops, for a log note.
 - ``max_output_tokens`` → ``max_tokens``; ``reasoning.effort`` →
-  ``extra["reasoning_effort"]``; ``text.format`` → ``extra["response_format"]``
+  ``extra["reasoning_effort"]``; ``reasoning.summary`` → ``extra["reasoning_summary"]``; ``text.format`` → ``extra["response_format"]``
   (chat's shape); ``text.verbosity`` → ``extra["verbosity"]``; every other
   top-level field stays in ``extra`` under its own name.
 """
@@ -296,6 +296,8 @@ def _mapped_extra(body: JSON) -> JSON:
     reasoning = body.get("reasoning")
     if isinstance(reasoning, dict) and isinstance(reasoning.get("effort"), str):
         out["reasoning_effort"] = reasoning["effort"]
+    if isinstance(reasoning, dict) and isinstance(reasoning.get("summary"), str):
+        out["reasoning_summary"] = reasoning["summary"]  # a gemini channel asks for thoughts
     text = body.get("text")
     if isinstance(text, dict):
         fmt = text.get("format")
