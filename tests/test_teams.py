@@ -16,7 +16,7 @@ from gateway_core.key_cache import KeyCache
 from gateway_core.plugins import collect
 from gateway_core.records import UsageFilter, UsageRow
 from gateway_core.secrets import hash_key
-from gateway_core.store import admin_ports
+from gateway_core.testing.stores import admin_ports
 
 HOUR = 3600.0
 
