@@ -39,6 +39,7 @@ DEFAULT_PLUGINS = {
     "core.serve": "gateway_core.commands.serve",
     "core.database": "gateway_core.commands.database",
     "core.users": "gateway_core.commands.users",
+    "core.teams": "gateway_core.commands.teams",
     "core.prices": "gateway_core.commands.prices",
     "core.keys": "gateway_core.commands.keys",
     "core.plugins": "gateway_core.commands.plugins",

@@ -21,7 +21,7 @@ from .. import lazy
 
 if TYPE_CHECKING:
     from .context import NO_CACHES, Admin, Caches
-    from .errors import AdminError, Conflict, Invalid, Locked, NotFound, StoreFailure
+    from .errors import AdminError, Conflict, Forbidden, Invalid, Locked, NotFound, StoreFailure
     from .port import AdminStore
 
 if not TYPE_CHECKING:  # mypy reads the imports above
@@ -29,7 +29,7 @@ if not TYPE_CHECKING:  # mypy reads the imports above
         __name__,
         lazy.by_module({
             ".context": ("NO_CACHES", "Admin", "Caches"),
-            ".errors": ("AdminError", "Conflict", "Invalid", "Locked", "NotFound", "StoreFailure"),
+            ".errors": ("AdminError", "Conflict", "Forbidden", "Invalid", "Locked", "NotFound", "StoreFailure"),
             ".port": ("AdminStore",),
         }),
     )
@@ -41,6 +41,7 @@ __all__ = [
     "AdminStore",
     "Caches",
     "Conflict",
+    "Forbidden",
     "Invalid",
     "Locked",
     "NotFound",

@@ -4,7 +4,7 @@
   progress hold (their open reservations, apart from the ledger), and the latest
   ledger rows (newest first: money that moved only).
 - ``wallet adjust USER AMOUNT --note TEXT``: a signed correction by the operator.
-- ``logs [--key ID] [--user NAME] [--model M] [--status S] [--since T] [--until T]
+- ``logs [--key ID] [--user NAME] [--team NAME] [--model M] [--status S] [--since T] [--until T]
   [--limit N] [--before CURSOR]``: the usage log, newest first; a full page ends
   with the ``--before`` cursor of the next one.
 - ``logs export [the same filters] [--format csv|jsonl] [--output FILE]``: every
@@ -129,6 +129,7 @@ def _run_wallet_adjust(args: argparse.Namespace, cli: CommandContext) -> int:
 def _add_log_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", type=int, metavar="ID", help="one API key's requests")
     parser.add_argument("--user", metavar="NAME", help="one user's requests")
+    parser.add_argument("--team", metavar="NAME", help="the requests charged to one team")
     parser.add_argument("--model", metavar="M", help="requests for this model (as the client named it)")
     parser.add_argument("--status", type=int, metavar="S", help="requests answered with this HTTP status")
     parser.add_argument("--since", type=parse_time, metavar="T", help="from this time: ISO 8601 (UTC if no offset), Unix seconds, or an age like 30m, 2h, 7d")
@@ -148,10 +149,11 @@ def _configure_logs_export(parser: argparse.ArgumentParser) -> None:
 
 
 async def _log_filters(admin: Admin, args: argparse.Namespace) -> UsageFilter:
-    from ..admin import users
+    from ..admin import teams, users
 
     user_id = (await users.find_user(admin, args.user)).id if args.user else None
-    return UsageFilter(key_id=args.key, user_id=user_id, model=args.model, status=args.status, since=args.since, until=args.until)
+    team_id = (await teams.find_team(admin, args.team)).id if args.team else None
+    return UsageFilter(key_id=args.key, user_id=user_id, model=args.model, status=args.status, since=args.since, until=args.until, team_id=team_id)
 
 
 def _run_logs(args: argparse.Namespace, cli: CommandContext) -> int:
