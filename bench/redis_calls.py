@@ -26,10 +26,10 @@ from typing import Any
 import uvloop
 
 from gateway_core.ratelimit.memory import InProcessRateLimiter
-from gateway_core.ratelimit.redis import RedisRateLimiter
-from gateway_core.ratelimit.resp import RespClient
 from gateway_core.ratelimit.state import Subject
 from gateway_core.records import RateLimits
+from relaygate_redis.limiter import RedisRateLimiter
+from relaygate_redis.resp import RespClient
 
 KEY = [Subject("key", 1, RateLimits(100_000_000, 1_000_000_000, 10_000))]
 CHANNEL = [Subject("channel", 1, RateLimits(concurrency=10_000))]

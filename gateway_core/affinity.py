@@ -16,10 +16,10 @@ upstream key itself:
 - :class:`LocalAffinity`: in this process, an LRU of at most
   ``session_max_entries`` sessions, each forgotten ``session_ttl`` seconds after
   its last request;
-- :class:`RedisAffinity`: with Redis configured, in
-  ``{prefix}:af:{digest}`` keys that expire ``session_ttl`` seconds after the
-  session's last request, so that every replica sends a session to the same
-  place (one ``GETEX`` per request that names a session; writes are not
+- :class:`relaygate_redis.affinity.RedisAffinity` (the Redis plugin's): with
+  Redis configured, in ``{prefix}:af:{digest}`` keys that expire
+  ``session_ttl`` seconds after the session's last request, so that every
+  replica sends a session to the same place (one ``GETEX`` per request that names a session; writes are not
   awaited; ``GETEX`` needs Redis 6.2 or later). Redis unreachable (or refusing):
   the request is routed as usual.
 
@@ -30,24 +30,17 @@ session follows the channel that serves it.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-import structlog
-
 from .records import key_fingerprint
 
 if TYPE_CHECKING:
-    import redis.asyncio as aioredis
-
     from .client_protocol import ClientProtocol
     from .health import Lease
-
-log = structlog.get_logger("relaygate.affinity")
 
 MAX_SESSION_CHARS = 512  # a longer session name is cut (it is only hashed)
 Place = tuple[int, str]  # (channel id, upstream key fingerprint)
@@ -121,55 +114,6 @@ class LocalAffinity:
 
     async def close(self) -> None:
         self._places.clear()
-
-
-class RedisAffinity:
-    """Sessions shared by every replica through Redis keys that expire."""
-
-    def __init__(self, client: aioredis.Redis, prefix: str, *, ttl: float, header: str | None) -> None:
-        self._client = client
-        self._prefix = f"{prefix}:af:"
-        self.ttl_ms = max(1, int(ttl * 1000))
-        self.header = header
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.unreachable = 0  # times Redis did not answer (the request was routed as usual)
-
-    async def recall(self, digest: str) -> Place | None:
-        try:
-            value = await self._client.getex(self._prefix + digest, px=self.ttl_ms)
-        except Exception as error:  # unreachable, or refused (GETEX needs Redis 6.2): an optimisation, not a failure
-            self._unreachable(error)
-            return None
-        if not value:
-            return None
-        channel, _, fingerprint = (value.decode() if isinstance(value, bytes) else str(value)).partition(":")
-        return (int(channel), fingerprint) if channel.isdigit() and fingerprint else None
-
-    def remember(self, digest: str, place: Place) -> None:
-        self._spawn(self._client.set(self._prefix + digest, f"{place[0]}:{place[1]}", px=self.ttl_ms))
-
-    def forget(self, digest: str) -> None:
-        self._spawn(self._client.delete(self._prefix + digest))
-
-    def _spawn(self, work: Any) -> None:
-        task = asyncio.ensure_future(self._quietly(work))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _quietly(self, work: Any) -> None:
-        try:
-            await work
-        except Exception as error:  # as in recall
-            self._unreachable(error)
-
-    def _unreachable(self, error: BaseException) -> None:
-        self.unreachable += 1
-        if self.unreachable == 1 or self.unreachable % 1000 == 0:
-            log.warning("session affinity: Redis did not answer; routing as usual", error=repr(error), times=self.unreachable)
-
-    async def close(self) -> None:
-        if self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
 
 class Steering:

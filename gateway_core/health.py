@@ -4,7 +4,7 @@ Each channel, and each upstream key of a channel, has a circuit breaker:
 
 - **closed**: attempts go through. ``failures`` consecutive failures open it
   (counted across replicas when Redis is configured: see
-  :mod:`gateway_core.shared.failures`).
+  :mod:`relaygate_redis.failures`).
 - **open**: no attempt for ``cooldown`` seconds.
 - **half-open**: the cool-down is over; ONE attempt (the probe) goes through.
   Its success closes the breaker, its failure opens it again.
@@ -23,7 +23,7 @@ that keeps failing outright.
 concurrency cap, and hands out :class:`Lease`\\ s: one attempt's right to use a
 channel and one of its keys (round-robin among the usable keys). Breakers are
 per worker unless Redis is configured: then ``board.shared``
-(:mod:`gateway_core.shared.health`) opens and closes them on every replica,
+(:class:`~gateway_core.shared_state.SharedChannelHealth`) opens and closes them on every replica,
 lets one replica probe, and counts concurrency caps across replicas (an
 attempt's lease is made to hold there by :meth:`AttemptPlan.take`). Changes
 of state are written to the store (``channel_health``) so
@@ -50,7 +50,7 @@ from .secrets import redact
 if TYPE_CHECKING:
     from .observing import Observers
     from .ratelimit.state import Permit
-    from .shared.health import SharedHealth
+    from .shared_state import SharedChannelHealth
 
 log = structlog.get_logger("relaygate.health")
 
@@ -146,7 +146,7 @@ class HealthBoard:
         self._store = store  # breaker changes and disabled keys are saved there, not awaited
         self.clock = clock
         self.worker = f"{socket.gethostname()}:{os.getpid()}"
-        self.shared: SharedHealth | None = None  # breakers and caps shared through Redis (gateway_core.shared)
+        self.shared: SharedChannelHealth | None = None  # breakers and caps shared across replicas (the Redis plugin's)
 
     def health(self, channel_id: int) -> ChannelHealth:
         health = self.channels.get(channel_id)

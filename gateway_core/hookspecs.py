@@ -148,9 +148,9 @@ def register_shared_state(register: RegisterSharedState, config: Config) -> None
     Call ``register(kind)`` with a :class:`gateway_core.shared_state.SharedStateKind`:
     whether the configuration asks for it, and how it opens one gateway's share
     (rate limiter, sign-in and redemption throttles, session affinity,
-    invalidations, shared breakers). The core registers two: in this process (the
-    default) and Redis (``[gateway] redis``). Called once per app and per CLI
-    invocation.
+    invalidations, shared breakers). The core registers the one in this process
+    (the default); the ``relaygate-redis`` plugin registers Redis (``[gateway]
+    redis``). Called once per app and per CLI invocation.
     """
 
 

@@ -11,17 +11,13 @@
   with its ``url`` set; stopped at the end of the test (async tests only).
 - ``examples``: a :class:`gateway_core.testing.Examples` on the ``examples``
   folder beside the test module (or above it).
-- ``relaygate_redis_prefix``: a Redis key prefix of the test's own (``redis_prefix``
-  in ``[gateway]``) on ``RELAYGATE_TEST_REDIS`` (default: the machine's Redis),
-  its keys deleted after the test.
 
-The PostgreSQL store's plugin (``relaygate-postgres``) adds ``relaygate_postgres_url``.
+The PostgreSQL store's plugin (``relaygate-postgres``) adds ``relaygate_postgres_url``;
+the Redis shared state's (``relaygate-redis``) adds ``relaygate_redis_prefix``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -82,24 +78,3 @@ async def fake_upstream() -> AsyncIterator[Callable[[Fake], Awaitable[Fake]]]:
 def examples(request: pytest.FixtureRequest) -> Examples:
     return Examples.beside(request.path)
 
-
-# --- Redis ------------------------------------------------------------------------------------
-
-DEFAULT_TEST_REDIS = "redis://127.0.0.1:6379/0"
-
-
-@async_fixture
-async def relaygate_redis_prefix() -> AsyncIterator[str]:
-    import uuid
-
-    import redis.asyncio as aioredis
-
-    name = f"test-{uuid.uuid4().hex}"
-    yield name
-    client = aioredis.Redis.from_url(os.environ.get("RELAYGATE_TEST_REDIS", DEFAULT_TEST_REDIS))
-    try:
-        stale = [key async for key in client.scan_iter(match=f"{name}:*")]
-        if stale:
-            await client.delete(*stale)
-    finally:
-        await client.aclose()

@@ -4,9 +4,13 @@
 A :class:`SharedStateKind` opens one gateway's :class:`SharedState`: its rate
 limiter (limits and channel slots), the sign-in and redemption throttles, the
 session-affinity table, the invalidations it tells the others about, and (on
-``start``) whatever it listens to. The core registers two kinds: in this
-process (the default: one worker alone) and Redis (``[gateway] redis``): the
-first kind whose ``wanted(config)`` is true serves, else the default.
+``start``) whatever it listens to. The core registers the kind in this
+process (the default: one worker alone); the first-party plugin
+``relaygate-redis`` registers Redis (``[gateway] redis``): the first kind whose
+``wanted(config)`` is true serves, else the default.
+
+A kind that shares channel health across replicas sets the health board's
+``shared`` to a :class:`SharedChannelHealth`: what the core asks it.
 """
 
 from __future__ import annotations
@@ -15,20 +19,63 @@ import abc
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .config import Config, ConfigError
 
 if TYPE_CHECKING:
     from .affinity import Affinity
+    from .breaker import Breaker
     from .gateway import Gateway
-    from .health import HealthBoard
-    from .ratelimit import RateLimiter
+    from .health import HealthBoard, Lease
+    from .ratelimit import RateLimiter, SlotLimits
     from .ratelimit.signin import SignInThrottle
     from .router import Router
 
 Publish = Callable[[dict[str, Any]], None]
 """Queue one invalidation (``gateway_core.shared.events``) for the other gateways; never blocks."""
+
+
+class SharedFailureCounts(Protocol):
+    """A closed breaker's consecutive failures, counted across replicas."""
+
+    def count(self, lease: Lease, slot: str, breaker: Breaker) -> None:
+        """A failure of the closed ``breaker`` (``slot``: the channel's, or a key's
+        fingerprint); the board hears the count (``HealthBoard.counted``)."""
+
+    def reset(self, channel_id: int, slot: str) -> None:
+        """A success where failures were counted: the count is dropped everywhere."""
+
+
+class SharedChannelHealth(Protocol):
+    """What the core asks of channel health shared across replicas (``HealthBoard.shared``):
+    breakers, concurrency slots, the one half-open probe, requests in flight."""
+
+    @property
+    def failures(self) -> SharedFailureCounts: ...
+
+    def counts_with(self, limiter: object) -> bool:
+        """Whether the request limits of ``limiter`` can be taken with a channel's slot (:meth:`claim`)."""
+
+    async def claim(self, lease: Lease, limits: SlotLimits | None = None) -> str | None:
+        """Make ``lease`` hold across replicas (its probe claim, its slot, the request's
+        ``limits`` still to take): ``None`` when it may go, else why not (the lease is
+        then released). Raises a ``GatewayError`` (429, 503) as the limits say."""
+
+    def released(self, lease: Lease) -> None:
+        """The lease is given back: its slot, and its probe claim when the probe ended without an outcome."""
+
+    def changed(self, lease: Lease, slot: str, breaker: Breaker, is_open: bool) -> None:
+        """A breaker of this replica opened or closed: the others hear it."""
+
+    def key_disabled(self, channel_id: int, api_key: str) -> None:
+        """An upstream refused one of the channel's keys here: the others skip it."""
+
+    def apply(self, event: dict[str, Any]) -> None:
+        """Another replica's message (:mod:`gateway_core.shared.events`: a breaker, a count, a key refused)."""
+
+    async def in_flight(self) -> dict[int, int]:
+        """Requests in flight per channel in every worker and replica (the console's channel page)."""
 
 
 class SharedState(abc.ABC):

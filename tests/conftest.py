@@ -6,10 +6,9 @@
 - ``db_url``: what ``--db`` takes, once per store: a SQLite file in ``tmp_path``,
   then a fresh PostgreSQL database.
 - ``start_store``: starts the store at ``db_url``.
-- ``redis_prefix``: a key prefix of the test's own in the machine's Redis
-  (``REDIS_URL``), its keys deleted after the test.
-- ``private_redis``: a ``redis-server`` of the test's own on a free port, to stop
-  and start (never the shared one); skipped when redis-server is not installed.
+- ``redis_prefix``: the Redis plugin's ``relaygate_redis_prefix``: a key prefix
+  of the test's own in the machine's Redis (``REDIS_URL``), its keys deleted
+  after the test.
 - ``flooding_upstream``: a :class:`FloodingUpstream` served on loopback (an
   OpenAI-like upstream that can send more than any bound).
 """
@@ -21,8 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +33,7 @@ from gateway_core.request_store import RequestStore
 from gateway_core.store import Store
 from gateway_core.testing.stores import open_store
 from relaygate_postgres.store import PostgresStore
-from gateway_core.testing import FakeUpstream, free_port
+from gateway_core.testing import FakeUpstream
 from gateway_core.sql import Migration
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -84,44 +82,6 @@ async def start_store(db_url: str) -> AsyncIterator[StartStore]:
 @pytest.fixture
 def redis_prefix(relaygate_redis_prefix: str) -> str:
     return relaygate_redis_prefix
-
-
-@attrs.define
-class PrivateRedis:
-    """A redis-server of the test's own, stopped and started at will."""
-
-    directory: Path
-    port: int = attrs.field(factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                   "--dir", str(self.directory)]  # fmt: skip
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while subprocess.run(["redis-cli", "-p", str(self.port), "ping"], capture_output=True, text=True).stdout.strip() != "PONG":
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait(timeout=10)
-            self.process = None
-
-
-@pytest.fixture
-def private_redis(tmp_path: Path) -> Iterator[PrivateRedis]:
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed")
-    server = PrivateRedis(tmp_path)
-    server.start()
-    yield server
-    server.stop()
 
 
 FLOOD_CHUNK = b"x" * 65536

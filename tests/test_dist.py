@@ -45,7 +45,7 @@ def test_the_wheels_install_alone_and_serve(built_wheels: Path, dependency_wheel
     installed = subprocess.run([str(bin_ / "python"), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True, env=env).stdout
     names = {item["name"].lower() for item in json.loads(installed)}
     assert {"relaygate", "relaygate-openai", "relaygate-anthropic", "relaygate-gemini", "relaygate-demo", "relaygate-azure", "relaygate-bedrock",
-            "relaygate-console", "relaygate-postgres"} <= names
+            "relaygate-console", "relaygate-postgres", "relaygate-redis"} <= names
     assert {"asyncpg", "redis", "opentelemetry-sdk"} <= names
     assert not names & {"pytest", "mypy", "playwright", "schemathesis", "hypothesis", "kubernetes"}, names
     types = subprocess.run([str(bin_ / "relaygate"), "channel", "types"], check=True, capture_output=True, text=True, env=env, cwd=tmp_path).stdout

@@ -74,7 +74,7 @@ class DeferredLimits:
         self.ctx = ctx
         self.subjects = subjects
         self.tokens = tokens
-        self.limiter = limiter  # a RedisRateLimiter
+        self.limiter = limiter  # the shared limiter (the Redis plugin's)
         self.permit: Permit | None = None  # once taken
         self.slot: Permit | None = None  # the channel's slot taken with them, if any
         self.slots = None  # the limiter counting that slot

@@ -11,7 +11,8 @@ Each kind fails **open** or **closed**:
 - ``signin`` (console sign-in throttling): open (the default), each process
   throttles on its own; closed, the sign-in is refused with "try again".
 
-Open or closed, the event is counted in :class:`RedisFaults` (``services.redis_faults``:
+Open or closed, the event is counted by the Redis plugin
+(:class:`relaygate_redis.faults.RedisFaults`, ``services.shared.unreachable``:
 ``counts[(kind, "open" | "closed")]``, for a metrics endpoint) and logged as a
 warning at most once every :data:`LOG_EVERY` seconds per kind. Nothing waits
 longer than the Redis client's timeout, and the next call tries Redis again,
@@ -20,11 +21,9 @@ so service recovers by itself when Redis is back.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 
 import attrs
-
 
 RATE_LIMITS = "rate_limits"
 CHANNEL_CONCURRENCY = "channel_concurrency"
@@ -60,32 +59,3 @@ class FaultPolicy:
                 raise ValueError(f"[gateway.redis_faults] {kind} must be \"open\" or \"closed\", got {value!r}")
             values[kind] = str(value)
         return cls(**values)
-
-
-class RedisFaults:
-    """Counts of the times Redis could not be reached, by kind and by what was done."""
-
-    def __init__(self, policy: FaultPolicy = FaultPolicy()) -> None:
-        self.policy = policy
-        self.counts: dict[tuple[str, str], int] = {}
-        self._logged: dict[str, float] = {}
-
-    def fails_open(self, kind: str) -> bool:
-        return self.policy.fails_open(kind)
-
-    def record(self, kind: str, error: BaseException, *, opened: bool | None = None) -> bool:
-        """Count one failure to reach Redis for ``kind``; ``True`` when it fails open."""
-        is_open = self.policy.fails_open(kind) if opened is None else opened
-        outcome = OPEN if is_open else CLOSED
-        self.counts[(kind, outcome)] = self.counts.get((kind, outcome), 0) + 1
-        now = time.monotonic()
-        if now - self._logged.get(kind, -LOG_EVERY) >= LOG_EVERY:
-            self._logged[kind] = now
-            what = "served without the shared state (fail open)" if is_open else "refused (fail closed)"
-            import structlog  # here, not at the top: the CLI reads the configuration that names this module without logging
-
-            structlog.get_logger("relaygate.redis").warning(f"redis unreachable: {what}", kind=kind, error=f"{type(error).__name__}: {error}")
-        return is_open
-
-    def total(self, kind: str) -> int:
-        return sum(count for (k, _), count in self.counts.items() if k == kind)

@@ -19,7 +19,7 @@ there always gets in, however many wrong ones an attacker sent from elsewhere.
 A success forgets the pair's failures.
 
 :class:`InProcessSignInThrottle` counts in memory (one process); the Redis one
-(:mod:`gateway_core.ratelimit.redis_signin`) counts for every worker and
+(:mod:`relaygate_redis.signin`, the Redis plugin's) counts for every worker and
 replica with the same arithmetic (:meth:`SignInRule.wait`).
 """
 

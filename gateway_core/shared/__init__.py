@@ -1,13 +1,13 @@
-"""State shared by every worker and replica through Redis (when it is configured).
+"""State shared by every worker and replica, the core's side of it.
 
 - :mod:`.events`: the invalidation messages (a key, a user, a group, the
   channels, the prices, a breaker, an upstream key disabled) and what a
   gateway drops when one arrives;
-- :mod:`.bus`: publishing them on Redis pub/sub, and the subscriber every
-  gateway runs, which reconnects by itself;
-- :mod:`.health`: channel concurrency caps counted across replicas, circuit
-  breakers opened and closed for all, one half-open probe for all;
-- :mod:`.setup`: wiring them into a gateway's services.
+- :mod:`.in_process`: the default kind, a gateway alone counting in its own
+  memory;
+- :mod:`.kinds`: registering it through ``register_shared_state``.
 
-Without Redis none of this is loaded and each process keeps its state in memory.
+Redis (publishing the events on pub/sub, limits, channel caps and breakers
+across replicas) is the first-party plugin ``relaygate-redis``
+(``plugins/redis``), behind :mod:`gateway_core.shared_state`.
 """

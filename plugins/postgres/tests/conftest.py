@@ -2,7 +2,7 @@
 
 - ``pg_url``, ``postgres_server``: the plugin's ``relaygate_postgres_url`` (a fresh
   database on ``RELAYGATE_TEST_POSTGRES``, created for one test and dropped after it)
-  and ``relaygate_postgres_server``; ``redis_prefix``: the test kit's
+  and ``relaygate_postgres_server``; ``redis_prefix``: the Redis plugin's
   ``relaygate_redis_prefix``.
 - ``books``: a started store of either kind (the test runs once per store) and a
   :class:`Seeder` on its database.

@@ -13,11 +13,11 @@ import pytest
 
 from gateway_core.admin import Admin
 from gateway_core.admin.codes import REDEEM_RULE, RedeemRefused, create_codes, disable_code, list_codes, redeem_code
-from gateway_core.ratelimit.faults import RedisFaults
-from gateway_core.ratelimit.redis import connect
-from gateway_core.ratelimit.redis_signin import RedisSignInThrottle
 from gateway_core.ratelimit.signin import InProcessSignInThrottle
 from gateway_core.testing.stores import admin_ports
+from relaygate_redis.faults import RedisFaults
+from relaygate_redis.limiter import connect
+from relaygate_redis.signin import RedisSignInThrottle
 
 from .conftest import Books, open_books
 

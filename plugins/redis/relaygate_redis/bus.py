@@ -25,7 +25,7 @@ import orjson
 import redis.asyncio as aioredis
 import structlog
 
-from ..ratelimit.redis import UNREACHABLE, connect
+from .limiter import UNREACHABLE, connect
 
 log = structlog.get_logger("relaygate.shared")
 

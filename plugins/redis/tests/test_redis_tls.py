@@ -24,12 +24,12 @@ from cryptography.x509.oid import NameOID
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from gateway_core.config import Config, config_from_mapping
-from gateway_core.ratelimit.redis import RedisRateLimiter, connect
-from gateway_core.ratelimit.resp import RespClient
 from gateway_core.ratelimit.state import Subject
 from gateway_core.records import RateLimits
 from gateway_core.testing import free_port
 from gateway_openai.fake_upstream import FakeOpenAI
+from relaygate_redis.limiter import RedisRateLimiter, connect
+from relaygate_redis.resp import RespClient
 
 MODEL = "gpt-tls"
 

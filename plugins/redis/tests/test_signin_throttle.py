@@ -8,11 +8,11 @@ import asyncio
 
 import pytest
 
-from gateway_core.config import ConfigError, config_from_mapping
-from gateway_core.ratelimit.faults import FaultPolicy, RedisFaults
-from gateway_core.ratelimit.redis import connect
-from gateway_core.ratelimit.redis_signin import RedisSignInThrottle
+from gateway_core.ratelimit.faults import FaultPolicy
 from gateway_core.ratelimit.signin import InProcessSignInThrottle, SignInRule, SignInThrottled, SignInThrottleUnavailable
+from relaygate_redis.faults import RedisFaults
+from relaygate_redis.limiter import connect
+from relaygate_redis.signin import RedisSignInThrottle
 
 RULE = SignInRule(free_failures=2, address_free_failures=5, account_free_failures=6, base_delay=30, max_delay=600, window=60)
 
@@ -70,13 +70,3 @@ async def test_unreachable_redis_fails_open_to_memory_or_closed(private_redis):
             await closed.attempt("root", "y", RULE)
     finally:
         await client.aclose()
-
-
-def test_fault_policy_is_read_per_kind():
-    config = config_from_mapping({"gateway": {"redis_faults": {"breakers": "closed", "signin": "closed"}}})
-    assert config.redis_faults == FaultPolicy(rate_limits="closed", channel_concurrency="closed", breakers="closed", signin="closed")
-    assert config_from_mapping({"gateway": {"redis_fail_open": True}}).redis_faults.rate_limits == "open"
-    with pytest.raises(ConfigError, match="must be \"open\" or \"closed\""):
-        config_from_mapping({"gateway": {"redis_faults": {"rate_limits": "maybe"}}})
-    with pytest.raises(ConfigError, match="knows rate_limits"):
-        config_from_mapping({"gateway": {"redis_faults": {"limits": "open"}}})

@@ -15,7 +15,7 @@ not know them (``NOSCRIPT``: after a restart or ``SCRIPT FLUSH``). A reply not
 arrived within ``timeout`` fails every waiting caller with redis-py's
 ``TimeoutError`` and drops the connection; a lost connection fails them with
 its ``ConnectionError``; the next call connects again. So callers handle one
-set of exceptions (:data:`gateway_core.ratelimit.redis.UNREACHABLE`). Pub/sub,
+set of exceptions (:data:`relaygate_redis.limiter.UNREACHABLE`). Pub/sub,
 transactions and the rare calls stay on redis-py.
 """
 

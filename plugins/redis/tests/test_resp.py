@@ -12,7 +12,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from gateway_core.ratelimit.resp import RespClient, Script, _Incomplete, encode, parse
+from relaygate_redis.resp import RespClient, Script, _Incomplete, encode, parse
 
 
 def test_replies_are_parsed_whole_or_not_at_all():

@@ -1,4 +1,4 @@
-"""The Lua scripts of the Redis rate limiter (:mod:`gateway_core.ratelimit.redis`).
+"""The Lua scripts of the Redis rate limiter (:mod:`relaygate_redis.limiter`).
 
 Each subject has a hash of its buckets (``r``, ``t``: requests and tokens left, a
 missing field is a full bucket; ``at``: when they were counted) and a sorted set
@@ -8,7 +8,7 @@ Redis's own (``TIME``).
 
 from __future__ import annotations
 
-from .rules import WINDOW
+from gateway_core.ratelimit.rules import WINDOW
 
 # Shared by both scripts: the subject's buckets refilled to ``now`` (a missing
 # field is full), and their writing back with an expiry at the time they are

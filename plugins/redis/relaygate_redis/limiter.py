@@ -40,12 +40,14 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from ..errors import GatewayError
-from .faults import RATE_LIMITS, RedisFaults
+from gateway_core.errors import GatewayError
+from gateway_core.ratelimit.faults import RATE_LIMITS
+from gateway_core.ratelimit.rules import CONCURRENCY_RETRY_AFTER, Level, exceeded, refusal, report
+from gateway_core.ratelimit.state import Permit, RateLimitState, Subject
+
+from .faults import RedisFaults
 from .resp import Arg, Encoded, RespClient, Script
-from .redis_scripts import ACQUIRE, REFRESH, RELEASE
-from .rules import CONCURRENCY_RETRY_AFTER, Level, exceeded, refusal, report
-from .state import Permit, RateLimitState, Subject
+from .scripts import ACQUIRE, REFRESH, RELEASE
 
 log = structlog.get_logger("relaygate.ratelimit")
 

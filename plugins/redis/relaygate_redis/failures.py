@@ -4,7 +4,7 @@ A breaker's (a channel's, or an upstream key's: ``slot``) consecutive failures
 are counted in ``{prefix}:bf:{channel}:{slot}``. One script per failure
 increments the count (it expires :data:`FAILURE_MEMORY` seconds after the
 latest failure) and, when it reaches ``breaker_failures``, opens the breaker
-for every replica as :mod:`gateway_core.shared.health` does (state stored,
+for every replica as :mod:`relaygate_redis.health` does (state stored,
 probe claim and count dropped, published); below the threshold it publishes
 the count, which every replica keeps as its breaker's ``failures``. So
 failures spread over any number of replicas open the breaker after
@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import redis.asyncio as aioredis
 
-from ..breaker import CLOSED
-from ..ratelimit.faults import BREAKERS
-from ..ratelimit.redis import UNREACHABLE
-from . import events
+from gateway_core.breaker import CLOSED
+from gateway_core.ratelimit.faults import BREAKERS
+from .limiter import UNREACHABLE
+from gateway_core.shared import events
 
 if TYPE_CHECKING:
-    from ..health import Breaker, Lease
+    from gateway_core.health import Breaker, Lease
     from .health import SharedHealth
 
 FAILURE_MEMORY = 600.0  # seconds a count of consecutive failures outlives its latest failure
@@ -70,7 +70,7 @@ return 1
 
 
 class SharedFailures:
-    """The counts of :class:`~gateway_core.shared.health.SharedHealth`'s breakers."""
+    """The counts of :class:`~relaygate_redis.health.SharedHealth`'s breakers."""
 
     def __init__(self, shared: SharedHealth, client: aioredis.Redis, prefix: str, *, margin: float) -> None:
         self.shared = shared

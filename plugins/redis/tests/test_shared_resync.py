@@ -13,8 +13,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from gateway_core.health import HealthBoard
-from gateway_core.ratelimit.faults import RedisFaults
-from gateway_core.shared.health import SharedHealth
+from relaygate_redis.faults import RedisFaults
+from relaygate_redis.health import SharedHealth
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 FLAKY, OTHER = 1, 2

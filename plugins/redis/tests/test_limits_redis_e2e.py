@@ -9,7 +9,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from gateway_core.config import Config, config_from_mapping
-from gateway_core.ratelimit.redis import RedisRateLimiter
+from relaygate_redis.limiter import RedisRateLimiter
 from gateway_openai.fake_upstream import FakeOpenAI
 
 REDIS_URL = "redis://127.0.0.1:6379/0"

@@ -4,7 +4,7 @@
   set, counted by the rate limiter's own script (subject ``channel``): a cap of
   2 is 2 across all replicas; a killed replica's leases expire.
 - **Consecutive failures** of a closed breaker are counted in Redis too
-  (:mod:`gateway_core.shared.failures`).
+  (:mod:`relaygate_redis.failures`).
 - **Breakers**: when a breaker opens (on the count above, or at once: a
   half-open probe's failure, an upstream's ``Retry-After``), one script stores
   the state in ``{prefix}:br:{channel}:{slot}`` (expiring after the cool-down
@@ -33,19 +33,21 @@ import orjson
 import redis.asyncio as aioredis
 import structlog
 
-from ..errors import GatewayError
-from ..ratelimit.faults import BREAKERS, RedisFaults
-from ..ratelimit.redis import UNREACHABLE, RedisRateLimiter
-from ..ratelimit.state import LimitExceeded, Subject
-from ..records import RateLimits, key_fingerprint
-from ..request_store import CHANNEL_SLOT
-from . import events
+from gateway_core.errors import GatewayError
+from gateway_core.ratelimit.faults import BREAKERS
+from gateway_core.ratelimit.state import LimitExceeded, Subject
+from gateway_core.records import RateLimits, key_fingerprint
+from gateway_core.request_store import CHANNEL_SLOT
+from gateway_core.shared import events
+
+from .faults import RedisFaults
+from .limiter import UNREACHABLE, RedisRateLimiter
 from .failures import SharedFailures
 from .resync import Resync
 
 if TYPE_CHECKING:
-    from ..health import Breaker, HealthBoard, Lease
-    from ..ratelimit import SlotLimits
+    from gateway_core.health import Breaker, HealthBoard, Lease
+    from gateway_core.ratelimit import SlotLimits
 
 log = structlog.get_logger("relaygate.shared")
 
@@ -181,7 +183,7 @@ class SharedHealth:
         (the lease gives back what else it holds: a probe claim won before)."""
         lease.release()
         if breaker is not None:
-            from ..health import OPEN
+            from gateway_core.health import OPEN
 
             now = self.board.clock()
             breaker.state = OPEN
@@ -339,13 +341,13 @@ class SharedHealth:
             return None
         breaker = health.keys.get(secret)
         if breaker is None and create:
-            from ..health import Breaker
+            from gateway_core.health import Breaker
 
             breaker = health.keys[secret] = Breaker()
         return breaker
 
     def hold_open(self, breaker: Breaker, left: float, failures: int, error: str) -> None:
-        from ..health import OPEN
+        from gateway_core.health import OPEN
 
         now = self.board.clock()
         breaker.state = OPEN

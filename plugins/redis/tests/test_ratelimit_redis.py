@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from structlog.testing import capture_logs
 
 from gateway_core.ratelimit import InProcessRateLimiter, LimitExceeded, RateLimits, Subject
-from gateway_core.ratelimit.redis import RateLimitStoreUnavailable, RedisRateLimiter
+from relaygate_redis.limiter import RateLimitStoreUnavailable, RedisRateLimiter
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 UNREACHABLE_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1 of the loopback
@@ -176,7 +176,7 @@ def test_three_processes_admit_exactly_ten(prefix):
         f"""
         import asyncio, sys, time
         from gateway_core.ratelimit import LimitExceeded, RateLimits, Subject
-        from gateway_core.ratelimit.redis import RedisRateLimiter
+        from relaygate_redis.limiter import RedisRateLimiter
 
         async def main():
             limiter = RedisRateLimiter({REDIS_URL!r}, prefix={prefix!r})

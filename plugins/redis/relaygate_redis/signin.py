@@ -8,9 +8,10 @@ seconds after that attempt. An attempt reads the three counters under
 another attempt changed them in between), so two attempts at once are both
 counted; the arithmetic is :meth:`SignInRule.wait`, as in memory.
 
-Redis unreachable: the ``signin`` fault policy (:mod:`.faults`) — open (the
-default) throttles in this process's memory meanwhile; closed refuses the
-attempt with :class:`SignInThrottleUnavailable`.
+Redis unreachable: the ``signin`` fault policy
+(:mod:`gateway_core.ratelimit.faults`) — open (the default) throttles in this
+process's memory meanwhile; closed refuses the attempt with
+:class:`SignInThrottleUnavailable`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,8 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 from redis.exceptions import WatchError
 
-from .faults import SIGNIN, RedisFaults
-from .redis import UNREACHABLE
-from .signin import (
+from gateway_core.ratelimit.faults import SIGNIN
+from gateway_core.ratelimit.signin import (
     InProcessSignInThrottle,
     SignInRule,
     SignInThrottled,
@@ -28,6 +28,9 @@ from .signin import (
     account_name,
     whole_seconds,
 )
+
+from .faults import RedisFaults
+from .limiter import UNREACHABLE
 
 # KEYS: the address's and the account's counters: one failure fewer (gone at zero).
 _TAKE_BACK = """

@@ -1,4 +1,4 @@
-"""One gateway's share of the state in Redis (the ``redis`` shared-state kind, :mod:`.kinds`)."""
+"""One gateway's share of the state in Redis (the ``redis`` shared-state kind, :mod:`.kind`)."""
 
 from __future__ import annotations
 
@@ -8,21 +8,24 @@ from typing import TYPE_CHECKING
 import attrs
 import redis.asyncio as aioredis
 
-from ..affinity import Affinity, RedisAffinity
-from ..config import Config
-from ..ratelimit.faults import CHANNEL_CONCURRENCY, RATE_LIMITS, RedisFaults
-from ..ratelimit.redis import RedisRateLimiter, connect
-from ..ratelimit.redis_signin import RedisSignInThrottle
-from ..ratelimit.resp import RespClient
-from ..shared_state import Publish, SharedState
-from . import events
+from gateway_core.affinity import Affinity
+from gateway_core.config import Config
+from gateway_core.ratelimit.faults import CHANNEL_CONCURRENCY, RATE_LIMITS
+from gateway_core.shared import events
+from gateway_core.shared_state import Publish, SharedState
+
+from .affinity import RedisAffinity
 from .bus import RedisBus
+from .faults import RedisFaults
 from .health import SharedHealth
+from .limiter import RedisRateLimiter, connect
+from .resp import RespClient
+from .signin import RedisSignInThrottle
 
 if TYPE_CHECKING:
-    from ..health import HealthBoard
-    from ..router import Router
-    from ..gateway import Gateway
+    from gateway_core.gateway import Gateway
+    from gateway_core.health import HealthBoard
+    from gateway_core.router import Router
 
 
 @attrs.define

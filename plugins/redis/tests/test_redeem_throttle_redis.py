@@ -4,14 +4,48 @@ other, and one user's failures do not throttle another user from another address
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+
 import pytest
+import requests
 
 from gateway_core.admin.codes import REDEEM_RULE
+from gateway_core.cli import main
 from gateway_core.config import config_from_mapping
 
-from .test_api import Api, error_of, new_token
-
 WRONG = "RG-AAAA-BBBB-CCCC-DDDD"
+
+
+def new_token(db: str, user: str, scope: str = "write") -> str:
+    """A personal access token of ``user``, created through the CLI (as ``tests/test_api.py`` does)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["--db", db, "token", "create", user, "--scope", scope, "--json"]) == 0
+    created = json.loads(out.getvalue())
+    assert created["token"].startswith("rgt-") and isinstance(created["id"], int)
+    return str(created["token"])
+
+
+class Api:
+    def __init__(self, url: str, token: str) -> None:
+        self.url = url + "/api/v1"
+        self.http = requests.Session()
+        self.http.headers["authorization"] = f"Bearer {token}"
+
+    def post(self, path: str, body: dict) -> requests.Response:
+        return self.http.request("POST", self.url + path, json=body, timeout=30)
+
+
+def error_of(response: requests.Response, status: int, code: str | None = None) -> dict:
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["request_id"] == response.headers["x-request-id"]
+    assert error["message"]
+    if code is not None:
+        assert error["code"] == code
+    return error
 
 
 @pytest.fixture
