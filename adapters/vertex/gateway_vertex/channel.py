@@ -24,7 +24,8 @@ Gemini take the same converting path as any other pair.
 
 The base URL is where the API lives: ``https://{location}-aiplatform.googleapis.com``
 (``{location}`` replaced by the location; for ``global``, which has no regional host,
-``https://aiplatform.googleapis.com``), or any fixed URL (a private endpoint, a
+``https://aiplatform.googleapis.com``; for the multi-regions ``us`` and ``eu``,
+``https://aiplatform.{us,eu}.rep.googleapis.com``), or any fixed URL (a private endpoint, a
 loopback test); a trailing ``/v1`` is stored without it. Authentication: see
 :mod:`.auth`. A 401 (the token expired or was revoked early) fetches a new token and
 tries once more.
@@ -47,6 +48,7 @@ SERVED = frozenset((endpoints.CHAT, endpoints.COUNT_TOKENS))
 ANTHROPIC_VERSION = "vertex-2023-10-16"
 GLOBAL_HOST = "https://aiplatform.googleapis.com"
 REGIONAL_HOST = "https://{location}-aiplatform.googleapis.com"
+MULTI_REGIONS = frozenset(("us", "eu"))  # served at aiplatform.{location}.rep.googleapis.com
 
 PROJECT = Setting("project", "str", help="the Google Cloud project id the models are called in")
 LOCATION = Setting("location", "str", default="global", help="the Vertex AI location: a region (us-central1, europe-west4 …) or global")
@@ -73,10 +75,16 @@ def project_of(target: Target) -> str:
 
 
 def api_base(target: Target) -> str:
-    """The channel's base URL with its location filled in."""
+    """The channel's base URL with its location filled in: a
+    ``https://{location}-aiplatform.googleapis.com`` base is the location's host,
+    ``aiplatform.googleapis.com`` for ``global`` and ``aiplatform.{us,eu}.rep.googleapis.com``
+    for the multi-regions."""
     location, base = location_of(target), target.channel.base_url
-    if location == "global" and base.startswith(REGIONAL_HOST):
-        return GLOBAL_HOST + base[len(REGIONAL_HOST) :]
+    if base.startswith(REGIONAL_HOST):
+        if location == "global":
+            return GLOBAL_HOST + base[len(REGIONAL_HOST) :]
+        if location in MULTI_REGIONS:
+            return f"https://aiplatform.{location}.rep.googleapis.com" + base[len(REGIONAL_HOST) :]
     return base.replace("{location}", quote(location, safe=""))
 
 
