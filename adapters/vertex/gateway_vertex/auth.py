@@ -160,7 +160,8 @@ def _refresh(source: Source, timeout: float) -> tuple[str, dt.datetime | None]:
         raise UpstreamUnavailableError(f"could not reach Google's token endpoint for {source.account}: {type(exc).__name__}", retryable=True) from None
     except (google.auth.exceptions.GoogleAuthError, ValueError) as exc:
         error = UpstreamError(f"Google refused the credentials of {source.account}: {_reason(exc)}", retryable=True)
-        error.key_refused = source.info is not None and isinstance(exc, google.auth.exceptions.RefreshError)
+        # the account itself refused (a deleted key, a wrong signature), not a passing failure of the endpoint
+        error.key_refused = source.info is not None and isinstance(exc, google.auth.exceptions.RefreshError) and not getattr(exc, "retryable", False)
         raise error from None
     token = credentials.token
     if not isinstance(token, str) or not token:

@@ -17,10 +17,11 @@ publisher's endpoint:
   at Vertex's URLs (its extension point).
 
 The publisher is the setting ``publisher``, or by default read from the mapped model:
-``claude-…`` is Anthropic's, everything else Google's. Every client protocol's request
-is converted through the core (the channel's wire depends on the model, which the
-core's fast path cannot know), so an Anthropic client's Claude and a Gemini client's
-Gemini take the same converting path as any other pair.
+``claude-…`` is Anthropic's, everything else Google's. A request of another protocol is
+converted through the core; an Anthropic client's Claude request
+and a Gemini client's Gemini chat take the fast path (:meth:`VertexChannel.model_wire`):
+their bodies go as sent, with only Vertex's changes (the model moved to the URL, the
+``anthropic_version``), so every field the client sent reaches Vertex.
 
 The base URL is where the API lives: ``https://{location}-aiplatform.googleapis.com``
 (``{location}`` replaced by the location; for ``global``, which has no regional host,
@@ -34,9 +35,11 @@ tries once more.
 from __future__ import annotations
 
 from typing import Any
+
+import attrs
 from urllib.parse import quote
 
-from gateway_core import ChannelType, Exchange, GatewayError, ModelQuery, ModelsNotListed, Reply, Setting, Target, UpstreamError, endpoints
+from gateway_core import ChannelRecord, ChannelType, Exchange, GatewayError, ModelQuery, ModelsNotListed, Reply, Setting, Target, UpstreamError, endpoints
 from gateway_core.model import ChatRequest
 from gateway_anthropic.channel import MAX_TOKENS, PARAMETER_RULES, AnthropicChannel
 from gateway_gemini.channel import SIGNATURE_PLACEHOLDER, GeminiChannel
@@ -89,11 +92,15 @@ def api_base(target: Target) -> str:
 
 
 def publisher_of(target: Target) -> str:
-    chosen = str(PUBLISHER.read(target.channel.settings))
+    return publisher_for(target.channel, target.upstream_model)
+
+
+def publisher_for(channel: ChannelRecord, upstream_model: str) -> str:
+    """``anthropic`` or ``google``: the setting ``publisher``, else by the model's id."""
+    chosen = str(PUBLISHER.read(channel.settings))
     if chosen != "auto":
         return chosen
-    model = target.upstream_model.rsplit("/", 1)[-1]
-    return "anthropic" if model.startswith("claude") else "google"
+    return "anthropic" if upstream_model.rsplit("/", 1)[-1].startswith("claude") else "google"
 
 
 def model_url(target: Target, publisher: str, model: str, method: str) -> str:
@@ -168,6 +175,17 @@ class VertexChannel(ChannelType):
     def wire(self, endpoint: str) -> str | None:
         return WIRE if endpoint in SERVED else None
 
+    def model_wire(self, endpoint: str, channel: ChannelRecord, upstream_model: str) -> str | None:
+        """Anthropic's wire (messages, count_tokens) for Claude, the Gemini API's for
+        Gemini's chat: those clients' bodies go the fast path. A Gemini count is always
+        converted (a Gemini API client may wrap it in ``generateContentRequest``, which
+        Vertex does not take)."""
+        if endpoint not in SERVED:
+            return None
+        if publisher_for(channel, upstream_model) == "anthropic":
+            return self.claude.wire(endpoint)
+        return self.gemini.wire(endpoint) if endpoint == endpoints.CHAT else WIRE
+
     def normalize_base_url(self, base_url: str) -> str:
         url = base_url.rstrip("/")
         return url[: -len("/v1")] if url.endswith("/v1") else url
@@ -176,6 +194,10 @@ class VertexChannel(ChannelType):
         target = exchange.target
         inner: ChannelType = self.claude if publisher_of(target) == "anthropic" else self.gemini
         project_of(target)  # said before any token is fetched
+        if exchange.passthrough and inner is self.gemini and "model" in exchange.call.body:
+            # a Gemini client repeating the URL's model in its body: Vertex names it only in the URL
+            body = {name: value for name, value in exchange.call.body.items() if name != "model"}
+            exchange = attrs.evolve(exchange, call=attrs.evolve(exchange.call, body=body))
         source = source_of(target)
         token = await self.tokens.token(exchange, source)
         try:

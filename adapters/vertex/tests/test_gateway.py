@@ -202,3 +202,26 @@ async def test_a_client_error_vertex_reports_is_the_clients_400(client, vertex):
     with pytest.raises(openai.BadRequestError) as refused:
         await client.chat.completions.create(model=GEMINI, messages=[{"role": "user", "content": "x"}])
     assert "empty text parameter" in refused.value.body["message"]
+
+
+async def test_an_anthropic_clients_claude_request_goes_as_sent(claude, vertex, seed):
+    """The fast path: fields the core does not model (here ``metadata`` and a
+    ``cache_control`` on a block) reach Vertex; only ``model`` moves to the URL."""
+    message = await claude.messages.create(
+        model=CLAUDE, max_tokens=30, metadata={"user_id": "u-42"}, extra_headers={"anthropic-beta": "context-1m-2025-08-07"},
+        messages=[{"role": "user", "content": [{"type": "text", "text": "cached", "cache_control": {"type": "ephemeral"}}]}],
+    )  # fmt: skip
+    assert message.content[0].text == "echo: cached"
+    sent = vertex.requests[-1]
+    assert sent["body"]["metadata"] == {"user_id": "u-42"} and sent["body"]["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert sent["body"]["anthropic_version"] == "vertex-2023-10-16" and "model" not in sent["body"]
+    assert sent["headers"]["anthropic-beta"] == "context-1m-2025-08-07"
+    assert_billed(seed, CLAUDE)
+
+
+async def test_a_gemini_clients_gemini_request_goes_as_sent(gemini, vertex, seed):
+    config = types.GenerateContentConfig(labels={"team": "search"}, max_output_tokens=20)  # labels: a field Vertex takes
+    response = await gemini.models.generate_content(model=GEMINI, contents="labelled", config=config)
+    assert response.text == "echo: labelled"
+    assert vertex.requests[-1]["body"]["labels"] == {"team": "search"}
+    assert_billed(seed, GEMINI)
