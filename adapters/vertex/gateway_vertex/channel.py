@@ -203,6 +203,10 @@ class VertexChannel(ChannelType):
         try:
             return await inner.send(exchange)
         except GatewayError as error:
+            if error.upstream_status == 403:
+                # Vertex's 403 is about a permission or a model not enabled in this project or
+                # location, often for one model only: the channel fails over, its key stays
+                error.key_refused = False
             if error.upstream_status != 401:
                 raise
             # the token was refused (expired or revoked early), not the account's key,

@@ -225,3 +225,14 @@ async def test_a_gemini_clients_gemini_request_goes_as_sent(gemini, vertex, seed
     assert response.text == "echo: labelled"
     assert vertex.requests[-1]["body"]["labels"] == {"team": "search"}
     assert_billed(seed, GEMINI)
+
+
+async def test_a_permission_vertex_denies_fails_over_and_keeps_the_key(client, vertex, seed):
+    denied = {"error": {"code": 403, "message": "Permission 'aiplatform.endpoints.predict' denied on resource (or it may not exist).", "status": "PERMISSION_DENIED"}}
+    vertex.fail_next(Fault(status=403, body=denied))
+    with pytest.raises(openai.APIStatusError) as failed:
+        await client.chat.completions.create(model=CLAUDE, messages=[{"role": "user", "content": "x"}])
+    assert failed.value.status_code == 502 and "aiplatform.endpoints.predict" in failed.value.body["message"]
+    (channel,) = seed.rows("SELECT * FROM channels")
+    assert channel["disabled_keys"] in (None, "", "[]")
+    assert await client.chat.completions.create(model=CLAUDE, messages=[{"role": "user", "content": "y"}])
