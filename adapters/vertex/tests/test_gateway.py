@@ -236,3 +236,16 @@ async def test_a_permission_vertex_denies_fails_over_and_keeps_the_key(client, v
     (channel,) = seed.rows("SELECT * FROM channels")
     assert channel["disabled_keys"] in (None, "", "[]")
     assert await client.chat.completions.create(model=CLAUDE, messages=[{"role": "user", "content": "y"}])
+
+
+@pytest.mark.parametrize("model", [GEMINI, CLAUDE])
+async def test_an_openai_responses_client_on_each_family(client, vertex, seed, model):
+    response = await client.responses.create(model=model, input="respond please", max_output_tokens=50)
+    assert response.output_text == "echo: respond please"
+    publisher, method = ("google", "generateContent") if model == GEMINI else ("anthropic", "rawPredict")
+    assert vertex.requests[-1]["path"] == model_path(publisher, CLAUDE_ON_VERTEX if model == CLAUDE else GEMINI, method)
+    assert_billed(seed, model)
+    async with client.responses.stream(model=model, input="s t") as stream:
+        text = "".join([event.delta async for event in stream if event.type == "response.output_text.delta"])
+        final = await stream.get_final_response()
+    assert text == "echo: s t" and final.usage.output_tokens > 0
