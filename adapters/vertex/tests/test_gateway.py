@@ -249,3 +249,14 @@ async def test_an_openai_responses_client_on_each_family(client, vertex, seed, m
         text = "".join([event.delta async for event in stream if event.type == "response.output_text.delta"])
         final = await stream.get_final_response()
     assert text == "echo: s t" and final.usage.output_tokens > 0
+
+
+async def test_an_image_in_reaches_each_family_in_its_shape(client, vertex):
+    pixel = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    content = [{"type": "text", "text": "what is it?"}, {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{pixel}"}}]
+    await client.chat.completions.create(model=GEMINI, messages=[{"role": "user", "content": content}])
+    parts = vertex.requests[-1]["body"]["contents"][0]["parts"]
+    assert {"inlineData": {"mimeType": "image/png", "data": pixel}} in parts
+    await client.chat.completions.create(model=CLAUDE, messages=[{"role": "user", "content": content}])
+    blocks = vertex.requests[-1]["body"]["messages"][0]["content"]
+    assert {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": pixel}} in blocks
