@@ -23,6 +23,9 @@ and a Gemini client's Gemini chat take the fast path (:meth:`VertexChannel.model
 their bodies go as sent, with only Vertex's changes (the model moved to the URL, the
 ``anthropic_version``), so every field the client sent reaches Vertex.
 
+Embeddings (an OpenAI client's ``/v1/embeddings``, a Gemini client's ``embedContent``)
+go to Vertex's ``:predict`` for Google's embedding models (:mod:`.embeddings`).
+
 The base URL is where the API lives: ``https://{location}-aiplatform.googleapis.com``
 (``{location}`` replaced by the location; for ``global``, which has no regional host,
 ``https://aiplatform.googleapis.com``; for the multi-regions ``us`` and ``eu``,
@@ -45,9 +48,10 @@ from gateway_anthropic.channel import MAX_TOKENS, PARAMETER_RULES, AnthropicChan
 from gateway_gemini.channel import SIGNATURE_PLACEHOLDER, GeminiChannel
 
 from .auth import DEFAULT, Source, TokenCache, service_account
+from .embeddings import send_embeddings
 
 WIRE = "vertex"  # no client speaks it: every request is converted (see the module's docstring)
-SERVED = frozenset((endpoints.CHAT, endpoints.COUNT_TOKENS))
+SERVED = frozenset((endpoints.CHAT, endpoints.COUNT_TOKENS, endpoints.EMBEDDINGS))
 ANTHROPIC_VERSION = "vertex-2023-10-16"
 GLOBAL_HOST = "https://aiplatform.googleapis.com"
 REGIONAL_HOST = "https://{location}-aiplatform.googleapis.com"
@@ -163,6 +167,22 @@ class VertexClaude(_Bearer, AnthropicChannel):
         return model_url(target, "anthropic", model, "streamRawPredict" if stream else "rawPredict"), body
 
 
+class VertexEmbeddings(_Bearer, ChannelType):
+    """Embeddings on Vertex: ``…/publishers/google/models/{m}:predict`` (:mod:`.embeddings`)."""
+
+    name = "vertex"
+
+    def __init__(self, tokens: TokenCache) -> None:
+        self.tokens = tokens
+
+    def wire(self, endpoint: str) -> str | None:
+        return WIRE if endpoint == endpoints.EMBEDDINGS else None
+
+    async def send(self, exchange: Exchange) -> Reply:
+        url = model_url(exchange.target, "google", exchange.target.upstream_model.removeprefix("models/"), "predict")
+        return await send_embeddings(exchange, url, await self.auth_headers(exchange))
+
+
 class VertexChannel(ChannelType):
     name = "vertex"
     settings = (PROJECT, LOCATION, PUBLISHER, CREDENTIALS, MAX_TOKENS, PARAMETER_RULES, SIGNATURE_PLACEHOLDER)
@@ -171,6 +191,7 @@ class VertexChannel(ChannelType):
         self.tokens = TokenCache()
         self.gemini = VertexGemini(self.tokens)
         self.claude = VertexClaude(self.tokens)
+        self.embedder = VertexEmbeddings(self.tokens)
 
     def wire(self, endpoint: str) -> str | None:
         return WIRE if endpoint in SERVED else None
@@ -182,6 +203,8 @@ class VertexChannel(ChannelType):
         Vertex does not take)."""
         if endpoint not in SERVED:
             return None
+        if endpoint == endpoints.EMBEDDINGS:
+            return WIRE  # Vertex's :predict: every client's embeddings are converted (embeddings.py)
         if publisher_for(channel, upstream_model) == "anthropic":
             return self.claude.wire(endpoint)
         return self.gemini.wire(endpoint) if endpoint == endpoints.CHAT else WIRE
@@ -193,6 +216,8 @@ class VertexChannel(ChannelType):
     async def send(self, exchange: Exchange) -> Reply:
         target = exchange.target
         inner: ChannelType = self.claude if publisher_of(target) == "anthropic" else self.gemini
+        if exchange.call.endpoint == endpoints.EMBEDDINGS:
+            inner = self.embedder
         project_of(target)  # said before any token is fetched
         if exchange.passthrough and inner is self.gemini and "model" in exchange.call.body:
             # a Gemini client repeating the URL's model in its body: Vertex names it only in the URL

@@ -11,7 +11,7 @@ that live ``lifetime`` seconds; a bad assertion is answered as Google does (400
 :class:`FakeVertex` serves ``POST /{v1,v1beta1}/projects/{p}/locations/{l}/publishers/
 {publisher}/models/{model}:{method}``: for ``google``, ``generateContent``,
 ``streamGenerateContent`` (``?alt=sse``) and ``countTokens`` with the Gemini API's
-bodies (the gemini adapter's fake makes the answers); for ``anthropic``, ``rawPredict``
+bodies (the gemini adapter's fake makes the answers), and an embedding model's ``predict``; for ``anthropic``, ``rawPredict``
 and ``streamRawPredict`` with Anthropic's Messages body, which must carry an
 ``anthropic_version`` (``vertex-2023-10-16``, or a dated version as anthropic 2.x's
 ``AnthropicVertex`` sends it) and no ``model`` (the anthropic adapter's fake
@@ -172,6 +172,8 @@ class FakeVertex(FakeUpstream):
         fault, refused = await self.admit(request, body, model=model, method=method, publisher=publisher, location=request.match_info["location"])
         if refused is not None:
             return refused
+        if publisher == "google" and method == "predict":
+            return self.predict(body)
         if publisher == "google" and method in ("generateContent", "streamGenerateContent", "countTokens"):
             return await self.google(request, model, method, body, fault)
         if publisher == "anthropic" and method in ("rawPredict", "streamRawPredict"):
@@ -193,6 +195,21 @@ class FakeVertex(FakeUpstream):
             return await self.stream(request, [b"data: " + data + b"\r\n\r\n" for data in datas], fault)
         elements = [(b"[" if n == 0 else b",\r\n") + data for n, data in enumerate(datas)]
         return await self.stream(request, elements, fault, content_type="application/json", end=b"]")
+
+    def predict(self, body: dict[str, Any]) -> web.Response:
+        """An embedding model's ``:predict``: eight numbers per instance (its content's
+        length and character codes), or ``outputDimensionality`` of them."""
+        instances = body.get("instances")
+        if not isinstance(instances, list) or not instances or not all(isinstance(i, dict) and isinstance(i.get("content"), str) for i in instances):
+            return vertex_error(400, "Invalid JSON payload received: each instance needs a text content.")
+        size = (body.get("parameters") or {}).get("outputDimensionality") or 8
+        predictions = []
+        for instance in instances:
+            text = instance["content"]
+            values = [float(len(text))] + [float(ord(c)) for c in text[: size - 1]]
+            values += [0.0] * (size - len(values))
+            predictions.append({"embeddings": {"values": values, "statistics": {"token_count": len(text) // 4 + 1, "truncated": False}}})
+        return self.answer({"predictions": predictions, "metadata": {"billableCharacterCount": sum(len(i["content"]) for i in instances)}})
 
     async def anthropic(self, request: web.Request, model: str, method: str, body: dict[str, Any], fault: Any) -> web.StreamResponse:
         if model == "count-tokens":

@@ -98,3 +98,13 @@ async def test_vertex_errors_reach_the_genai_client_in_their_shape(vertex, oauth
     with pytest.raises(genai_errors.ClientError) as limited:
         await client.models.generate_content(model=GEMINI, contents="x")
     assert (limited.value.code, limited.value.status) == (429, "RESOURCE_EXHAUSTED")
+
+
+async def test_google_genai_embeds_through_predict_on_the_fake(vertex, oauth, account):
+    client = genai_client(vertex, oauth, account).aio
+    result = await client.models.embed_content(model="text-embedding-005", contents=["ab", "xyz"], config=types.EmbedContentConfig(output_dimensionality=4))
+    assert [e.values for e in result.embeddings] == [[2.0, 97.0, 98.0, 0.0], [3.0, 120.0, 121.0, 122.0]]
+    assert result.embeddings[0].statistics.token_count == 1
+    sent = vertex.requests[-1]
+    assert sent["path"] == f"/v1/projects/{PROJECT}/locations/{LOCATION}/publishers/google/models/text-embedding-005:predict"
+    assert sent["body"]["instances"][0]["content"] == "ab" and sent["body"]["parameters"]["outputDimensionality"] == 4

@@ -18,17 +18,17 @@ from gateway_core.testing import Fault
 
 from .fake_vertex import PROJECT
 
-GEMINI, CLAUDE = "gemini-2.5-flash", "claude-sonnet-4-5"  # the clients' names
+GEMINI, CLAUDE, EMBED = "gemini-2.5-flash", "claude-sonnet-4-5", "gemini-embedding-001"  # the clients' names
 CLAUDE_ON_VERTEX = "claude-sonnet-4-5@20250929"
 LOCATION = "europe-west4"
-PRICES = {GEMINI: (300_000, 2_500_000), CLAUDE: (3_000_000, 15_000_000)}  # micro-USD per million tokens in, out (catalogue)
+PRICES = {GEMINI: (300_000, 2_500_000), CLAUDE: (3_000_000, 15_000_000), EMBED: (150_000, 0)}  # micro-USD per million tokens in, out (catalogue)
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}
 
 
 @pytest.fixture
 def gateway_key(seed, vertex, oauth, account):
     _, secret = seed.key(seed.user("alice", balance_usd=10))
-    seed.channel("vx", type="vertex", base_url=vertex.url + "/v1/", api_keys=[account.json(oauth.token_uri)], models=[GEMINI, CLAUDE],
+    seed.channel("vx", type="vertex", base_url=vertex.url + "/v1/", api_keys=[account.json(oauth.token_uri)], models=[GEMINI, CLAUDE, EMBED],
                  model_map={CLAUDE: CLAUDE_ON_VERTEX}, settings={"project": PROJECT, "location": LOCATION}, free_unpriced=False)  # fmt: skip
     return secret
 
@@ -260,3 +260,16 @@ async def test_an_image_in_reaches_each_family_in_its_shape(client, vertex):
     await client.chat.completions.create(model=CLAUDE, messages=[{"role": "user", "content": content}])
     blocks = vertex.requests[-1]["body"]["messages"][0]["content"]
     assert {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": pixel}} in blocks
+
+
+async def test_embeddings_from_an_openai_and_a_gemini_client(client, gemini, vertex, seed):
+    result = await client.embeddings.create(model=EMBED, input=["abc", "de"], encoding_format="float")
+    assert [d.embedding[:2] for d in result.data] == [[3.0, 97.0], [2.0, 100.0]] and result.usage.prompt_tokens == 2
+    sent = vertex.requests[-1]
+    assert sent["path"] == model_path("google", EMBED, "predict") and sent["body"] == {"instances": [{"content": "abc"}, {"content": "de"}]}
+    row = assert_billed(seed, EMBED)
+    assert row["input_tokens"] == 2
+
+    answer = await gemini.models.embed_content(model=EMBED, contents="hello", config=types.EmbedContentConfig(output_dimensionality=3))
+    assert answer.embeddings[0].values == [5.0, 104.0, 101.0]
+    assert vertex.requests[-1]["body"] == {"instances": [{"content": "hello"}], "parameters": {"outputDimensionality": 3}}
