@@ -1,7 +1,7 @@
 """OAuth2 access tokens for vertex channels, through google-auth.
 
-A channel's credentials are either a service account (its JSON key file's content is
-the channel's upstream key, sealed at rest like every key): google-auth signs a JWT
+A channel's credentials are either a service account (its JSON key file's content, as it
+is or base64-encoded, is the channel's upstream key, sealed at rest like every key): google-auth signs a JWT
 assertion with the account's private key and posts it to the key file's ``token_uri``
 (``https://oauth2.googleapis.com/token``) for a token with the ``cloud-platform``
 scope; or, with the setting ``credentials=default``, the environment's application
@@ -18,7 +18,10 @@ that one fetch. Neither the key nor a token is ever logged or put in a message.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import datetime as dt
+import functools
 import hashlib
 import time
 from collections.abc import Callable
@@ -48,17 +51,26 @@ class Source:
         return str((self.info or {}).get("client_email") or "the default credentials")
 
 
+@functools.lru_cache(maxsize=256)
 def service_account(key: str) -> Source:
-    """The source for a channel key holding a service account's JSON key; a clear
-    error (never quoting the key) when it is not one."""
+    """The source for a channel key holding a service account's JSON key file, as it
+    is or base64-encoded (one line without commas, as ``relaygate channel add
+    --api-key`` takes a key: ``$(base64 -w0 key.json)``); a clear error (never quoting
+    the key) when it is not one."""
+    text = key.strip()
+    if not text.startswith("{"):
+        try:
+            text = base64.b64decode(text + "=" * (-len(text) % 4), altchars=b"-_" if ("-" in text or "_" in text) else None, validate=True).decode("utf-8")
+        except (binascii.Error, ValueError):
+            text = ""
     try:
-        info = orjson.loads(key)
+        info = orjson.loads(text)
     except orjson.JSONDecodeError:
         info = None
     if not isinstance(info, dict) or info.get("type") != "service_account" or not all(info.get(k) for k in ("client_email", "private_key", "token_uri")):
         raise UpstreamError(
             "the vertex channel's key is not a service account's JSON key (type service_account with client_email, private_key and token_uri); "
-            "set the whole key file as the channel's key, or --setting credentials=default",
+            "set the whole key file, or its base64 ($(base64 -w0 key.json)), as the channel's key, or --setting credentials=default",
             retryable=True,
         )  # fmt: skip
     return Source(info=info, digest=hashlib.sha256(key.encode("utf-8")).hexdigest())

@@ -81,6 +81,18 @@ async def test_a_token_vertex_refuses_is_replaced_within_the_request(client, ver
     assert channel["disabled_keys"] in (None, "", "[]")
 
 
+async def test_a_base64_key_as_channel_add_takes_it(start_gateway, gateway_key, seed, vertex, oauth, account):
+    import base64
+
+    from gateway_core.commands.kit import split_list
+
+    encoded = base64.b64encode(account.json(oauth.token_uri).encode()).decode()
+    assert split_list(encoded) == [encoded]  # one key for --api-key (the raw JSON's commas would make several)
+    add_channel(seed, vertex, encoded)
+    client = openai.AsyncOpenAI(base_url=start_gateway().url + "/v1", api_key=gateway_key, max_retries=0)
+    assert await ask(client) == "echo: hi" and len(oauth.requests) == 1
+
+
 async def test_the_environments_default_credentials(start_gateway, gateway_key, seed, vertex, oauth, account, tmp_path, monkeypatch):
     key_file = tmp_path / "service-account.json"
     key_file.write_text(account.json(oauth.token_uri))
