@@ -56,11 +56,12 @@ container-engine:
 		echo "warning: podman, runc or debootstrap is missing (needs root and apt-get): the container tests are skipped" >&2
 
 # The real coding CLIs the end-to-end tests drive (pinned; from npm into the venv): the
-# tests that need one are skipped without it
-CODING_CLIS := @openai/codex@0.171.0
-coding-clis: $(VENV)/coding-clis/.installed
+# tests that need one are skipped without it. Installed again when this list changes.
+CODING_CLIS := @openai/codex@0.171.0 @anthropic-ai/claude-code@2.1.197 @google/gemini-cli@0.61.0
+CODING_CLIS_STAMP := $(VENV)/coding-clis/.installed-$(shell echo '$(CODING_CLIS)' | cksum | cut -d' ' -f1)
+coding-clis: $(CODING_CLIS_STAMP)
 
-$(VENV)/coding-clis/.installed:
+$(CODING_CLIS_STAMP):
 	@command -v npm >/dev/null && mkdir -p $(VENV)/coding-clis && \
 		npm install --silent --no-audit --no-fund --prefix $(VENV)/coding-clis $(CODING_CLIS) && touch $@ || \
 		echo "warning: npm is missing or failed: the tests driving the real coding CLIs are skipped" >&2

@@ -3,65 +3,92 @@
 Plugins (the bundled adapters and the console too) import what ``__all__``
 offers and the modules named in :data:`PUBLIC_MODULES`; everything else is
 internal and may change without notice. ``tests/test_architecture.py``
-enforces it. Importing this package loads only the contract: the model,
-errors, hook specifications and the protocol, channel and policy interfaces.
+enforces it. Importing this package loads nothing but itself: each name of
+the contract (the model, errors, hook specifications and the protocol,
+channel and policy interfaces) is imported from its module when first read,
+so a plugin module that needs only ``hookimpl`` costs ``relaygate --help``
+nothing more.
 """
 
-from . import endpoints
-from .channel_settings import Setting
-from .channel_type import ChannelType, Exchange, JsonReply, ModelQuery, ModelsNotListed, Reply, StreamReply, Target, Timeouts
-from .client_protocol import BillingHints, Call, Caller, ClientProtocol, Frame, FrameConversation, LocalAnswer, RenderedError, RouteSpec, StreamWriter, capped_output
-from .errors import (
-    AuthenticationError,
-    GatewayError,
-    InsufficientQuotaError,
-    InternalError,
-    InvalidRequestError,
-    NotFoundError,
-    PermissionDeniedError,
-    RateLimitError,
-    RequestTooLargeError,
-    UpstreamError,
-    UpstreamTimeoutError,
-    UpstreamUnavailableError,
-)
-from .hookspecs import hookimpl
-from .model import (
-    ChatRequest,
-    ChatResponse,
-    CoreRequest,
-    CoreResponse,
-    EmbeddingsRequest,
-    EmbeddingsResponse,
-    ImagePart,
-    InputReport,
-    MediaUsage,
-    Message,
-    ModelInfo,
-    Part,
-    PartDelta,
-    PartStart,
-    PartStop,
-    ReasoningPart,
-    Role,
-    StopReason,
-    StreamEvent,
-    StreamFinish,
-    StreamStart,
-    TextPart,
-    Tool,
-    ToolCallPart,
-    ToolChoice,
-    ToolChoiceMode,
-    ToolResultPart,
-    Usage,
-    UsageReport,
-)
-from .policy import Policy
-from .ratelimit import Allowance, RateLimitState
-from .records import ChannelRecord, KeyRecord
-from .app_state import services_from_scope
-from .uploads import Upload
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import lazy
+
+if TYPE_CHECKING:
+    from . import endpoints
+    from .channel_settings import Setting
+    from .channel_type import ChannelType, Exchange, JsonReply, ModelQuery, ModelsNotListed, Reply, StreamReply, Target, Timeouts
+    from .client_protocol import BillingHints, Call, Caller, ClientProtocol, Frame, FrameConversation, LocalAnswer, RenderedError, RouteSpec, StreamWriter, capped_output
+    from .errors import (
+        AuthenticationError,
+        GatewayError,
+        InsufficientQuotaError,
+        InternalError,
+        InvalidRequestError,
+        NotFoundError,
+        PermissionDeniedError,
+        RateLimitError,
+        RequestTooLargeError,
+        UpstreamError,
+        UpstreamTimeoutError,
+        UpstreamUnavailableError,
+    )
+    from .hookspecs import hookimpl
+    from .model import (
+        ChatRequest,
+        ChatResponse,
+        CoreRequest,
+        CoreResponse,
+        EmbeddingsRequest,
+        EmbeddingsResponse,
+        ImagePart,
+        InputReport,
+        MediaUsage,
+        Message,
+        ModelInfo,
+        Part,
+        PartDelta,
+        PartStart,
+        PartStop,
+        ReasoningPart,
+        Role,
+        StopReason,
+        StreamEvent,
+        StreamFinish,
+        StreamStart,
+        TextPart,
+        Tool,
+        ToolCallPart,
+        ToolChoice,
+        ToolChoiceMode,
+        ToolResultPart,
+        Usage,
+        UsageReport,
+    )
+    from .policy import Policy
+    from .ratelimit import Allowance, RateLimitState
+    from .records import ChannelRecord, KeyRecord
+    from .app_state import services_from_scope
+    from .uploads import Upload
+
+if not TYPE_CHECKING:  # mypy reads the imports above
+    __getattr__ = lazy.loader(__name__, lazy.by_module({  # the contract's names by the module that defines each, imported when first read
+        ".endpoints": ("endpoints",),
+        ".channel_settings": ("Setting",),
+        ".channel_type": ("ChannelType", "Exchange", "JsonReply", "ModelQuery", "ModelsNotListed", "Reply", "StreamReply", "Target", "Timeouts"),
+        ".client_protocol": ("BillingHints", "Call", "Caller", "ClientProtocol", "Frame", "FrameConversation", "LocalAnswer", "RenderedError", "RouteSpec", "StreamWriter", "capped_output"),
+        ".errors": ("AuthenticationError", "GatewayError", "InsufficientQuotaError", "InternalError", "InvalidRequestError", "NotFoundError", "PermissionDeniedError", "RateLimitError", "RequestTooLargeError", "UpstreamError", "UpstreamTimeoutError", "UpstreamUnavailableError"),
+        ".hookspecs": ("hookimpl",),
+        ".model": ("ChatRequest", "ChatResponse", "CoreRequest", "CoreResponse", "EmbeddingsRequest", "EmbeddingsResponse", "ImagePart", "InputReport", "MediaUsage", "Message", "ModelInfo", "Part", "PartDelta", "PartStart", "PartStop", "ReasoningPart", "Role", "StopReason", "StreamEvent", "StreamFinish", "StreamStart", "TextPart", "Tool", "ToolCallPart", "ToolChoice", "ToolChoiceMode", "ToolResultPart", "Usage", "UsageReport"),
+        ".policy": ("Policy",),
+        ".ratelimit": ("Allowance", "RateLimitState"),
+        ".records": ("ChannelRecord", "KeyRecord"),
+        ".app_state": ("services_from_scope",),
+        ".uploads": ("Upload",),
+    }))
+
 
 # The modules plugins may import, besides this package's own names (docs/hooks.md).
 PUBLIC_MODULES = (

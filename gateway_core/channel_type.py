@@ -22,20 +22,12 @@ from .errors import GatewayError, NotFoundError
 from .model import CoreRequest, CoreResponse, MediaUsage, Usage
 from .records import ChannelRecord
 from .sessions import UpstreamSession
+from .timeouts import Timeouts as Timeouts  # part of this contract; its own module so the configuration loads without the rest
 
 if TYPE_CHECKING:
     import aiohttp
 
 NO_HEADERS: Mapping[str, str] = MappingProxyType({})
-
-
-@attrs.frozen
-class Timeouts:
-    """Seconds: connecting, waiting for the response head, silence between chunks."""
-
-    connect: float = 10.0
-    first_byte: float = 120.0
-    idle: float = 120.0
 
 
 @attrs.frozen

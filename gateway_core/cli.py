@@ -143,7 +143,7 @@ def main(argv: Sequence[str] | None = None, extra_plugins: Iterable[Any] = ()) -
     try:
         options = _preparse(argv)
         config = load_config(options.db, options.plugins)
-        registry = collect(config, extra_plugins)
+        registry = collect(config, extra_plugins, when_read=True)
         parser = build_parser(registry.commands, version_text(registry))
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help

@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import tomllib
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from .channel_type import Timeouts
+from .timeouts import Timeouts
 from .json_body import DEFAULT_LIMITS, JsonLimits
 from .ratelimit.faults import FaultPolicy
 from .retention import Retention
@@ -167,7 +166,7 @@ def load_config(
     variables (:mod:`gateway_core.config_env`), and the database (``db_path``, else
     ``RELAYGATE_DB``, else ``relaygate.db`` in :func:`data_home`). ``sources`` says
     where each setting came from."""
-    from .config_env import from_environment, table_keys
+    from .config_env import from_environment, retention_from_environment, table_keys
 
     environ = os.environ if environ is None else environ
     if db_path:
@@ -185,13 +184,18 @@ def load_config(
         from_env, env_sources = from_environment(GATEWAY_SETTINGS, defaults, table_keys(defaults), environ)
         if "redis" in from_env:
             redis_url(from_env["redis"], "RELAYGATE_REDIS")
+        retention_env, retention_sources = retention_from_environment(defaults.retention, environ)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     gateway = dict(file_gateway)
     for name, value in from_env.items():
         gateway[name] = {**file_gateway.get(name, {}), **value} if isinstance(value, dict) else value
-    config = config_from_mapping({**data, "gateway": gateway}, db_path=db, source=str(path) if path else None)
+    file_retention = data.get("retention", {})
+    retention = {**file_retention, **retention_env} if isinstance(file_retention, dict) else file_retention
+    config = config_from_mapping({**data, "gateway": gateway, "retention": retention}, db_path=db, source=str(path) if path else None)
     sources = {"db": db_source, **{name: str(path) for name in file_gateway if path}}
+    sources.update({f"retention.{key}": str(path) for key in file_retention if path})
+    sources.update(retention_sources)
     variables: dict[str, list[str]] = {}
     for key, variable_name in env_sources.items():  # a table's keys: "timeouts.connect"
         variables.setdefault(key.partition(".")[0], []).append(variable_name)
@@ -208,6 +212,8 @@ def _read_file(plugins_file: str | os.PathLike[str] | None, environ: Mapping[str
         if explicit:
             raise ConfigError(f"plugins file not found: {path}")
         return {}, None
+    import tomllib  # here, when there is a file to read: importing it compiles its parser's expressions
+
     try:
         return tomllib.loads(path.read_text(encoding="utf-8")), path
     except tomllib.TOMLDecodeError as exc:

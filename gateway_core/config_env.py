@@ -1,9 +1,10 @@
-"""Every ``[gateway]`` setting from the environment: ``RELAYGATE_<NAME>``.
+"""Every ``[gateway]`` and ``[retention]`` setting from the environment: ``RELAYGATE_<NAME>``.
 
 One rule for each: the variable is the setting's name in capitals after
 ``RELAYGATE_`` (``max_attempts`` → ``RELAYGATE_MAX_ATTEMPTS``); a table's keys add
 their own (``[gateway.timeouts] connect`` → ``RELAYGATE_TIMEOUTS_CONNECT``,
-``[gateway.json] max_depth`` → ``RELAYGATE_JSON_MAX_DEPTH``). Values are read as the
+``[gateway.json] max_depth`` → ``RELAYGATE_JSON_MAX_DEPTH``), and so do
+``[retention]``'s (``usage_days`` → ``RELAYGATE_RETENTION_USAGE_DAYS``). Values are read as the
 setting's type: ``true``/``false`` (or ``1``/``0``, ``yes``/``no``, ``on``/``off``),
 numbers, text, or comma-separated lists. The precedence, documented in
 ``docs/configuration.md``: a command-line flag, then the environment, then
@@ -51,6 +52,28 @@ def from_environment(
             continue
         values[name] = _parse_setting(name, text, defaults)
         sources[name] = variable(name)
+    return values, sources
+
+
+def retention_from_environment(defaults: Any, environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The ``[retention]`` keys the environment sets (``RELAYGATE_RETENTION_<KEY>``), in the
+    form ``plugins.toml`` gives them, and the variable of each (as ``"retention.<key>"``).
+    ``defaults``: a :class:`~gateway_core.retention.Retention`; a :class:`ValueError`
+    names the variable of a value it refuses."""
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for field in attrs.fields(type(defaults)):
+        name = variable("retention", field.name)
+        text = environ.get(name)
+        if text is None:
+            continue
+        value = _parse(text, getattr(defaults, field.name), name)
+        try:
+            type(defaults).from_table({field.name: value})
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+        values[field.name] = value
+        sources[f"retention.{field.name}"] = name
     return values, sources
 
 

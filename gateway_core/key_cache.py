@@ -54,8 +54,9 @@ class KeyCache:
         self._forget(lambda record: record.id == key_id)
 
     def invalidate_user(self, user_id: int) -> None:
-        """Forget every key of this user (after disabling the user or changing its limits)."""
-        self._forget(lambda record: record.user_id == user_id)
+        """Forget every key of this user (after disabling the user or changing its limits),
+        and the team keys they hold as a member (docs/teams.md)."""
+        self._forget(lambda record: record.user_id == user_id or record.member_id == user_id)
 
     def _forget(self, matches) -> None:
         self._generation += 1  # loads already under way must not refill the cache

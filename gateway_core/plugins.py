@@ -8,6 +8,7 @@ over, which the request path then uses directly.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Iterable
 from importlib import metadata
@@ -17,9 +18,9 @@ import pluggy
 
 from . import hookspecs
 from .config import Config, ConfigError
-from .registry import LoadedPlugin, Registry
+from .registry import Command, LoadedPlugin, Registry
 from .hookspecs import ConfigureCommand, RunCommand
-from .sql import Migrate
+from .sql import Migrate, Migration
 
 ENTRY_POINT_GROUP = "relaygate"
 # Infrastructure plugins (a store kind, shared state, observers) load whenever they are
@@ -30,7 +31,7 @@ INFRASTRUCTURE_GROUP = "relaygate.infrastructure"
 # The core's own behaviour, named and loaded like any plugin, registered through the same hooks.
 DEFAULT_PLUGINS = {
     "core.policies": "gateway_core.policies.plugin",
-    "core.migrations": "gateway_core.store.migrations",
+    "core.migrations": "gateway_core.store.plugin",
     "core.stores": "gateway_core.store.kinds",
     "core.shared_state": "gateway_core.shared.kinds",
     "core.metrics": "gateway_core.metrics.plugin",
@@ -38,6 +39,7 @@ DEFAULT_PLUGINS = {
     "core.serve": "gateway_core.commands.serve",
     "core.database": "gateway_core.commands.database",
     "core.users": "gateway_core.commands.users",
+    "core.teams": "gateway_core.commands.teams",
     "core.prices": "gateway_core.commands.prices",
     "core.keys": "gateway_core.commands.keys",
     "core.plugins": "gateway_core.commands.plugins",
@@ -96,8 +98,8 @@ def build_plugin_manager(config: Config, extra_plugins: Iterable[Any] = ()) -> t
             pm.register(module, name=ep.name)
         except ValueError as exc:  # one module under two entry-point names
             raise ConfigError(f"plugin {ep.name!r} cannot be loaded twice: {exc}") from None
-        dist = ep.dist.name if ep.dist else None
-        loaded.append(LoadedPlugin(ep.name, ep.value, dist, _version(dist) if dist else None))
+        dist = ep.dist
+        loaded.append(LoadedPlugin(ep.name, ep.value, dist.name if dist else None, dist.version if dist else None))
     for plugin in extra_plugins:
         try:
             pm.register(plugin)
@@ -112,49 +114,88 @@ def build_plugin_manager(config: Config, extra_plugins: Iterable[Any] = ()) -> t
     return pm, loaded
 
 
-def collect(config: Config, extra_plugins: Iterable[Any] = ()) -> Registry:
-    """Load plugins and run every registration hook once."""
+def collect(config: Config, extra_plugins: Iterable[Any] = (), *, when_read: bool = False) -> Registry:
+    """Load plugins and run each registration hook once: all of them now, or with
+    ``when_read`` each the first time the registry's kind is read (the CLI, whose
+    commands use few of them: ``relaygate --help`` runs only ``register_commands``)."""
     pm, loaded = build_plugin_manager(config, extra_plugins)
-    registry = Registry(plugins=loaded)
-
-    def add_channel_type(channel_type: Any) -> None:
-        if channel_type.name in registry.channel_types:
-            raise ConfigError(f"channel type {channel_type.name!r} registered twice")
-        registry.channel_types[channel_type.name] = channel_type
-
-    def add_migration(name: str, migrate: Migrate) -> None:
-        if any(existing == name for existing, _ in registry.migrations):
-            raise ConfigError(f"migration {name!r} registered twice")
-        registry.migrations.append((name, migrate))
-
-    def add_store(kind: Any) -> None:
-        clash = [other.name for other in registry.stores if other.name == kind.name or set(other.schemes) & set(kind.schemes)]
-        if clash or (kind.default and any(other.default for other in registry.stores)):
-            raise ConfigError(f"store {kind.name!r} registered twice, or for a URL scheme {', '.join(clash) or 'the default'} already serves")
-        registry.stores.append(kind)
-
-    def add_shared_state(kind: Any) -> None:
-        if any(other.name == kind.name for other in registry.shared_states) or (kind.default and any(other.default for other in registry.shared_states)):
-            raise ConfigError(f"shared-state kind {kind.name!r} registered twice, or a second default")
-        registry.shared_states.append(kind)
-
-    def add_command(name: str, help: str, configure: ConfigureCommand, run: RunCommand) -> None:
-        registry.commands.append((name, help, configure, run))
-
-    hook = pm.hook
-    hook.register_client_protocols(register=registry.protocols.append, config=config)
-    hook.register_channel_types(register=add_channel_type, config=config)
-    hook.register_policies(register=registry.policies.append, config=config)
-    hook.register_routes(register=registry.routes.append, config=config)
-    hook.register_migrations(register=add_migration, config=config)
-    hook.register_commands(register=add_command, config=config)
-    hook.register_session_readers(register=registry.session_readers.append, config=config)
-    hook.register_stores(register=add_store, config=config)
-    hook.register_shared_state(register=add_shared_state, config=config)
-    hook.register_observers(register=registry.observers.append, config=config)
-    registry.policies.sort(key=lambda policy: policy.order)
-    registry.migrations.sort(key=lambda item: item[0])
+    registry = Registry(loaded, functools.partial(_registered, pm.hook, config))
+    if not when_read:
+        registry.collect_all()
     return registry
+
+
+HOOKS = {
+    "protocols": "register_client_protocols",
+    "channel_types": "register_channel_types",
+    "policies": "register_policies",
+    "routes": "register_routes",
+    "migrations": "register_migrations",
+    "commands": "register_commands",
+    "session_readers": "register_session_readers",
+    "stores": "register_stores",
+    "shared_states": "register_shared_state",
+    "observers": "register_observers",
+}
+
+
+def _registered(hook: Any, config: Config, kind: str) -> Any:
+    """What the plugins register of ``kind`` (one of :data:`~gateway_core.registry.KINDS`), through its hook."""
+    call = getattr(hook, HOOKS[kind])
+    if kind == "channel_types":
+        channel_types: dict[str, Any] = {}
+
+        def add_channel_type(channel_type: Any) -> None:
+            if channel_type.name in channel_types:
+                raise ConfigError(f"channel type {channel_type.name!r} registered twice")
+            channel_types[channel_type.name] = channel_type
+
+        call(register=add_channel_type, config=config)
+        return channel_types
+    if kind == "migrations":
+        migrations: list[Migration] = []
+
+        def add_migration(name: str, migrate: Migrate) -> None:
+            if any(existing == name for existing, _ in migrations):
+                raise ConfigError(f"migration {name!r} registered twice")
+            migrations.append((name, migrate))
+
+        call(register=add_migration, config=config)
+        return sorted(migrations, key=lambda item: item[0])
+    if kind == "stores":
+        stores: list[Any] = []
+
+        def add_store(store: Any) -> None:
+            clash = [other.name for other in stores if other.name == store.name or set(other.schemes) & set(store.schemes)]
+            if clash or (store.default and any(other.default for other in stores)):
+                raise ConfigError(f"store {store.name!r} registered twice, or for a URL scheme {', '.join(clash) or 'the default'} already serves")
+            stores.append(store)
+
+        call(register=add_store, config=config)
+        return stores
+    if kind == "shared_states":
+        shared: list[Any] = []
+
+        def add_shared_state(state: Any) -> None:
+            if any(other.name == state.name for other in shared) or (state.default and any(other.default for other in shared)):
+                raise ConfigError(f"shared-state kind {state.name!r} registered twice, or a second default")
+            shared.append(state)
+
+        call(register=add_shared_state, config=config)
+        return shared
+    if kind == "commands":
+        commands: list[Command] = []
+
+        def add_command(name: str, help: str, configure: ConfigureCommand, run: RunCommand) -> None:
+            commands.append((name, help, configure, run))
+
+        call(register=add_command, config=config)
+        return commands
+    items: list[Any] = []
+    call(register=items.append, config=config)
+    if kind == "policies":
+        items.sort(key=lambda policy: policy.order)
+    return items
 
 
 def _version(distribution: str) -> str | None:

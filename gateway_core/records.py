@@ -1,8 +1,6 @@
-"""Rows of the store as values the rest of the gateway reads.
-
-Money is an integer number of micro-USD (``*_micros``); times are Unix seconds
-as floats. Only :mod:`gateway_core.store` builds these from the database.
-"""
+"""Rows of the store as values the rest of the gateway reads. Money is an integer number
+of micro-USD (``*_micros``); times are Unix seconds as floats. Only
+:mod:`gateway_core.store` builds these from the database."""
 
 from __future__ import annotations
 
@@ -92,14 +90,15 @@ class KeyRecord:
     allow_ips: tuple[str, ...]  # empty: any address
     created_at: float
     last_used_at: float | None
-    # the key's own rate limits, and its owner's (the user's override, else the
-    # defaults of the key's group); NO_LIMITS when there are none
+    # the key's own rate limits, and its owner's (the user's override, else its group's defaults)
     limits: RateLimits = attrs.field(default=NO_LIMITS, converter=_limits)
     user_limits: RateLimits = attrs.field(default=NO_LIMITS, converter=_limits)
     # spending caps of the key and of its user (budgets that reset)
     budgets: Budgets = NO_BUDGETS
     user_budgets: Budgets = NO_BUDGETS
     cost_header: bool = False  # answers carry x-relaygate-cost-usd
+    team_id: int | None = None  # the team whose wallet pays (user_id is then its account: docs/teams.md)
+    member_id: int | None = None  # the member a team key belongs to (None: a service key, or not a team's)
 
 
 @attrs.frozen
@@ -208,6 +207,7 @@ class UsageRow:
     attempts: list[dict[str, Any]] = attrs.field(factory=list)
     cost_detail: dict[str, Any] | None = None  # the cost by component (billing.cost.CostBreakdown.as_dict)
     served_model: str | None = None  # the model that served it, when a model fallback did (gateway_core.fallbacks)
+    team_id: int | None = None  # the team charged (its key's)
 
 
 @attrs.frozen
@@ -306,7 +306,7 @@ class Problem:
     """One broken money invariant: what it concerns, what was expected and what was found."""
 
     subject: str  # "user 'alice' (id 3)", "key 7 ('ci')", "ledger row 41"
-    check: str  # balance, chain, key_used, key_held, holds
+    check: str  # balance, chain, key_used, key_held, holds, team_key, team_wallet
     expected: int
     found: int
     message: str
@@ -344,6 +344,7 @@ class UsageFilter:
     errors: bool = False
     since: float | None = None
     until: float | None = None
+    team_id: int | None = None
 
 
 Cursor = tuple[float, int]  # a usage row's (created_at, id): where a keyset page starts

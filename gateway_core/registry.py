@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
 
 Command = tuple[str, str, "ConfigureCommand", "RunCommand"]
 
+# What plugins register, each through its own hook, in the order an app collects them.
+KINDS = ("protocols", "channel_types", "policies", "routes", "migrations", "commands", "session_readers", "stores", "shared_states", "observers")
+
 
 @attrs.frozen
 class LoadedPlugin:
@@ -30,21 +34,70 @@ class LoadedPlugin:
     version: str | None
 
 
-@attrs.define
 class Registry:
-    """What the loaded plugins registered, in registration order."""
+    """What the loaded plugins registered, in registration order.
 
-    plugins: list[LoadedPlugin] = attrs.field(factory=list)
-    protocols: list[ClientProtocol] = attrs.field(factory=list)
-    channel_types: dict[str, ChannelType] = attrs.field(factory=dict)
-    policies: list[Policy] = attrs.field(factory=list)
-    routes: list[Any] = attrs.field(factory=list)
-    migrations: list[Migration] = attrs.field(factory=list)
-    commands: list[Command] = attrs.field(factory=list)
-    session_readers: list[Any] = attrs.field(factory=list)  # api.sessions.SessionReader
-    stores: list[StoreKind] = attrs.field(factory=list)  # gateway_core.stores: kinds of database, by URL scheme
-    shared_states: list[SharedStateKind] = attrs.field(factory=list)  # gateway_core.shared_state: in-process, Redis
-    observers: list[MakeObserver] = attrs.field(factory=list)  # gateway_core.observers: metrics, tracing
+    Each kind (:data:`KINDS`) is collected from its hook the first time it is
+    read, through ``collect(kind)``: an app reads every kind at start-up
+    (:meth:`collect_all`); a ``relaygate`` command reads the commands and then
+    only what it uses, so a plugin's hook, and what it imports, runs only when
+    needed. Without ``collect`` every kind is empty.
+    """
+
+    def __init__(self, plugins: list[LoadedPlugin] | None = None, collect: Callable[[str], Any] | None = None) -> None:
+        self.plugins: list[LoadedPlugin] = plugins if plugins is not None else []
+        self._collect = collect
+        self._kinds: dict[str, Any] = {}
+
+    def _kind(self, kind: str, empty: Callable[[], Any]) -> Any:
+        if kind not in self._kinds:
+            self._kinds[kind] = empty() if self._collect is None else self._collect(kind)
+        return self._kinds[kind]
+
+    def collect_all(self) -> None:
+        """Run every registration hook now (an app, so a plugin's mistake stops it at start-up)."""
+        for kind in KINDS:
+            getattr(self, kind)
+
+    @property
+    def protocols(self) -> list[ClientProtocol]:
+        return self._kind("protocols", list)
+
+    @property
+    def channel_types(self) -> dict[str, ChannelType]:
+        return self._kind("channel_types", dict)
+
+    @property
+    def policies(self) -> list[Policy]:
+        return self._kind("policies", list)
+
+    @property
+    def routes(self) -> list[Any]:
+        return self._kind("routes", list)
+
+    @property
+    def migrations(self) -> list[Migration]:
+        return self._kind("migrations", list)
+
+    @property
+    def commands(self) -> list[Command]:
+        return self._kind("commands", list)
+
+    @property
+    def session_readers(self) -> list[Any]:  # api.sessions.SessionReader
+        return self._kind("session_readers", list)
+
+    @property
+    def stores(self) -> list[StoreKind]:  # gateway_core.stores: kinds of database, by URL scheme
+        return self._kind("stores", list)
+
+    @property
+    def shared_states(self) -> list[SharedStateKind]:  # gateway_core.shared_state: in-process, Redis
+        return self._kind("shared_states", list)
+
+    @property
+    def observers(self) -> list[MakeObserver]:  # gateway_core.observers: metrics, tracing
+        return self._kind("observers", list)
 
     def shared_state_kind(self, config: Config) -> SharedStateKind:
         """Where ``config`` asks the state to be shared (the in-process default when nowhere)."""

@@ -83,4 +83,5 @@ def usage_row(ctx: RequestContext, outcome: Outcome) -> UsageRow:
         upstream_error=None if error is None else error.upstream_body,
         attempts=ctx.attempts,
         served_model=ctx.served_model,
+        team_id=None if key is None else key.team_id,
     )

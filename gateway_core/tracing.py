@@ -23,7 +23,6 @@ upstream) and ended, with their attributes, by the request's settlement.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import Mapping
@@ -162,6 +161,8 @@ class Tracing(Observer):
     async def close(self) -> None:
         """Export what is pending and stop (a provider made here only)."""
         if self.owned:
+            import asyncio  # here: every relaygate command loads this module as a plugin
+
             await asyncio.to_thread(self.provider.shutdown)
 
 

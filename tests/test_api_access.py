@@ -1,5 +1,5 @@
 """Who may call each operation of the management API, for every operation in
-its declaration (:data:`gateway_core.api.plugin.OPERATIONS`) through real HTTP:
+its declaration (:data:`gateway_core.api.mount.OPERATIONS`) through real HTTP:
 no credentials, a revoked token and an expired one are 401; a read-only token on
 a write and a non-admin's token on an admin operation are 403; another user's
 key or token in the path is 404, never its data."""
@@ -16,7 +16,7 @@ import time
 import pytest
 import requests
 
-from gateway_core.api.plugin import OPERATIONS
+from gateway_core.api.mount import OPERATIONS
 from gateway_core.cli import main
 from gateway_core.config import Config
 from gateway_core.testing import GatewayThread, Seed
@@ -53,10 +53,11 @@ def world(tmp_path_factory):
     }  # fmt: skip
     cli(db, "token", "revoke", str(tokens["revoked"][0]))
     [code] = json.loads(cli(db, "code", "create", "--count", "1", "--value", "1", "--json"))
+    team = json.loads(cli(db, "team", "add", "eng", "--json"))  # bob is in no team: its paths are 404 to him
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE access_tokens SET expires_at = ? WHERE id = ?", (time.time() - 1, tokens["expired"][0]))
     values = {"key_id": alices_key, "token_id": alices_token, "user_id": alice, "channel_id": channel, "name": "default", "model": "demo-1",
-              "code_id": code["id"]}
+              "code_id": code["id"], "team_id": team["id"]}
     with GatewayThread(config) as gateway:
         yield gateway.url, values, {**tokens, "revoked": tokens["revoked"][1], "expired": tokens["expired"][1]}
 
@@ -95,9 +96,9 @@ def test_a_users_write_token_on_an_admin_operation_is_403(world, operation):
     assert code_of(call(world, operation, world[2]["bob_write"]), 403) == "forbidden"
 
 
-OWNED = [op for op in OPERATIONS if op.scope != "admin" and ("{key_id}" in op.path or "{token_id}" in op.path)]
+OWNED = [op for op in OPERATIONS if op.scope != "admin" and ("{key_id}" in op.path or "{token_id}" in op.path or "{team_id}" in op.path)]
 
 
 @pytest.mark.parametrize("operation", OWNED, ids=[f"{op.method} {op.path}" for op in OWNED])
-def test_another_users_key_or_token_is_404(world, operation):
+def test_another_users_key_token_or_team_is_404(world, operation):
     assert code_of(call(world, operation, world[2]["bob_write"]), 404) == "not_found"

@@ -54,7 +54,11 @@ async def test_an_admin_lists_the_upstreams_models_with_the_channels_key(site):
     assert matching["models"] == ["o3-mini"]
     status, demo = await get(gateway, f"/channels/{ids['demo']}/upstream-models", tokens["root"])
     assert status == 200 and demo["models"] == ["demo-chat"] and demo["unpriced"] == ["demo-chat"]
-    assert listed["unpriced"] == []  # the fake's models are all in the catalogue
+    assert listed["unpriced"] == [] and listed["warning"] is None  # the fake's models are all in the catalogue
+    assert demo["warning"] == (  # the words of the CLI's channel add and channel models --add
+        "no price for demo-chat, from you or the catalogue: requests to them are refused (403 model_not_priced) "
+        "until you set one (relaygate price set MODEL --input USD --output USD, or relaygate price import FILE)"
+    )
 
 
 async def test_the_upstreams_refusal_and_failures_are_messages_without_the_key(site):

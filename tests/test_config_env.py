@@ -109,3 +109,52 @@ def test_config_show_says_where_each_setting_came_from_and_masks_secrets(tmp_pat
 ])  # fmt: skip
 def test_hide_forbidden_models_and_the_older_name(tmp_path, toml, hidden):
     assert config_of({}, tmp_path, toml).hide_forbidden_models is hidden
+
+
+# each [retention] key: a value for its variable, and what the configuration then holds
+RETENTION_SAMPLES = {"usage_days": ("30", 30), "batch_rows": ("250", 250), "batch_pause_seconds": ("0.5", 0.5), "interval_seconds": ("5", 5.0)}
+
+
+def test_every_retention_setting_has_its_variable_over_the_file(tmp_path):
+    assert set(RETENTION_SAMPLES) == {field.name for field in attrs.fields(type(Config(db_path="").retention))}, "add a sample"
+    toml = "[retention]\nusage_days = 90\nbatch_rows = 100\n"
+    for key, (text, expected) in RETENTION_SAMPLES.items():
+        name = f"RELAYGATE_RETENTION_{key.upper()}"
+        config = config_of({name: text}, tmp_path, toml)
+        assert getattr(config.retention, key) == expected, key
+        assert config.sources[f"retention.{key}"] == name
+    config = config_of({"RELAYGATE_RETENTION_BATCH_ROWS": "250"}, tmp_path, toml)
+    assert (config.retention.usage_days, config.retention.batch_rows, config.retention.interval_seconds) == (90, 250, 60.0)
+    assert config.sources["retention.usage_days"] == str(tmp_path / "plugins.toml")
+    assert "retention.interval_seconds" not in config.sources  # the default
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("many", "RELAYGATE_RETENTION_USAGE_DAYS must be a whole number, got 'many'"),
+    ("-1", "RELAYGATE_RETENTION_USAGE_DAYS: [retention] usage_days must be a whole number, 0 or more, got -1"),
+])  # fmt: skip
+def test_a_bad_retention_value_names_its_variable(tmp_path, text, words):
+    with pytest.raises(ConfigError) as raised:
+        config_of({"RELAYGATE_RETENTION_USAGE_DAYS": text}, tmp_path, "[retention]\nusage_days = 7\n")
+    assert str(raised.value) == words
+
+
+def test_retention_in_config_show_and_the_flag_over_the_environment(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plugins.toml").write_text("load = []\n[retention]\nusage_days = 90\n")
+    monkeypatch.setenv("RELAYGATE_RETENTION_USAGE_DAYS", "30")
+    monkeypatch.setenv("RELAYGATE_RETENTION_BATCH_ROWS", "250")
+    db = str(tmp_path / "gw.db")
+    assert main(["migrate", "--db", db]) == 0
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["config", "show", "--json", "--db", db]) == 0
+    shown = json.loads(out.getvalue())
+    assert shown["retention.usage_days"] == {"value": 30, "from": "RELAYGATE_RETENTION_USAGE_DAYS"}
+    assert shown["retention.batch_rows"] == {"value": 250, "from": "RELAYGATE_RETENTION_BATCH_ROWS"}
+    assert shown["retention.interval_seconds"] == {"value": 60.0, "from": "default"}
+    for argv, days in ((["logs", "prune", "--dry-run"], 30), (["logs", "prune", "--dry-run", "--days", "3"], 3)):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main([*argv, "--json", "--db", db]) == 0
+        assert json.loads(out.getvalue())["usage_days"] == days

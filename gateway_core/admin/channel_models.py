@@ -1,6 +1,7 @@
 """Fetching a channel's models from its upstream (``relaygate channel models
 --fetch``, ``GET /api/v1/channels/{id}/upstream-models``, the console channel
-form's "Fetch models from the upstream").
+form's "Fetch models from the upstream", ``relaygate channel add --fetch-models``
+through :func:`add_channel_with_upstream_models`).
 
 The channel type lists them (:meth:`ChannelType.list_models`) with one of the
 channel's upstream keys (the first usable, or the one asked for) and the
@@ -8,7 +9,8 @@ channel's timeouts; the answer is neither billed nor logged nor counted by the
 breakers. Every outcome is an :class:`UpstreamModels`: the ids, or a message that
 says why there are none (the type cannot list, the upstream refused the key, did
 not answer in time …), the same words on every front, with the key masked
-should the upstream have echoed it. Adding the models to the channel is an
+should the upstream have echoed it, and the same warning about the models no one
+prices (``warning``, :func:`gateway_core.admin.prices.unpriced_warning`). Adding the models to the channel is an
 ordinary edit (:func:`add_models`), audited by the front that makes it.
 """
 
@@ -30,10 +32,10 @@ from ..probe import probe_key
 from ..records import ChannelRecord
 from ..router import route_for
 from ..secrets import redact
-from .channels import check_fields, get_channel, update_channel
+from .channels import add_channel, check_fields, get_channel, update_channel
 from .context import Admin
 from .errors import Invalid
-from .prices import unpriced_models
+from .prices import unpriced_models, unpriced_warning
 
 MAX_MODEL_ID = 200  # the longest model id a channel takes (the API's schema says so too)
 DRAFT_FIELDS = ("type", "base_url", "api_keys", "headers", "settings", "timeout_connect", "timeout_first_byte", "timeout_idle")
@@ -55,6 +57,7 @@ class UpstreamModels:
     status: int | None = None  # the upstream's HTTP status when it failed with one
     key_index: int | None = None
     unpriced: tuple[str, ...] = ()  # of models, those with a price from neither the operator nor the catalogue
+    warning: str | None = None  # what every front says of the unpriced ones (prices.unpriced_warning)
 
 
 async def list_upstream_models(
@@ -147,6 +150,32 @@ async def draft_upstream_models(
     return await _listed(admin, draft, session, timeouts=timeouts, request_id=request_id, match=match)
 
 
+async def add_channel_with_upstream_models(
+    admin: Admin,
+    fields: Mapping[str, Any],
+    *,
+    timeouts: Timeouts,
+    request_id: str,
+    match: str | None = None,
+    session: aiohttp.ClientSession | None = None,
+) -> tuple[ChannelRecord | None, UpstreamModels]:
+    """Add a channel serving the models its upstream offers (``match``: those
+    matching the pattern), after the ``models`` given in ``fields`` if any: the
+    upstream is asked first, with the fields' base URL, keys, headers, settings and
+    timeouts, so a listing that fails or finds nothing adds no channel (``None``,
+    and the listing's message says why). The listing's ``unpriced`` and ``warning``
+    are then of every model the channel serves."""
+    listed = await draft_upstream_models(admin, fields, timeouts=timeouts, request_id=request_id, match=match, session=session)
+    if not listed.ok or not listed.models:
+        return None, attrs.evolve(listed, ok=False)
+    given = list(fields.get("models") or ())
+    models = [*given, *(model for model in listed.models if model not in given)]
+    channel = await add_channel(admin, {**fields, "models": models})
+    unpriced = tuple(await unpriced_models(admin, channel.models))
+    served = attrs.evolve(listed, new=(), message=_found(listed.models, (), match))  # every one served now
+    return channel, attrs.evolve(served, unpriced=unpriced, warning=unpriced_warning(unpriced))
+
+
 async def add_models(admin: Admin, channel_id: int, models: Iterable[str]) -> tuple[ChannelRecord, ChannelRecord]:
     """Add ``models`` to the channel's (those it serves already are kept once):
     the channel before and after, for the front's audit row."""
@@ -168,7 +197,8 @@ async def _listed(
             listed = await list_upstream_models(channel_type, own, channel, **options)
     if not listed.models:
         return listed
-    return attrs.evolve(listed, unpriced=tuple(await unpriced_models(admin, listed.models)))
+    unpriced = tuple(await unpriced_models(admin, listed.models))
+    return attrs.evolve(listed, unpriced=unpriced, warning=unpriced_warning(unpriced))
 
 
 def _usable(listed: Iterable[Any], match: str | None) -> Iterable[str]:

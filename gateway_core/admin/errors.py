@@ -1,8 +1,8 @@
 """What an admin operation raises when it cannot do what was asked.
 
 Every front maps these the same way: the CLI to exit status 1 (``NotFound``,
-``Conflict``, ``StoreFailure``) or 2 (``Invalid``), the console to a 404 page or
-the form again with the message, the JSON API to 404, 409, 400 or 503.
+``Conflict``, ``StoreFailure``, ``Forbidden``) or 2 (``Invalid``), the console to a 404
+page or the form again with the message, the JSON API to 404, 409, 400, 403 or 503.
 """
 
 from __future__ import annotations
@@ -43,6 +43,11 @@ class Invalid(AdminError, ValueError):
 
 class StoreFailure(AdminError):
     """The database failed (unreachable, locked for too long, full)."""
+
+
+class Forbidden(AdminError):
+    """The caller may see the thing but their role does not allow the operation
+    (a team's viewer creating a key, a member adding a member: ``docs/teams.md``)."""
 
 
 class Locked(Invalid):

@@ -62,6 +62,18 @@ async def unpriced_models(admin: Admin, models: Iterable[str]) -> list[str]:
     return [model for model in dict.fromkeys(models) if model not in stored and model not in admin.catalogue]
 
 
+def unpriced_warning(models: Iterable[str]) -> str | None:
+    """What every front says of models with a price from neither the operator nor
+    the catalogue (``None`` when there are none): their requests are refused."""
+    names = list(dict.fromkeys(models))
+    if not names:
+        return None
+    return (
+        f"no price for {', '.join(names)}, from you or the catalogue: requests to them are refused "
+        "(403 model_not_priced) until you set one (relaygate price set MODEL --input USD --output USD, or relaygate price import FILE)"
+    )
+
+
 async def delete_price(admin: Admin, model: str) -> None:
     if not await admin.store.delete_price(model):
         raise NotFound(f"no price for the model {model!r}")

@@ -5,7 +5,7 @@ message (the field to blame, then what is expected).
 - amounts: whole micro-USD, at most :data:`MAX_AMOUNT_MICROS` (a billion USD: more is
   a typo, not a payment);
 - user names: 1 to 100 characters with no space or control character (they are
-  typed on command lines and in sign-in forms);
+  typed on command lines and in sign-in forms), not starting ``team:`` (teams' wallets);
 - channel base URLs: ``http://`` or ``https://``, or the scheme of the channel
   type's own address (the demo type's ``local://``);
 - a key's models: each served to the key's group by some channel.
@@ -14,12 +14,16 @@ message (the field to blame, then what is expected).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ..channel_type import ChannelType
 from ..money import MICROS_PER_USD, format_usd
+from ..team_records import ACCOUNT_PREFIX as TEAM_ACCOUNT_PREFIX
 from .context import Admin
 from .errors import Invalid
+
+if TYPE_CHECKING:
+    from ..channel_type import ChannelType  # the contract, which the admin commands need not import
 
 MAX_AMOUNT_MICROS = 1_000_000_000 * MICROS_PER_USD
 MAX_USER_NAME = 100
@@ -48,6 +52,8 @@ def check_user_name(name: object) -> str:
         raise Invalid(f"must be at most {MAX_USER_NAME} characters", "name")
     if any(char.isspace() or not char.isprintable() for char in name):
         raise Invalid(f"must not contain spaces or control characters, got {name!r} (letters, digits and . _ - @ suit)", "name")
+    if name.startswith(TEAM_ACCOUNT_PREFIX):
+        raise Invalid(f"must not start with {TEAM_ACCOUNT_PREFIX!r}: such names are teams' wallets (docs/teams.md)", "name")
     return name
 
 

@@ -35,12 +35,12 @@ FORMATS = {"csv": "text/csv", "jsonl": "application/x-ndjson"}
 # what an operator's export carries; a user's own leaves out the operator's side of
 # a request (:data:`usage.OPERATOR_FIELDS`) and the user, who is the reader
 COLUMNS = (
-    "id", "request_id", "created_at", "user_id", "user", "key_id", "key_name", "protocol", "endpoint", "model",
+    "id", "request_id", "created_at", "user_id", "user", "team_id", "key_id", "key_name", "protocol", "endpoint", "model",
     "served_model", "channel_name", "stream", "status", "end_reason", "error_type", "input_tokens", "output_tokens",
     "cached_tokens", "cache_write_tokens", "cost", "cost_micros", "estimated", "duration_ms", "first_token_ms",
     "client_ip", "client_request_id",
 )  # fmt: skip
-OWNER_COLUMNS = tuple(name for name in COLUMNS if name not in (*usage.OPERATOR_FIELDS, "user_id", "user"))
+OWNER_COLUMNS = tuple(name for name in COLUMNS if name not in (*usage.OPERATOR_FIELDS, "user_id", "user", "team_id"))
 
 
 def media_type(fmt: str) -> str:

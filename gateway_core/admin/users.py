@@ -12,6 +12,7 @@ from .errors import Conflict, Invalid, NotFound
 from .groups import check_group_names
 from .port import LimitChanges
 from .rules import check_user_name
+from .team_access import refuse_team_wallet
 
 MIN_PASSWORD = 8  # characters of a password set in the console
 
@@ -102,6 +103,7 @@ async def set_password(admin: Admin, user_id: int, password: str) -> None:
     """Set a user's console password (checked by :func:`check_password`, stored only hashed)."""
     check_password(password)
     await live_user(admin, user_id)
+    await refuse_team_wallet(admin, user_id, "have a password")
     password_hash = await asyncio.to_thread(hash_password, password)
     if not await admin.store.set_password_hash(user_id, password_hash):
         raise NotFound(f"no user with id {user_id}")
@@ -141,6 +143,8 @@ async def set_role(admin: Admin, user_id: int, is_admin: bool, *, by: int | None
     if not is_admin and by == user_id:
         raise Invalid("You cannot take away your own admin role.", "is_admin")
     await live_user(admin, user_id)
+    if is_admin:
+        await refuse_team_wallet(admin, user_id, "be a site admin")
     if not await admin.store.set_user_admin(user_id, is_admin):
         raise NotFound(f"no user with id {user_id}")
     admin.caches.user_changed(user_id)

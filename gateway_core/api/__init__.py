@@ -7,6 +7,8 @@ operation a thin front over the admin layer (:mod:`gateway_core.admin`).
 - :mod:`.errors`: the one error shape; :mod:`.schema`: the JSON schemas and
   their validator; :mod:`.openapi`: the OpenAPI document built from the
   declarations; :mod:`.docs_page`: its page, Swagger UI from ``static/``;
+- :mod:`.mount`: every route under ``/api``, which :mod:`.plugin` mounts
+  through ``register_routes`` (imported only when an app is built);
 - resources: :mod:`.tokens`, :mod:`.keys`, :mod:`.usage`, :mod:`.wallet`,
   :mod:`.codes` (redemption codes), :mod:`.budgets`, :mod:`.users`,
   :mod:`.catalog` (groups and prices), :mod:`.channels`, :mod:`.audit`.

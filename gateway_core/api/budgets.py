@@ -54,7 +54,7 @@ def window_json(status: BudgetStatus) -> dict[str, Any]:
     }  # fmt: skip
 
 
-async def _answer(call: ApiCall, user_id: int, caps: Budgets, key_id: int | None = None) -> dict[str, Any]:
+async def budget_answer(call: ApiCall, user_id: int, caps: Budgets, key_id: int | None = None) -> dict[str, Any]:
     config = call.services.config
     found = await budget_status(
         call.admin, user_id, timezone=config.budget_timezone, window=config.budget_window, now=call.services.clock(), key_id=key_id
@@ -82,17 +82,17 @@ async def user_caps(call: ApiCall, user_id: int) -> Budgets:
 
 
 async def get_my_budgets(call: ApiCall) -> dict[str, Any]:
-    return await _answer(call, call.user_id, await user_caps(call, call.user_id))
+    return await budget_answer(call, call.user_id, await user_caps(call, call.user_id))
 
 
 async def get_key_budgets(call: ApiCall) -> dict[str, Any]:
     key = await keys.get_key(call.admin, call.path["key_id"], owner=call.user_id)
-    return await _answer(call, key.user_id, key.budgets, key.id)
+    return await budget_answer(call, key.user_id, key.budgets, key.id)
 
 
 async def get_user_budgets(call: ApiCall) -> dict[str, Any]:
     user_id = call.path["user_id"]
-    return await _answer(call, user_id, await user_caps(call, user_id))
+    return await budget_answer(call, user_id, await user_caps(call, user_id))
 
 
 async def set_user_budgets(call: ApiCall) -> dict[str, Any]:
@@ -102,7 +102,7 @@ async def set_user_budgets(call: ApiCall) -> dict[str, Any]:
     stored = await users.set_user_limits(call.admin, user, _changes(call.body))
     after = budgets_of(stored)
     await call.audit("user.budgets", f"user {user_id}", caps_json(before), caps_json(after))
-    return await _answer(call, user_id, after)
+    return await budget_answer(call, user_id, after)
 
 
 async def set_key_budgets(call: ApiCall) -> dict[str, Any]:
@@ -110,7 +110,7 @@ async def set_key_budgets(call: ApiCall) -> dict[str, Any]:
     before = await keys.get_key(call.admin, key_id)
     key, _ = await keys.set_key_limits(call.admin, key_id, _changes(call.body))  # an operator's: locked against the owner
     await call.audit("key.budgets", f"key {key_id}", caps_json(before.budgets), caps_json(key.budgets))
-    return await _answer(call, key.user_id, key.budgets, key.id)
+    return await budget_answer(call, key.user_id, key.budgets, key.id)
 
 
 TAG = "budgets"

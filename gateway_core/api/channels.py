@@ -43,7 +43,8 @@ UPSTREAM_MODELS = obj(
      "message": {"type": "string"}, "latency_ms": {"type": "number"},
      "status": {"type": ["integer", "null"], "description": "the upstream's HTTP status when it failed with one"},
      "key_index": {"type": ["integer", "null"]},
-     "unpriced": {**MODEL_IDS, "description": "of models, those priced neither by the operator nor by the catalogue: requests to them are refused (403 model_not_priced)"}},
+     "unpriced": {**MODEL_IDS, "description": "of models, those priced neither by the operator nor by the catalogue: requests to them are refused (403 model_not_priced)"},
+     "warning": {"type": ["string", "null"], "description": "when some are unpriced, what to do about it (the words the CLI and the console use)"}},
     ("ok", "models", "new", "message", "latency_ms"),
 )  # fmt: skip
 DRAFT = obj(

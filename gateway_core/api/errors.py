@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from starlette.responses import Response
 
-from ..admin.errors import AdminError, Conflict, Invalid, Locked, NotFound, StoreFailure
+from ..admin.errors import AdminError, Conflict, Forbidden, Invalid, Locked, NotFound, StoreFailure
 
 CODES = {
     400: "invalid_request",
@@ -56,6 +56,8 @@ class ApiError(Exception):
 def from_admin(exc: AdminError) -> ApiError:
     if isinstance(exc, Locked):  # the key's owner loosening what the operator set: not theirs to change
         return ApiError(403, _sentence(exc.message), code="locked", field=exc.field)
+    if isinstance(exc, Forbidden):  # a team role that does not allow it (docs/teams.md)
+        return ApiError(403, _sentence(exc.message))
     if isinstance(exc, Invalid):
         return ApiError(400, _sentence(exc.message), field=exc.field)
     if isinstance(exc, NotFound):

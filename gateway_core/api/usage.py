@@ -48,6 +48,7 @@ EXPORT = FILTERS + (
     Param("limit", {"type": "integer", "minimum": 1, "maximum": 10_000_000}, "at most this many rows (default: all)"),
 )
 USER_FILTER = Param("user_id", ID, "only this user's requests")
+TEAM_FILTER = Param("team_id", ID, "only the requests charged to this team (docs/teams.md)")
 SPAN = (
     Param("since", {"type": "number", "minimum": 0, "maximum": 1e11}, "from this Unix time (default: 30 days ago)"),
 )
@@ -82,6 +83,7 @@ def _filters(call: ApiCall, user_id: int | None) -> tuple[UsageFilter, Cursor | 
     filters = UsageFilter(
         key_id=query.get("key_id"), user_id=user_id if user_id is not None else query.get("user_id"), model=query.get("model"),
         status=query.get("status"), errors=bool(query.get("errors", False)), since=query.get("since"), until=query.get("until"),
+        team_id=query.get("team_id"),
     )  # fmt: skip
     if "cursor" not in query:
         return filters, None
@@ -180,8 +182,8 @@ OPERATIONS = (
     Operation("GET", "/usage.csv", "Your usage log as CSV: every matching row (at most limit), streamed", "usage", "read", export_usage_csv, {"type": "string"}, query=EXPORT, media_type="text/csv"),
     Operation("GET", "/usage.jsonl", "Your usage log as JSON lines: every matching row (at most limit), streamed", "usage", "read", export_usage_jsonl, {"type": "string"}, query=EXPORT, media_type="application/x-ndjson"),
     Operation("GET", "/usage/summary", "Your cost and requests per UTC day and per model", "usage", "read", usage_summary, SUMMARY, query=SUMMARY_SPAN),
-    Operation("GET", "/logs", "Everyone's usage log (admin)", "site", "admin", list_logs, page(ROW), query=(USER_FILTER, *FILTERS, *PAGING)),
-    Operation("GET", "/logs.csv", "Everyone's usage log as CSV, with each row's user: every matching row (at most limit), streamed (admin)", "site", "admin", export_logs_csv, {"type": "string"}, query=(USER_FILTER, *EXPORT), media_type="text/csv"),
-    Operation("GET", "/logs.jsonl", "Everyone's usage log as JSON lines, with each row's user: every matching row (at most limit), streamed (admin)", "site", "admin", export_logs_jsonl, {"type": "string"}, query=(USER_FILTER, *EXPORT), media_type="application/x-ndjson"),
+    Operation("GET", "/logs", "Everyone's usage log (admin)", "site", "admin", list_logs, page(ROW), query=(USER_FILTER, TEAM_FILTER, *FILTERS, *PAGING)),
+    Operation("GET", "/logs.csv", "Everyone's usage log as CSV, with each row's user: every matching row (at most limit), streamed (admin)", "site", "admin", export_logs_csv, {"type": "string"}, query=(USER_FILTER, TEAM_FILTER, *EXPORT), media_type="text/csv"),
+    Operation("GET", "/logs.jsonl", "Everyone's usage log as JSON lines, with each row's user: every matching row (at most limit), streamed (admin)", "site", "admin", export_logs_jsonl, {"type": "string"}, query=(USER_FILTER, TEAM_FILTER, *EXPORT), media_type="application/x-ndjson"),
     Operation("GET", "/site/usage", "Totals by model, user and channel, and per day (admin)", "site", "admin", site_usage, SITE, query=SPAN),
 )

@@ -4,7 +4,7 @@
   progress hold (their open reservations, apart from the ledger), and the latest
   ledger rows (newest first: money that moved only).
 - ``wallet adjust USER AMOUNT --note TEXT``: a signed correction by the operator.
-- ``logs [--key ID] [--user NAME] [--model M] [--status S] [--since T] [--until T]
+- ``logs [--key ID] [--user NAME] [--team NAME] [--model M] [--status S] [--since T] [--until T]
   [--limit N] [--before CURSOR]``: the usage log, newest first; a full page ends
   with the ``--before`` cursor of the next one.
 - ``logs export [the same filters] [--format csv|jsonl] [--output FILE]``: every
@@ -23,16 +23,18 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import attrs
 
-from ..admin import Admin, usage, usage_export, users, wallet
 from ..hookspecs import hookimpl
-from ..jsonable import to_jsonable
 from ..money import format_usd, parse_usd
 from ..records import Cursor, UsageFilter
 from .kit import EXIT_ERROR, CommandContext, CommandError, no_arguments
+
+if TYPE_CHECKING:
+    from ..admin import Admin
+
 
 LOG_COLUMNS = [
     "created_at", "request_id", "key_id", "key_name", "model", "status", "input_tokens", "output_tokens",
@@ -62,6 +64,8 @@ def _configure_wallet_show(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_wallet_show(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import users, wallet
+
     async def show(admin: Admin) -> wallet.Wallet:
         user = await users.find_user(admin, args.user)
         return await wallet.wallet(admin, user.id, before_id=args.before, limit=args.limit)
@@ -96,6 +100,9 @@ def _configure_wallet_adjust(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_wallet_adjust(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import users, wallet
+    from ..jsonable import to_jsonable
+
     text = args.amount.strip()
     negative = text.startswith("-")
     amount = parse_usd(text[1:] if negative else text.lstrip("+"))
@@ -122,6 +129,7 @@ def _run_wallet_adjust(args: argparse.Namespace, cli: CommandContext) -> int:
 def _add_log_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key", type=int, metavar="ID", help="one API key's requests")
     parser.add_argument("--user", metavar="NAME", help="one user's requests")
+    parser.add_argument("--team", metavar="NAME", help="the requests charged to one team")
     parser.add_argument("--model", metavar="M", help="requests for this model (as the client named it)")
     parser.add_argument("--status", type=int, metavar="S", help="requests answered with this HTTP status")
     parser.add_argument("--since", type=parse_time, metavar="T", help="from this time: ISO 8601 (UTC if no offset), Unix seconds, or an age like 30m, 2h, 7d")
@@ -136,16 +144,21 @@ def _configure_logs(parser: argparse.ArgumentParser) -> None:
 
 def _configure_logs_export(parser: argparse.ArgumentParser) -> None:
     _add_log_filters(parser)
-    parser.add_argument("--format", choices=tuple(usage_export.FORMATS), default="csv", help="csv (default) or jsonl: one JSON object a line")
+    parser.add_argument("--format", default="csv", help="csv (default) or jsonl: one JSON object a line")  # checked by the admin layer
     parser.add_argument("--output", "-o", metavar="FILE", help="write to FILE (default: standard output)")
 
 
 async def _log_filters(admin: Admin, args: argparse.Namespace) -> UsageFilter:
+    from ..admin import teams, users
+
     user_id = (await users.find_user(admin, args.user)).id if args.user else None
-    return UsageFilter(key_id=args.key, user_id=user_id, model=args.model, status=args.status, since=args.since, until=args.until)
+    team_id = (await teams.find_team(admin, args.team)).id if args.team else None
+    return UsageFilter(key_id=args.key, user_id=user_id, model=args.model, status=args.status, since=args.since, until=args.until, team_id=team_id)
 
 
 def _run_logs(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import usage
+
     async def page(admin: Admin) -> usage.UsagePage:
         return await usage.page_usage(admin, await _log_filters(admin, args), before=args.before, limit=args.limit)
 
@@ -159,6 +172,9 @@ def _run_logs(args: argparse.Namespace, cli: CommandContext) -> int:
 def _run_logs_export(args: argparse.Namespace, cli: CommandContext) -> int:
     """Every row of the filter, newest first, written as it is read: a page of rows in
     memory at a time whatever the range (archive with this before pruning)."""
+    from ..admin import usage_export
+
+    usage_export.media_type(args.format)  # an unknown format, said before anything is written
 
     async def export(admin: Admin) -> None:
         filters = await _log_filters(admin, args)
@@ -216,6 +232,8 @@ def parse_time(text: str) -> float:
 
 
 def _run_check(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import wallet
+
     report = cli.run(wallet.check_ledger)
     status = 0 if report.ok else EXIT_ERROR
     if cli.json:
@@ -247,6 +265,8 @@ def _run_check(args: argparse.Namespace, cli: CommandContext) -> int:
 
 
 def _cursor(text: str) -> Cursor:
+    from ..admin import usage
+
     try:
         return usage.parse_cursor(text)
     except ValueError as exc:

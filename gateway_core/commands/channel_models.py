@@ -15,13 +15,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from ..admin import Admin, channels
-from ..admin.channel_models import UpstreamModels, add_models, channel_upstream_models
 from ..hookspecs import hookimpl
-from ..jsonable import to_jsonable
 from ..records import ChannelRecord
 from .kit import CommandContext
+
+if TYPE_CHECKING:
+    from ..admin import Admin
+    from ..admin.channel_models import UpstreamModels
 
 
 @hookimpl
@@ -38,6 +40,10 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels, prices
+    from ..admin.channel_models import add_models, channel_upstream_models
+    from ..jsonable import to_jsonable
+
     if not (args.fetch or args.add):
         channel = cli.run(lambda admin: channels.find_channel(admin, args.name))
         if cli.json:
@@ -74,11 +80,7 @@ def _run(args: argparse.Namespace, cli: CommandContext) -> int:
         print(f"Added {len(listed.new)} to channel {channel.name!r}: it serves {len(after.models)} models now.")
     elif args.add:
         print(f"Nothing to add: channel {channel.name!r} serves every model listed.")
-    added_unpriced = [model for model in listed.new if model in unpriced] if after is not None else []
-    if added_unpriced:  # on stderr, as channel add says it
-        print(
-            f"warning: no price for {', '.join(added_unpriced)}, from you or the catalogue: requests to them are refused "
-            "(403 model_not_priced) until you set one (relaygate price set MODEL --input USD --output USD, or relaygate price import FILE)",
-            file=sys.stderr,
-        )
+    warning = prices.unpriced_warning(model for model in listed.new if model in unpriced) if after is not None else None
+    if warning:  # on stderr, as channel add says it
+        print(f"warning: {warning}", file=sys.stderr)
     return 0

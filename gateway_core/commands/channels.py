@@ -4,7 +4,10 @@ Upstream keys are read from the command line (or ``--api-key-stdin``) and never
 printed again: records show them masked, health shows them by position. A
 running gateway sees a change within a second (its router's index lifetime).
 
-- ``add NAME --type T --base-url URL --models M1,M2 [--api-key K …] [options]``
+- ``add NAME --type T --base-url URL --models M1,M2 [--api-key K …] [options]``;
+  ``--fetch-models [--match PATTERN]`` asks the upstream first and serves the models
+  it lists (after those of ``--models``, which it makes optional); a listing that
+  fails or finds nothing adds no channel
 - ``list``: every channel with its health (breaker per channel and per key,
   disabled keys and why)
 - ``edit NAME [options]``: change what is given; ``--api-key`` replaces the keys,
@@ -20,17 +23,19 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import endpoints
-from ..admin import Admin, channels, prices
 from ..channel_settings import CORE_SETTINGS, setting_text
-from ..health_report import key_summary
 from ..hookspecs import hookimpl
-from ..probe import ProbeResult
 from ..records import DEFAULT_GROUP, ChannelRecord, DisabledKey
-from ..jsonable import to_jsonable
-from .kit import CommandContext, no_arguments, parse_model_map, split_list
+from .kit import CommandContext, CommandError, no_arguments, parse_model_map, split_list
+
+if TYPE_CHECKING:
+    from ..admin import Admin
+    from ..admin.channel_models import UpstreamModels
+    from ..probe import ProbeResult
+
 
 DEFAULT = "default"  # a timeout back to the gateway's [gateway.timeouts]
 LIST_COLUMNS = ["id", "name", "type", "priority", "weight", "enabled", "health", "keys", "concurrency", "models", "groups"]
@@ -56,7 +61,7 @@ def _channel_options(parser: argparse.ArgumentParser, *, adding: bool) -> None:
     parser.add_argument("--api-key", action="append", default=[], metavar="KEY",
                         help="upstream key (repeat or comma-separate for several)" + ("" if adding else "; replaces the channel's keys"))  # fmt: skip
     parser.add_argument("--api-key-stdin", action="store_true", help="read upstream keys from stdin, one a line (kept out of the shell history)")
-    parser.add_argument("--models", required=adding, metavar="M1,M2")
+    parser.add_argument("--models", metavar="M1,M2", help="the models clients ask for" + (" (required unless --fetch-models)" if adding else ""))
     parser.add_argument("--groups", default=DEFAULT_GROUP if adding else None, metavar="G1,G2")
     parser.add_argument("--priority", type=int, default=0 if adding else None, help="higher is tried first" + (" (default 0)" if adding else ""))
     parser.add_argument("--weight", type=int, default=1 if adding else None, help="share among equal priorities" + (" (default 1)" if adding else ""))
@@ -77,6 +82,8 @@ TIMEOUT_FIELDS = ("timeout_connect", "timeout_first_byte", "timeout_idle")
 
 def _fields(args: argparse.Namespace, existing: ChannelRecord | None) -> dict[str, Any]:
     """The channel fields the options give (validated by :mod:`gateway_core.admin.channels`)."""
+    from ..admin import channels
+
     fields: dict[str, Any] = {}
     if existing is None:
         fields["type"] = args.type
@@ -120,28 +127,53 @@ def _configure_add(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--type", required=True, help="a channel type from the loaded plugins")
     _channel_options(parser, adding=True)
     parser.add_argument("--disabled", action="store_true", help="add it disabled (enable it after a test)")
+    parser.add_argument("--fetch-models", action="store_true",
+                        help="ask the upstream (with the key given) which models it offers and serve them, after those of --models")  # fmt: skip
+    parser.add_argument("--match", metavar="PATTERN", help="with --fetch-models: only ids matching this shell-style pattern, such as 'chat-*'")
 
 
 def _run_add(args: argparse.Namespace, cli: CommandContext) -> int:
-    fields = {"name": args.name, **_fields(args, None), "enabled": not args.disabled}
-    async def add(admin: Admin) -> tuple[ChannelRecord, list[str]]:
-        channel = await channels.add_channel(admin, fields)
-        await cli.audit(admin, "channel.create", f"channel {channel.id}", None, channel)
-        return channel, await prices.unpriced_models(admin, channel.models)
+    from ..admin import channels, prices
+    from ..admin.channel_models import add_channel_with_upstream_models
 
-    channel, unpriced = cli.run(add)
-    if unpriced:  # on stderr: --json's record stays the channel
-        print(
-            f"warning: no price for {', '.join(unpriced)}, from you or the catalogue: requests to them are refused "
-            "(403 model_not_priced) until you set one (relaygate price set MODEL --input USD --output USD, or relaygate price import FILE)",
-            file=sys.stderr,
-        )
+    if args.models is None and not args.fetch_models:
+        raise ValueError("--models is required (the models clients ask for), or --fetch-models to serve those the upstream lists")
+    if args.match is not None and not args.fetch_models:
+        raise ValueError("--match goes with --fetch-models")
+    fields = {"name": args.name, **_fields(args, None), "enabled": not args.disabled}
+
+    async def add(admin: Admin) -> tuple[ChannelRecord | None, UpstreamModels | None, str | None]:
+        listed = None
+        if args.fetch_models:
+            channel, listed = await add_channel_with_upstream_models(admin, fields, timeouts=cli.config.timeouts, request_id="cli-add", match=args.match)
+            if channel is None:
+                return None, listed, None
+        else:
+            channel = await channels.add_channel(admin, fields)
+        await cli.audit(admin, "channel.create", f"channel {channel.id}", None, channel)
+        warning = listed.warning if listed is not None else prices.unpriced_warning(await prices.unpriced_models(admin, channel.models))
+        return channel, listed, warning
+
+    channel, listed, warning = cli.run(add)
+    if channel is None:
+        message = listed.message if listed is not None else "no listing"
+        raise CommandError(f"the upstream's models could not be fetched, so no channel was added: {message}")
+    if listed is not None and not cli.json:  # the models as `channel models --fetch` shows them
+        print(f"{channel.name}: {listed.message} ({listed.latency_ms:g} ms)")
+        width, unpriced = max((len(model) for model in listed.models), default=0), set(listed.unpriced)
+        print("".join(f"  {model.ljust(width)}  served{'  no price' if model in unpriced else ''}\n" for model in listed.models), end="")
+    if warning:  # on stderr: --json's record stays the channel
+        print(f"warning: {warning}", file=sys.stderr)
     text = f"Added channel {channel.name!r} (id {channel.id}, type {channel.type}, {len(channel.api_keys)} upstream key(s)) at {channel.base_url}"
     cli.print_record(channel, text=text + (" (disabled)" if args.disabled else ""))
     return 0
 
 
 def _run_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels
+    from ..health_report import key_summary
+    from ..jsonable import to_jsonable
+
     rows = []
     for status in cli.run(channels.channel_statuses):
         row = {**to_jsonable(status.channel), "health": status.health}
@@ -160,6 +192,8 @@ def _configure_edit(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_edit(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels
+
     async def edit(admin: Admin) -> tuple[ChannelRecord, dict[str, Any]]:
         existing = await channels.find_channel(admin, args.name)
         fields = _fields(args, existing)
@@ -183,6 +217,8 @@ def _configure_name(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_enable(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels
+
     async def enable(admin: Admin) -> tuple[ChannelRecord, list[DisabledKey]]:
         before = await channels.find_channel(admin, args.name)
         after, restored = await channels.enable_channel(admin, before.id)
@@ -198,6 +234,8 @@ def _run_enable(args: argparse.Namespace, cli: CommandContext) -> int:
 
 
 def _run_disable(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels
+
     async def disable(admin: Admin) -> ChannelRecord:
         before = await channels.find_channel(admin, args.name)
         after = await channels.disable_channel(admin, before.id)
@@ -209,6 +247,8 @@ def _run_disable(args: argparse.Namespace, cli: CommandContext) -> int:
 
 
 def _run_delete(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels
+
     async def delete(admin: Admin) -> ChannelRecord:
         before = await channels.delete_channel(admin, (await channels.find_channel(admin, args.name)).id)
         await cli.audit(admin, "channel.delete", f"channel {before.id}", before, None)
@@ -226,6 +266,9 @@ def _configure_test(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_test(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels
+    from ..jsonable import to_jsonable
+
     async def test(admin: Admin) -> tuple[ChannelRecord, ProbeResult]:
         channel = await channels.find_channel(admin, args.name)
         return await channels.test_channel(
@@ -244,6 +287,8 @@ def _run_test(args: argparse.Namespace, cli: CommandContext) -> int:
 
 def _run_types(args: argparse.Namespace, cli: CommandContext) -> int:
     """The loaded channel types: what each serves and the settings it declares."""
+    from ..jsonable import to_jsonable
+
     loaded = sorted(cli.registry.channel_types.items())
     served = {name: [e for e in endpoints.ALL if channel_type.wire(e)] for name, channel_type in loaded}
     if cli.json:

@@ -14,14 +14,15 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..admin import Admin, codes, users
-from ..billing.codes import Redeemed, RedemptionCode
 from ..hookspecs import hookimpl
-from ..jsonable import to_jsonable
 from ..money import format_usd, parse_usd
 from .kit import CommandContext, parse_expires
+
+if TYPE_CHECKING:
+    from ..admin import Admin
+    from ..billing.codes import Redeemed, RedemptionCode
 
 
 @hookimpl
@@ -41,6 +42,8 @@ def _configure_create(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_create(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import codes
+
     value = parse_usd(args.value)
     expires_at = parse_expires(args.expires) if args.expires is not None else None
     async def create(admin: Admin) -> list[tuple[int, str]]:
@@ -67,6 +70,8 @@ def _configure_list(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import codes
+
     listed = cli.run(lambda admin: codes.list_codes(admin, batch=args.batch, limit=args.limit))
     now = time.time()
     rows = [{**_fields(code), "state": code.state(now), "value": format_usd(code.value_micros)} for code in listed]
@@ -87,6 +92,8 @@ def _configure_disable(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_disable(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import codes
+
     async def disable(admin: Admin) -> None:
         await codes.disable_code(admin, args.id)
         await cli.audit(admin, "code.disable", f"code {args.id}", {"enabled": True}, {"enabled": False})
@@ -102,6 +109,9 @@ def _configure_redeem(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_redeem(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import codes, users
+    from ..jsonable import to_jsonable
+
     async def redeem(admin: Admin) -> Redeemed:
         user = await users.find_user(admin, args.user)
         done = await codes.redeem_code(admin, user.id, args.code)

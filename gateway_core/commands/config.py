@@ -1,4 +1,5 @@
-"""``relaygate config show``: the effective settings and where each came from.
+"""``relaygate config show``: the effective settings (``[gateway]``'s, ``[retention]``'s
+and ``serve``'s) and where each came from.
 
 The precedence: a command-line flag, then the environment (``RELAYGATE_<NAME>``,
 :mod:`gateway_core.config_env`), then ``plugins.toml``, then the default. Secrets
@@ -42,6 +43,9 @@ def _run_show(args: argparse.Namespace, cli: CommandContext) -> int:
     for name in GATEWAY_SETTINGS:
         value = getattr(config, FIELDS.get(name, name))
         rows.append({"setting": name, "value": masked(name, plain(value)), "from": sources.get(name, "default")})
+    for field in attrs.fields(type(config.retention)):  # [retention]: one row a key
+        key = f"retention.{field.name}"
+        rows.append({"setting": key, "value": getattr(config.retention, field.name), "from": sources.get(key, "default")})
     if cli.json:
         cli.print_record({row["setting"]: {"value": row["value"], "from": row["from"]} for row in rows})
         return 0

@@ -7,7 +7,6 @@ import argparse
 from collections.abc import Callable
 
 from ..hookspecs import hookimpl
-from ..request_store import StoreUnavailable
 from .kit import CommandContext, CommandError, no_arguments, run_async
 
 
@@ -18,6 +17,8 @@ def register_commands(register: Callable[..., None]) -> None:
 
 
 def _run_migrate(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..request_store import StoreUnavailable
+
     config = cli.config
     try:
         kind = cli.registry.store_kind(config.db_path)
@@ -41,6 +42,8 @@ def _configure_copy(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_copy(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..request_store import StoreUnavailable
+
     from ..store.copy import CopyRefused, copy_store
 
     try:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from ..admin import fallbacks
 from ..hookspecs import hookimpl
 from .kit import CommandContext, no_arguments
 
@@ -30,6 +29,8 @@ def _configure_set(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_set(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import fallbacks
+
     record = cli.run(lambda admin: fallbacks.set_fallback(admin, args.model, args.fallback, group=args.group, key_id=args.key))
     owner = f"group {record.owner!r}" if record.scope == fallbacks.GROUP else f"key {record.owner}"
     cli.print_record(record, text=f"{record.model} -> {record.fallback} for {owner} (when every channel of {record.model} fails).")
@@ -42,11 +43,15 @@ def _configure_remove(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_remove(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import fallbacks
+
     cli.run(lambda admin: fallbacks.remove_fallback(admin, args.model, group=args.group, key_id=args.key))
     cli.print_record({"removed": args.model}, text=f"Removed the fallback of {args.model}.")
     return 0
 
 
 def _run_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import fallbacks
+
     cli.print_table(cli.run(fallbacks.list_fallbacks), ["scope", "owner", "model", "fallback"])
     return 0

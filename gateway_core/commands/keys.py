@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..admin import Admin, keys, users
 from ..hookspecs import hookimpl
 from ..money import parse_usd
 from ..records import KeyRecord
 from . import limits
 from .kit import CommandContext, parse_expires, split_list
+
+if TYPE_CHECKING:
+    from ..admin import Admin
 
 
 @hookimpl
@@ -37,6 +39,8 @@ def _configure_key_create(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_key_create(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import keys, users
+
     quota = parse_usd(args.quota) if args.quota is not None else None
     expires_at = parse_expires(args.expires) if args.expires is not None else None
     networks = [text for value in args.allow_ip for text in split_list(value)]
@@ -65,6 +69,8 @@ def _configure_user_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_key_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import keys, users
+
     async def listed(admin: Admin) -> list[KeyRecord]:
         return await keys.list_keys(admin, (await users.find_user(admin, args.user)).id)
 
@@ -89,6 +95,8 @@ def _configure_key_edit(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_key_edit(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import keys
+
     changes = limits.limit_changes(args)
     given = [args.name, args.group, args.quota, args.expires, args.models, args.allow_ip]
     if all(value is None for value in given) and not changes:
@@ -129,18 +137,26 @@ def _cleared(text: str | None, clear_word: str, parse: Callable[[str], Any]) -> 
 
 
 def _run_key_disable(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import keys
+
     return _change_key(cli, args.id, "key.disable", lambda admin: keys.set_key_enabled(admin, args.id, False), "disabled")
 
 
 def _run_key_enable(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import keys
+
     return _change_key(cli, args.id, "key.enable", lambda admin: keys.set_key_enabled(admin, args.id, True), "enabled")
 
 
 def _run_key_delete(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import keys
+
     return _change_key(cli, args.id, "key.delete", lambda admin: keys.delete_key(admin, args.id), "deleted")
 
 
 def _change_key(cli: CommandContext, key_id: int, action: str, change: Callable[[Admin], Awaitable[KeyRecord]], done: str) -> int:
+    from ..admin import keys
+
     async def audited(admin: Admin) -> KeyRecord:
         before = await keys.get_key(admin, key_id)
         after = await change(admin)
@@ -158,6 +174,8 @@ def _configure_cost_header(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_cost_header(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import keys
+
     done = "now carries" if args.state == "on" else "no longer carries"
 
     async def change(admin: Admin) -> KeyRecord:

@@ -9,24 +9,24 @@ Raise :class:`CommandError` for a failure said in one line.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import datetime as dt
-import getpass
 import json
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..access_records import Actor
-from ..admin import Admin, Caches, audit
-from ..admin.context import catalogue_of
-from ..config import Config
-from ..jsonable import to_jsonable
+from ..lazy import MappingWhenRead
 from ..money import format_usd
 
 if TYPE_CHECKING:
+    from ..access_records import Actor
+    from ..admin import Admin
+    from ..config import Config
     from ..registry import Registry
+
+
+# What a command does is imported when it runs, here as in every command's module:
+# ``relaygate --help`` loads each command's module, and should load nothing more.
 
 T = TypeVar("T")
 
@@ -84,25 +84,34 @@ class CommandContext:
         return run_async(self._run(operation))
 
     async def _run(self, operation: Callable[[Admin], Awaitable[T]]) -> T:
+        from ..admin import Admin, Caches
+        from ..admin.context import catalogue_of
+
         config = self.config
         command = getattr(self.args, "_command", ("", None))[0]
         kind = self.registry.store_kind(config.db_path)
         missing = None if command in CREATES_DATABASE else kind.missing(config.db_path)
         if missing is not None:
             raise CommandError(f"{missing}: create one with 'relaygate init', or point --db, RELAYGATE_DB or RELAYGATE_HOME at yours")
+        # the channel types and the catalogue when an operation reads them (few do): no adapter imported otherwise
+        channel_types = MappingWhenRead(lambda: self.registry.channel_types)
+        catalogue = MappingWhenRead(lambda: catalogue_of(config.price_catalogue))
         async with kind.admin(config.db_path, self.registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout) as port:
-            catalogue = catalogue_of(config.price_catalogue)
             async with self.registry.shared_state_kind(config).publisher(config) as publish:
-                return await operation(Admin(port, self.registry.channel_types, Caches(publish=publish), catalogue))
+                return await operation(Admin(port, channel_types, Caches(publish=publish), catalogue))
 
     async def audit(self, admin: Admin, action: str, target: str, before: Any = None, after: Any = None) -> None:
         """Record a write made by this command in the audit log, as :func:`cli_actor`
         (``before`` and ``after``: the record, or its JSON value; ``None``: none)."""
+        from ..admin import audit
+
         await audit.record(admin, cli_actor(), action, target, before, after)
 
     def print_record(self, obj: Any, *, text: str | None = None) -> None:
         """Print one record: JSON on one line with ``--json``, else ``text`` if
         given, else one ``field: value`` line per field."""
+        from ..jsonable import to_jsonable
+
         if self.json:
             print(json.dumps(to_jsonable(obj), ensure_ascii=False))
         elif text is not None:
@@ -118,6 +127,8 @@ class CommandContext:
 
     def print_table(self, rows: Sequence[Any], columns: Sequence[str]) -> None:
         """Print records: a JSON array with ``--json``, else aligned columns."""
+        from ..jsonable import to_jsonable
+
         items = [to_jsonable(row) for row in rows]
         if self.json:
             print(json.dumps(items, ensure_ascii=False))
@@ -138,6 +149,10 @@ class CommandContext:
 def cli_actor() -> Actor:
     """The command line as the audit log names it: via ``cli``, by the operating
     system's user running it (``cli`` when that cannot be told)."""
+    import getpass
+
+    from ..access_records import Actor
+
     try:
         name = getpass.getuser()
     except (KeyError, OSError):
@@ -148,6 +163,9 @@ def cli_actor() -> Actor:
 def run_async(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run ``coroutine`` to its end: on a new event loop, or on a thread of its
     own where a loop already runs (``main()`` called from async code)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:

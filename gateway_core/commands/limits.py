@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..admin import Admin, groups, keys, users
 from ..hookspecs import hookimpl
 from ..money import format_usd, parse_usd
 from ..records import BUDGET_COLUMNS, LIMIT_COLUMNS, GroupRecord, KeyRecord, UserRecord
 from .kit import CommandContext, no_arguments
+
+if TYPE_CHECKING:
+    from ..admin import Admin
+
 
 DEFAULT = "default"  # clears a user's override: the group's default applies again
 PERIODS = ("daily", "weekly", "monthly")
@@ -75,6 +78,8 @@ def _configure_group_set(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_group_set(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import groups
+
     ratio_ppm = groups.parse_ratio(args.ratio) if args.ratio is not None else None
     changes = limit_changes(args)
 
@@ -91,12 +96,16 @@ def _run_group_set(args: argparse.Namespace, cli: CommandContext) -> int:
 
 
 def _run_group_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import groups
+
     rows = [_group_record(group) for group in cli.run(groups.list_groups)]
     cli.print_table(rows, ["name", "ratio", *LIMIT_COLUMNS])
     return 0
 
 
 def _group_record(group: GroupRecord) -> dict[str, Any]:
+    from ..admin import groups
+
     limits = {"rpm": group.rpm, "tpm": group.tpm, "concurrency": group.concurrency}
     return {"name": group.name, "ratio": groups.format_ratio(group.ratio_ppm), "ratio_ppm": group.ratio_ppm,
             **{column: value or 0 for column, value in limits.items()}}  # fmt: skip
@@ -112,6 +121,8 @@ def _configure_user_limits(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_user_limits(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import users
+
     async def change(admin: Admin) -> tuple[UserRecord, dict[str, int | None]]:
         user = await users.find_user(admin, args.user)
         changes = limit_changes(args)
@@ -136,6 +147,8 @@ def _configure_key_limits(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_key_limits(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import keys
+
     async def change(admin: Admin) -> tuple[KeyRecord, dict[str, int | None]]:
         changes = limit_changes(args)
         before = await keys.get_key(admin, args.id)

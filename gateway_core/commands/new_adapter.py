@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..hookspecs import hookimpl
-from ..scaffold import create_adapter
-from ..hookspecs import RegisterCommand
+from ..hookspecs import RegisterCommand, hookimpl
 from .kit import CommandContext
 
 
@@ -21,6 +19,8 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..scaffold import create_adapter
+
     target = create_adapter(args.name, args.dir or f"relaygate-{args.name.replace('_', '-')}")
     cli.print_record(
         {"name": args.name, "path": str(target), "package": f"relaygate_{args.name}"},

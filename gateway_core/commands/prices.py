@@ -6,15 +6,17 @@ import argparse
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
-from ..admin import Admin, prices
-from ..billing.catalogue import CatalogueError, parse_catalogue, parse_litellm
 from ..hookspecs import hookimpl
 from ..money import format_usd, parse_price_per_mtok, parse_usd
 from ..records import PriceRecord
 from .kit import CommandContext, CommandError, no_arguments, split_list
+
+if TYPE_CHECKING:
+    from ..admin import Admin
 
 
 @hookimpl
@@ -43,6 +45,8 @@ def _configure_price_set(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_price_set(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import prices
+
     per_unit = {
         "per_image_micros": args.per_image, "per_mchar_micros": args.per_mchars,
         "per_audio_minute_micros": args.per_audio_minute,
@@ -92,6 +96,8 @@ def _run_price_set(args: argparse.Namespace, cli: CommandContext) -> int:
 
 
 def _run_price_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import prices
+
     columns = [
         "model", "input_micros_per_mtok", "output_micros_per_mtok", "cached_input_micros_per_mtok",
         "cache_write_micros_per_mtok", "per_image_micros", "per_mchar_micros", "per_audio_minute_micros", "free",
@@ -109,6 +115,9 @@ def _configure_price_import(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_price_import(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import prices
+    from ..billing.catalogue import CatalogueError, parse_catalogue, parse_litellm
+
     try:
         data = json.loads(Path(args.file).read_text(encoding="utf-8"))
     except OSError as exc:

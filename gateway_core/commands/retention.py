@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import attrs
 
-from ..admin import Admin, retention
 from ..hookspecs import hookimpl
-from ..retention import PruneReport
 from .kit import CommandContext, display
+
+if TYPE_CHECKING:
+    from ..admin import Admin
+    from ..retention import PruneReport
 
 
 @hookimpl
@@ -43,6 +46,8 @@ def _days(text: str) -> int:
 
 
 def _run(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import retention
+
     settings = cli.config.retention
     if args.days is not None:
         settings = attrs.evolve(settings, usage_days=args.days)

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from ..admin import Admin, channels
 from ..hookspecs import hookimpl
 from .kit import EXIT_USAGE, CommandContext, CommandError, no_arguments
+
+if TYPE_CHECKING:
+    from ..admin import Admin
 
 
 @hookimpl
@@ -25,6 +28,8 @@ def register_commands(register: Callable[..., None]) -> None:
 
 
 def _run_rotate(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import channels
+
     from ..store.sealing import SECRET_ENV, SealingError, sealing_enabled
 
     try:

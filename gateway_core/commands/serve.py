@@ -6,13 +6,16 @@ import argparse
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 
-from ..admin import Admin, setup
 from ..config import SERVERS, redis_url
 from ..hookspecs import hookimpl
 from .kit import EXIT_ERROR, EXIT_USAGE, CommandContext, CommandError, run_async
+
+if TYPE_CHECKING:
+    from ..admin import Admin
 
 
 @hookimpl
@@ -140,6 +143,8 @@ def _configure_init(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_init(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import setup
+
     async def initialize(admin: Admin) -> setup.Setup:
         done = await setup.initialize(admin)
         made = done.result

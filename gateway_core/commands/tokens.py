@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from ..access_records import SCOPES, AccessTokenRecord
-from ..admin import Admin, tokens, users
 from ..hookspecs import hookimpl
 from .kit import CommandContext, parse_expires
+
+if TYPE_CHECKING:
+    from ..access_records import AccessTokenRecord
+    from ..admin import Admin
 
 
 DEFAULT_DAYS = 90  # a token made without --expires lapses: a forgotten script's token is not a key for ever
@@ -24,6 +27,8 @@ def register_commands(register: Callable[..., None]) -> None:
 
 
 def _configure_create(parser: argparse.ArgumentParser) -> None:
+    from ..access_records import SCOPES
+
     parser.add_argument("user", metavar="USER")
     parser.add_argument("--scope", choices=SCOPES, default="read", help="read (default), write, or admin (admins only)")
     parser.add_argument(
@@ -33,6 +38,8 @@ def _configure_create(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_create(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import tokens, users
+
     if args.expires is None:
         expires_at: float | None = time.time() + DEFAULT_DAYS * 86_400
     else:
@@ -61,6 +68,8 @@ def _configure_list(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import tokens, users
+
     async def listed(admin: Admin) -> list[AccessTokenRecord]:
         user_id = (await users.find_user(admin, args.user)).id if args.user else None
         return await tokens.list_tokens(admin, user_id)
@@ -75,6 +84,8 @@ def _configure_revoke(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_revoke(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import tokens
+
     async def revoke(admin: Admin) -> AccessTokenRecord:
         before = await tokens.get_token(admin, args.id)
         token = await tokens.revoke_token(admin, args.id)

@@ -10,15 +10,16 @@ import argparse
 import getpass
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..access_records import Credit
-from ..admin import Admin, credits, users
 from ..hookspecs import hookimpl
-from ..jsonable import to_jsonable
 from ..money import format_usd, parse_usd
 from ..records import DEFAULT_GROUP, UserRecord
 from .kit import CommandContext, no_arguments, split_list
+
+if TYPE_CHECKING:
+    from ..access_records import Credit
+    from ..admin import Admin
 
 
 @hookimpl
@@ -41,6 +42,8 @@ def _configure_user_add(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_user_add(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import users
+
     groups = split_list(args.groups)
     if not groups:
         raise ValueError("--groups needs at least one group")
@@ -62,6 +65,8 @@ def _configure_user_list(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_user_list(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import users
+
     listed = cli.run(lambda admin: users.list_users(admin, include_deleted=args.deleted))
     columns = ["id", "name", "is_admin", "enabled", "balance_micros", "groups"] + (["deleted"] if args.deleted else [])
     cli.print_table([entry.user for entry in listed], columns)
@@ -83,6 +88,8 @@ def _configure_user_edit(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_user_edit(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import users
+
     if args.groups is None and args.open is None and args.close is None and args.is_admin is None:
         raise ValueError("say what to change: --groups, --open, --close, --admin or --no-admin")
     if args.groups is not None and (args.open is not None or args.close is not None):
@@ -117,6 +124,8 @@ def _configure_user_password(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_user_password(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import users
+
     password = read_password(args.password_stdin)
 
     async def change(admin: Admin) -> UserRecord:
@@ -154,6 +163,8 @@ def _run_user_disable(args: argparse.Namespace, cli: CommandContext) -> int:
 
 
 def _switch(args: argparse.Namespace, cli: CommandContext, enabled: bool) -> int:
+    from ..admin import users
+
     async def switch(admin: Admin) -> UserRecord:
         before = await users.find_user(admin, args.user)
         after = await users.set_user_enabled(admin, before.id, enabled)
@@ -171,6 +182,8 @@ def _configure_user_delete(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_user_delete(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import users
+
     if not args.yes:
         raise ValueError(f"deleting {args.user!r} cannot be undone (their keys are deleted and tokens revoked; balance, ledger and logs stay): add --yes")
 
@@ -198,6 +211,9 @@ def _configure_wallet_topup(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_wallet_topup(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import credits, users
+    from ..jsonable import to_jsonable
+
     amount = parse_usd(args.amount)
     if amount <= 0:
         raise ValueError(f"a top-up must be more than zero, got {args.amount!r}")

@@ -103,7 +103,7 @@ class Quota(Policy):
                     await gateway.store.hold_within_budgets(key.user_id, needed, ctx.request_id, key.id, budgets)
                 elif key.quota_micros is None and self._may_overlap(gateway) and self.margins.covers(key.user_id, needed):
                     max_output = hints.max_output_tokens or self.default_max_output_tokens
-                    hold = _hold(gateway, key.user_id, needed, ctx.request_id, key.id, max_output)
+                    hold = _hold(gateway, key.user_id, needed, ctx.request_id, key.id, max_output, key.team_id is not None)
                     self.margins.start(ctx, key.user_id, needed, hold)  # the relay confirms it before answering
                 else:  # counted in flight meanwhile: a margin seen now must not count this money twice
                     self.margins.reserving(key.user_id, needed)
@@ -117,21 +117,22 @@ class Quota(Policy):
                 self.margins.forget(key.user_id)
                 if isinstance(failed, HoldRefused):
                     max_output = hints.max_output_tokens or self.default_max_output_tokens
+                    team = key.team_id is not None
                     if failed.what == "budget":
-                        raise budget_refusal(failed, gateway.clock(), max_output) from None
-                    raise _refusal(failed, max_output) from None
+                        raise budget_refusal(failed, gateway.clock(), max_output, team=team) from None
+                    raise _refusal(failed, max_output, team) from None
                 raise
 
 
-async def _hold(gateway: Gateway, user_id: int, needed: int, request_id: str, key_id: int, max_output: int) -> int:
+async def _hold(gateway: Gateway, user_id: int, needed: int, request_id: str, key_id: int, max_output: int, team: bool) -> int:
     """The reservation written beside the upstream call: its refusal as the client's error."""
     try:
         return await gateway.store.hold(user_id, needed, request_id, key_id)
     except HoldRefused as refused:
-        raise _refusal(refused, max_output) from None
+        raise _refusal(refused, max_output, team) from None
 
 
-def _refusal(refused: HoldRefused, max_output: int) -> InsufficientQuotaError:
+def _refusal(refused: HoldRefused, max_output: int, team: bool = False) -> InsufficientQuotaError:
     needed = format_usd(refused.needed)
     if refused.what == "key_quota":
         message = (
@@ -139,6 +140,11 @@ def _refusal(refused: HoldRefused, max_output: int) -> InsufficientQuotaError:
             + (f" ({format_usd(refused.held)} USD more is reserved by requests in progress)" if refused.held else "")
             + f"; this request may cost up to {needed} USD (for up to {max_output} output tokens). "
             "Ask for a higher key quota, lower max_tokens, or use another key."
+        )
+    elif team:  # a team's key: the team's wallet pays (docs/teams.md)
+        message = (
+            f"Your team's wallet is too low: {format_usd(refused.limit)} USD left, and this request may cost up to "
+            f"{needed} USD (for up to {max_output} output tokens). Ask for a top-up of the team's wallet, or lower max_tokens."
         )
     else:
         message = (

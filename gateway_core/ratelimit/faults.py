@@ -24,9 +24,7 @@ import time
 from collections.abc import Mapping
 
 import attrs
-import structlog
 
-log = structlog.get_logger("relaygate.redis")
 
 RATE_LIMITS = "rate_limits"
 CHANNEL_CONCURRENCY = "channel_concurrency"
@@ -84,7 +82,9 @@ class RedisFaults:
         if now - self._logged.get(kind, -LOG_EVERY) >= LOG_EVERY:
             self._logged[kind] = now
             what = "served without the shared state (fail open)" if is_open else "refused (fail closed)"
-            log.warning(f"redis unreachable: {what}", kind=kind, error=f"{type(error).__name__}: {error}")
+            import structlog  # here, not at the top: the CLI reads the configuration that names this module without logging
+
+            structlog.get_logger("relaygate.redis").warning(f"redis unreachable: {what}", kind=kind, error=f"{type(error).__name__}: {error}")
         return is_open
 
     def total(self, kind: str) -> int:

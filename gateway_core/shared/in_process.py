@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..affinity import Affinity, LocalAffinity
 from ..config import Config
-from ..ratelimit.memory import InProcessRateLimiter
-from ..ratelimit.signin import InProcessSignInThrottle
 from ..shared_state import SharedState, SharedStateKind
 
 if TYPE_CHECKING:
+    from ..affinity import Affinity
     from ..health import HealthBoard
     from ..router import Router
 
 
 class InProcessState(SharedState):
     def __init__(self) -> None:
+        from ..ratelimit.memory import InProcessRateLimiter  # here: the CLI registers this kind without serving
+        from ..ratelimit.signin import InProcessSignInThrottle
+
         self.rate_limiter = InProcessRateLimiter()
         self.signin = InProcessSignInThrottle()
         self.redeem = InProcessSignInThrottle()
@@ -24,6 +25,8 @@ class InProcessState(SharedState):
     def affinity(self, config: Config) -> Affinity | None:
         if not config.session_affinity:
             return None
+        from ..affinity import LocalAffinity
+
         return LocalAffinity(ttl=config.session_ttl, max_entries=config.session_max_entries, header=config.session_header or None)
 
 

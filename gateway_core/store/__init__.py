@@ -11,11 +11,27 @@ Both are store kinds (:mod:`gateway_core.stores`); SQLite's is registered in :mo
 
 from __future__ import annotations
 
-from . import channel_health, channels, groups, keys, limits, prices, usage, users, wallet
-from .connection import atomic
-from .migrations import CORE_MIGRATIONS, apply_migrations
-from .kinds import sqlite_path
-from .sqlite_store import Store
+from typing import TYPE_CHECKING
+
+from .. import lazy
+
+if TYPE_CHECKING:
+    from . import channel_health, channels, groups, keys, limits, prices, usage, users, wallet
+    from .connection import atomic
+    from .migrations import CORE_MIGRATIONS, apply_migrations
+    from .kinds import sqlite_path
+    from .sqlite_store import Store
+else:  # imported when first read: every relaygate command registers modules of this package, few open a database
+    __getattr__ = lazy.loader(
+        __name__,
+        lazy.by_module({
+            **{"." + name: (name,) for name in ("channel_health", "channels", "groups", "keys", "limits", "prices", "usage", "users", "wallet")},
+            ".connection": ("atomic",),
+            ".migrations": ("CORE_MIGRATIONS", "apply_migrations"),
+            ".kinds": ("sqlite_path",),
+            ".sqlite_store": ("Store",),
+        }),
+    )
 
 __all__ = [
     "CORE_MIGRATIONS",

@@ -9,6 +9,10 @@
 5. Each user's held amount equals the sum of their open reservations, so what
    the user may spend (the balance less the held amount) is exact. The ledger
    records money only: reservations are checked against ``holds``, not the ledger.
+6. Each member's team key is paid by a team's wallet (its owner is a team's
+   account), so a team's spend never touches a member's own balance; a team's
+   wallet (its account, a ``users`` row whose balance 1 and 5 check as any
+   user's) cannot sign in: it has no password and is no site admin.
 
 Each check is one statement (:data:`INVARIANTS`) written for both dialects, with
 ``?`` for its limit (PostgreSQL's store numbers it); each row it returns is
@@ -90,6 +94,18 @@ INVARIANTS = (
         " LEFT JOIN (SELECT user_id, sum(amount_micros) AS total FROM holds GROUP BY user_id) AS h ON h.user_id = u.id"
         " WHERE u.held_micros != coalesce(h.total, 0) LIMIT ?",
         _user, "held amount differs from the sum of its open reservations",
+    ),
+    Invariant(
+        "team_key",
+        "SELECT k.id, k.name, 1, 0 FROM api_keys AS k WHERE k.member_id IS NOT NULL"
+        " AND NOT EXISTS (SELECT 1 FROM teams AS t WHERE t.account_id = k.user_id) LIMIT ?",
+        _key, "is a team member's key not paid by a team's wallet (1 expected, 0 found)",
+    ),
+    Invariant(
+        "team_wallet",
+        "SELECT u.id, u.name, 0, 1 FROM teams AS t JOIN users AS u ON u.id = t.account_id"
+        " WHERE u.password_hash IS NOT NULL OR u.is_admin = 1 LIMIT ?",
+        _user, "is a team's wallet that could sign in (a password or the admin flag)",
     ),
 )  # fmt: skip
 

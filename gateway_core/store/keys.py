@@ -16,7 +16,10 @@ from .connection import atomic, fetch_all, fetch_one, from_json, inserted_id, to
 from .limits import LimitChanges, check_limit_changes, set_key_limits
 
 _SELECT = (
-    "SELECT k.id, k.name, k.user_id, u.name AS user_name, u.enabled AS user_enabled, "
+    "SELECT k.id, k.name, k.user_id, u.name AS user_name, "
+    # a team member's key stops with the member: disabled, removed or made a viewer (docs/teams.md)
+    "u.enabled * coalesce(m.enabled, 1) * (CASE WHEN k.member_id IS NULL OR tm.role IN ('admin', 'member') "
+    "THEN 1 ELSE 0 END) AS user_enabled, t.id AS team_id, k.member_id, "
     "k.group_name, k.prefix, k.enabled, k.deleted, k.expires_at, k.quota_micros, k.used_micros, "
     "k.models, k.allow_ips, k.created_at, k.last_used_at, "
     "k.rpm, k.tpm, k.concurrency, "
@@ -25,7 +28,9 @@ _SELECT = (
     "k.daily_budget_micros, k.weekly_budget_micros, k.monthly_budget_micros, "
     "u.daily_budget_micros AS user_daily_budget_micros, u.weekly_budget_micros AS user_weekly_budget_micros, "
     "u.monthly_budget_micros AS user_monthly_budget_micros, k.cost_header "
-    'FROM api_keys AS k JOIN users AS u ON u.id = k.user_id LEFT JOIN "groups" AS g ON g.name = k.group_name'
+    'FROM api_keys AS k JOIN users AS u ON u.id = k.user_id LEFT JOIN "groups" AS g ON g.name = k.group_name '
+    "LEFT JOIN teams AS t ON t.account_id = k.user_id LEFT JOIN users AS m ON m.id = k.member_id "
+    "LEFT JOIN team_members AS tm ON tm.team_id = t.id AND tm.user_id = k.member_id"
 )
 
 
@@ -187,6 +192,8 @@ def _key(row: sqlite3.Row) -> KeyRecord:
         budgets=Budgets(row["daily_budget_micros"], row["weekly_budget_micros"], row["monthly_budget_micros"]),
         user_budgets=Budgets(row["user_daily_budget_micros"], row["user_weekly_budget_micros"], row["user_monthly_budget_micros"]),
         cost_header=bool(row["cost_header"]),
+        team_id=row["team_id"],
+        member_id=row["member_id"],
     )
 
 

@@ -4,7 +4,6 @@ default (a file path or ``sqlite:///path``). PostgreSQL is a plugin's
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -75,12 +74,16 @@ class SqliteKind(StoreKind):
             await store.close()
 
     async def migrate(self, url: str, migrations: Sequence[Migration], *, timeout: float = 5.0) -> tuple[str, list[str]]:
+        import asyncio  # here: every relaygate command registers this module, few open a database
+
         store = self.open(url, migrations, timeout=timeout)
         return store.path, await asyncio.to_thread(store.migrate)
 
     async def startup_problem(self, url: str, migrations: Sequence[Migration], *, timeout: float = 5.0) -> str | None:
         """The file must be a Relaygate database this process can write; the
         pending migrations are applied (the embedded store migrates itself)."""
+        import asyncio
+
         from .sqlite_check import sqlite_startup_problem
 
         return await asyncio.to_thread(sqlite_startup_problem, sqlite_path(url), migrations)

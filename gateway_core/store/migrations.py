@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import sqlite_utils
 
-from ..hookspecs import hookimpl
 from ..records import DEFAULT_GROUP, LIMIT_COLUMNS
-from ..sql import Migrate, Migration
+from ..sql import Migration
 from .access_schema import migrate_0007_access_tokens_audit
 from .billing_schema import migrate_0003_billing
 from .billing_v2_schema import (
@@ -36,6 +35,7 @@ from .ledger_schema import migrate_0006_ledger_money_only
 from .sqlite_sql import SqliteSchema, sqlite_only
 from .fallbacks import migrate_0013_model_fallbacks
 from .stored_responses_schema import migrate_0012_stored_responses
+from .teams_schema import migrate_0019_teams
 from .usage_hourly import migrate_0017_usage_hourly
 
 UNIT_RATIO_PPM = 1_000_000
@@ -298,11 +298,5 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0016_ledger_triggers_without_lists", sqlite_only(migrate_0016_ledger_triggers_without_lists)),
     ("0017_usage_hourly", sqlite_only(migrate_0017_usage_hourly)),
     ("0018_user_deleted", sqlite_only(migrate_0018_user_deleted)),
+    ("0019_teams", sqlite_only(migrate_0019_teams)),
 ]
-
-
-@hookimpl
-def register_migrations(register: Callable[[str, Migrate], None]) -> None:
-    """The core's schema, registered through the same hook as a plugin's."""
-    for name, migrate in CORE_MIGRATIONS:
-        register(name, migrate)

@@ -15,7 +15,7 @@ _COLUMNS = (
     "upstream_model", "channel_id", "channel_name", "stream", "input_tokens", "output_tokens",
     "cached_tokens", "cache_write_tokens", "cost_micros", "held_micros", "overrun_micros", "estimated", "duration_ms", "first_token_ms", "status", "end_reason",
     "error_type", "error_message", "upstream_status", "upstream_error", "client_ip", "client_request_id",
-    "attempts", "cost_detail", "served_model",
+    "attempts", "cost_detail", "served_model", "team_id",
 )  # fmt: skip
 _INSERT = (
     f"INSERT INTO usage_logs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' for _ in _COLUMNS)})"
@@ -67,6 +67,7 @@ def query_usage(
     before: Cursor | None = None,
     after: Cursor | None = None,
     limit: int = 50,
+    team_id: int | None = None,
 ) -> list[dict[str, Any]]:
     """Rows matching every given filter, newest first (by ``created_at``, then ``id``).
 
@@ -80,7 +81,7 @@ def query_usage(
     """
     sql, params = usage_query(
         key_id=key_id, model=model, status=status, user_id=user_id, errors=errors, since=since, until=until,
-        before=before, after=after, limit=limit,
+        before=before, after=after, limit=limit, team_id=team_id,
     )  # fmt: skip
     rows = [usage_dict(row) for row in fetch_all(conn, sql, params)]
     return rows[::-1] if after is not None else rows
@@ -99,11 +100,12 @@ def usage_query(
     after: Cursor | None = None,
     limit: int = 50,
     indexed: bool = True,
+    team_id: int | None = None,
 ) -> tuple[str, list[Any]]:
     """The SQL and parameters :func:`query_usage` runs (``EXPLAIN`` it to see the plan).
     ``indexed=False`` leaves out SQLite's ``INDEXED BY`` (PostgreSQL's planner picks
     the same index: each ends in ``created_at, id``, the order of a page)."""
-    where, params, index = _filter_where(key_id, model, status, user_id, errors, since, until)
+    where, params, index = _filter_where(key_id, model, status, user_id, errors, since, until, team_id)
     if before is not None:
         created_at, row_id = before
         where.append("created_at <= ? AND (created_at < ? OR id < ?)")
@@ -127,7 +129,7 @@ def usage_query(
 
 def _filter_where(
     key_id: int | None, model: str | None, status: int | None, user_id: int | None, errors: bool,
-    since: float | None, until: float | None,
+    since: float | None, until: float | None, team_id: int | None = None,
 ) -> tuple[list[str], list[Any], str | None]:
     """The conditions of a usage filter, their parameters and the index a page reads."""
     where: list[str] = []
@@ -137,7 +139,7 @@ def _filter_where(
     # user's, a user's fewer than a model's, a model's fewer than a status'): fixed,
     # so that a page never depends on the planner's guess between two equal-looking
     # indexes; the other filters are checked on the rows that index yields
-    for column, value in (("key_id", key_id), ("user_id", user_id), ("model", model), ("status", status)):
+    for column, value in (("key_id", key_id), ("team_id", team_id), ("user_id", user_id), ("model", model), ("status", status)):
         if value is not None:
             where.append(f"{column} = ?")
             params.append(value)
@@ -162,10 +164,11 @@ def filter_totals_query(
     errors: bool = False,
     since: float | None = None,
     until: float | None = None,
+    team_id: int | None = None,
 ) -> tuple[str, list[Any]]:
     """The SQL (``?`` placeholders, both stores) of the totals of every row a usage
     filter matches: requests, input and output tokens, cost, errors."""
-    where, params, _ = _filter_where(key_id, model, status, user_id, errors, since, until)
+    where, params, _ = _filter_where(key_id, model, status, user_id, errors, since, until, team_id)
     sql = (
         "SELECT NULL AS label, count(*) AS requests, coalesce(sum(input_tokens), 0) AS input_tokens, "
         "coalesce(sum(output_tokens), 0) AS output_tokens, coalesce(sum(cost_micros), 0) AS cost_micros, "

@@ -11,6 +11,11 @@ from .connection import atomic, fetch_all, fetch_one, inserted_id
 from .groups import ensure_groups
 
 _SELECT = "SELECT id, name, is_admin, enabled, balance_micros, deleted_at FROM users"
+# what deleting a person ends in teams, on both stores (the user's id as the one parameter)
+LEAVE_TEAMS = (
+    "UPDATE api_keys SET deleted = 1, enabled = 0 WHERE member_id = ? AND deleted = 0",
+    "DELETE FROM team_members WHERE user_id = ?",
+)
 
 
 def add_user(
@@ -63,7 +68,7 @@ def list_user_overviews(conn: sqlite3.Connection) -> list[UserOverview]:
         "SELECT u.id, u.name, u.is_admin, u.enabled, u.balance_micros, u.deleted_at, u.created_at, "
         "u.password_hash IS NOT NULL AS has_password, "
         "(SELECT count(*) FROM api_keys AS k WHERE k.user_id = u.id AND k.deleted = 0) AS keys "
-        "FROM users AS u ORDER BY u.id",
+        "FROM users AS u WHERE u.id NOT IN (SELECT account_id FROM teams) ORDER BY u.id",  # people: no team's account
     )
     return [UserOverview(_user(conn, row), row["keys"], bool(row["has_password"]), row["created_at"]) for row in rows]
 
@@ -99,7 +104,7 @@ def set_user_enabled(conn: sqlite3.Connection, user_id: int, enabled: bool) -> b
 
 def delete_user(conn: sqlite3.Connection, user_id: int) -> bool:
     """Delete a user for good: disabled, signed out, without a password, every key
-    deleted and every token revoked, in one transaction. The row stays (its name,
+    (their keys in teams too) deleted, every token revoked and every team left, in one transaction. The row stays (its name,
     balance, ledger and usage rows are history); ``False`` when there is no such
     user or it was deleted before."""
     now = time.time()
@@ -109,6 +114,8 @@ def delete_user(conn: sqlite3.Connection, user_id: int) -> bool:
             return False
         conn.execute("UPDATE api_keys SET deleted = 1, enabled = 0 WHERE user_id = ? AND deleted = 0", (user_id,))
         conn.execute("UPDATE access_tokens SET revoked_at = ? WHERE user_id = ? AND revoked_at IS NULL", (now, user_id))
+        for sql in LEAVE_TEAMS:  # their keys in teams too, and their memberships (docs/teams.md)
+            conn.execute(sql, (user_id,))
     return True
 
 

@@ -13,18 +13,22 @@ from typing import Any
 from gateway_core import hookimpl
 from gateway_core.config import ConfigError
 
-from .channel import AnthropicChannel
-from .messages_request import DEFAULT_MAX_TOKENS
-from .protocol import AnthropicProtocol
+# The protocol and the channel type are imported inside the hooks: loading this
+# entry point (every ``relaygate`` command does) costs only this module.
 
 
 @hookimpl
 def register_client_protocols(register, config) -> None:
+    from .protocol import AnthropicProtocol
+
     register(AnthropicProtocol(limits=config.json_limits))
 
 
 @hookimpl
 def register_channel_types(register, config) -> None:
+    from .channel import AnthropicChannel
+    from .messages_request import DEFAULT_MAX_TOKENS
+
     settings = config.plugin_settings("anthropic")
     register(AnthropicChannel(default_max_tokens=_max_tokens(settings.get("default_max_tokens", DEFAULT_MAX_TOKENS))))
 

@@ -21,17 +21,23 @@ deployment of each model (``--model-map gpt-4o=my-gpt4o-deployment``). Settings:
   (the key is the application's client secret; ``tenant_id`` and ``client_id`` name the
   application, ``authority`` the Entra ID host, ``scope`` what the token is for).
 - ``responses`` and ``max_tokens_param``, as for an openai channel.
+
+The channel's upstream models are the resource's deployments (:mod:`.listing`): ``relaygate
+channel models NAME --fetch`` and the console list their names, with the same credentials.
 """
 
 from __future__ import annotations
 
 from urllib.parse import quote
 
-from gateway_core import Exchange, GatewayError, ModelQuery, ModelsNotListed, Reply, Setting, Target, UpstreamError, endpoints
+import aiohttp
+
+from gateway_core import ChannelRecord, Exchange, GatewayError, ModelQuery, Reply, Setting, Target, Timeouts, UpstreamError, endpoints
 from gateway_openai.channel import OpenAIChannel
 
 from .entra import Credentials, TokenCache, check_authority
 from .errors import refine
+from .listing import list_deployments
 
 DEFAULT_API_VERSION = "2024-10-21"  # Azure OpenAI's latest GA inference version
 DEFAULT_AUTHORITY = "https://login.microsoftonline.com"
@@ -92,25 +98,32 @@ class AzureChannel(OpenAIChannel):
         return f"{url}?api-version={quote(version or DEFAULT_API_VERSION, safe='')}"
 
     async def auth_headers(self, exchange: Exchange) -> dict[str, str]:
-        credentials = entra_credentials(exchange.target)
-        if credentials is None:
-            return {"api-key": exchange.target.api_key}
-        return {"Authorization": f"Bearer {await self.tokens.token(exchange, credentials)}"}
+        target = exchange.target
+        return await self._credentials(target.channel, target.api_key, exchange.session, exchange.timeouts)
 
     async def list_models(self, query: ModelQuery) -> list[str]:
-        """An Azure resource serves the deployments its owner named, which its data plane
-        does not list (the management plane does, with Azure credentials of another kind)."""
-        raise ModelsNotListed(
-            "an azure channel cannot list its models: its models are the deployments you created in the "
-            "Azure resource; map each client model to its deployment in the channel's model map"
-        )
+        """The names of the resource's deployments (:mod:`.listing`), asked with the
+        channel's key or an Entra ID token as every call is."""
+        headers = await self._credentials(query.channel, query.api_key, query.session, query.timeouts)
+        try:
+            return await list_deployments(query, headers)
+        except GatewayError as error:
+            if error.upstream_status == 401 and (credentials := entra_credentials(query.channel, query.api_key)) is not None:
+                self.tokens.forget(query.channel.id, credentials)  # refused: the next listing fetches a new one
+            raise
+
+    async def _credentials(self, channel: ChannelRecord, api_key: str, session: aiohttp.ClientSession, timeouts: Timeouts) -> dict[str, str]:
+        credentials = entra_credentials(channel, api_key)
+        if credentials is None:
+            return {"api-key": api_key}
+        return {"Authorization": f"Bearer {await self.tokens.token(channel.id, session, timeouts, credentials)}"}
 
     async def send(self, exchange: Exchange) -> Reply:
         try:
             return await super().send(exchange)
         except GatewayError as error:
             target = exchange.target
-            if error.upstream_status == 401 and (credentials := entra_credentials(target)) is not None:
+            if error.upstream_status == 401 and (credentials := entra_credentials(target.channel, target.api_key)) is not None:
                 # the token was refused (revoked, or expired early), not the client secret,
                 # which Entra ID itself judges: fetch a new token, keep the key in rotation
                 self.tokens.forget(target.channel.id, credentials)
@@ -121,10 +134,11 @@ class AzureChannel(OpenAIChannel):
             raise refine(error, deployment=target.upstream_model, api_version=version or (DEFAULT_API_VERSION if style == "deployments" else None), path_style=style) from None
 
 
-def entra_credentials(target: Target) -> Credentials | None:
+def entra_credentials(channel: ChannelRecord, secret: str) -> Credentials | None:
     """The channel's Entra ID credentials when its ``auth`` is ``entra_id`` (``None``:
-    it authenticates with an API key); an error naming what is missing."""
-    settings = target.channel.settings
+    it authenticates with an API key), ``secret`` the key in use; an error naming what
+    is missing."""
+    settings = channel.settings
     if AUTH.read(settings) != "entra_id":
         return None
     tenant, client_id, authority = TENANT_ID.read(settings), CLIENT_ID.read(settings), str(AUTHORITY.read(settings))
@@ -134,4 +148,4 @@ def entra_credentials(target: Target) -> Credentials | None:
     refused = check_authority(authority)
     if refused is not None:
         raise UpstreamError(f"the azure channel cannot ask for a token: {refused}", retryable=True)
-    return Credentials(authority=authority, tenant=str(tenant), client_id=str(client_id), secret=target.api_key, scope=str(SCOPE.read(settings)))
+    return Credentials(authority=authority, tenant=str(tenant), client_id=str(client_id), secret=secret, scope=str(SCOPE.read(settings)))

@@ -25,7 +25,7 @@ import aiohttp
 import attrs
 import orjson
 
-from gateway_core import Exchange, UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
+from gateway_core import Timeouts, UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
 from gateway_core.errors import excerpt
 
 REFRESH_MARGIN = 300.0  # seconds before its end a long-lived token is fetched again
@@ -87,17 +87,18 @@ class TokenCache:
         """Drop the channel's token (the upstream refused it): the next call fetches one."""
         self._tokens.pop(credentials.key(channel_id), None)
 
-    async def token(self, exchange: Exchange, credentials: Credentials) -> str:
-        """A valid access token for the exchange's channel: the kept one until it
-        is due for refresh, else a new one (one fetch shared by every caller). A
-        failed refresh while the kept token is still valid returns the kept one."""
-        key = credentials.key(exchange.target.channel.id)
+    async def token(self, channel_id: int, session: aiohttp.ClientSession, timeouts: Timeouts, credentials: Credentials) -> str:
+        """A valid access token for the channel (a request's exchange or a model
+        listing's query give the session and timeouts): the kept one until it is due
+        for refresh, else a new one (one fetch shared by every caller). A failed
+        refresh while the kept token is still valid returns the kept one."""
+        key = credentials.key(channel_id)
         held = self._tokens.get(key)
         if held is not None and self._clock() < held.refresh_at:
             return held.value
         pending = self._fetching.get(key)
         if pending is None:
-            pending = asyncio.ensure_future(self._fetch(exchange, credentials))
+            pending = asyncio.ensure_future(self._fetch(session, timeouts, credentials))
             self._fetching[key] = pending
             pending.add_done_callback(lambda done: self._settle(key, done))
         try:
@@ -116,7 +117,7 @@ class TokenCache:
             self._tokens.pop(next(iter(self._tokens)))
         self._tokens[key] = done.result()
 
-    async def _fetch(self, exchange: Exchange, credentials: Credentials) -> _Token:
+    async def _fetch(self, session: aiohttp.ClientSession, timeouts: Timeouts, credentials: Credentials) -> _Token:
         self.fetches += 1
         form = {
             "grant_type": "client_credentials",
@@ -124,11 +125,10 @@ class TokenCache:
             "client_secret": credentials.secret,
             "scope": credentials.scope,
         }
-        timeouts = exchange.timeouts
         started = self._clock()
         try:
             async with asyncio.timeout(timeouts.connect + timeouts.first_byte):
-                async with exchange.session.post(
+                async with session.post(
                     credentials.token_url, data=form, allow_redirects=False,
                     headers={"Accept": "application/json"},
                     timeout=aiohttp.ClientTimeout(total=None, connect=timeouts.connect),

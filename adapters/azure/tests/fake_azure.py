@@ -16,6 +16,13 @@ streams start with Azure's chunk of prompt filter results (empty ``choices``, em
 content-filter 400; an answer to a prompt containing :data:`CUT` ends with
 ``finish_reason: "content_filter"``.
 
+``GET /openai/deployments?api-version=2022-12-01`` lists the resource's deployments in the
+data plane's shape (``{"object": "list", "data": [{"id": DEPLOYMENT, "model": MODEL,
+"status": "succeeded", …}]}``), authenticated like the other deployments paths; the
+api-version is required (missing: 404) and must be one of ``list_versions`` (else 400
+``API version not supported``: the inference versions do not serve this path). Deployments
+in ``unready`` are listed with the status ``running`` (being created).
+
 Everything else (echoing the last user message, usage, tool calls, embeddings, audio)
 is the openai adapter's fake's, whose wire Azure shares.
 """
@@ -103,8 +110,11 @@ class FakeAzure(FakeUpstream):
     api_versions: frozenset[str] = frozenset(("2024-10-21", "2025-04-01-preview"))
     entra: FakeEntra | None = None
     tool_call: JSON | None = None
+    list_versions: frozenset[str] = frozenset(("2022-12-01", "2023-03-15-preview"))
+    unready: dict[str, str] = attrs.field(factory=dict)  # deployment → model, being created
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
+        router.add_get("/openai/deployments", self.list_deployments)
         for prefix in ("/openai/deployments/{deployment}", "/openai/v1"):
             router.add_post(prefix + "/chat/completions", self.chat)
             router.add_post(prefix + "/embeddings", self.embeddings)
@@ -126,6 +136,12 @@ class FakeAzure(FakeUpstream):
         elif not v1_key and request.headers.get("api-key") != self.api_key:
             return azure_error(401, "401", "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.")
         version = request.query.get("api-version")
+        if request.path == "/openai/deployments":  # the list of deployments
+            if version is None:
+                return azure_error(404, "404", "Resource not found")
+            if version not in self.list_versions:
+                return azure_error(400, "BadRequest", "API version not supported")
+            return None
         if "deployment" in request.match_info or request.path == "/openai/responses":
             if version is None:
                 return azure_error(404, "404", "Resource not found")
@@ -157,6 +173,19 @@ class FakeAzure(FakeUpstream):
         return str(model)
 
     # --- the routes -------------------------------------------------------------------
+
+    async def list_deployments(self, request: web.Request) -> web.StreamResponse:
+        fault, refused = await self.admit(request, None)
+        if refused is not None:
+            return refused
+        listed = [(name, model, "succeeded") for name, model in self.deployments.items()]
+        listed += [(name, model, "running") for name, model in self.unready.items()]
+        data = [
+            {"scale_settings": {"scale_type": "standard"}, "model": model, "owner": "organization-owner", "id": name,
+             "status": status, "created_at": 1700000000, "updated_at": 1700000000, "object": "deployment"}
+            for name, model, status in listed
+        ]  # fmt: skip
+        return self.answer({"data": data, "object": "list"}, fault)
 
     async def chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()

@@ -13,7 +13,7 @@ import pytest
 
 from gateway_azure.channel import entra_credentials
 from gateway_azure.entra import check_authority
-from gateway_core import ChannelRecord, Target, UpstreamError
+from gateway_core import ChannelRecord, UpstreamError
 
 CHAT = "gpt-4o-mini"
 
@@ -98,19 +98,19 @@ async def test_a_wrong_client_secret_is_said_without_the_secret(seed, azure, ent
     assert azure.requests == []
 
 
-def target(**settings) -> Target:
+def credentials_of(**settings):
     channel = ChannelRecord(id=1, name="az", type="azure", base_url="https://x.openai.azure.com", api_keys=("s3cret",),
                             models=("m",), model_map={}, groups=("default",), settings=settings)  # fmt: skip
-    return Target(channel=channel, api_key="s3cret", upstream_model="dep")
+    return entra_credentials(channel, "s3cret")
 
 
 def test_entra_settings_are_checked_before_any_call():
-    assert entra_credentials(target()) is None  # auth=api_key
+    assert credentials_of() is None  # auth=api_key
     with pytest.raises(UpstreamError, match="its setting tenant_id and client_id is not set"):
-        entra_credentials(target(auth="entra_id"))
+        credentials_of(auth="entra_id")
     with pytest.raises(UpstreamError, match="authority must be an https URL"):
-        entra_credentials(target(auth="entra_id", tenant_id="t", client_id="c", authority="http://login.example.com"))
-    credentials = entra_credentials(target(auth="entra_id", tenant_id="my tenant", client_id="c"))
+        credentials_of(auth="entra_id", tenant_id="t", client_id="c", authority="http://login.example.com")
+    credentials = credentials_of(auth="entra_id", tenant_id="my tenant", client_id="c")
     assert credentials is not None and "s3cret" not in repr(credentials)
     assert credentials.token_url == "https://login.microsoftonline.com/my%20tenant/oauth2/v2.0/token"
     assert check_authority("http://127.0.0.1:8123") is None and check_authority("https://login.microsoftonline.us") is None

@@ -3,7 +3,6 @@ the api-version, the base URL as stored, the endpoints served."""
 
 from __future__ import annotations
 
-from typing import cast
 
 import pytest
 
@@ -58,11 +57,3 @@ def test_the_endpoints_azure_serves():
                           endpoints.AUDIO_SPEECH, endpoints.AUDIO_TRANSCRIPTIONS, endpoints.COMPLETIONS) if channel.wire(e)}  # fmt: skip
     assert len(served) == 7
     assert channel.wire(endpoints.MODERATIONS) is None and channel.wire(endpoints.REALTIME) is None
-
-
-
-async def test_an_azure_channel_says_why_it_cannot_list_its_models():
-    from gateway_core import ModelQuery, ModelsNotListed
-
-    with pytest.raises(ModelsNotListed, match="deployments you created"):
-        await AzureChannel().list_models(cast(ModelQuery, None))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from gateway_core import hookimpl
 
-from .channel import DemoChannel
-
 
 @hookimpl
 def register_channel_types(register) -> None:
+    from .channel import DemoChannel  # here: loading the entry point (every relaygate command does) costs only this module
+
     register(DemoChannel())

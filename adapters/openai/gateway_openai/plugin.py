@@ -17,14 +17,15 @@ from typing import Any
 from gateway_core import hookimpl
 from gateway_core.config import ConfigError
 
-from .channel import OpenAIChannel
-from .channel_rerank import RerankChannel
-from .protocol import DEFAULT_MAX_UPLOAD_BYTES, OpenAIProtocol
-from .responses_kept import KeptResponses
+# The protocol and the channel types are imported inside the hooks: loading this
+# entry point (every ``relaygate`` command does) costs only this module.
 
 
 @hookimpl
 def register_client_protocols(register, config) -> None:
+    from .protocol import DEFAULT_MAX_UPLOAD_BYTES, OpenAIProtocol
+    from .responses_kept import KeptResponses
+
     settings = config.plugin_settings("openai")
     max_upload_bytes = _positive(settings.get("max_upload_bytes", DEFAULT_MAX_UPLOAD_BYTES))
     kept = KeptResponses.from_settings(settings)
@@ -33,6 +34,9 @@ def register_client_protocols(register, config) -> None:
 
 @hookimpl
 def register_channel_types(register) -> None:
+    from .channel import OpenAIChannel
+    from .channel_rerank import RerankChannel
+
     register(OpenAIChannel())
     register(RerankChannel())
 

@@ -44,7 +44,7 @@ async def _listed(ctx: Ctx, channel: ChannelRecord | None) -> Response:
         return JSONResponse({"ok": False, "models": [], "new": [], "message": str(exc)}, status_code=400)
     return JSONResponse({
         "ok": listed.ok, "models": list(listed.models), "new": list(listed.new), "unpriced": list(listed.unpriced),
-        "message": listed.message, "status": listed.status,
+        "warning": listed.warning, "message": listed.message, "status": listed.status,
     })  # fmt: skip
 
 

@@ -28,7 +28,7 @@ from gateway_core.store.keys import parse_locks
 from gateway_core.store.limits import _TABLES as LIMIT_TABLES
 from gateway_core.store.limits import check_limit_changes, limit_columns
 from gateway_core.store.migrations import UNIT_RATIO_PPM
-from gateway_core.store.users import check_user_name
+from gateway_core.store.users import LEAVE_TEAMS, check_user_name
 from .admin_base import AdminBase, changed, found
 from .migrate import numbered
 from .statements import BUDGET_SPENT_BY_KEY, BUDGET_SPENT_BY_USER
@@ -159,7 +159,7 @@ class UsersAdmin(AdminBase):
 
     async def list_users(self) -> list[UserOverview]:
         async def overviews(conn: asyncpg.Connection) -> list[UserOverview]:
-            rows = await conn.fetch(f"{_USER} ORDER BY u.id")
+            rows = await conn.fetch(f"{_USER} WHERE u.id NOT IN (SELECT account_id FROM teams) ORDER BY u.id")  # people only
             return [UserOverview(user_record(row), row["keys"], bool(row["has_password"]), row["created_at"]) for row in rows]
 
         return await self._read("list_users", overviews)
@@ -179,6 +179,8 @@ class UsersAdmin(AdminBase):
                 return False
             await conn.execute("UPDATE api_keys SET deleted = 1, enabled = 0 WHERE user_id = $1 AND deleted = 0", user_id)
             await conn.execute("UPDATE access_tokens SET revoked_at = $1 WHERE user_id = $2 AND revoked_at IS NULL", now, user_id)
+            for sql in LEAVE_TEAMS:
+                await conn.execute(numbered(sql), user_id)
             return True
 
         return await self._write("delete_user", delete)

@@ -33,6 +33,7 @@ from .schema_billing_v2 import BILLING_BUDGETS, BILLING_PRICES, BILLING_V2, BUDG
 from gateway_core.store.fallbacks import MODEL_FALLBACKS_POSTGRES
 from .schema_billing_v2 import BILLING_BUDGETS, BILLING_PRICES, BILLING_V2
 from .stored_responses_schema import STORED_RESPONSES
+from gateway_core.store.teams_schema import TEAMS_POSTGRES
 from gateway_core.store.usage_hourly import USAGE_HOURLY_POSTGRES
 
 _KINDS = ", ".join(f"'{kind}'" for kind in LEDGER_KINDS)
@@ -278,6 +279,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0016_ledger_triggers_without_lists", script(LEDGER_TRIGGERS_WITHOUT_LISTS)),
     ("0017_usage_hourly", script(USAGE_HOURLY_POSTGRES)),
     ("0018_user_deleted", script("ALTER TABLE users ADD COLUMN deleted_at DOUBLE PRECISION;")),
+    ("0019_teams", script(TEAMS_POSTGRES)),
 ]
 
 

@@ -1,0 +1,66 @@
+"""``relaygate team …`` and ``relaygate logs --team`` on both stores: the admin layer's
+rules and messages on the command line (docs/teams.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.test_cli_limits import command_line
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch, capsys, db_url):
+    return command_line(tmp_path, monkeypatch, capsys, db_url)
+
+
+def ok(cli, *argv):
+    status, out, err = cli(*argv)
+    assert status == 0, err
+    return out
+
+
+def test_teams_from_the_command_line(cli):
+    ok(cli, "user", "add", "dev")
+    ok(cli, "user", "add", "lead")
+    assert "Created team 'eng'" in ok(cli, "team", "add", "eng", "--groups", "default,vip")
+    assert "'dev' is a member of team 'eng'" in ok(cli, "team", "member", "add", "eng", "dev")
+    assert "'lead' is an admin of team 'eng'" in ok(cli, "team", "member", "add", "eng", "lead", "--role", "admin")
+    assert "'dev' is a viewer" in ok(cli, "team", "member", "role", "eng", "dev", "viewer")
+    out = ok(cli, "team", "key", "add", "eng", "--name", "ci", "--group", "vip")
+    assert "Created service key" in out and "sk-" in out
+    assert "Credited 25.00 USD to team 'eng'" in ok(cli, "team", "topup", "eng", "25")
+    ok(cli, "team", "edit", "eng", "--rpm", "60", "--daily-usd", "5")
+    shown = json.loads(ok(cli, "team", "show", "eng", "--json"))
+    assert shown["balance_micros"] == 25_000_000 and shown["groups"] == ["default", "vip"]
+    assert shown["limits"]["rpm"] == 60 and shown["limits"]["daily_budget_micros"] == 5_000_000
+    assert [(m["user"], m["role"]) for m in shown["members"]] == [("dev", "viewer"), ("lead", "admin")]
+    assert shown["usage"]["requests"] == 0
+    listed = json.loads(ok(cli, "team", "list", "--json"))
+    assert [(t["name"], t["members"]) for t in listed] == [("eng", 2)]
+    keys = json.loads(ok(cli, "team", "key", "list", "eng", "--json"))
+    assert [(k["name"], k["group"], k["member_id"]) for k in keys] == [("ci", "vip", None)]
+    assert json.loads(ok(cli, "logs", "--team", "eng", "--json")) == []
+    assert "no longer in team 'eng'" in ok(cli, "team", "member", "remove", "eng", "dev")
+    assert "team:eng" not in ok(cli, "user", "list")
+    assert json.loads(ok(cli, "check", "--json"))["ok"]
+    assert "Deleted team 'eng'" in ok(cli, "team", "delete", "eng")
+
+
+def test_bad_input_is_one_line_with_the_admin_layers_message(cli):
+    ok(cli, "team", "add", "eng")
+    for argv, message in (
+        (("team", "add", "eng"), "team 'eng' already exists"),
+        (("team", "add", "two words"), "team must not contain spaces"),
+        (("team", "show", "nope"), "no team named 'nope'"),
+        (("team", "member", "add", "eng", "nobody"), "no user named 'nobody'"),
+        (("team", "key", "add", "eng", "--group", "gold"), "'gold' is not one of the groups of team 'eng'"),
+        (("team", "topup", "eng", "-3"), "amount"),
+        (("logs", "--team", "nope"), "no team named 'nope'"),
+    ):
+        status, _, err = cli(*argv)
+        assert status != 0 and message in err and "Traceback" not in err, (argv, err)
+    ok(cli, "user", "add", "dev")
+    status, _, err = cli("team", "member", "add", "eng", "dev", "--role", "owner")
+    assert status == 2 and "role must be one of admin, member, viewer" in err
