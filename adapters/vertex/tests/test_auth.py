@@ -71,6 +71,23 @@ async def test_a_short_lived_token_is_refreshed_before_expiry_by_one_shared_fetc
     assert await ask(client, "later") == "echo: later" and len(oauth.requests) == 3
 
 
+async def test_a_slow_token_fetch_does_not_hold_up_other_requests(start_gateway, gateway_key, seed, vertex, oauth, account):
+    """The refresh runs in a thread: while one channel waits for Google's token endpoint,
+    the gateway's event loop serves another channel's request at once."""
+    add_channel(seed, vertex, account.json(oauth.token_uri), name="vx-a", models=("model-a",))
+    add_channel(seed, vertex, account.json(oauth.token_uri), name="vx-b", models=("model-b",))
+    client = openai.AsyncOpenAI(base_url=start_gateway().url + "/v1", api_key=gateway_key, max_retries=0)
+    assert await ask(client, "warm", model="model-a") == "echo: warm"  # vx-a holds a token
+    oauth.answer_delay = 1.5
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    slow = asyncio.ensure_future(ask(client, "slow", model="model-b"))  # vx-b fetches its first token
+    await asyncio.sleep(0.2)
+    assert await ask(client, "quick", model="model-a") == "echo: quick"
+    assert loop.time() - started < 1.0 and not slow.done()
+    assert await slow == "echo: slow" and loop.time() - started >= 1.5
+
+
 async def test_a_token_vertex_refuses_is_replaced_within_the_request(client, vertex, oauth, seed):
     assert await ask(client) == "echo: hi"
     oauth.issued.clear()  # every token revoked (or expired early): Vertex answers 401
