@@ -159,8 +159,8 @@ class VertexClaude(_Bearer, AnthropicChannel):
         self.tokens = tokens
 
     def upstream_request(self, target: Target, endpoint: str, body: dict[str, Any], stream: bool, options: Any) -> tuple[str, dict[str, Any]]:
-        if endpoint == endpoints.COUNT_TOKENS:  # one endpoint counts for every Claude model
-            return model_url(target, "anthropic", "count-tokens", "rawPredict"), body
+        if endpoint == endpoints.COUNT_TOKENS:  # one endpoint counts for every Claude model, named in the body
+            return model_url(target, "anthropic", "count-tokens", "rawPredict"), {"anthropic_version": ANTHROPIC_VERSION, **body}
         model = str(body.get("model") or target.upstream_model)
         body = {name: value for name, value in body.items() if name != "model"}
         body.setdefault("anthropic_version", ANTHROPIC_VERSION)
@@ -181,6 +181,15 @@ class VertexEmbeddings(_Bearer, ChannelType):
     async def send(self, exchange: Exchange) -> Reply:
         url = model_url(exchange.target, "google", exchange.target.upstream_model.removeprefix("models/"), "predict")
         return await send_embeddings(exchange, url, await self.auth_headers(exchange))
+
+
+def keeping_key(error: GatewayError) -> GatewayError:
+    """Vertex's 401 refuses a token (fetched again), its 403 a permission or a model not
+    enabled in this project or location, often for one model only: the channel fails
+    over, but its key (the service account) stays in rotation."""
+    if error.upstream_status in (401, 403):
+        error.key_refused = False
+    return error
 
 
 class VertexChannel(ChannelType):
@@ -228,21 +237,15 @@ class VertexChannel(ChannelType):
         try:
             return await inner.send(exchange)
         except GatewayError as error:
-            if error.upstream_status == 403:
-                # Vertex's 403 is about a permission or a model not enabled in this project or
-                # location, often for one model only: the channel fails over, its key stays
-                error.key_refused = False
             if error.upstream_status != 401:
-                raise
+                raise keeping_key(error) from None
             # the token was refused (expired or revoked early), not the account's key,
             # which Google's token endpoint judges: fetch a new one and try once more
             self.tokens.forget(target.channel.id, source, token)
         try:
             return await inner.send(exchange)
         except GatewayError as error:
-            if error.upstream_status == 401:
-                error.key_refused = False
-            raise
+            raise keeping_key(error) from None
 
     async def list_models(self, query: ModelQuery) -> list[str]:
         raise ModelsNotListed(
