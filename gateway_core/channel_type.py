@@ -160,6 +160,14 @@ class ChannelType(abc.ABC):
         """The wire format this type speaks for ``endpoint``, or ``None`` when it
         does not serve it."""
 
+    def model_wire(self, endpoint: str, channel: ChannelRecord, upstream_model: str) -> str | None:
+        """The wire format this type speaks for ``endpoint`` on ``channel`` when it
+        calls ``upstream_model``: the relay takes the fast path (the client's body,
+        unconverted) when it is the client's own. Default: :meth:`wire`. A type whose
+        upstream speaks another wire per model (a cloud serving several providers' models)
+        overrides it; :meth:`wire` still says whether the type serves the endpoint."""
+        return self.wire(endpoint)
+
     @abc.abstractmethod
     async def send(self, exchange: Exchange) -> Reply:
         """Perform one attempt. Raise a ``GatewayError`` (usually through

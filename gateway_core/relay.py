@@ -189,13 +189,14 @@ class ProtocolEndpoint:
                     return
                 channel = lease.route.channel
                 channel_type = services.registry.channel_types[channel.type]
-                passthrough = channel_type.wire(call.endpoint) == call.wire
+                upstream_model = channel.upstream_model(plan.model)
+                passthrough = channel_type.model_wire(call.endpoint, channel, upstream_model) == call.wire
                 if not passthrough and request is None:
                     with reading_client_input(ctx.request_id, "to_core"):
                         request = self.protocol.to_core(call)
                     if isinstance(request, ChatRequest):  # data folded into tool-call ids goes back to provider_metadata
                         request = split_ids(request)
-                target = Target(channel=channel, api_key=lease.api_key, upstream_model=channel.upstream_model(plan.model))
+                target = Target(channel=channel, api_key=lease.api_key, upstream_model=upstream_model)
                 exchange = Exchange(
                     call=call,
                     target=target,

@@ -10,6 +10,9 @@ unless ``plugins.toml`` says otherwise). Upstream errors follow the core's rules
 (:func:`gateway_core.upstream.error_for_status`): 529 and 503 are "unavailable",
 other 5xx "upstream", both retried on another channel before the first byte.
 
+Its extension point (for a type serving Anthropic's wire elsewhere, such as Vertex
+AI): :meth:`AnthropicChannel.upstream_request` and :meth:`AnthropicChannel.auth_headers`.
+
 Per-model parameter rules (:mod:`.model_rules`: ``top_p`` left out beside
 ``temperature`` for the models that refuse the pair) apply to converted requests
 always, and to Anthropic clients' own requests when the channel setting
@@ -36,6 +39,7 @@ from gateway_core import (
     Reply,
     Setting,
     StreamReply,
+    Target,
     Usage,
     endpoints,
 )
@@ -109,10 +113,10 @@ class AnthropicChannel(ChannelType):
             options = {}
         else:
             raise InvalidRequestError(f"The endpoint '{call.endpoint}' of an anthropic channel serves Anthropic clients only.")
-        url = channel.base_url + PATHS[call.endpoint]
-        if options.get("beta"):
-            url += "?beta=" + options["beta"]
+        url, body = self.upstream_request(target, call.endpoint, body, call.stream, options)
         headers = upstream_headers(channel, target.api_key, options, call.stream)
+        del headers["x-api-key"]
+        headers.update(await self.auth_headers(exchange))
         response = await post(exchange, url, headers=headers, body=orjson.dumps(body), error_message=upstream_error_message)
         if call.stream:
             frames = sse_frames(response, FrameDecoder().decode)
@@ -128,6 +132,22 @@ class AnthropicChannel(ChannelType):
         if exchange.passthrough:
             return JsonReply(body=data, response=None, usage=usage, model=answer.get("model"))
         return JsonReply(body=None, response=response_from_wire(answer), usage=usage)
+
+    def upstream_request(self, target: Target, endpoint: str, body: dict[str, Any], stream: bool, options: Any) -> tuple[str, dict[str, Any]]:
+        """The URL and body of one upstream call to ``endpoint`` (``endpoints.CHAT``
+        or ``endpoints.COUNT_TOKENS``); ``body`` is the Messages body with the mapped
+        model. Default: Anthropic's ``{base}/v1/messages`` (a client's ``?beta=`` kept)
+        and the body as it is."""
+        url = target.channel.base_url + PATHS[endpoint]
+        if options.get("beta"):
+            url += "?beta=" + options["beta"]
+        return url, body
+
+    async def auth_headers(self, exchange: Exchange) -> dict[str, str]:
+        """The headers that authenticate one upstream call with the target's key;
+        awaited once per attempt, so it may fetch or refresh a token. Default:
+        ``x-api-key``."""
+        return {"x-api-key": exchange.target.api_key}
 
     async def list_models(self, query: ModelQuery) -> list[str]:
         headers = upstream_headers(query.channel, query.api_key, {}, False)

@@ -16,6 +16,10 @@ requires; ``""`` sends none). A client of another protocol gets each call's
 signature folded into the call's id and sends it back with it
 (:mod:`gateway_gemini.content`): only calls that never had one get the placeholder.
 
+Its extension point (for a type serving Gemini's wire elsewhere, such as Vertex AI):
+:meth:`GeminiChannel.upstream_url`, :meth:`GeminiChannel.auth_headers` and
+:meth:`GeminiChannel.count_body`.
+
 Upstream errors go through :func:`gateway_core.upstream.error_for_status`, except
 that a 4xx about the channel's own key or project (``API_KEY_INVALID``,
 ``FAILED_PRECONDITION`` …) is the channel's failure, a retryable 502, and that a
@@ -38,6 +42,7 @@ from gateway_core import (
     Reply,
     Setting,
     StreamReply,
+    Target,
     UpstreamError,
     Usage,
     endpoints,
@@ -97,12 +102,10 @@ class GeminiChannel(ChannelType):
 
     async def send(self, exchange: Exchange) -> Reply:
         call, target = exchange.call, exchange.target
-        channel = target.channel
         upstream = target.upstream_model
         method, body = self._method_and_body(exchange)
-        version = API_VERSION.read(channel.settings)
-        url = f"{channel.base_url}/{version}/models/{model_path(upstream)}:{method}"
-        headers = {"x-goog-api-key": target.api_key, "Content-Type": "application/json"}  # the core adds the channel's
+        url = self.upstream_url(target, method)
+        headers = {**await self.auth_headers(exchange), "Content-Type": "application/json"}  # the core adds the channel's
         if call.stream:
             url += "?alt=sse"
             headers["Accept"] = "text/event-stream"
@@ -134,6 +137,26 @@ class GeminiChannel(ChannelType):
             raise malformed_answer(error, data) from None
         return JsonReply(body=None, response=converted, usage=usage)
 
+    def upstream_url(self, target: Target, method: str) -> str:
+        """The URL of one upstream call of ``method`` (``generateContent``,
+        ``streamGenerateContent``, ``countTokens``, ``embedContent``,
+        ``batchEmbedContents``) for ``target.upstream_model``; a stream's
+        ``?alt=sse`` is added after. Default: the Gemini API's
+        ``{base}/{api_version}/models/{model}:{method}``."""
+        version = API_VERSION.read(target.channel.settings)
+        return f"{target.channel.base_url}/{version}/models/{model_path(target.upstream_model)}:{method}"
+
+    async def auth_headers(self, exchange: Exchange) -> dict[str, str]:
+        """The headers that authenticate one upstream call with the target's key;
+        awaited once per attempt, so it may fetch or refresh a token. Default:
+        ``x-goog-api-key``."""
+        return {"x-goog-api-key": exchange.target.api_key}
+
+    def count_body(self, request: ChatRequest, upstream_model: str) -> JSON:
+        """The ``countTokens`` body for another protocol's count. Default: the
+        Gemini API's ``{"generateContentRequest": {"model": …, …}}``."""
+        return count_body_to_wire(request, upstream_model)
+
     async def list_models(self, query: ModelQuery) -> list[str]:
         return await list_models(query, API_VERSION.read(query.channel.settings))  # GET /{version}/models (listing.py)
 
@@ -150,7 +173,7 @@ class GeminiChannel(ChannelType):
         if not isinstance(exchange.request, ChatRequest):
             raise UpstreamError("a gemini channel was handed a request it cannot read")
         if call.endpoint == endpoints.COUNT_TOKENS:
-            return "countTokens", count_body_to_wire(exchange.request, upstream)
+            return "countTokens", self.count_body(exchange.request, upstream)
         placeholder = SIGNATURE_PLACEHOLDER.read(exchange.target.channel.settings)
         method = "streamGenerateContent" if call.stream else "generateContent"
         return method, request_to_wire(exchange.request, signature_placeholder=placeholder, model=upstream)
