@@ -10,13 +10,9 @@ import ipaddress
 from collections.abc import Callable
 from typing import Any
 
-import structlog
-
 from gateway_core import hookimpl
 
 from .migrations import MIGRATION_NAME, migrate_console
-
-log = structlog.get_logger("relaygate.console")
 
 
 @hookimpl
@@ -26,7 +22,9 @@ def register_routes(register: Callable[[Any], None], config: Any) -> None:
     settings = config.plugin_settings("console")
     host = getattr(config, "serve_host", None)
     if host is not None and not is_loopback(host) and not settings.get("secure_cookies"):
-        log.warning(
+        import structlog  # here: every relaygate command loads this plugin, few build its routes
+
+        structlog.get_logger("relaygate.console").warning(
             "console served on a non-loopback address without secure_cookies",
             host=host,
             advice="serve it only behind TLS and set [plugins.console] secure_cookies = true (docs/configuration.md)",
