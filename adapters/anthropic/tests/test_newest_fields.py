@@ -188,3 +188,27 @@ async def test_claudes_server_tool_turns_replayed_to_an_openai_channel_send_no_e
     assert sent == [{"role": "user", "content": "What is relaygate?"}, {"role": "assistant", "content": "Relaygate is an AI gateway."},
                     {"role": "user", "content": "thanks"}]  # fmt: skip
     await client.close()
+
+
+SERVER_TOOL_ERRORS = [  # server-tool result blocks whose content is an object, read by its ``type`` (anthropic 2.14)
+    {"type": "server_tool_use", "id": "srvtoolu_01A", "name": "web_search", "input": {"query": "relaygate"}},
+    {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01A", "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"}},
+    {"type": "server_tool_use", "id": "srvtoolu_01B", "name": "bash_code_execution", "input": {"command": "echo 4"}},
+    {"type": "bash_code_execution_tool_result", "tool_use_id": "srvtoolu_01B", "content": {"type": "bash_code_execution_result", "stdout": "4\n", "stderr": "", "return_code": 0, "content": []}},
+    {"type": "text", "text": "The search hit its limit; echo says 4."},
+]
+
+
+async def test_server_tool_results_holding_an_object_reach_the_sdk_as_their_typed_variant(start_gateway, gateway_key, anthropic_upstream, models):
+    anthropic_upstream.content = SERVER_TOOL_ERRORS
+    gateway = start_gateway()
+    client = anthropic.AsyncAnthropic(base_url=gateway.url, api_key=gateway_key, max_retries=0)
+    message = await client.messages.create(model=models.claude, **REQUEST)
+    async with client.messages.stream(model=models.claude, **REQUEST) as stream:
+        final = await stream.get_final_message()
+    for answer in (message, final):
+        assert [block.type for block in answer.content] == [b["type"] for b in SERVER_TOOL_ERRORS]
+        search, bash = answer.content[1].content, answer.content[3].content
+        assert (type(search).__name__, search.error_code) == ("WebSearchToolResultErrorObject", "max_uses_exceeded")
+        assert (type(bash).__name__, bash.stdout, bash.return_code) == ("BashCodeExecutionResultBlock", "4\n", 0)
+    await client.close()
