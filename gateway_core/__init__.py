@@ -142,6 +142,7 @@ PUBLIC_MODULES = (
     "gateway_core.types",  # ASGI and callback types
     "gateway_core.uploads",  # streamed multipart uploads
     "gateway_core.upstream",  # calling an upstream from a channel type
+    "gateway_core.upstream_tokens",  # short-lived upstream credentials kept per channel (OAuth access tokens)
     "gateway_core.upstream_upload",  # sending an upload upstream
     "gateway_core.upstream_models",  # listing an upstream's models (ChannelType.list_models)
 )

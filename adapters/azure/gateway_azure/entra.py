@@ -27,6 +27,7 @@ import orjson
 
 from gateway_core import Timeouts, UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
 from gateway_core.errors import excerpt
+from gateway_core.upstream_tokens import FetchedToken, TokenCache as KeptTokens
 
 REFRESH_MARGIN = 300.0  # seconds before its end a long-lived token is fetched again
 MAX_ENTRIES = 1024  # tokens kept per process (a channel each, unless its secret changes)
@@ -66,66 +67,35 @@ def check_authority(authority: str) -> str | None:
     return f"the setting authority must be an https URL (http only on a loopback host), not {authority!r}"
 
 
-@attrs.define
-class _Token:
-    value: str = attrs.field(repr=False)
-    refresh_at: float
-    expires_at: float
-
-
 class TokenCache:
-    """Entra ID access tokens by channel and credentials, fetched once at a time."""
+    """Entra ID access tokens by channel and credentials (:mod:`gateway_core.upstream_tokens`)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, max_entries: int = MAX_ENTRIES) -> None:
         self._clock = clock
-        self._max_entries = max_entries
-        self._tokens: dict[tuple[Any, ...], _Token] = {}
-        self._fetching: dict[tuple[Any, ...], asyncio.Future[_Token]] = {}
-        self.fetches = 0  # token requests sent (for tests and diagnostics)
+        self._kept: KeptTokens[tuple[Any, ...]] = KeptTokens(clock, max_entries=max_entries, margin=REFRESH_MARGIN)
+
+    @property
+    def fetches(self) -> int:
+        """Token requests sent (for tests and diagnostics)."""
+        return self._kept.fetches
 
     def forget(self, channel_id: int, credentials: Credentials) -> None:
         """Drop the channel's token (the upstream refused it): the next call fetches one."""
-        self._tokens.pop(credentials.key(channel_id), None)
+        self._kept.forget(credentials.key(channel_id))
 
     async def token(self, channel_id: int, session: aiohttp.ClientSession, timeouts: Timeouts, credentials: Credentials) -> str:
         """A valid access token for the channel (a request's exchange or a model
         listing's query give the session and timeouts): the kept one until it is due
-        for refresh, else a new one (one fetch shared by every caller). A failed
-        refresh while the kept token is still valid returns the kept one."""
-        key = credentials.key(channel_id)
-        held = self._tokens.get(key)
-        if held is not None and self._clock() < held.refresh_at:
-            return held.value
-        pending = self._fetching.get(key)
-        if pending is None:
-            pending = asyncio.ensure_future(self._fetch(session, timeouts, credentials))
-            self._fetching[key] = pending
-            pending.add_done_callback(lambda done: self._settle(key, done))
-        try:
-            return (await asyncio.shield(pending)).value
-        except UpstreamError:
-            if held is not None and self._clock() < held.expires_at:
-                return held.value
-            raise
+        for refresh, else a new one (one fetch shared by every caller)."""
+        return await self._kept.token(credentials.key(channel_id), lambda: self._fetch(session, timeouts, credentials))
 
-    def _settle(self, key: tuple[Any, ...], done: asyncio.Future[_Token]) -> None:
-        self._fetching.pop(key, None)
-        if done.cancelled() or done.exception() is not None:
-            return
-        self._tokens.pop(key, None)
-        while len(self._tokens) >= self._max_entries:
-            self._tokens.pop(next(iter(self._tokens)))
-        self._tokens[key] = done.result()
-
-    async def _fetch(self, session: aiohttp.ClientSession, timeouts: Timeouts, credentials: Credentials) -> _Token:
-        self.fetches += 1
+    async def _fetch(self, session: aiohttp.ClientSession, timeouts: Timeouts, credentials: Credentials) -> FetchedToken:
         form = {
             "grant_type": "client_credentials",
             "client_id": credentials.client_id,
             "client_secret": credentials.secret,
             "scope": credentials.scope,
         }
-        started = self._clock()
         try:
             async with asyncio.timeout(timeouts.connect + timeouts.first_byte):
                 async with session.post(
@@ -147,8 +117,7 @@ class TokenCache:
             error = UpstreamError("Microsoft Entra ID answered the token request without an access token and its lifetime", retryable=True)
             error.upstream_status = status
             raise error
-        margin = min(REFRESH_MARGIN, lifetime / 2)
-        return _Token(value, refresh_at=started + lifetime - margin, expires_at=started + lifetime)
+        return FetchedToken(value, lifetime)
 
 
 def _refused(status: int, answer: dict[str, Any], data: bytes) -> UpstreamError:

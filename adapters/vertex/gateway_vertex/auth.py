@@ -31,6 +31,7 @@ import attrs
 import orjson
 
 from gateway_core import Exchange, UpstreamError, UpstreamTimeoutError, UpstreamUnavailableError
+from gateway_core.upstream_tokens import FetchedToken, TokenCache as KeptTokens
 
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 REFRESH_MARGIN = 300.0  # seconds before its end a long-lived token is fetched again
@@ -79,63 +80,30 @@ def service_account(key: str) -> Source:
 DEFAULT = Source(info=None, digest="default")
 
 
-@attrs.define
-class _Token:
-    value: str = attrs.field(repr=False)
-    refresh_at: float
-    expires_at: float
-
-
 class TokenCache:
-    """Access tokens by channel and source, refreshed by one fetch at a time."""
+    """Access tokens by channel and source (:mod:`gateway_core.upstream_tokens`)."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, max_entries: int = MAX_ENTRIES) -> None:
         self._clock = clock
-        self._max_entries = max_entries
-        self._tokens: dict[tuple[int, str], _Token] = {}
-        self._fetching: dict[tuple[int, str], asyncio.Future[_Token]] = {}
-        self.fetches = 0  # token requests made (for tests and diagnostics)
+        self._kept: KeptTokens[tuple[int, str]] = KeptTokens(clock, max_entries=max_entries, margin=REFRESH_MARGIN)
+
+    @property
+    def fetches(self) -> int:
+        """Token requests made (for tests and diagnostics)."""
+        return self._kept.fetches
 
     def forget(self, channel_id: int, source: Source, token: str) -> None:
         """Drop the channel's token if it is still ``token`` (the upstream refused it)."""
-        held = self._tokens.get((channel_id, source.digest))
-        if held is not None and held.value == token:
-            del self._tokens[(channel_id, source.digest)]
+        self._kept.forget((channel_id, source.digest), token)
 
     async def token(self, exchange: Exchange, source: Source) -> str:
         """A valid access token for the exchange's channel: the kept one until it is
-        due for refresh, else a new one (one fetch shared by every caller). A failed
-        refresh while the kept token is still valid returns the kept one."""
-        key = (exchange.target.channel.id, source.digest)
-        held = self._tokens.get(key)
-        if held is not None and self._clock() < held.refresh_at:
-            return held.value
-        pending = self._fetching.get(key)
-        if pending is None:
-            pending = asyncio.ensure_future(self._fetch(exchange, source))
-            self._fetching[key] = pending
-            pending.add_done_callback(lambda done: self._settle(key, done))
-        try:
-            return (await asyncio.shield(pending)).value
-        except UpstreamError:
-            if held is not None and self._clock() < held.expires_at:
-                return held.value
-            raise
+        due for refresh, else a new one (one fetch shared by every caller)."""
+        return await self._kept.token((exchange.target.channel.id, source.digest), lambda: self._fetch(exchange, source))
 
-    def _settle(self, key: tuple[int, str], done: asyncio.Future[_Token]) -> None:
-        self._fetching.pop(key, None)
-        if done.cancelled() or done.exception() is not None:
-            return
-        self._tokens.pop(key, None)
-        while len(self._tokens) >= self._max_entries:
-            self._tokens.pop(next(iter(self._tokens)))
-        self._tokens[key] = done.result()
-
-    async def _fetch(self, exchange: Exchange, source: Source) -> _Token:
-        self.fetches += 1
+    async def _fetch(self, exchange: Exchange, source: Source) -> FetchedToken:
         timeouts = exchange.timeouts
         limit = timeouts.connect + timeouts.first_byte
-        started = self._clock()
         try:
             async with asyncio.timeout(limit):
                 value, expiry = await asyncio.to_thread(_refresh, source, limit)
@@ -144,8 +112,7 @@ class TokenCache:
         lifetime = 3600.0 if expiry is None else (expiry - dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)).total_seconds()
         if lifetime <= 0:
             raise UpstreamError("Google's token endpoint answered with a token that has already expired", retryable=True)
-        margin = min(REFRESH_MARGIN, lifetime / 2)
-        return _Token(value, refresh_at=started + lifetime - margin, expires_at=started + lifetime)
+        return FetchedToken(value, lifetime)
 
 
 def _refresh(source: Source, timeout: float) -> tuple[str, dt.datetime | None]:
