@@ -87,10 +87,13 @@ def use_key_file(path: Path | None) -> None:
 
 def default_key_file(db: str) -> Path:
     """Where ``relaygate init`` keeps the secret key of the database ``db``: beside a
-    SQLite file, in the data folder (``RELAYGATE_HOME``) for a PostgreSQL URL."""
+    SQLite file, in the data folder (``RELAYGATE_HOME``) for a server's URL
+    (``postgresql://…`` or any other store kind's scheme)."""
     from ..config import data_home
+    from ..stores import scheme_of
 
-    if db.startswith(("postgresql://", "postgres://")):
+    scheme = scheme_of(db)
+    if scheme is not None and scheme != "sqlite":
         return data_home() / KEY_FILE
     return Path(db.removeprefix("sqlite:///")).absolute().parent / KEY_FILE
 
