@@ -109,6 +109,20 @@ def test_admin_commands_import_the_store_but_no_adapter_nor_server(initialized, 
     assert not conversion_modules(modules)
 
 
+def test_channel_list_reads_the_channel_types_only_for_a_channel_without_keys(initialized):
+    """Whether a keyless channel's type needs a key is the types' to say; a channel
+    with keys is shown without importing any adapter."""
+    assert relaygate(initialized, "channel", "add", "up", "--type", "openai", "--base-url", "http://127.0.0.1:9", "--api-key", "sk-x", "--models", "m")[0] == 0
+    status, out, modules = relaygate(initialized, "channel", "list")
+    assert status == 0 and "up" in out and "demo" in out
+    assert conversion_modules(modules)  # the keyless demo channel: its type says it needs none
+    assert relaygate(initialized, "channel", "delete", "demo")[0] == 0
+    status, out, modules = relaygate(initialized, "channel", "list")
+    assert status == 0 and "up" in out
+    assert not loaded(modules, HEAVY)
+    assert not conversion_modules(modules)
+
+
 def test_a_command_that_reads_the_channel_types_still_gets_them(initialized):
     status, out, modules = relaygate(initialized, "channel", "types")
     assert status == 0 and "demo" in out

@@ -15,23 +15,26 @@ import math
 import re
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import attrs
 
 from .. import endpoints
 from ..channel_settings import CORE_SETTINGS, SettingError, validate_settings
-from ..channel_type import ChannelType, Timeouts
 from ..health_report import describe_health
-from ..probe import ProbeResult as ProbeResult  # what test_channel returns, for the fronts
-from ..probe import probe_channel
 from ..records import ChannelRecord, ChannelTraffic, DisabledKey
 from ..request_store import BreakerReport
 from .context import Admin
 from .errors import Conflict, Invalid, NotFound
 from .rules import check_base_url
 from .port import ChannelFields
+
+if TYPE_CHECKING:  # the probe, aiohttp and the channel-type contract load when used, not for every admin command
+    import aiohttp
+
+    from ..channel_type import ChannelType, Timeouts
+
+    from ..probe import ProbeResult as ProbeResult  # what test_channel returns, for the fronts
 
 EDITABLE = (
     "name", "type", "base_url", "api_keys", "models", "model_map", "groups", "priority", "weight", "enabled",
@@ -148,6 +151,10 @@ async def test_channel(
     """Send one small real request through a channel (``relaygate channel test``, the
     console's Test button): its status and latency. ``session`` is the running
     gateway's upstream session; without one (the CLI) a session is opened for it."""
+    import aiohttp
+
+    from ..probe import probe_channel
+
     channel = await get_channel(admin, channel_id)
     channel_type = admin.channel_types.get(channel.type)
     if session is not None:
@@ -177,7 +184,10 @@ async def channel_statuses(admin: Admin, *, in_flight: Mapping[int, int] | None 
 
 
 def _needs_key(admin: Admin, channel: ChannelRecord) -> bool:
-    """Whether the channel's type needs an upstream key (a type not loaded: assumed so)."""
+    """Whether the channel's type needs an upstream key (a type not loaded: assumed so).
+    Asked only of a channel without keys: reading the types loads every adapter."""
+    if channel.api_keys:
+        return True
     channel_type = admin.channel_types.get(channel.type)
     return channel_type.needs_key if channel_type is not None else True
 

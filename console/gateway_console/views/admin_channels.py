@@ -25,7 +25,7 @@ HEALTH_WINDOW = 24 * 3600
 TIMEOUTS = {"timeout_connect": N_("Connect timeout"), "timeout_first_byte": N_("First-byte timeout"), "timeout_idle": N_("Idle timeout")}
 
 
-Probe = tuple[ChannelRecord, channels.ProbeResult]
+Probe = tuple[ChannelRecord, "channels.ProbeResult"]
 
 
 async def _list_page(ctx: Ctx, probe: Probe | None = None, probes: list[Probe] | None = None, status: int = 200, error: str | None = None) -> Response:
