@@ -51,10 +51,11 @@ def parse_key(key: str) -> IamKey | None:
 
 
 def auth_headers(
-    key: str, *, method: str, url: str, region: str, content_type: str, body: bytes, now: dt.datetime | None = None
+    key: str, *, method: str, url: str, region: str, content_type: str | None, body: bytes, now: dt.datetime | None = None
 ) -> dict[str, str]:
     """The headers that authenticate one request: a SigV4 signature over ``method``,
-    ``url`` (exactly as sent), ``content_type`` and ``body``, or a bearer key."""
+    ``url`` (exactly as sent), ``content_type`` (``None``: a request without one, a
+    GET) and ``body``, or a bearer key."""
     iam = parse_key(key)
     if iam is None:
         return {"Authorization": f"Bearer {key.strip()}"}
@@ -62,7 +63,9 @@ def auth_headers(
     stamp = moment.strftime("%Y%m%dT%H%M%SZ")
     day = stamp[:8]
     split = urlsplit(url)
-    headers = {"content-type": " ".join(content_type.split()), "host": _host(split.scheme, split.netloc), "x-amz-date": stamp}
+    headers = {"host": _host(split.scheme, split.netloc), "x-amz-date": stamp}
+    if content_type is not None:
+        headers["content-type"] = " ".join(content_type.split())
     if iam.session_token:
         headers["x-amz-security-token"] = iam.session_token
     names = sorted(headers)

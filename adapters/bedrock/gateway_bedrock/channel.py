@@ -15,24 +15,29 @@ inference profiles and ARNs) go to InvokeModel instead (:mod:`gateway_bedrock.in
 an Anthropic client's request then takes the fast path (its body as sent, every
 Anthropic-only field kept), other protocols are converted to Anthropic's body;
 other models stay on Converse.
+
+Listing the models (``relaygate channel models NAME --fetch``) asks Bedrock's
+control plane (:mod:`gateway_bedrock.listing`).
 """
 
 from __future__ import annotations
 
 import orjson
 
-from gateway_core import ChannelRecord, ChannelType, Exchange, Frame, JsonReply, Reply, Setting, StreamReply, UpstreamError, endpoints
+from gateway_core import ChannelRecord, ChannelType, Exchange, Frame, JsonReply, ModelQuery, Reply, Setting, StreamReply, UpstreamError, endpoints
 from gateway_core.model import ChatRequest
 from gateway_core.upstream import parse_answer, read_all, split_frames
 from gateway_anthropic.channel import MAX_TOKENS, PARAMETER_RULES
 
+from .auth import auth_headers
 from .converse_request import request_to_converse
 from .converse_response import response_from_converse
 from .converse_stream import ConverseEvents
 from .eventstream import EventStreamSplitter, read_message
 from .invoke import BedrockClaude
+from .listing import CONTROL_URL, control_url, list_models
 from .model_ids import is_claude
-from .runtime import REGION, model_url, send
+from .runtime import REGION, model_url, region_of, send
 
 CONVERSE_WIRE = "bedrock-converse"
 API = Setting(
@@ -49,7 +54,7 @@ def uses_invoke(channel: ChannelRecord, upstream_model: str) -> bool:
 
 class BedrockChannel(ChannelType):
     name = "bedrock"
-    settings = (REGION, API, MAX_TOKENS, PARAMETER_RULES)
+    settings = (REGION, API, CONTROL_URL, MAX_TOKENS, PARAMETER_RULES)
 
     def __init__(self) -> None:
         self.claude = BedrockClaude()
@@ -81,6 +86,15 @@ class BedrockChannel(ChannelType):
         data = await read_all(response)
         converted = response_from_converse(parse_answer(data), response_id=response_id, model=upstream, raw=data)
         return JsonReply(body=None, response=converted, usage=converted.usage)
+
+    async def list_models(self, query: ModelQuery) -> list[str]:
+        """The text models and cross-region profiles the control plane lists (:mod:`.listing`)."""
+        region = region_of(query.channel)
+
+        def sign(url: str) -> dict[str, str]:
+            return auth_headers(query.api_key, method="GET", url=url, region=region, content_type=None, body=b"")
+
+        return await list_models(query, control_url(query.channel).replace("{region}", region), sign)
 
 
 class FrameDecoder:

@@ -2,7 +2,9 @@
 ConverseStream (``POST /model/{modelId}/converse`` and ``/converse-stream``, the
 stream in AWS's binary event-stream framing), and InvokeModel and
 InvokeModelWithResponseStream with Anthropic's Bedrock body for Claude
-(``/invoke`` and ``/invoke-with-response-stream``: :mod:`.fake_invoke`).
+(``/invoke`` and ``/invoke-with-response-stream``: :mod:`.fake_invoke`); and the
+control plane's ``GET /foundation-models`` and ``GET /inference-profiles``
+(:mod:`.fake_control`), on the same server.
 
 Each request's SigV4 signature is recomputed with botocore from what arrived
 (the raw path, the signed headers, the body) and refused as Bedrock refuses it: an
@@ -35,6 +37,7 @@ from botocore.credentials import ReadOnlyCredentials
 from gateway_core.testing import FakeUpstream, Fault
 
 from .eventstream import encode_message
+from .fake_control import foundation_models, inference_profiles
 from .fake_invoke import REASONING, SIGNATURE, claude_chunks, claude_message, invalid_body
 
 ACCESS_KEY_ID = "AKIAFAKEBEDROCK00001"
@@ -75,6 +78,7 @@ class FakeBedrock(FakeUpstream):
     cache_read: int = 0
     cache_write: int = 0
     stream_exception: str = "modelStreamErrorException"
+    profiles_page: int = 2  # inference profiles a page
 
     malformed_body = b'{"output": {"message": '
 
@@ -85,6 +89,8 @@ class FakeBedrock(FakeUpstream):
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_post(r"/model/{model:.+}/{action:converse|converse-stream}", self.converse)
         router.add_post(r"/model/{model:.+}/{action:invoke|invoke-with-response-stream}", self.invoke)
+        router.add_get("/foundation-models", self.control)
+        router.add_get("/inference-profiles", self.control)
 
     def error_body(self, status: int, message: str) -> Any:
         return {"message": message}
@@ -155,6 +161,16 @@ class FakeBedrock(FakeUpstream):
                                      "X-Amzn-Bedrock-Output-Token-Count": str(usage["output_tokens"])})  # fmt: skip
             return response
         return await self.stream(request, claude_chunks(message), fault, content_type="application/vnd.amazon.eventstream")
+
+    async def control(self, request: web.Request) -> web.StreamResponse:
+        """The control plane's listings (:mod:`.fake_control`)."""
+        request[RAW_BODY] = await request.read()
+        _, refused = await self.admit(request, None, raw_path=request.raw_path)
+        if refused is not None:
+            return refused
+        if request.path == "/foundation-models":
+            return self.answer(foundation_models(request.query.get("byOutputModality")))
+        return self.answer(inference_profiles(request.query.get("nextToken"), min(self.profiles_page, int(request.query.get("maxResults", "1000")))))
 
     def _answer(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int]]:
         texts = [block["text"] for block in body.get("system", []) if "text" in block]
