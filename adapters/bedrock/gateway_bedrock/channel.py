@@ -37,7 +37,7 @@ from .eventstream import EventStreamSplitter, read_message
 from .invoke import BedrockClaude
 from .listing import CONTROL_URL, control_url, list_models
 from .model_ids import is_claude
-from .runtime import REGION, model_url, region_of, send
+from .runtime import REGION, Runtime, model_url, region_of
 
 CONVERSE_WIRE = "bedrock-converse"
 API = Setting(
@@ -57,7 +57,8 @@ class BedrockChannel(ChannelType):
     settings = (REGION, API, CONTROL_URL, MAX_TOKENS, PARAMETER_RULES)
 
     def __init__(self) -> None:
-        self.claude = BedrockClaude()
+        self.runtime = Runtime()
+        self.claude = BedrockClaude(self.runtime)
 
     def wire(self, endpoint: str) -> str | None:
         return CONVERSE_WIRE if endpoint == endpoints.CHAT else None
@@ -78,7 +79,7 @@ class BedrockChannel(ChannelType):
             raise UpstreamError("a bedrock channel was handed a request it cannot read")
         upstream = target.upstream_model
         url = model_url(target.channel, upstream, "converse-stream" if call.stream else "converse")
-        response = await send(exchange, url, orjson.dumps(request_to_converse(request, upstream)), stream=call.stream)
+        response = await self.runtime.send(exchange, url, orjson.dumps(request_to_converse(request, upstream)), stream=call.stream)
         response_id = response.headers.get("x-amzn-RequestId") or exchange.request_id
         if call.stream:
             frames = split_frames(response, EventStreamSplitter, FrameDecoder(ConverseEvents(response_id, upstream)).decode)
@@ -90,9 +91,10 @@ class BedrockChannel(ChannelType):
     async def list_models(self, query: ModelQuery) -> list[str]:
         """The text models and cross-region profiles the control plane lists (:mod:`.listing`)."""
         region = region_of(query.channel)
+        key = await self.runtime.resolved_key(query.channel.id, query.api_key, query.timeouts)
 
         def sign(url: str) -> dict[str, str]:
-            return auth_headers(query.api_key, method="GET", url=url, region=region, content_type=None, body=b"")
+            return auth_headers(key, method="GET", url=url, region=region, content_type=None, body=b"")
 
         return await list_models(query, control_url(query.channel).replace("{region}", region), sign)
 

@@ -7,7 +7,7 @@ Bedrock's URLs: ``POST {base}/model/{modelId}/invoke`` and
 ``/invoke-with-response-stream``, the body without ``model`` and with
 ``"anthropic_version": "bedrock-2023-05-31"`` (a client's ``anthropic-beta`` header
 goes in the body as ``anthropic_beta``), signed like every bedrock request
-(:func:`gateway_bedrock.runtime.send`). So an Anthropic client's request goes as it
+(:meth:`gateway_bedrock.runtime.Runtime.send`). So an Anthropic client's request goes as it
 sent it (``cache_control``, thinking, documents, every field), and other protocols
 are converted by the anthropic adapter; answers, usage (cache reads and writes) and
 errors are read as Anthropic's.
@@ -34,7 +34,7 @@ from gateway_anthropic.channel import AnthropicChannel, FrameDecoder
 
 from .errors import stream_failure
 from .eventstream import EventStreamSplitter, read_message
-from .runtime import model_url, send
+from .runtime import Runtime, model_url
 
 BEDROCK_VERSION = "bedrock-2023-05-31"
 
@@ -43,6 +43,10 @@ class BedrockClaude(AnthropicChannel):
     """Claude on Bedrock's InvokeModel: the anthropic channel type at Bedrock's URLs."""
 
     name = "bedrock"
+
+    def __init__(self, runtime: Runtime) -> None:
+        super().__init__()
+        self.runtime = runtime
 
     def upstream_request(self, target: Target, endpoint: str, body: dict[str, Any], stream: bool, options: Any) -> tuple[str, dict[str, Any]]:
         if endpoint != endpoints.CHAT:
@@ -59,7 +63,7 @@ class BedrockClaude(AnthropicChannel):
         return {}  # the whole request is signed when sent (post)
 
     async def post(self, exchange: Exchange, url: str, headers: dict[str, str], body: bytes) -> aiohttp.ClientResponse:
-        return await send(exchange, url, body, stream=exchange.call.stream)
+        return await self.runtime.send(exchange, url, body, stream=exchange.call.stream)
 
     def stream_frames(self, response: aiohttp.ClientResponse) -> FrameStream:
         return split_frames(response, EventStreamSplitter, ChunkDecoder().decode)
