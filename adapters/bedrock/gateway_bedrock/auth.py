@@ -5,6 +5,9 @@ A channel key (sealed like every channel secret) is one of:
 - ``ACCESS_KEY_ID:SECRET_ACCESS_KEY`` or ``ACCESS_KEY_ID:SECRET_ACCESS_KEY:SESSION_TOKEN``:
   IAM credentials; each request is signed with AWS Signature Version 4 for the
   service ``bedrock`` in the channel's region.
+- ``aws:chain`` or ``aws:profile=NAME``: resolved by botocore into the credentials
+  above before a request is signed (:mod:`gateway_bedrock.credentials`); this module
+  never sees those keys.
 - anything else (a Bedrock API key, ``ABSK…`` or ``bedrock-api-key-…``): sent as
   ``Authorization: Bearer …``.
 
@@ -15,8 +18,6 @@ this one costs about 20 µs, keeping each day's derived signing key. It signs
 ``content-type``, ``host`` and ``x-amz-date`` (and the session token), over the
 path exactly as sent. The tests hold it to botocore: the fake Bedrock recomputes
 every signature with ``SigV4Auth`` and refuses a wrong one, as Bedrock does.
-No credential chain (environment, profile files, instance metadata) is
-consulted: those read files or call the network.
 """
 
 from __future__ import annotations

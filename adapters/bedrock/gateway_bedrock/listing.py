@@ -27,6 +27,7 @@ from gateway_core.upstream_models import Page, collect_pages, entries, get_page
 
 from .errors import upstream_error_message
 from .model_ids import base_id
+from .runtime import text_setting
 
 RUNTIME_LABEL = "bedrock-runtime"
 PROFILES_PAGE = 1000
@@ -39,9 +40,9 @@ CONTROL_URL = Setting(
 
 def control_url(channel: ChannelRecord) -> str:
     """Where the channel's foundation models are listed (``{region}`` not yet filled in)."""
-    own = CONTROL_URL.read(channel.settings)
-    if isinstance(own, str) and own.strip():
-        return own.strip().rstrip("/")
+    own = text_setting(CONTROL_URL, channel)
+    if own is not None:
+        return own.rstrip("/")
     split = urlsplit(channel.base_url)
     label, dot, rest = split.netloc.partition(".")
     if dot and label.startswith(RUNTIME_LABEL):

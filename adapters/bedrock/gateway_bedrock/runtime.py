@@ -36,11 +36,17 @@ REGION = Setting(
 )  # fmt: skip
 
 
+def text_setting(setting: Setting, channel: ChannelRecord) -> str | None:
+    """A text setting of the channel without its spaces; ``None`` when not set or blank."""
+    value = setting.read(channel.settings)
+    return value.strip() or None if isinstance(value, str) else None
+
+
 def region_of(channel: ChannelRecord) -> str:
     """The channel's region: its setting, else its endpoint's, else the default."""
-    region = REGION.read(channel.settings)
-    if isinstance(region, str) and region.strip():
-        return region.strip()
+    region = text_setting(REGION, channel)
+    if region is not None:
+        return region
     host = urlsplit(channel.base_url).hostname or ""
     labels = host.split(".")
     if len(labels) >= 4 and labels[0].startswith("bedrock-runtime") and labels[-2:] == ["amazonaws", "com"] and labels[1] != "{region}":
