@@ -147,6 +147,7 @@ ADAPTER_EXTENSION_POINTS: dict[str, set[str]] = {
     "gateway_azure": {"gateway_openai.channel"},  # OpenAIChannel.upstream_url / auth_headers (docs/adapters/openai.md)
     # GeminiChannel.upstream_url / auth_headers / count_body, AnthropicChannel.upstream_request / auth_headers
     "gateway_vertex": {"gateway_gemini.channel", "gateway_anthropic.channel"},
+    "gateway_bedrock": {"gateway_anthropic.channel"},  # AnthropicChannel … post / stream_frames, FrameDecoder (Claude's InvokeModel)
 }
 
 
@@ -170,6 +171,7 @@ def test_plugins_import_other_plugins_only_through_their_extension_points():
     assert not beyond, f"plugins import other plugins beyond their documented extension points: {beyond}"
     assert found.get("gateway_azure") == {"gateway_openai.channel"}  # the dependencies between adapters, explicit
     assert found.get("gateway_vertex") == {"gateway_gemini.channel", "gateway_anthropic.channel"}
+    assert found.get("gateway_bedrock") == {"gateway_anthropic.channel"}
 
 
 def test_a_plugin_importing_another_declares_its_distribution():

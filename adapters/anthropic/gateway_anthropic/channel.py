@@ -11,7 +11,11 @@ unless ``plugins.toml`` says otherwise). Upstream errors follow the core's rules
 other 5xx "upstream", both retried on another channel before the first byte.
 
 Its extension point (for a type serving Anthropic's wire elsewhere, such as Vertex
-AI): :meth:`AnthropicChannel.upstream_request` and :meth:`AnthropicChannel.auth_headers`.
+AI or Bedrock): :meth:`AnthropicChannel.upstream_request`,
+:meth:`AnthropicChannel.auth_headers`, :meth:`AnthropicChannel.post` (a type that signs
+the whole request) and :meth:`AnthropicChannel.stream_frames` (a type whose stream is
+framed otherwise), and :class:`FrameDecoder` (one Anthropic stream event's SSE bytes
+into core events).
 
 Per-model parameter rules (:mod:`.model_rules`: ``top_p`` left out beside
 ``temperature`` for the models that refuse the pair) apply to converted requests
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiohttp
 import attrs
 import orjson
 
@@ -45,7 +50,7 @@ from gateway_core import (
 )
 from gateway_core.echo_ids import SEPARATOR, plain_id
 from gateway_core.sse import frame_fields
-from gateway_core.upstream import parse_answer, parse_frame_json, post, read_all, sse_frames
+from gateway_core.upstream import FrameStream, parse_answer, parse_frame_json, post, read_all, sse_frames
 
 from .error_body import upstream_error_message
 from .listing import list_models
@@ -117,9 +122,9 @@ class AnthropicChannel(ChannelType):
         headers = upstream_headers(channel, target.api_key, options, call.stream)
         del headers["x-api-key"]
         headers.update(await self.auth_headers(exchange))
-        response = await post(exchange, url, headers=headers, body=orjson.dumps(body), error_message=upstream_error_message)
+        response = await self.post(exchange, url, headers, orjson.dumps(body))
         if call.stream:
-            frames = sse_frames(response, FrameDecoder().decode)
+            frames = self.stream_frames(response)
             return StreamReply(frames=frames, close=frames.aclose)
         data = await read_all(response)
         answer = parse_answer(data)
@@ -148,6 +153,19 @@ class AnthropicChannel(ChannelType):
         awaited once per attempt, so it may fetch or refresh a token. Default:
         ``x-api-key``."""
         return {"x-api-key": exchange.target.api_key}
+
+    async def post(self, exchange: Exchange, url: str, headers: dict[str, str], body: bytes) -> aiohttp.ClientResponse:
+        """Send one upstream call (``headers`` with :meth:`auth_headers`'s, ``body``
+        the JSON as sent) and return the successful response; an error status raises
+        the gateway error. Default: :func:`gateway_core.upstream.post` reading
+        Anthropic's error bodies."""
+        return await post(exchange, url, headers=headers, body=body, error_message=upstream_error_message)
+
+    def stream_frames(self, response: aiohttp.ClientResponse) -> FrameStream:
+        """The frames of a streamed answer, each decoded into core events with its
+        raw bytes as Anthropic's SSE (what an Anthropic client is sent as it is).
+        Default: the response's own SSE."""
+        return sse_frames(response, FrameDecoder().decode)
 
     async def list_models(self, query: ModelQuery) -> list[str]:
         headers = upstream_headers(query.channel, query.api_key, {}, False)

@@ -5,6 +5,9 @@ A channel key (sealed like every channel secret) is one of:
 - ``ACCESS_KEY_ID:SECRET_ACCESS_KEY`` or ``ACCESS_KEY_ID:SECRET_ACCESS_KEY:SESSION_TOKEN``:
   IAM credentials; each request is signed with AWS Signature Version 4 for the
   service ``bedrock`` in the channel's region.
+- ``aws:chain`` or ``aws:profile=NAME``: resolved by botocore into the credentials
+  above before a request is signed (:mod:`gateway_bedrock.credentials`); this module
+  never sees those keys.
 - anything else (a Bedrock API key, ``ABSK…`` or ``bedrock-api-key-…``): sent as
   ``Authorization: Bearer …``.
 
@@ -15,8 +18,6 @@ this one costs about 20 µs, keeping each day's derived signing key. It signs
 ``content-type``, ``host`` and ``x-amz-date`` (and the session token), over the
 path exactly as sent. The tests hold it to botocore: the fake Bedrock recomputes
 every signature with ``SigV4Auth`` and refuses a wrong one, as Bedrock does.
-No credential chain (environment, profile files, instance metadata) is
-consulted: those read files or call the network.
 """
 
 from __future__ import annotations
@@ -51,10 +52,11 @@ def parse_key(key: str) -> IamKey | None:
 
 
 def auth_headers(
-    key: str, *, method: str, url: str, region: str, content_type: str, body: bytes, now: dt.datetime | None = None
+    key: str, *, method: str, url: str, region: str, content_type: str | None, body: bytes, now: dt.datetime | None = None
 ) -> dict[str, str]:
     """The headers that authenticate one request: a SigV4 signature over ``method``,
-    ``url`` (exactly as sent), ``content_type`` and ``body``, or a bearer key."""
+    ``url`` (exactly as sent), ``content_type`` (``None``: a request without one, a
+    GET) and ``body``, or a bearer key."""
     iam = parse_key(key)
     if iam is None:
         return {"Authorization": f"Bearer {key.strip()}"}
@@ -62,7 +64,9 @@ def auth_headers(
     stamp = moment.strftime("%Y%m%dT%H%M%SZ")
     day = stamp[:8]
     split = urlsplit(url)
-    headers = {"content-type": " ".join(content_type.split()), "host": _host(split.scheme, split.netloc), "x-amz-date": stamp}
+    headers = {"host": _host(split.scheme, split.netloc), "x-amz-date": stamp}
+    if content_type is not None:
+        headers["content-type"] = " ".join(content_type.split())
     if iam.session_token:
         headers["x-amz-security-token"] = iam.session_token
     names = sorted(headers)

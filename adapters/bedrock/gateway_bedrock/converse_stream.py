@@ -4,7 +4,7 @@ Each event-stream message (:mod:`gateway_bedrock.eventstream`) is an event
 (``:message-type: event``, its name in ``:event-type``, a JSON payload) or a
 failure (``:message-type: exception`` with ``:exception-type``, or ``error`` with
 ``:error-code``), which raises the gateway error it maps to
-(:func:`gateway_bedrock.errors.error_for_exception`).
+(:func:`gateway_bedrock.errors.stream_failure`).
 
 - ``messageStart`` → ``StreamStart``.
 - ``contentBlockStart`` with ``toolUse`` → a tool-call part; text and reasoning
@@ -39,7 +39,7 @@ from gateway_core.model import (
 )
 
 from .converse_response import stop_reason, usage_from_converse
-from .errors import error_for_exception
+from .errors import stream_failure
 from .eventstream import HeaderValue
 
 JSON = dict[str, Any]
@@ -56,10 +56,9 @@ class ConverseEvents:
         self._signatures: dict[int, str] = {}
 
     def feed(self, headers: dict[str, HeaderValue], payload: bytes) -> list[StreamEvent]:
-        kind = headers.get(":message-type", "event")
-        if kind != "event":
-            name = headers.get(":exception-type") or headers.get(":error-code") or "unknown"
-            raise error_for_exception(str(name), _message(payload, headers), payload)
+        failure = stream_failure(headers, payload)
+        if failure is not None:
+            raise failure
         event = headers.get(":event-type")
         data = _json(payload)
         if event == "messageStart":
@@ -139,11 +138,3 @@ def _json(payload: bytes) -> JSON:
         raise error
     return data
 
-
-def _message(payload: bytes, headers: dict[str, HeaderValue]) -> str:
-    try:
-        data = orjson.loads(payload) if payload else {}
-    except orjson.JSONDecodeError:
-        data = {}
-    message = data.get("message") or data.get("Message") if isinstance(data, dict) else None
-    return str(message or headers.get(":error-message") or "no message")

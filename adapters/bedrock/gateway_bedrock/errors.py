@@ -30,6 +30,8 @@ from gateway_core import (
 )
 from gateway_core.errors import excerpt
 
+from .eventstream import HeaderValue
+
 THROTTLE_RETRY_SECONDS = 1.0
 
 
@@ -51,6 +53,24 @@ def with_advice(error: GatewayError) -> GatewayError:
     if error.upstream_status == 429 and error.retry_after is None:
         error.retry_after = THROTTLE_RETRY_SECONDS
     return error
+
+
+def stream_failure(headers: dict[str, HeaderValue], payload: bytes) -> GatewayError | None:
+    """The gateway error a stream's message carries (``:message-type`` ``exception``
+    or ``error``), or ``None`` for an event."""
+    if headers.get(":message-type", "event") == "event":
+        return None
+    name = headers.get(":exception-type") or headers.get(":error-code") or "unknown"
+    return error_for_exception(str(name), _message(payload, headers), payload)
+
+
+def _message(payload: bytes, headers: dict[str, HeaderValue]) -> str:
+    try:
+        data = orjson.loads(payload) if payload else {}
+    except orjson.JSONDecodeError:
+        data = {}
+    message = data.get("message") or data.get("Message") if isinstance(data, dict) else None
+    return str(message or headers.get(":error-message") or "no message")
 
 
 def error_for_exception(name: str, message: str, payload: bytes) -> GatewayError:

@@ -1,6 +1,10 @@
 """A fake Amazon Bedrock Runtime for tests, speaking the real wire: Converse and
 ConverseStream (``POST /model/{modelId}/converse`` and ``/converse-stream``, the
-stream in AWS's binary event-stream framing).
+stream in AWS's binary event-stream framing), and InvokeModel and
+InvokeModelWithResponseStream with Anthropic's Bedrock body for Claude
+(``/invoke`` and ``/invoke-with-response-stream``: :mod:`.fake_invoke`); and the
+control plane's ``GET /foundation-models`` and ``GET /inference-profiles``
+(:mod:`.fake_control`), on the same server.
 
 Each request's SigV4 signature is recomputed with botocore from what arrived
 (the raw path, the signed headers, the body) and refused as Bedrock refuses it: an
@@ -33,14 +37,14 @@ from botocore.credentials import ReadOnlyCredentials
 from gateway_core.testing import FakeUpstream, Fault
 
 from .eventstream import encode_message
+from .fake_control import foundation_models, inference_profiles
+from .fake_invoke import REASONING, SIGNATURE, claude_chunks, claude_message, invalid_body
 
 ACCESS_KEY_ID = "AKIAFAKEBEDROCK00001"
 SECRET_ACCESS_KEY = "fake/secret+access+key/0123456789abcdefghij"
 IAM_KEY = f"{ACCESS_KEY_ID}:{SECRET_ACCESS_KEY}"
 BEARER_KEY = "ABSKZmFrZS1iZWRyb2NrLWFwaS1rZXk="
 REGION = "us-east-1"
-REASONING = "Let me think."
-SIGNATURE = "c2lnLWZha2UtYmVkcm9jaw=="
 ERROR_TYPES = {
     400: "ValidationException", 403: "AccessDeniedException", 404: "ResourceNotFoundException", 408: "ModelTimeoutException",
     424: "ModelErrorException", 429: "ThrottlingException", 500: "InternalServerException", 503: "ServiceUnavailableException",
@@ -48,7 +52,7 @@ ERROR_TYPES = {
 BAD_SIGNATURE = ("The request signature we calculated does not match the signature you provided. Check your AWS "
                  "Secret Access Key and signing method. Consult the service documentation for details.")  # fmt: skip
 RAW_BODY = web.RequestKey("raw_body", bytes)
-__all__ = ["BEARER_KEY", "IAM_KEY", "FakeBedrock", "Fault", "encode_event"]
+__all__ = ["BEARER_KEY", "IAM_KEY", "REASONING", "SIGNATURE", "FakeBedrock", "Fault", "encode_event"]
 
 
 def encode_event(name: str, payload: dict[str, Any]) -> bytes:
@@ -74,6 +78,7 @@ class FakeBedrock(FakeUpstream):
     cache_read: int = 0
     cache_write: int = 0
     stream_exception: str = "modelStreamErrorException"
+    profiles_page: int = 2  # inference profiles a page
 
     malformed_body = b'{"output": {"message": '
 
@@ -83,6 +88,9 @@ class FakeBedrock(FakeUpstream):
 
     def add_routes(self, router: web.UrlDispatcher) -> None:
         router.add_post(r"/model/{model:.+}/{action:converse|converse-stream}", self.converse)
+        router.add_post(r"/model/{model:.+}/{action:invoke|invoke-with-response-stream}", self.invoke)
+        router.add_get("/foundation-models", self.control)
+        router.add_get("/inference-profiles", self.control)
 
     def error_body(self, status: int, message: str) -> Any:
         return {"message": message}
@@ -135,6 +143,34 @@ class FakeBedrock(FakeUpstream):
             response.headers["x-amzn-RequestId"] = "req-fake-1"
             return response
         return await self.stream(request, self._events(blocks, usage), fault, content_type="application/vnd.amazon.eventstream")
+
+    async def invoke(self, request: web.Request) -> web.StreamResponse:
+        request[RAW_BODY] = raw = await request.read()
+        body, model = orjson.loads(raw), request.match_info["model"]
+        fault, refused = await self.admit(request, body, raw_path=request.raw_path, model=model)
+        if refused is not None:
+            return refused
+        invalid = invalid_body(body, model)
+        if invalid is not None:
+            return self.error(400, invalid)
+        message = claude_message(body, model, self.tool_use, self.cache_read, self.cache_write)
+        if request.match_info["action"] == "invoke":
+            response = self.answer(message, fault)
+            usage = message["usage"]
+            response.headers.update({"x-amzn-RequestId": "req-fake-1", "X-Amzn-Bedrock-Input-Token-Count": str(usage["input_tokens"]),
+                                     "X-Amzn-Bedrock-Output-Token-Count": str(usage["output_tokens"])})  # fmt: skip
+            return response
+        return await self.stream(request, claude_chunks(message), fault, content_type="application/vnd.amazon.eventstream")
+
+    async def control(self, request: web.Request) -> web.StreamResponse:
+        """The control plane's listings (:mod:`.fake_control`)."""
+        request[RAW_BODY] = await request.read()
+        _, refused = await self.admit(request, None, raw_path=request.raw_path)
+        if refused is not None:
+            return refused
+        if request.path == "/foundation-models":
+            return self.answer(foundation_models(request.query.get("byOutputModality")))
+        return self.answer(inference_profiles(request.query.get("nextToken"), min(self.profiles_page, int(request.query.get("maxResults", "1000")))))
 
     def _answer(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int]]:
         texts = [block["text"] for block in body.get("system", []) if "text" in block]

@@ -140,7 +140,7 @@ def test_a_history_of_tool_calls_without_tools_declares_the_tools_called():
 
 
 def test_the_region_comes_from_the_setting_the_endpoint_or_the_default():
-    from gateway_bedrock.channel import region_of
+    from gateway_bedrock.runtime import region_of
     from gateway_core.records import ChannelRecord
 
     def channel(base_url, **settings):
