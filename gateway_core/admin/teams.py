@@ -21,7 +21,7 @@ from .errors import Conflict, Invalid, NotFound
 from .groups import check_group_names
 from .port import LimitChanges
 from .rules import MAX_USER_NAME, check_amount, check_user_name
-from .team_access import MANAGE, READ, SITE_ONLY, Caller, caller_role, is_site, require_site, team_for
+from .team_access import KEYS, MANAGE, READ, SITE, SITE_ONLY, Caller, caller_role, is_site, require_site, team_for
 
 
 MANAGE_MEMBERS = "manage this team's members"
@@ -36,6 +36,21 @@ class TeamView:
     account: UserRecord
     limits: dict[str, int | None]  # rate limits and budgets (users' columns)
     members: list[TeamMember]
+
+    @property
+    def site(self) -> bool:
+        """The caller is a site admin: the team's groups, wallet, limits and budgets are theirs to set."""
+        return self.role == SITE
+
+    @property
+    def manages(self) -> bool:
+        """The caller may manage the team's members and every key of it."""
+        return self.role in MANAGE
+
+    @property
+    def makes_own_keys(self) -> bool:
+        """The caller may make their own keys in the team (a site admin makes its service keys)."""
+        return self.role in KEYS and self.role != SITE
 
 
 def check_team_name(name: object) -> str:

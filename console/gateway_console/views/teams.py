@@ -15,7 +15,6 @@ import time
 from starlette.responses import Response
 
 from gateway_core.admin import Conflict, NotFound, groups, team_keys, teams
-from gateway_core.admin.team_access import KEYS, MANAGE, SITE
 from gateway_core.records import BUDGET_COLUMNS
 from gateway_core.team_records import ROLES, TeamRecord
 
@@ -56,15 +55,15 @@ async def team_page(ctx: Ctx, status: int = 200, error: str | None = None) -> Re
     team_id = ctx.path_int("team_id")
     view = await teams.team_view(ctx.admin, team_id, caller=ctx.user)
     role = view.role
-    listed = await team_keys.list_team_keys(ctx.admin, team_id, caller=ctx.user) if role in KEYS else []
+    listed = await team_keys.list_team_keys(ctx.admin, team_id, caller=ctx.user) if view.manages or view.makes_own_keys else []
     since = time.time() - USAGE_DAYS * 86_400
     by_member = await teams.team_usage_by(ctx.admin, team_id, "member", since=since, caller=ctx.user)
     return ctx.render(
-        "team.html", status=status, error=error, view=view, team=view.team, role=role, site=role == SITE,
-        manage=role in MANAGE, make_keys=role in KEYS and role != SITE, keys=listed, roles=ROLES, periods=PERIODS,
+        "team.html", status=status, error=error, view=view, team=view.team, role=role, site=view.site,
+        logs_url=ctx.url(f"{'/admin/logs' if view.site else '/logs'}?team={team_id}"), manage=view.manages, make_keys=view.makes_own_keys, keys=listed, roles=ROLES, periods=PERIODS,
         budgets={period: view.limits.get(column) for period, column in zip(PERIODS, BUDGET_COLUMNS)},
         names={member.user_id: member.user_name for member in view.members}, by_member=by_member, usage_days=USAGE_DAYS,
-        all_groups=[group.name for group in await groups.list_groups(ctx.admin)] if role == SITE else [],
+        all_groups=[group.name for group in await groups.list_groups(ctx.admin)] if view.site else [],
     )  # fmt: skip
 
 
