@@ -165,3 +165,21 @@ async def test_spend_tokens_and_errors_by_team_and_member_in_every_front(world, 
     assert status == 200 and len(text.splitlines()) == 1 and f'"team_id":{eng}' in text
     status, page = await root.get(f"/console/dashboard?team={eng}")
     assert status == 200 and "channel-health" not in page and re.search(r'id="stat-requests">1<', page)
+
+
+async def test_team_pages_in_chinese(world, browsers):
+    """Every team page in the Chinese catalogue's words, for each role that sees it."""
+    eng = world["eng"]
+    pages = ["/console/teams", f"/console/teams/{eng}", f"/console/dashboard?team={eng}", f"/console/logs?team={eng}"]
+    for name in ("root", "alice", "bob", "carol"):
+        browser = await browsers(name)
+        for path in pages:
+            if name == "root" and path.startswith("/console/logs"):
+                path = path.replace("/console/logs", "/console/admin/logs")
+            status, page = await browser.get(path, headers={"Accept-Language": "zh-CN"})
+            assert status == 200 and '<html lang="zh-Hans">' in page, (name, path)
+            title = re.search(r"<title>(.*?)</title>", page, re.S).group(1)
+            assert re.search(r"[\u4e00-\u9fff]", title.split("·")[0]), (name, path, title)
+            assert not re.search(r"%\([a-z_]+\)s|\{\{|\{%", page), (name, path)
+    _, page = await browser.get(f"/console/teams/{eng}", headers={"Accept-Language": "zh-CN"})
+    assert "（你：查看者）" in page and "按成员的花费，最近 30 天" in page
