@@ -120,4 +120,3 @@ async def dashboard(ctx: Ctx) -> Response:
         charts=usage_charts(series, span.step), breakdowns=list(zip(groupings, totals)), health=health,
         elapsed_ms=elapsed_ms, status=400 if error else 200, team=chosen, teams=await teams.list_teams(ctx.admin, caller=ctx.user),
     )  # fmt: skip
-
