@@ -103,6 +103,8 @@ PUBLIC_MODULES = (
     "gateway_core.admin.keys",
     "gateway_core.admin.prices",
     "gateway_core.admin.setup",
+    "gateway_core.admin.teams",  # teams, their members and usage, with the caller's role checked (docs/teams.md)
+    "gateway_core.admin.team_keys",  # a team's keys
     "gateway_core.admin.tokens",  # personal access tokens of the management API
     "gateway_core.admin.usage",
     "gateway_core.admin.usage_export",  # the usage log as CSV or JSON lines, streamed
@@ -129,6 +131,7 @@ PUBLIC_MODULES = (
     "gateway_core.ratelimit",  # rate-limit state a protocol renders as headers
     "gateway_core.reasoning",  # one table between reasoning effort names and thinking budgets
     "gateway_core.records",  # the records the store hands out
+    "gateway_core.team_records",  # a team, a member and their role
     "gateway_core.secrets",  # hashing and masking secrets
     "gateway_core.sql",  # SQL handles for a plugin's own tables
     "gateway_core.observers",  # Observer: told of the request path's events, registered through register_observers

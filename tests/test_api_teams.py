@@ -150,3 +150,11 @@ def test_the_teams_budgets_and_where_they_stand(gateway):
     answer = request(url, "GET", "/teams/{team_id}/budgets", None, values, tokens["viewer"]).json()
     assert answer["caps"]["daily_micros"] == 2_000_000
     assert [(w["whose"], w["period"], w["spent_micros"]) for w in answer["windows"]] == [("user", "daily", 0)]
+
+
+def test_the_teams_usage_says_who_spent_what(gateway):
+    url, seed = gateway
+    values, tokens = make_world(seed)
+    answer = request(url, "GET", "/teams/{team_id}/usage", None, values, tokens["viewer"])
+    assert answer.status_code == 200 and answer.json()["members"] == []  # no request yet (tests/test_teams.py counts them)
+    assert request(url, "GET", "/teams/{team_id}/usage", None, values, tokens["outsider"]).status_code == 404

@@ -233,3 +233,28 @@ async def test_deleting_a_person_ends_their_team_keys_and_memberships(admin, wor
     assert "dev" not in [m.user_name for m in (await teams.team_view(admin, eng.id)).members]
     assert await teams.list_teams(admin, caller=who["dev"]) == []
     assert (await wallet.check_ledger(admin)).ok
+
+
+async def test_usage_by_member_says_who_spent_what(admin, store, world):
+    """A team's totals by the member whose key made each request (its service keys: no
+    member), for every role of the team; a team one is not in is not found."""
+    eng, _, who = world
+    await teams.topup_team(admin, eng.id, 1_000_000)
+    dev_key, _ = await team_keys.create_team_key(admin, eng.id, name="laptop", caller=who["dev"])
+    lead_key, _ = await team_keys.create_team_key(admin, eng.id, name="desk", caller=who["lead"])
+    service, _ = await team_keys.create_team_key(admin, eng.id, service=True, name="ci")
+    spent = ((dev_key, 3_000), (dev_key, 4_000), (lead_key, 2_000), (service, 1_500))
+    for n, (key, cost) in enumerate(spent):
+        await store.hold(eng.account_id, 5_000, f"m{n}", key.id)
+        await store.record(UsageRow(request_id=f"m{n}", started_at=1_700_000_000.0 + n, protocol="openai", endpoint="chat", user_id=eng.account_id,
+                                    key_id=key.id, model="m", status=200, cost_micros=cost, input_tokens=10, team_id=eng.id), eng.account_id)  # fmt: skip
+    for caller in ("watcher", "dev", "lead", "root"):
+        by_member = await teams.team_usage_by(admin, eng.id, "member", since=1_600_000_000, caller=who[caller])
+        assert [(t.label, t.requests, t.cost_micros, t.input_tokens) for t in by_member] == [("dev", 2, 7_000, 20), ("lead", 1, 2_000, 10), (None, 1, 1_500, 10)]
+    by_key = await teams.team_usage_by(admin, eng.id, "key", since=1_600_000_000, caller=who["watcher"])
+    assert [(t.label, t.cost_micros) for t in by_key] == [("laptop", 7_000), ("desk", 2_000), ("ci", 1_500)]
+    for caller in ("outsider", "other"):
+        with pytest.raises(NotFound):
+            await teams.team_usage_by(admin, eng.id, "member", caller=who[caller])
+    with pytest.raises(Invalid):
+        await teams.team_usage_by(admin, eng.id, "user", caller=who["lead"])

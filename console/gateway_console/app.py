@@ -16,7 +16,7 @@ from starlette.staticfiles import StaticFiles
 from gateway_core.ratelimit import SignInRule
 
 from .sessions import MOUNT_PATH
-from .views import admin_audit, admin_channels, admin_codes, admin_keys, admin_site, admin_users, auth, channel_models, dashboard, keys, logs, models, playground, quickstart, tokens, wallet
+from .views import admin_audit, admin_channels, admin_codes, admin_keys, admin_site, admin_users, auth, channel_models, dashboard, keys, logs, models, playground, quickstart, team_members, teams, tokens, wallet
 from . import i18n
 from .web import TEMPLATES, ConsoleState, language_of, page_values, remember_language
 
@@ -86,6 +86,20 @@ def routes() -> list:
         Route("/tokens/new", tokens.token_new, methods=POST),
         Route("/tokens/{token_id:int}/created", tokens.token_created, methods=GET),
         Route("/tokens/{token_id:int}/revoke", tokens.token_revoke, methods=POST),
+        Route("/teams", teams.team_list, methods=GET),
+        Route("/teams", teams.team_create, methods=POST),
+        Route("/teams/{team_id:int}", teams.team_detail, methods=GET),
+        Route("/teams/{team_id:int}/edit", teams.team_edit, methods=POST),
+        Route("/teams/{team_id:int}/budgets", teams.team_budgets, methods=POST),
+        Route("/teams/{team_id:int}/topup", teams.team_topup, methods=POST),
+        Route("/teams/{team_id:int}/delete", teams.team_delete, methods=POST),
+        Route("/teams/{team_id:int}/members", team_members.member_add, methods=POST),
+        Route("/teams/{team_id:int}/members/{user_id:int}/role", team_members.member_role, methods=POST),
+        Route("/teams/{team_id:int}/members/{user_id:int}/remove", team_members.member_remove, methods=POST),
+        Route("/teams/{team_id:int}/keys", team_members.key_new, methods=POST),
+        Route("/teams/{team_id:int}/keys/{key_id:int}/created", team_members.key_created, methods=GET),
+        Route("/teams/{team_id:int}/keys/{key_id:int}/budgets", team_members.key_budgets, methods=POST),
+        Route("/teams/{team_id:int}/keys/{key_id:int}/delete", team_members.key_delete, methods=POST),
         Route("/admin/audit", admin_audit.audit_list, methods=GET),
         Route("/quickstart", quickstart.quickstart, methods=GET),
         Route("/admin/channels", admin_channels.channel_list, methods=GET),

@@ -133,6 +133,15 @@ def N_(message: str) -> str:
 PERIODS = {"daily": N_("daily"), "weekly": N_("weekly"), "monthly": N_("monthly")}
 
 
+TEAM_ROLES = {  # one's role in a team (docs/teams.md), as shown
+    "site": N_("site admin"), "admin": N_("team admin"), "member": N_("member"), "viewer": N_("viewer"),
+}
+
+
+def team_role(role: str) -> str:
+    return _(TEAM_ROLES[role]) if role in TEAM_ROLES else role
+
+
 def period_name(period: str) -> str:
     """A budget's period (``daily``, …) as shown."""
     return _(PERIODS[period]) if period in PERIODS else period
@@ -151,6 +160,7 @@ def cost_part(name: str) -> str:
 BREAKDOWNS = {  # a dashboard breakdown: its heading and its first column
     "model": (N_("By model"), N_("Model")), "user": (N_("By user"), N_("User")),
     "key": (N_("By key"), N_("Key")), "channel": (N_("By channel"), N_("Channel")),
+    "member": (N_("By member"), N_("Member")),
 }
 
 

@@ -4,7 +4,9 @@ the CSRF check, templates and responses.
 Each view is ``async def view(ctx: Ctx) -> Response`` wrapped by :func:`page`,
 which resolves the session, refuses a POST without the session's CSRF token
 (403), sends a visitor without a session to the sign-in page and refuses
-non-admins on admin pages (403): no view can forget one of these.
+non-admins on admin pages (403): no view can forget one of these. An admin
+operation's ``NotFound`` becomes a 404 page, its ``Forbidden`` (a team role that does
+not allow the operation) a 403 page.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from urllib.parse import quote, urlencode
 import attrs
 import jinja2
 from gateway_core import services_from_scope
-from gateway_core.admin import Admin, NotFound, audit
+from gateway_core.admin import Admin, Forbidden, NotFound, audit
 from gateway_core.sql import SqlHandle
 from starlette.datastructures import FormData
 from starlette.requests import Request
@@ -44,7 +46,7 @@ TEMPLATES = jinja2.Environment(
 TEMPLATES.filters.update(FILTERS)
 TEMPLATES.policies["ext.i18n.trimmed"] = True  # a message's line breaks and indentation are not part of it
 TEMPLATES.globals.update(
-    period_name=i18n.period_name, cost_part=i18n.cost_part, by_title=i18n.by_title, by_column=i18n.by_column,
+    period_name=i18n.period_name, team_role=i18n.team_role, cost_part=i18n.cost_part, by_title=i18n.by_title, by_column=i18n.by_column,
     ledger_kind=i18n.ledger_kind, health_state=i18n.health_state, setting_label=i18n.setting_label, setting_help=i18n.setting_help, setting_accepts=i18n.setting_accepts,
 )
 TEMPLATES.install_gettext_callables(i18n.gettext_, i18n.ngettext_, newstyle=True)  # type: ignore[attr-defined]
@@ -119,6 +121,11 @@ class Viewer:
     is_admin: bool
     token: str = attrs.field(repr=False)
     csrf: str = attrs.field(repr=False)
+
+    @property
+    def user_id(self) -> int:
+        """The viewer as the caller of a team operation (:mod:`gateway_core.admin.team_access`)."""
+        return self.id
 
 
 class Ctx:
@@ -247,6 +254,8 @@ def page(*, admin: bool = False, public: bool = False) -> Callable:
                 return await view(ctx)
             except NotFound as exc:  # a record that is not there, or not the viewer's
                 return ctx.error(404, f"{str(exc)[:1].upper()}{str(exc)[1:]}.")
+            except Forbidden as exc:  # a team the viewer is in, an operation their role does not allow
+                return ctx.error(403, str(exc))
 
         return endpoint
 

@@ -12,7 +12,7 @@ from .test_theme import check_page
 
 pytestmark = pytest.mark.usefixtures("users")
 
-USER_LINKS = ["/dashboard", "/playground", "/keys", "/logs", "/wallet", "/models", "/tokens", "/quickstart"]
+USER_LINKS = ["/dashboard", "/playground", "/keys", "/teams", "/logs", "/wallet", "/models", "/tokens", "/quickstart"]
 ADMIN_LINKS = USER_LINKS + ["/admin/channels", "/admin/users", "/admin/codes", "/admin/groups", "/admin/prices", "/admin/usage", "/admin/audit", "/account"]
 
 # every link of the console's navigation: its path, where it is drawn, and whether it wraps

@@ -15,13 +15,16 @@ import attrs
 
 from ..records import DEFAULT_GROUP, UserRecord, UsageFilter, UsageTotal
 from ..team_records import ACCOUNT_PREFIX, ROLES, TeamMember, TeamRecord, account_name
-from . import users, wallet
+from . import usage, users, wallet
 from .context import Admin
 from .errors import Conflict, Invalid, NotFound
 from .groups import check_group_names
 from .port import LimitChanges
 from .rules import MAX_USER_NAME, check_amount, check_user_name
-from .team_access import MANAGE, READ, SITE_ONLY, Caller, caller_role, is_site, require_site, team_for
+from .team_access import KEYS, MANAGE, READ, SITE, SITE_ONLY, Caller, caller_role, is_site, require_site, team_for
+
+
+MANAGE_MEMBERS = "manage this team's members"
 
 
 @attrs.frozen
@@ -33,6 +36,21 @@ class TeamView:
     account: UserRecord
     limits: dict[str, int | None]  # rate limits and budgets (users' columns)
     members: list[TeamMember]
+
+    @property
+    def site(self) -> bool:
+        """The caller is a site admin: the team's groups, wallet, limits and budgets are theirs to set."""
+        return self.role == SITE
+
+    @property
+    def manages(self) -> bool:
+        """The caller may manage the team's members and every key of it."""
+        return self.role in MANAGE
+
+    @property
+    def makes_own_keys(self) -> bool:
+        """The caller may make their own keys in the team (a site admin makes its service keys)."""
+        return self.role in KEYS and self.role != SITE
 
 
 def check_team_name(name: object) -> str:
@@ -127,7 +145,7 @@ async def delete_team(admin: Admin, team_id: int, *, caller: Caller | None = Non
 async def set_member(admin: Admin, team_id: int, user_id: int | None, role: str, *, caller: Caller | None = None) -> TeamMember:
     """Add a person to a team in ``role``, or change their role (a team admin of
     the team, or a site admin). Their keys in the team follow at once: a viewer's stop."""
-    team, _ = await team_for(admin, team_id, caller, MANAGE, "manage this team's members")
+    team, _ = await team_for(admin, team_id, caller, MANAGE, MANAGE_MEMBERS)
     check_role(role)
     if isinstance(user_id, bool) or not isinstance(user_id, int):
         raise Invalid("is required: the id of the user", "user_id")
@@ -139,11 +157,20 @@ async def set_member(admin: Admin, team_id: int, user_id: int | None, role: str,
     return next(m for m in await admin.store.list_members(team.id) if m.user_id == person.id)
 
 
+async def add_member_by_name(admin: Admin, team_id: int, name: str, role: str, *, caller: Caller | None = None) -> TeamMember:
+    """:func:`set_member` for the person named ``name`` (the console's form): the caller's
+    role is checked before the name is looked up, so only those who may add members
+    learn whether a name exists."""
+    await team_for(admin, team_id, caller, MANAGE, MANAGE_MEMBERS)
+    person = await users.find_user(admin, name)
+    return await set_member(admin, team_id, person.id, role, caller=caller)
+
+
 async def remove_member(admin: Admin, team_id: int, user_id: int, *, caller: Caller | None = None) -> None:
     """Take a person out of a team (a team admin of the team, or a site admin): their
     keys in the team are deleted and stop at once, in every gateway that hears the
     invalidation."""
-    team, _ = await team_for(admin, team_id, caller, MANAGE, "manage this team's members")
+    team, _ = await team_for(admin, team_id, caller, MANAGE, MANAGE_MEMBERS)
     if not await admin.store.remove_member(team.id, user_id):
         raise NotFound(f"user {user_id} is not a member of team {team.name!r}")
     admin.caches.user_changed(user_id)
@@ -160,3 +187,15 @@ async def team_usage(admin: Admin, team_id: int, *, since: float | None = None, 
     """Requests, tokens, cost and errors charged to the team (any role), from the usage log."""
     team, _ = await team_for(admin, team_id, caller, READ, "read this team's usage")
     return await admin.store.usage_filter_totals(UsageFilter(team_id=team.id, since=since, until=until))
+
+
+async def team_usage_by(
+    admin: Admin, team_id: int, by: str, *, since: float = 0, until: float | None = None, caller: Caller | None = None
+) -> list[UsageTotal]:
+    """The team's totals by ``"model"``, ``"key"`` or ``"member"`` (who spent what: the
+    member whose key made each request; ``None`` for the team's service keys), costliest
+    first (any role)."""
+    if by not in ("model", *usage.OWN_TOTALS_BY):
+        raise Invalid(f"must be one of model, {', '.join(usage.OWN_TOTALS_BY)}, not {by!r}", "by")
+    team, _ = await team_for(admin, team_id, caller, READ, "read this team's usage")
+    return await usage.usage_totals(admin, by, since, 200, until=until, user_id=team.account_id)

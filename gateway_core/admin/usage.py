@@ -19,6 +19,7 @@ from .errors import Invalid, NotFound
 
 MAX_PAGE = 1000
 TOTALS_BY = ("model", "user", "channel")  # the site report's totals; a user's are by model and by "key"
+OWN_TOTALS_BY = ("key", "member")  # of one account: by key, and (a team's) by the member whose key it is
 MAX_BUCKETS = 1000
 
 
@@ -68,9 +69,10 @@ async def usage_totals(
     admin: Admin, by: str, since: float, limit: int = 50, *, until: float | None = None, user_id: int | None = None
 ) -> list[UsageTotal]:
     """Totals from ``since`` to ``until`` (everyone's, or one user's) by ``"model"``,
-    ``"user"``, ``"channel"`` or ``"key"``, costliest first."""
-    if by not in (*TOTALS_BY, "key"):
-        raise Invalid(f"must be one of {', '.join(TOTALS_BY)} or key, not {by!r}", "by")
+    ``"user"``, ``"channel"``, ``"key"`` or ``"member"`` (a team's keys' members;
+    ``None`` labels its service keys), costliest first."""
+    if by not in (*TOTALS_BY, *OWN_TOTALS_BY):
+        raise Invalid(f"must be one of {', '.join((*TOTALS_BY, *OWN_TOTALS_BY))}, not {by!r}", "by")
     return await admin.store.usage_totals(by, since, limit, until=until, user_id=user_id)
 
 

@@ -55,8 +55,13 @@ TOPUP = one_amount(obj({"amount": usd("the amount"), "amount_micros": micros("th
 BALANCE = obj({"team_id": ID, "balance": usd("the wallet after", signed=True), "balance_micros": micros("the wallet after", signed=True)}, ("team_id", "balance", "balance_micros"))
 USAGE = obj(
     {"requests": {"type": "integer"}, "errors": {"type": "integer"}, "input_tokens": {"type": "integer"}, "output_tokens": {"type": "integer"},
-     "cost": usd("cost"), "cost_micros": micros("cost"), "since": {"type": ["number", "null"]}, "items": array(ROW)},
-    ("requests", "errors", "cost", "cost_micros", "items"),
+     "cost": usd("cost"), "cost_micros": micros("cost"), "since": {"type": ["number", "null"]}, "items": array(ROW),
+     "members": array(obj(
+         {"member": {"type": ["string", "null"], "description": "the member whose keys made the requests; null: the team's service keys"},
+          "requests": {"type": "integer"}, "errors": {"type": "integer"}, "input_tokens": {"type": "integer"},
+          "output_tokens": {"type": "integer"}, "cost": usd("cost"), "cost_micros": micros("cost")},
+         ("member", "requests", "errors", "cost", "cost_micros"), closed=False))},
+    ("requests", "errors", "cost", "cost_micros", "items", "members"),
 )  # fmt: skip
 SPAN = (
     Param("since", {"type": "number", "minimum": 0, "maximum": 1e11}, "from this Unix time (default: all)"),
@@ -174,8 +179,10 @@ async def team_usage(call: ApiCall) -> dict[str, Any]:
     total = await teams.team_usage(call.admin, team_id, since=since, until=until, caller=call.principal)
     limit = call.query.get("limit", 20)
     rows = (await usage_ops.page_usage(call.admin, UsageFilter(team_id=team_id, since=since, until=until), limit=limit)).rows if limit else []
+    by_member = await teams.team_usage_by(call.admin, team_id, "member", since=since or 0, until=until, caller=call.principal)
+    members = [{"member": t.label, **{k: v for k, v in attrs.asdict(t).items() if k != "label"}, "cost": format_usd(t.cost_micros)} for t in by_member]
     return {**attrs.asdict(total), "cost": format_usd(total.cost_micros), "since": since,
-            "items": [row_json(usage_ops.for_owner(row)) for row in rows]}  # fmt: skip
+            "items": [row_json(usage_ops.for_owner(row)) for row in rows], "members": members}  # fmt: skip
 
 
 async def team_budgets(call: ApiCall) -> dict[str, Any]:
@@ -201,5 +208,5 @@ OPERATIONS = (
     Operation("DELETE", ONE + "/keys/{key_id}", "Delete a team key (the team's admins; a member their own)", TAG, "write", delete_team_key, KEY, errors=E),
     Operation("POST", ONE + "/topup", "Credit the team's wallet (admin)", TAG, "admin", topup_team, BALANCE, body=TOPUP, errors=E),
     Operation("GET", ONE + "/budgets", "The team's budgets and its keys', and where each window stands (any role)", TAG, "read", team_budgets, BUDGETS, errors=E),
-    Operation("GET", ONE + "/usage", "Requests, tokens, cost and errors charged to the team, and its latest rows (any role)", TAG, "read", team_usage, USAGE, query=SPAN, errors=E),
+    Operation("GET", ONE + "/usage", "Requests, tokens, cost and errors charged to the team, by member, and its latest rows (any role)", TAG, "read", team_usage, USAGE, query=SPAN, errors=E),
 )

@@ -94,13 +94,14 @@ def _view_json(view: TeamView, spend: Any = None) -> dict[str, Any]:
 
 def _run_team_show(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import teams
+    from ..jsonable import to_jsonable
     from ..money import format_usd
 
-    async def show(admin: Admin) -> tuple[TeamView, Any]:
+    async def show(admin: Admin) -> tuple[TeamView, Any, Any]:
         team_id = await _team_id(admin, args.team)
-        return await teams.team_view(admin, team_id), await teams.team_usage(admin, team_id)
+        return await teams.team_view(admin, team_id), await teams.team_usage(admin, team_id), await teams.team_usage_by(admin, team_id, "member")
 
-    view, spend = cli.run(show)
+    view, spend, by_member = cli.run(show)
     limits = ", ".join(f"{name} {value}" for name, value in view.limits.items() if value is not None) or "none"
     members = ", ".join(f"{m.user_name} ({m.role})" for m in view.members) or "none"
     text = (
@@ -109,7 +110,10 @@ def _run_team_show(args: argparse.Namespace, cli: CommandContext) -> int:
         f"  usage: {spend.requests} requests, {spend.errors} errors, {spend.input_tokens} input and {spend.output_tokens} "
         f"output tokens, {format_usd(spend.cost_micros)} USD"
     )
-    cli.print_record(_view_json(view, spend), text=text)
+    for total in by_member:  # who spent what: each member's keys, and the team's service keys
+        text += (f"\n    {total.label or '(service keys)'}: {total.requests} requests, {total.errors} errors, "
+                 f"{total.input_tokens + total.output_tokens} tokens, {format_usd(total.cost_micros)} USD")  # fmt: skip
+    cli.print_record({**_view_json(view, spend), "usage_by_member": [to_jsonable(total) for total in by_member]}, text=text)
     return 0
 
 

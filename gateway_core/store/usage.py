@@ -220,6 +220,8 @@ _TOTALS_BY = {  # what usage_totals groups by, the label it shows, and the join 
     "user": ("u.user_id, us.name", "coalesce(us.name, '-')", "LEFT JOIN users AS us ON us.id = u.user_id"),
     "channel": ("u.channel_name", "u.channel_name", ""),
     "key": ("u.key_id, k.name", "coalesce(k.name, '-')", "LEFT JOIN api_keys AS k ON k.id = u.key_id"),
+    # a team's rows by the member whose key made them (the label is NULL for the team's service keys)
+    "member": ("k.member_id, mu.name", "mu.name", "LEFT JOIN api_keys AS k ON k.id = u.key_id LEFT JOIN users AS mu ON mu.id = k.member_id"),
 }
 _SITE_DIMS = {"time": "all", "model": "model", "user": "user", "channel": "channel"}  # usage_site's dimension of each
 TOTALS_SPANS = ("time",)  # usage_totals by time: one row per ``bucket`` seconds from ``since``
@@ -274,7 +276,8 @@ def usage_totals(
     user_id: int | None = None, bucket: float | None = None, hourly: bool = True,
 ) -> list[UsageTotal]:
     """Totals since ``since`` (until ``until``; of one user, or everyone's) by
-    ``"model"``, ``"user"``, ``"channel"`` or ``"key"``, costliest first; or by
+    ``"model"``, ``"user"``, ``"channel"``, ``"key"`` or ``"member"`` (a team key's
+    member), costliest first; or by
     ``"time"`` in buckets of ``bucket`` seconds (:func:`totals_query`)."""
     sql, params = totals_query(by, since, limit, until=until, user_id=user_id, bucket=bucket, hourly=hourly)
     return [UsageTotal(**dict(row)) for row in fetch_all(conn, sql, params)]

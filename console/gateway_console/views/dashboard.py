@@ -1,6 +1,7 @@
 """The home page after sign-in: spend, requests, tokens and errors over a chosen
-span, over time and by model and key — a user's own, or (admins) the whole
-site's by user and channel with the channels' health.
+span, over time and by model and key — a user's own, a team's (by member too, for
+any of its roles), or (admins) the whole site's by user and channel with the
+channels' health.
 
 Every figure comes from one aggregation of the usage log,
 :func:`gateway_core.admin.usage.usage_totals` (and its buckets over time,
@@ -19,12 +20,13 @@ from datetime import UTC, date, datetime
 import attrs
 from starlette.responses import Response
 
-from gateway_core.admin import channels, usage
+from gateway_core.admin import channels, teams, usage
 from gateway_core.records import UsageTotal
 
 from ..chart import usage_charts
 from ..i18n import N_, _
 from ..web import Ctx, page
+from .teams import chosen_team
 
 HOUR, DAY = 3600, 86_400
 RANGES = {"24h": (N_("Last 24 hours"), HOUR, 24), "7d": (N_("Last 7 days"), DAY, 7), "30d": (N_("Last 30 days"), DAY, 30)}  # labels translated when shown
@@ -96,16 +98,17 @@ def add_up(points: list[tuple[float, UsageTotal]]) -> UsageTotal:
 @page()
 async def dashboard(ctx: Ctx) -> Response:
     query = dict(ctx.request.query_params)
-    site = ctx.user.is_admin and query.get("view", "site") != "mine"
+    chosen = await chosen_team(ctx, query.get("team", ""))
+    site = ctx.user.is_admin and query.get("view", "site") != "mine" and chosen is None
     try:
         span = choose_span(query, time.time())
     except SpanError as exc:
         span, error = choose_span({"tz": query.get("tz", "")}, time.time()), str(exc)
     else:
         error = None
-    owner = None if site else ctx.user.id
+    owner = chosen.account_id if chosen else None if site else ctx.user.id
     started = time.perf_counter()
-    groupings = ("model", "user", "channel") if site else ("model", "key")
+    groupings = ("model", "member", "key") if chosen else ("model", "user", "channel") if site else ("model", "key")
     series, *totals = await asyncio.gather(
         usage.usage_series(ctx.admin, span.since, span.until, span.step, user_id=owner),
         *(usage.usage_totals(ctx.admin, by, span.since, until=span.until, user_id=owner) for by in groupings),
@@ -115,5 +118,5 @@ async def dashboard(ctx: Ctx) -> Response:
     return ctx.render(
         "dashboard.html", span=span, ranges=RANGES, site=site, error=error, total=add_up(series),
         charts=usage_charts(series, span.step), breakdowns=list(zip(groupings, totals)), health=health,
-        elapsed_ms=elapsed_ms, status=400 if error else 200,
+        elapsed_ms=elapsed_ms, status=400 if error else 200, team=chosen, teams=await teams.list_teams(ctx.admin, caller=ctx.user),
     )  # fmt: skip

@@ -1,8 +1,9 @@
 """Request logs: filtered, newest first, keyset-paginated, with the totals of
 the filter, a search by request id and an export (CSV or JSON lines); a request's detail.
 
-A user sees only their own rows (their id is part of every page's filter); an
-operator sees every user's under ``/admin/logs``. Pages come from the admin
+A user sees only their own rows (their id is part of every page's filter), or with
+``?team=`` a team's they have a role in (the team's account is the owner then); an
+operator sees every user's under ``/admin/logs``, filtered by user or team. Pages come from the admin
 layer's usage-log pager, the one ``relaygate logs`` uses; the export is the
 management API's writer (:func:`gateway_core.admin.usage_export.export_usage`).
 
@@ -18,15 +19,16 @@ from urllib.parse import urlencode
 
 from starlette.responses import Response, StreamingResponse
 
-from gateway_core.admin import keys, prices, usage, usage_export, wallet
+from gateway_core.admin import keys, prices, teams, usage, usage_export, wallet
 from gateway_core.records import Cursor, UsageFilter
 
 from ..i18n import _
 from ..forms import FormError, optional_int, when
 from ..web import Ctx, page
+from .teams import chosen_team
 
 PAGE_SIZE = 50
-FILTER_NAMES = ("key", "model", "status", "since", "until", "user", "request")
+FILTER_NAMES = ("key", "model", "status", "since", "until", "user", "team", "request")
 
 
 def _cursor(value: str, what: str) -> Cursor | None:
@@ -46,8 +48,9 @@ def _filters(ctx: Ctx, owner: int | None) -> tuple[UsageFilter, dict[str, str]]:
     status = raw["status"]
     if status and status != "errors" and not (status.isdigit() and len(status) == 3):
         raise FormError(_("status must be a 3-digit code or 'errors'"))
+    team_id = optional_int(raw["team"], _("team")) if owner is None else None  # a user's team: its account is the owner
     filters = UsageFilter(
-        key_id=optional_int(raw["key"], _("key")), user_id=user_id, model=raw["model"] or None,
+        key_id=optional_int(raw["key"], _("key")), user_id=user_id, team_id=team_id, model=raw["model"] or None,
         status=int(status) if status.isdigit() else None, errors=status == "errors",
         since=when(raw["since"], _("From")), until=when(raw["until"], _("Until")),
     )  # fmt: skip
@@ -83,8 +86,9 @@ async def _logs(ctx: Ctx, owner: int | None, path: str) -> Response:
         if before is not None or (after is not None and found.more):
             newer = _link(ctx, path, raw, after=usage.format_cursor(usage.cursor_of(rows[0])))
     detail = path + "/"
+    team_query = "?" + urlencode({"team": raw["team"]}) if owner is not None and raw.get("team") else ""
     if query.get("fragment") == "rows":
-        return ctx.render("log_rows.html", rows=rows, detail=detail, admin=owner is None)
+        return ctx.render("log_rows.html", rows=rows, detail=detail, team_query=team_query, admin=owner is None)
     # the filter's totals: for the whole page only, not each live refresh
     totals = await usage.filter_totals(ctx.admin, filters) if not request_id and not error else None
     choices = []
@@ -96,7 +100,7 @@ async def _logs(ctx: Ctx, owner: int | None, path: str) -> Response:
     return ctx.render(
         "logs.html", status=400 if error else 200, rows=rows, keys=choices, raw=raw, error=error, older=older,
         newer=newer, first=_link(ctx, path, raw), live=before is None and after is None and not request_id,
-        detail=detail, admin=owner is None, totals=totals, models=await _model_choices(ctx, owner, raw["model"] if raw else ""),
+        detail=detail, team_query=team_query, admin=owner is None, totals=totals, teams=await teams.list_teams(ctx.admin, caller=ctx.user), models=await _model_choices(ctx, owner, raw["model"] if raw else ""),
         export=export,
     )  # fmt: skip
 
@@ -129,14 +133,21 @@ async def _export(ctx: Ctx, owner: int | None, fmt: str) -> Response:
     return StreamingResponse(lines, media_type=media_type, headers=headers)
 
 
+async def _owner(ctx: Ctx) -> int:
+    """Whose rows a user's page shows: a team's (``?team=``, any of its roles: its
+    account pays for them) or the viewer's own."""
+    team = await chosen_team(ctx, ctx.request.query_params.get("team", ""))
+    return team.account_id if team else ctx.user.id
+
+
 @page()
 async def log_export(ctx: Ctx) -> Response:
-    return await _export(ctx, ctx.user.id, "csv")
+    return await _export(ctx, await _owner(ctx), "csv")
 
 
 @page()
 async def log_export_jsonl(ctx: Ctx) -> Response:
-    return await _export(ctx, ctx.user.id, "jsonl")
+    return await _export(ctx, await _owner(ctx), "jsonl")
 
 
 @page(admin=True)
@@ -151,7 +162,7 @@ async def admin_log_export_jsonl(ctx: Ctx) -> Response:
 
 @page()
 async def log_list(ctx: Ctx) -> Response:
-    return await _logs(ctx, ctx.user.id, "/logs")
+    return await _logs(ctx, await _owner(ctx), "/logs")
 
 
 @page(admin=True)
@@ -167,7 +178,7 @@ async def _detail(ctx: Ctx, user_id: int | None) -> Response:
 
 @page()
 async def log_detail(ctx: Ctx) -> Response:
-    return await _detail(ctx, ctx.user.id)
+    return await _detail(ctx, await _owner(ctx))
 
 
 @page(admin=True)
