@@ -103,6 +103,7 @@ PUBLIC_MODULES = (
     "gateway_core.admin.keys",
     "gateway_core.admin.prices",
     "gateway_core.admin.setup",
+    "gateway_core.admin.sso_users",  # users and team memberships from an OpenID provider's claims
     "gateway_core.admin.tokens",  # personal access tokens of the management API
     "gateway_core.admin.usage",
     "gateway_core.admin.usage_export",  # the usage log as CSV or JSON lines, streamed
