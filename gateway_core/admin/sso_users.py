@@ -89,7 +89,7 @@ async def _sync_memberships(admin: Admin, user: UserRecord, wanted: Mapping[str,
             continue
         team = await admin.store.find_team(team_name)
         if team is None or team.deleted:
-            continue  # a mapping to a team that does not exist (yet): logged by the front
+            continue  # a mapping to a team that does not exist (yet) gives nothing until it does
         after = await teams.set_member(admin, team.id, user.id, role)
         await audit.record(admin, who, "team.member.add" if before is None else "team.member.role", f"team {team.id}", before, after)
     for team_name, member in sorted(current.items()):

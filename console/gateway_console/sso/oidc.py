@@ -35,7 +35,12 @@ MAX_DOCUMENT_BYTES = 1_000_000
 
 
 class SignOnFailed(Exception):
-    """The provider's answer or token is refused; the message says why (no secret in it)."""
+    """The provider's answer or token is refused, or the provider cannot be reached
+    (``unreachable``); the message says why (no secret in it)."""
+
+    def __init__(self, message: str, *, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable
 
 
 @attrs.frozen
@@ -96,7 +101,7 @@ class OpenIdProvider:
                     error = token.get("error") if isinstance(token, dict) else None
                     raise SignOnFailed(f"the provider refused the code ({answer.status} {error or ''})".strip())
         except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
-            raise SignOnFailed(f"the provider's token endpoint could not be read: {type(exc).__name__}") from None
+            raise SignOnFailed(f"the provider's token endpoint could not be read: {type(exc).__name__}", unreachable=True) from None
         id_token = token.get("id_token")
         if not isinstance(id_token, str):
             raise SignOnFailed("the provider's answer has no ID token")
@@ -154,12 +159,12 @@ class OpenIdProvider:
         try:
             async with self.http.get(url, headers={"Accept": "application/json"}, timeout=TIMEOUT) as answer:
                 if answer.status != 200:
-                    raise SignOnFailed(f"{url} answered {answer.status}")
+                    raise SignOnFailed(f"{url} answered {answer.status}", unreachable=True)
                 body = await answer.content.read(MAX_DOCUMENT_BYTES + 1)
                 if len(body) > MAX_DOCUMENT_BYTES:
                     raise SignOnFailed(f"{url} answered a document over {MAX_DOCUMENT_BYTES} bytes")
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
-            raise SignOnFailed(f"{url} could not be read: {type(exc).__name__}") from None
+            raise SignOnFailed(f"{url} could not be read: {type(exc).__name__}", unreachable=True) from None
         try:
             document = orjson.loads(body)
         except orjson.JSONDecodeError:

@@ -39,7 +39,7 @@ class SsoSettings:
     signup: SignUp = SignUp()
     redirect_uri: str = ""  # the callback's public URL; empty: from the request
     post_logout_redirect_uri: str = ""  # where the provider sends one after signing out; empty: the sign-in page
-    button_label: str = "Sign in with single sign-on"
+    button_label: str = ""  # the sign-in button's text; empty: "Sign in with single sign-on", translated
 
     @property
     def managed_teams(self) -> frozenset[str]:
@@ -102,7 +102,7 @@ def sso_settings(table: Mapping[str, Any] | None, environ: Mapping[str, str]) ->
             role=signup_role, group=str(values.get("signup_group", "default")),
         ),
         redirect_uri=str(values.get("redirect_uri", "")), post_logout_redirect_uri=str(values.get("post_logout_redirect_uri", "")),
-        button_label=str(values.get("button_label", "Sign in with single sign-on")),
+        button_label=str(values.get("button_label", "")),
     )  # fmt: skip
 
 

@@ -99,4 +99,4 @@ def _refused(ctx: Ctx, status: int, message: str) -> Response:
 
 def _failed(ctx: Ctx, exc: SignOnFailed) -> Response:
     log.warning("sso.failed", reason=str(exc))
-    return _refused(ctx, 502 if "could not be read" in str(exc) else 401, _("Signing in through the identity provider failed: %(reason)s.", reason=str(exc)))
+    return _refused(ctx, 502 if exc.unreachable else 401, _("Signing in through the identity provider failed: %(reason)s.", reason=str(exc)))

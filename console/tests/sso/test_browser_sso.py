@@ -7,12 +7,14 @@ break-glass admin, and signing out at the provider."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from gateway_core.admin import Admin, teams
 from gateway_core.config import Config
 
+ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "console"  # as the chromium fixture makes it
 TEAM_ROLES = {"eng-leads": "eng:admin", "eng": "eng:member", "finance": ["ops:viewer"]}
 
 
@@ -128,7 +130,9 @@ def test_password_sign_in_off_but_for_the_break_glass_admin(chromium, sso, passw
     context, _ = chromium
     page = context.new_page()
     page.goto(gateway.url + "/console/login")
-    page.click("summary")  # the password form is folded away
+    assert not page.is_visible("input[name=password]")  # the password form is folded away
+    page.screenshot(path=str(ARTIFACTS / "sso-sign-in.png"), full_page=True)
+    page.click("summary")
     page.fill("input[name=name]", "alice")
     page.fill("input[name=password]", passwords["alice"])
     page.click("form[action$='/login'] button[type=submit]")

@@ -9,7 +9,7 @@ import pytest
 from gateway_console.sso.settings import sso_settings
 from gateway_core.admin import Admin
 from gateway_core.admin.sso_users import Refused, SignOn, SignUp, sign_on
-from gateway_core.admin import audit, teams
+from gateway_core.admin import audit, teams, users
 from gateway_core.config import ConfigError
 
 TABLE = {"issuer": "https://id.example.com/", "client_id": "console", "client_secret": "s3cret-value"}
@@ -71,6 +71,11 @@ def test_every_change_a_sign_in_makes_is_audited_and_hand_given_teams_stay(seed)
         await sign_on(admin, SignOn("ana@example.com", {}, {"eng"}), SignUp())
         left = {m.team_name: m.role for m in await port.memberships(user.id)}
         entries = [(e.via, e.action, e.target) for e in reversed(await audit.list_entries(admin))]
+        await users.set_user_enabled(admin, user.id, False)
+        with pytest.raises(Refused, match="disabled"):
+            await sign_on(admin, SignOn("ana@example.com", {"eng": "admin"}, {"eng"}), SignUp())
+        with pytest.raises(Refused, match="team's wallet"):
+            await sign_on(admin, SignOn("team:eng", {}, set()), SignUp(enabled=True))
         return user.id, eng.id, left, entries
 
     user_id, eng_id, left, entries = seed._admin(run)
