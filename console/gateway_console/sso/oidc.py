@@ -88,6 +88,12 @@ class OpenIdProvider:
             code_challenge=create_s256_code_challenge(flow.verifier), code_challenge_method="S256",
         ))  # fmt: skip
 
+    async def check_response_issuer(self, iss: str | None) -> None:
+        """The ``iss`` of an authorization response (RFC 9207), when the provider sends
+        one, must be its own: an answer from another provider is refused (mix-up)."""
+        if iss is not None and iss != (await self.metadata())["issuer"]:
+            raise SignOnFailed("the answer comes from another issuer")
+
     async def exchange(self, code: str, flow: Flow, redirect_uri: str) -> tuple[str, dict[str, Any]]:
         """The ID token for the authorization ``code``, and its verified claims."""
         metadata = await self.metadata()

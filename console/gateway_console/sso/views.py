@@ -62,6 +62,7 @@ async def callback(ctx: Ctx) -> Response:
         return _refused(ctx, 401, _("The identity provider refused the sign-in: %(error)s.", error=params.get("error_description") or params["error"]))
     provider = state_of(ctx).provider_for(ctx)
     try:
+        await provider.check_response_issuer(params.get("iss"))
         id_token, claims = await provider.exchange(params.get("code", ""), flow, _redirect_uri(ctx, settings))
     except SignOnFailed as exc:
         return _failed(ctx, exc)

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import IO
 
 import pytest
 from joserfc.jwk import RSAKey
@@ -48,6 +49,7 @@ class RealProvider:
         self.key = signing_key("key-1")
         self.client_id, self.other_client = CLIENT_ID, OTHER_CLIENT
         self.process: subprocess.Popen[str] | None = None
+        self._log: IO[str] | None = None
 
     def set_accounts(self, accounts: dict[str, dict]) -> None:
         """The accounts (login -> claims), read again at every sign-in."""
@@ -63,9 +65,9 @@ class RealProvider:
         if not self.accounts_file.exists():
             self.set_accounts({})
         env = {**os.environ, "OIDC_PROVIDER_MODULES": str(MODULES), "NODE_ENV": "test"}
+        self._log = open(self.folder / "provider.log", "a")
         self.process = subprocess.Popen(
-            [self.node, str(SCRIPT), str(self.folder / "provider.json")], env=env, text=True,
-            stdout=subprocess.PIPE, stderr=open(self.folder / "provider.log", "a"),
+            [self.node, str(SCRIPT), str(self.folder / "provider.json")], env=env, text=True, stdout=subprocess.PIPE, stderr=self._log,
         )  # fmt: skip
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
@@ -88,7 +90,11 @@ class RealProvider:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        self.process = None
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
+        if self._log is not None:
+            self._log.close()
+        self.process, self._log = None, None
 
     @staticmethod
     def new_key(kid: str) -> RSAKey:

@@ -115,5 +115,9 @@ async def test_the_callback_refuses_a_wrong_state_and_a_missing_sign_in(provider
             assert answer.status == 400  # that sign-in is over: its state cannot be tried again
         async with http.get(gateway.url + "/console/sso/login", allow_redirects=False) as answer:
             state = parse_qs(urlsplit(answer.headers["location"]).query)["state"][0]
+        async with http.get(gateway.url + "/console/sso/callback?code=abc&iss=http%3A%2F%2F127.0.0.1%3A9&state=" + state, allow_redirects=False) as answer:
+            assert answer.status == 401 and "another issuer" in await answer.text()  # RFC 9207: another provider's answer
+        async with http.get(gateway.url + "/console/sso/login", allow_redirects=False) as answer:
+            state = parse_qs(urlsplit(answer.headers["location"]).query)["state"][0]
         async with http.get(gateway.url + "/console/sso/callback?code=abc&state=" + state, allow_redirects=False) as answer:
             assert answer.status == 401 and "refused the code" in await answer.text()  # the right state: on to the provider, which knows no such code
