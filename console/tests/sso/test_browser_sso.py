@@ -1,16 +1,19 @@
 """Single sign-on in Chromium through a real OpenID provider (``oidc-provider`` on
 loopback, ``conftest.py``): people land in the teams and roles their groups
-map to, a changed claim changes the role at the next sign-in, the domain
+map to, a changed claim changes the role at the next sign-in (signed with a key
+the provider rotated in meanwhile), the domain
 allow-list, closed and open sign-up, password sign-in turned off but for a
 break-glass admin, and signing out at the provider."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
+from gateway_console.sso.oidc import KEYS_REFRESH_SECONDS
 from gateway_core.admin import Admin, teams
 from gateway_core.config import Config
 
@@ -75,6 +78,7 @@ def test_a_person_lands_in_their_teams_and_a_changed_claim_changes_the_role(chro
     context, errors = chromium
     page = context.new_page()
     sso_sign_in(page, gateway, provider, "ana")
+    first_sign_in = time.monotonic()  # the gateway read the provider's keys then
     assert page.url.endswith("/console/dashboard")
     assert "ana@example.com" in page.content()
     assert my_teams(page, gateway) == {"eng": "admin"}
@@ -88,6 +92,8 @@ def test_a_person_lands_in_their_teams_and_a_changed_claim_changes_the_role(chro
     page.wait_for_url(gateway.url + "/console/login**")
     assert page.request.get(gateway.url + "/api/v1/teams").status == 401  # signed out of the console too
 
+    provider.rotate(gateway.url + "/console/sso/callback", gateway.url + "/console/login")  # a new signing key, the old one gone
+    time.sleep(max(0.0, KEYS_REFRESH_SECONDS - (time.monotonic() - first_sign_in)))  # the keys are read again at most this often
     sso_sign_in(page, gateway, provider, "ana")
     assert my_teams(page, gateway) == {"eng": "member", "ops": "viewer"}
 
