@@ -12,7 +12,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: install install-test dist browser container-engine coding-clis postgres redis run test fuzz bench bench-workers bench-peers clean
+.PHONY: install install-test dist browser container-engine coding-clis oidc-provider postgres redis run test fuzz bench bench-workers bench-peers clean
 
 # what serving needs and nothing more (make run): every distribution, editable, without test tools
 install: $(STAMP)
@@ -66,6 +66,17 @@ $(CODING_CLIS_STAMP):
 		npm install --silent --no-audit --no-fund --prefix $(VENV)/coding-clis $(CODING_CLIS) && touch $@ || \
 		echo "warning: npm is missing or failed: the tests driving the real coding CLIs are skipped" >&2
 
+# panva's oidc-provider (pinned; from npm into the venv): the real OpenID provider the
+# console's single sign-on tests sign in through (console/tests/test_sso*.py), skipped without it
+OIDC_PROVIDER := oidc-provider@9.13.3
+OIDC_PROVIDER_STAMP := $(VENV)/oidc-provider/.installed-$(shell echo '$(OIDC_PROVIDER)' | cksum | cut -d' ' -f1)
+oidc-provider: $(OIDC_PROVIDER_STAMP)
+
+$(OIDC_PROVIDER_STAMP):
+	@command -v npm >/dev/null && mkdir -p $(VENV)/oidc-provider && \
+		npm install --silent --no-audit --no-fund --prefix $(VENV)/oidc-provider $(OIDC_PROVIDER) && touch $@ || \
+		echo "warning: npm is missing or failed: the single sign-on tests against a real OpenID provider are skipped" >&2
+
 # PostgreSQL for the store's tests: started when installed but not running (Debian's pg_ctlcluster)
 postgres:
 	@pg_isready -q -h 127.0.0.1 2>/dev/null || { command -v pg_ctlcluster >/dev/null && [ -d /etc/postgresql ] && \
@@ -78,7 +89,7 @@ redis:
 		redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --dir /tmp >/dev/null && sleep 1; } || \
 		echo "warning: no Redis on 127.0.0.1:6379: the Redis tests will fail" >&2
 
-test: install-test browser container-engine coding-clis postgres redis
+test: install-test browser container-engine coding-clis oidc-provider postgres redis
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from starlette.staticfiles import StaticFiles
 from gateway_core.ratelimit import SignInRule
 
 from .sessions import MOUNT_PATH
+from .sso import views as sso_views
+from .sso.state import sso_state
 from .views import admin_audit, admin_channels, admin_codes, admin_keys, admin_site, admin_users, auth, channel_models, dashboard, keys, logs, models, playground, quickstart, team_members, teams, tokens, wallet
 from . import i18n
 from .web import TEMPLATES, ConsoleState, language_of, page_values, remember_language
@@ -31,10 +34,12 @@ CSP = (
 
 class SecurityHeaders:
     """Pure ASGI middleware: a strict content security policy on every answer,
-    and no caching of pages (they carry private data and CSRF tokens)."""
+    and no caching of pages (they carry private data and CSRF tokens).
+    ``form_targets``: other origins a form may lead to (the identity provider's)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, form_targets: tuple[str, ...] = ()) -> None:
         self.app = app
+        self.csp = CSP.replace("form-action 'self'", " ".join(("form-action 'self'", *form_targets))).encode()
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -46,7 +51,7 @@ class SecurityHeaders:
                 headers = list(message.get("headers", ()))
                 names = {name.lower() for name, _ in headers}
                 extra = [
-                    (b"content-security-policy", CSP.encode()),
+                    (b"content-security-policy", self.csp),
                     (b"x-content-type-options", b"nosniff"),
                     (b"referrer-policy", b"same-origin"),
                     (b"x-frame-options", b"DENY"),
@@ -65,6 +70,8 @@ def routes() -> list:
         Route("/login", auth.sign_in_page, methods=GET),
         Route("/login", auth.sign_in, methods=POST),
         Route("/logout", auth.sign_out, methods=POST),
+        Route("/sso/login", sso_views.start, methods=GET),
+        Route("/sso/callback", sso_views.callback, methods=GET),
         Route("/account", auth.account, methods=BOTH),
         Route("/dashboard", dashboard.dashboard, methods=GET),
         Route("/playground", playground.playground, methods=GET),
@@ -178,11 +185,15 @@ def console_app(settings: dict[str, Any] | None = None) -> Starlette:
     """The console as an ASGI app. ``settings`` is ``[plugins.console]`` of
     ``plugins.toml``: the sign-in throttle (:func:`signin_rule`),
     ``session_hours`` (12), ``secure_cookies`` (false: cookies are ``Secure``
-    only on HTTPS requests; set it behind a TLS-terminating proxy)."""
+    only on HTTPS requests; set it behind a TLS-terminating proxy), and the table
+    ``sso`` of single sign-on (:mod:`.sso.settings`, under ``RELAYGATE_SSO_*``)."""
     settings = dict(settings or {})
     rule = signin_rule(settings)
-    app = Starlette(routes=routes(), middleware=[Middleware(SecurityHeaders)], exception_handlers={HTTPException: http_error})
+    sso = sso_state(settings, os.environ)
+    security = Middleware(SecurityHeaders, form_targets=sso.form_targets())
+    app = Starlette(routes=routes(), middleware=[security], exception_handlers={HTTPException: http_error})
     app.state.console = ConsoleState(settings, rule, float(settings.get("session_hours", 12)) * 3600)
+    app.state.sso = sso
     return app
 
 

@@ -15,6 +15,7 @@ from .. import queries
 from ..i18n import _, n_
 from ..forms import text
 from ..sessions import CSRF_FIELD, MOUNT_PATH, SESSION_COOKIE, SIGNIN_COOKIE, new_token, session_id
+from ..sso.state import after_sign_out, password_allowed, sso_of
 from ..web import Ctx, now, page, safe_next
 
 
@@ -40,7 +41,7 @@ def _signin_form(ctx: Ctx, status: int = 200, error: str | None = None, name: st
     nonce = ctx.request.cookies.get(SIGNIN_COOKIE) or new_token()
     response = ctx.render(
         "login.html", status=status, error=error, name=name, signin_csrf=ctx.signer.signin_csrf(nonce),
-        next=ctx.request.query_params.get("next", ""),
+        next=ctx.request.query_params.get("next", ""), sso=sso_of(ctx), password_form=True,
     )  # fmt: skip
     _cookie(ctx, response, SIGNIN_COOKIE, nonce, 3600)
     return response
@@ -60,6 +61,8 @@ async def sign_in(ctx: Ctx) -> Response:
         return ctx.error(403, _("The sign-in form's security token is missing or wrong: reload the page and try again."))
     name = text(form, "name", max_length=200)
     password = str(form.get("password") or "")
+    if not password_allowed(ctx, name):
+        return _signin_form(ctx, 403, _("Password sign-in is off here: sign in through single sign-on."), name)
     address = ctx.services.client_address(ctx.request.scope) or "unknown"
     throttle = ctx.services.signin
     try:
@@ -106,7 +109,7 @@ async def sign_out(ctx: Ctx) -> Response:
     await queries.delete_session(ctx.sql, session_id(ctx.user.token))
     response = ctx.redirect("/login", "signed-out")
     response.delete_cookie(SESSION_COOKIE, path=_session_path(ctx))
-    return response
+    return await after_sign_out(ctx, response)
 
 
 @page()

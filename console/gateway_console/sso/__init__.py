@@ -1,0 +1,1 @@
+"""Single sign-on to the console through an OpenID provider: its settings (:mod:`.settings`), the relying party (:mod:`.oidc`), the pages (:mod:`.views`) and what the password sign-in and signing out ask of it (:mod:`.state`)."""
