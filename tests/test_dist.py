@@ -43,10 +43,10 @@ def test_the_wheels_install_alone_and_serve(built_wheels: Path, dependency_wheel
                            check=True, capture_output=True, text=True, env=env, cwd=tmp_path).stdout  # fmt: skip
     assert where.startswith(str(venv)), where
     installed = subprocess.run([str(bin_ / "python"), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True, env=env).stdout
-    names = {item["name"].lower() for item in json.loads(installed)}
+    names = {item["name"].lower().replace("_", "-") for item in json.loads(installed)}
     assert {"relaygate", "relaygate-openai", "relaygate-anthropic", "relaygate-gemini", "relaygate-demo", "relaygate-azure", "relaygate-bedrock",
-            "relaygate-vertex", "relaygate-console", "relaygate-postgres", "relaygate-redis"} <= names
-    assert {"asyncpg", "redis", "opentelemetry-sdk"} <= names
+            "relaygate-vertex", "relaygate-console", "relaygate-postgres", "relaygate-redis", "relaygate-metrics", "relaygate-tracing"} <= names
+    assert {"asyncpg", "redis", "prometheus-client", "opentelemetry-sdk", "uvicorn", "httptools"} <= names
     assert not names & {"pytest", "mypy", "playwright", "schemathesis", "hypothesis", "kubernetes"}, names
     types = subprocess.run([str(bin_ / "relaygate"), "channel", "types"], check=True, capture_output=True, text=True, env=env, cwd=tmp_path).stdout
     assert {"openai", "anthropic", "gemini", "demo", "azure", "vertex"} <= {line.split(":")[0] for line in types.splitlines() if not line.startswith(" ")}, types
@@ -80,4 +80,4 @@ def test_the_core_wheel_names_the_extras_an_operator_installs(built_wheels: Path
     with zipfile.ZipFile(core) as wheel:
         metadata = wheel.read(f"relaygate-{VERSION}.dist-info/METADATA").decode()
     extras = {line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Provides-Extra:")}
-    assert {"all", "adapters", "azure", "vertex", "console", "postgres", "redis", "tracing", "test"} <= extras
+    assert {"all", "adapters", "azure", "vertex", "console", "postgres", "redis", "metrics", "tracing", "uvicorn", "test"} <= extras
