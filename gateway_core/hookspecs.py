@@ -179,5 +179,6 @@ def register_serve_setup(register: RegisterServeSetup, config: Config) -> None:
     ``workers`` is how many will serve, ``env`` the environment each worker gets
     (with one worker it becomes this process's), to which ``setup`` may add what
     the workers must find ready (``relaygate-metrics`` names the folder its
-    workers add their metrics up in). Called once per ``serve``.
+    workers add their metrics up in). Called once per app and per ``serve``; the
+    set-ups run in ``serve`` only.
     """
