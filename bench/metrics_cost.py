@@ -24,18 +24,19 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gateway_core.channel_type import Target  # noqa: E402
-from gateway_core.metrics import Metrics  # noqa: E402
 from gateway_core.model import Usage  # noqa: E402
+from gateway_core.observing import Observers  # noqa: E402
 from gateway_core.outcome import answered  # noqa: E402
 from gateway_core.records import ChannelRecord  # noqa: E402
 from gateway_core.settlement import usage_row  # noqa: E402
 from gateway_core.testing import make_context, make_key_record  # noqa: E402
-from gateway_core.tracing import upstream_trace_headers  # noqa: E402
+from relaygate_metrics import Metrics  # noqa: E402
 
 
 def one_request_cost(requests: int, stream: bool) -> float:
     """Seconds of CPU for ``requests`` requests' hooks."""
     metrics = Metrics()
+    observers = Observers([metrics])  # as the gateway tells them: tracing off
     channel = ChannelRecord(id=1, name="up", type="openai", base_url="http://127.0.0.1:9", api_keys=("k",),
                             models=("gpt-bench",), model_map={}, groups=("default",))  # fmt: skip
     target = Target(channel=channel, api_key="k", upstream_model="gpt-bench")
@@ -46,16 +47,16 @@ def one_request_cost(requests: int, stream: bool) -> float:
     row = usage_row(ctx, outcome)
     started = time.process_time()
     for n in range(requests):
-        metrics.started()
+        observers.started(ctx)
         try:  # the pipeline's refusal bookkeeping
             pass
         except Exception:
             raise
-        upstream_trace_headers(None, ctx, target)
+        observers.trace_headers(ctx, target)
         if stream:
-            metrics.stream_started()
-            metrics.stream_ended()
-        metrics.finished(ctx, outcome, row)
+            observers.stream_started(ctx)
+            observers.stream_ended(ctx)
+        observers.finished(ctx, outcome, row)
         if n % 1000 == 999:
             metrics.flush()
     return time.process_time() - started

@@ -18,7 +18,6 @@ from .client_protocol import ClientProtocol, RenderedError, RouteSpec
 from .config import Config, load_config
 from .context import new_request_id
 from .errors import GatewayError, InternalError, NotFoundError
-from .metrics.endpoint import MetricsEndpoint
 from .plugins import collect
 from .readiness import ReadyEndpoint
 from .relay import REQUEST_ID, ProtocolEndpoint
@@ -255,7 +254,7 @@ def create_app(
     ``store`` and ``rate_limiter`` replace the ones the configuration names (any
     implementation of :class:`RequestStore` and :class:`RateLimiter`). Tracing to a
     provider of the embedder's own: a plugin in ``extra_plugins`` registering a
-    :class:`gateway_core.tracing.Tracing` of it (``register_observers``)."""
+    ``relaygate_tracing.Tracing`` of it (``register_observers``)."""
     config = config or load_config()
     registry = collect(config, extra_plugins)
     services = Services.build(config, registry, store=store, rate_limiter=rate_limiter)
@@ -273,7 +272,6 @@ def create_app(
         Route("/", StatusEndpoint(), methods=["GET", "HEAD"]),
         Route("/healthz", StatusEndpoint(), methods=["GET", "HEAD"]),
         Route("/readyz", ReadyEndpoint(services), methods=["GET", "HEAD"]),
-        Route("/metrics", MetricsEndpoint(services), methods=["GET"]),
         *protocol_routes(services, not_found),
         *registry.routes,
     ]

@@ -74,7 +74,7 @@ class RequestContext:
     row: UsageRow | None = None
     settled: bool = False
     refused_by: str | None = None
-    trace: Any = None  # the request's spans, when tracing is on (tracing.RequestTrace)
+    trace: Any = None  # the request's spans, when tracing is on (relaygate_tracing's RequestTrace)
     served_model: str | None = None  # the model a model fallback served instead of the one asked for
 
     def authenticated_key(self) -> KeyRecord:

@@ -41,6 +41,8 @@ RegisterSessionReader = Callable[[Any], None]  # a gateway_core.api.sessions.Ses
 RegisterStore = Callable[["StoreKind"], None]
 RegisterSharedState = Callable[["SharedStateKind"], None]
 RegisterObserver = Callable[["MakeObserver"], None]  # gateway_core.observers
+ServeSetup = Callable[[int, dict[str, str]], None]  # (workers, the workers' environment) -> None
+RegisterServeSetup = Callable[[ServeSetup], None]
 
 PROJECT = "relaygate"
 
@@ -162,6 +164,21 @@ def register_observers(register: RegisterObserver, config: Config) -> None:
     :class:`gateway_core.observers.Observer` (or ``None``: off for this app). It is
     told each request's start, upstream attempts (and may give the trace headers
     an attempt carries), stream start and end, and end with its outcome and usage
-    row, and every breaker change. The core registers Prometheus metrics and
-    OpenTelemetry tracing. Called once per app.
+    row, and every breaker change. The first-party plugins ``relaygate-metrics``
+    (Prometheus) and ``relaygate-tracing`` (OpenTelemetry) register theirs this
+    way. Called once per app.
+    """
+
+
+@hookspec
+def register_serve_setup(register: RegisterServeSetup, config: Config) -> None:
+    """Register what ``relaygate serve`` prepares before it serves.
+
+    Call ``register(setup)``: ``setup(workers, env)`` runs once in the serving
+    process, before the app is built and before any worker process starts;
+    ``workers`` is how many will serve, ``env`` the environment each worker gets
+    (with one worker it becomes this process's), to which ``setup`` may add what
+    the workers must find ready (``relaygate-metrics`` names the folder its
+    workers add their metrics up in). Called once per app and per ``serve``; the
+    set-ups run in ``serve`` only.
     """

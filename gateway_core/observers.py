@@ -5,8 +5,9 @@ upstream attempts, its stream's start and end, finished with its outcome and
 usage row) and to channels' breakers. Its methods run inline on the event
 loop, on the hot path: they must be quick, never block, never raise. Each is a
 no-op here; the gateway calls only the methods an observer overrides. The
-core registers two: Prometheus metrics (``GET /metrics``) and OpenTelemetry
-traces (when the ``OTEL_*`` environment asks for them).
+core registers none: the first-party plugins ``relaygate-metrics``
+(Prometheus, ``GET /metrics``) and ``relaygate-tracing`` (OpenTelemetry, when
+the ``OTEL_*`` environment asks for traces) register theirs.
 """
 
 from __future__ import annotations

@@ -23,9 +23,10 @@ from .hookspecs import ConfigureCommand, RunCommand
 from .sql import Migrate, Migration
 
 ENTRY_POINT_GROUP = "relaygate"
-# Infrastructure plugins (a store kind, shared state, observers) load whenever they are
-# installed, whatever plugins.toml's `load` says: each adds a kind the configuration
-# chooses (a database URL's scheme), never behaviour of its own.
+# Infrastructure plugins (a store kind, shared state, metrics and traces) load whenever
+# they are installed, whatever plugins.toml's `load` says: each adds a kind the
+# configuration chooses (a database URL's scheme) or observes the gateway (GET /metrics),
+# never behaviour of the request path's own.
 INFRASTRUCTURE_GROUP = "relaygate.infrastructure"
 
 # The core's own behaviour, named and loaded like any plugin, registered through the same hooks.
@@ -34,8 +35,6 @@ DEFAULT_PLUGINS = {
     "core.migrations": "gateway_core.store.plugin",
     "core.stores": "gateway_core.store.kinds",
     "core.shared_state": "gateway_core.shared.kinds",
-    "core.metrics": "gateway_core.metrics.plugin",
-    "core.tracing": "gateway_core.tracing",
     "core.serve": "gateway_core.commands.serve",
     "core.database": "gateway_core.commands.database",
     "core.users": "gateway_core.commands.users",
@@ -136,6 +135,7 @@ HOOKS = {
     "stores": "register_stores",
     "shared_states": "register_shared_state",
     "observers": "register_observers",
+    "serve_setups": "register_serve_setup",
 }
 
 

@@ -11,7 +11,7 @@ from .config import Config, ConfigError
 from .sql import Migration
 
 if TYPE_CHECKING:
-    from .hookspecs import ConfigureCommand, RunCommand
+    from .hookspecs import ConfigureCommand, RunCommand, ServeSetup
     from .channel_type import ChannelType
     from .client_protocol import ClientProtocol
     from .policy import Policy
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 Command = tuple[str, str, "ConfigureCommand", "RunCommand"]
 
 # What plugins register, each through its own hook, in the order an app collects them.
-KINDS = ("protocols", "channel_types", "policies", "routes", "migrations", "commands", "session_readers", "stores", "shared_states", "observers")
+KINDS = ("protocols", "channel_types", "policies", "routes", "migrations", "commands", "session_readers", "stores", "shared_states", "observers", "serve_setups")
 
 
 @attrs.frozen
@@ -98,6 +98,10 @@ class Registry:
     @property
     def observers(self) -> list[MakeObserver]:  # gateway_core.observers: metrics, tracing
         return self._kind("observers", list)
+
+    @property
+    def serve_setups(self) -> list[ServeSetup]:  # run by `relaygate serve` before it serves (the metrics' worker folder)
+        return self._kind("serve_setups", list)
 
     def shared_state_kind(self, config: Config) -> SharedStateKind:
         """Where ``config`` asks the state to be shared (the in-process default when nowhere)."""

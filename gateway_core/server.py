@@ -27,7 +27,7 @@ import os
 import signal
 import socket
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import structlog
@@ -37,6 +37,9 @@ from .config import Config
 from .cpu_pinning import allowed_cpus, cpu_for_worker, pin_process
 from .http_errors import install as install_error_bodies
 from .logs import configure_logging, wants_json
+
+if TYPE_CHECKING:
+    from .hookspecs import ServeSetup
 
 log = structlog.get_logger("relaygate.server")
 
@@ -94,13 +97,15 @@ def serve(
     server: str | None = None,
     pin_workers: bool | None = None,
     warnings: Sequence[str] = (),
+    setups: Sequence[ServeSetup] = (),
 ) -> int:
     """Run the gateway until a shutdown signal; returns the exit status
     (:mod:`gateway_core.supervisor` lists them for several workers).
     ``grace`` defaults to ``[gateway] shutdown_grace_seconds``, ``server`` to
     ``[gateway] server``, ``pin_workers`` (each worker on a CPU of its own,
     :mod:`gateway_core.cpu_pinning`) to ``[gateway] pin_workers``;
-    ``warnings`` are logged once logging is set up."""
+    ``warnings`` are logged once logging is set up; ``setups`` (the plugins'
+    ``register_serve_setup``) run before the app is built or any worker starts."""
     from .reservation import WORKERS_ENV
     from .supervisor import Supervisor, prepare_server, worker_environment
 
@@ -113,7 +118,7 @@ def serve(
         log.warning(warning)
     env = worker_environment(config)
     env[WORKERS_ENV] = str(workers)  # several workers share the store: none reserves beside the call (reservation.py)
-    prepare_server(config, env, workers)
+    prepare_server(setups, env, workers)
     from .app import create_app
 
     address = f"http://{bind_address(host, port)}"

@@ -57,7 +57,7 @@ class Services:
     prices: TtlSnapshot[PriceSnapshot] | None = None  # prices and group ratios
     hold_sweeper: HoldSweeper | None = None
     health: HealthBoard = attrs.field(factory=HealthBoard)
-    observers: Observers = attrs.field(factory=Observers)  # metrics, tracing (gateway_core.observers)
+    observers: Observers = attrs.field(factory=Observers)  # the plugins' metrics and traces (gateway_core.observers)
     readiness: Readiness = attrs.field(factory=Readiness)
     shared: SharedState = attrs.field(factory=InProcessState)  # what workers and replicas share (gateway_core.shared_state)
     signin: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # console sign-in attempts
@@ -78,7 +78,7 @@ class Services:
         """The services for ``config``; ``store`` and ``rate_limiter`` default to the
         ones the configuration names (the embedded store; limits in Redis when
         ``config.redis`` names it, else in this process); the observers are the
-        registered ones' (``register_observers``: metrics, tracing when ``OTEL_*`` asks)."""
+        registered ones' (``register_observers``: the metrics and tracing plugins)."""
         if store is None:
             kind = registry.store_kind(config.db_path)
             store = kind.open(config.db_path, registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout)

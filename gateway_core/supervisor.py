@@ -47,7 +47,8 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 import orjson
@@ -55,6 +56,9 @@ import structlog
 
 from .config import Config
 from .cpu_pinning import cpu_for_worker
+
+if TYPE_CHECKING:
+    from .hookspecs import ServeSetup
 
 log = structlog.get_logger("relaygate.supervisor")
 
@@ -68,24 +72,21 @@ MAX_LINE = 1024 * 1024  # a longer output line is passed on in pieces
 RELAY_PAUSE_S = 0.005
 
 
-def prepare_server(config: Config, env: dict[str, str], workers: int) -> None:
-    """Per-server set-up, run once before the app is built or any worker starts.
+def prepare_server(setups: Sequence[ServeSetup], env: dict[str, str], workers: int) -> None:
+    """Per-server set-up, run once before the app is built or any worker starts:
+    each plugin's ``register_serve_setup`` (the metrics' shared folder).
 
     ``env`` is the environment every worker process gets (with one worker, it
-    becomes this process's). The place for what all workers must share and find
-    ready when they start: the folder the workers' metrics are added up in."""
-    from .metrics import prepare_workers
-    from .metrics.multiprocess import ENV
-
-    folder = prepare_workers(workers)  # before any worker starts (and before this process's own metrics)
-    if folder:
-        env[ENV] = folder
+    becomes this process's): the place for what all workers must share and find
+    ready when they start."""
+    for setup in setups:
+        setup(workers, env)
 
 
 def worker_gone(pid: int) -> None:
     """Per-worker clean-up after a worker process ended (crashed, killed or
-    stopped), before any replacement starts. Nothing to do yet: the metrics forget
-    a dead worker's gauges when scraped (``metrics.multiprocess.forget_dead_workers``)."""
+    stopped), before any replacement starts. Nothing to do yet: the metrics
+    (``relaygate-metrics``) forget a dead worker's gauges when scraped."""
 
 
 def worker_environment(config: Config) -> dict[str, str]:

@@ -9,6 +9,7 @@ import ast
 import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +25,13 @@ PLUGIN_PACKAGES = sorted([*ROOT.glob("adapters/*/gateway_*"), ROOT / "console" /
 # never imports them.
 FIRST_PARTY = sorted(ROOT.glob("plugins/*/relaygate_*"))
 MAX_LINES = 400
+# What an operator of the SQLite gateway does not install: plugin distributions
+# (plugins/*) or extras of the core, never its dependencies (distribution names; a
+# prefix ending in "-" names a family). uvicorn and httptools: `serve --server uvicorn`.
+NOT_CORE_DEPENDENCIES = ("asyncpg", "psycopg", "redis", "prometheus-client", "opentelemetry-", "uvicorn", "httptools")
+# their import names, and the one core module that may import each (None: none may)
+OPTIONAL_IMPORTS = {"asyncpg": None, "psycopg": None, "redis": None, "prometheus_client": None, "opentelemetry": None,
+                    "uvicorn": "gateway_core/server_uvicorn.py", "httptools": "gateway_core/server_uvicorn.py"}  # fmt: skip
 PROVIDER_NAMES = re.compile(r"openai|anthropic|gemini|google|claude|\bgpt", re.IGNORECASE)
 
 # Imports the architecture step is still moving (issue 12); each entry must still be
@@ -249,3 +257,32 @@ def test_import_gateway_core_loads_only_the_contract():
     assert not {m for m in loaded if m.startswith(("gateway_core.store", "gateway_core.commands"))}, loaded
     assert not loaded & {"gateway_core.cli", "gateway_core.app", "gateway_core.services", "gateway_core.relay", "gateway_core.plugins"}, loaded
     assert len(loaded) <= 20, sorted(loaded)
+
+
+def undesired(requirements: list[str]) -> list[str]:
+    """The requirements that name a distribution of :data:`NOT_CORE_DEPENDENCIES`."""
+    names = [(requirement, re.split(r"[\s<>=!~;\[(]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-"))
+             for requirement in requirements]  # fmt: skip
+    return [requirement for requirement, name in names
+            if any(name.startswith(banned) if banned.endswith("-") else name == banned for banned in NOT_CORE_DEPENDENCIES)]  # fmt: skip
+
+
+def test_the_core_depends_on_no_database_driver_redis_client_metrics_tracing_or_optional_server():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not undesired(project["dependencies"]), undesired(project["dependencies"])
+    extras = project["optional-dependencies"]
+    assert {"postgres", "redis", "metrics", "tracing", "uvicorn"} <= set(re.findall(r"\w+", extras["all"][0].partition("[")[2]))
+    assert undesired(["prometheus_client>=0.20", "opentelemetry-sdk", "Redis[hiredis]>=5", "uvicorn", "asyncpg>=0.29; python_version>'3'"]) == [
+        "prometheus_client>=0.20", "opentelemetry-sdk", "Redis[hiredis]>=5", "uvicorn", "asyncpg>=0.29; python_version>'3'"
+    ]  # the check can fail
+    assert undesired(["starlette>=1.0", "redis-lock-free-thing"]) == []
+
+
+def test_the_core_imports_the_optional_libraries_only_where_they_are_optional():
+    found = sorted(
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in python_files(CORE)
+        for name in imported_modules(path)
+        if name.split(".")[0] in OPTIONAL_IMPORTS and OPTIONAL_IMPORTS[name.split(".")[0]] != str(path.relative_to(ROOT))
+    )
+    assert not found, found

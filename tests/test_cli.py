@@ -327,6 +327,16 @@ def test_plugins_lists_what_was_loaded(cli):
     assert status == 0 and out.splitlines()[0].split() == ["name", "module", "distribution", "version"]
 
 
+def test_serve_with_uvicorn_not_installed_names_the_extra_in_one_line(cli, monkeypatch):
+    import gateway_core
+
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if `relaygate[uvicorn]` were not installed
+    monkeypatch.delitem(sys.modules, "gateway_core.server_uvicorn", raising=False)
+    monkeypatch.delattr(gateway_core, "server_uvicorn", raising=False)
+    status, out, err = cli("serve", "--server", "uvicorn", "--port", "0")
+    assert_one_line_error(status, out, err, "--server uvicorn", "uvicorn is not installed", "pip install 'relaygate[uvicorn]'")
+
+
 def test_plugins_can_add_nested_commands(cli):
     status, out, _ = cli("tools", "greet", "world", plugins=(GreetingPlugin(),))
     assert (status, out) == (0, "hello world\n")

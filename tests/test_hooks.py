@@ -479,3 +479,34 @@ async def until_events(observer: RecordingObserver, count: int) -> None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"the observer heard only {observer.events}")
+
+
+class ServeSetupPlugin:
+    """Names a file every worker of ``serve`` finds in its environment, made before they start."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.calls: list[int] = []
+
+    def setup(self, workers: int, env: dict[str, str]) -> None:
+        self.calls.append(workers)
+        ready = self.folder / "ready"
+        ready.write_text(str(workers))
+        env["RELAYGATE_TEST_READY"] = str(ready)
+
+    @hookimpl
+    def register_serve_setup(self, register):
+        register(self.setup)
+
+
+def test_hook_register_serve_setup(tmp_path):
+    from gateway_core.supervisor import prepare_server
+
+    plugin = ServeSetupPlugin(tmp_path)
+    assert plugin.setup in collect(Config(), [plugin]).serve_setups
+    env: dict[str, str] = {}
+    # what `serve` runs before the app is built or a worker starts (here without the
+    # installed plugins' own set-ups, which would change this process's environment)
+    prepare_server([plugin.setup], env, 3)
+    assert plugin.calls == [3]
+    assert env["RELAYGATE_TEST_READY"] == str(tmp_path / "ready") and (tmp_path / "ready").read_text() == "3"

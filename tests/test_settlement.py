@@ -12,7 +12,7 @@ from gateway_core.channel_type import Target
 from gateway_core.client_protocol import BillingHints, Call
 from gateway_core.errors import UpstreamError
 from gateway_core.model import MediaUsage, Usage
-from gateway_core.metrics import Metrics
+from gateway_core.observers import Observer
 from gateway_core.observing import Observers
 from gateway_core.outcome import CLIENT_GONE, Outcome, answered
 from gateway_core.policy import Pipeline, Policy
@@ -78,6 +78,16 @@ class Holding(Policy):
         self.seen.append(ctx.row.status)
 
 
+class Told(Observer):
+    """An observer of the settlement: the status of each row it was told of."""
+
+    def __init__(self) -> None:
+        self.statuses: list[int] = []
+
+    def finished(self, ctx, outcome, row) -> None:
+        self.statuses.append(row.status)
+
+
 async def test_settle_finishes_the_admitted_policies_with_the_row_then_records_once():
     policy = Holding()
     recorded = []
@@ -85,13 +95,15 @@ async def test_settle_finishes_the_admitted_policies_with_the_row_then_records_o
     async def record(row, charge):
         recorded.append((row.status, list(policy.seen)))
 
-    services = SimpleNamespace(pipeline=Pipeline([policy]), recorder=SimpleNamespace(record=record), observers=Observers([Metrics()]))
+    told = Told()
+    services = SimpleNamespace(pipeline=Pipeline([policy]), recorder=SimpleNamespace(record=record), observers=Observers([told]))
     ctx = context()
     await services.pipeline.admit(ctx, services)
     assert ctx.admitted == [policy]
     await settle(ctx, CLIENT_GONE, services)
     await settle(ctx, Outcome(200, "done"), services)  # already settled: nothing more
     assert recorded == [(499, [499])] and ctx.admitted == [] and ctx.settled
+    assert told.statuses == [499]  # the observers are told once
 
 
 async def test_a_policy_that_fails_to_finish_still_leaves_the_request_recorded():
@@ -104,7 +116,7 @@ async def test_a_policy_that_fails_to_finish_still_leaves_the_request_recorded()
     async def record(row, charge):
         recorded.append(row.status)
 
-    services = SimpleNamespace(pipeline=Pipeline([Broken()]), recorder=SimpleNamespace(record=record), observers=Observers([Metrics()]))
+    services = SimpleNamespace(pipeline=Pipeline([Broken()]), recorder=SimpleNamespace(record=record), observers=Observers([Told()]))
     ctx = context()
     await services.pipeline.admit(ctx, services)
     with pytest.raises(RuntimeError):

@@ -57,13 +57,13 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
 
         if not supported():
             raise CommandError("--pin-workers needs a platform that can pin a process to a CPU (Linux)", EXIT_USAGE)
-    try:
-        from ..server import listen_problem, serve
+    from ..server import listen_problem, serve
 
-        if server == "uvicorn":
+    if server == "uvicorn":
+        try:
             from .. import server_uvicorn  # noqa: F401
-    except ImportError as exc:
-        raise CommandError(f"the server is not available: {exc}") from None
+        except ImportError as exc:  # an optional extra
+            raise CommandError(f"--server uvicorn needs the uvicorn extra ({exc.name} is not installed): pip install 'relaygate[uvicorn]'") from None
     from ..store.maintenance import configured_limits
 
     config = cli.config
@@ -94,7 +94,8 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
         warnings.append(warning)
     grace = config.shutdown_grace_seconds if args.grace is None else args.grace
     return int(
-        serve(config, host=args.host, port=args.port, workers=args.workers, grace=grace, server=server, pin_workers=pin, warnings=warnings) or 0
+        serve(config, host=args.host, port=args.port, workers=args.workers, grace=grace, server=server, pin_workers=pin, warnings=warnings,
+              setups=cli.registry.serve_setups) or 0
     )
 
 

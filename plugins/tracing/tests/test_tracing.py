@@ -18,7 +18,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from gateway_core.config import Config
 from gateway_core.testing import FakeUpstream, GatewayProcess
 from gateway_core import hookimpl
-from gateway_core.tracing import Tracing, tracing_requested
+from relaygate_tracing import Tracing, tracing_requested
 from gateway_openai.fake_upstream import Fault, FakeOpenAI
 
 MODEL = "gpt-traced"

@@ -17,14 +17,17 @@ from __future__ import annotations
 import asyncio
 import hmac
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
-from ..asgi import send_body
-from ..policies.ip_allow import allowed, compile_networks
+from gateway_core import services_from_scope
+from gateway_core.asgi import send_body
+from gateway_core.config import Config
+from gateway_core.policies.ip_allow import allowed, compile_networks
+
 from .recorder import Metrics
 
 if TYPE_CHECKING:
-    from ..services import Services
+    from gateway_core.services import Services
 
 CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 PROBE_TIMEOUT = 1.0
@@ -33,32 +36,35 @@ HOLDS = "SELECT count(*) AS open, min(created_at) AS oldest FROM holds"
 
 
 class MetricsEndpoint:
-    def __init__(self, services: Services) -> None:
-        config = services.config
-        self.services = services
+    """The route's endpoint, made with the app's configuration (``register_routes``);
+    each scrape finds the app's services in its scope (``services_from_scope``)."""
+
+    def __init__(self, config: Config) -> None:
         self.token = f"Bearer {config.metrics_token}".encode() if config.metrics_token else None
         self.networks = compile_networks(config.metrics_allow) if config.metrics_allow else None
 
     async def __call__(self, scope, receive, send) -> None:
-        refusal = self.refusal(scope)
+        # a first-party plugin: the scrape reads the observers and the shared state beyond the Gateway Protocol
+        services = cast("Services", services_from_scope(scope))
+        refusal = self.refusal(scope, services)
         if refusal is not None:
             status, message, headers = refusal
             await send_body(send, status, message.encode() + b"\n", b"text/plain; charset=utf-8", headers)
             return
-        metrics = self.services.observers.find(Metrics)
+        metrics = services.observers.find(Metrics)
         if metrics is None:  # no metrics observer in this app
             await send_body(send, 404, b"metrics are not recorded by this gateway\n", b"text/plain; charset=utf-8")
             return
-        await measure(self.services, metrics)
+        await measure(services, metrics)
         await send_body(send, 200, metrics.exposition(), CONTENT_TYPE, [(b"cache-control", b"no-store")])
 
-    def refusal(self, scope) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
+    def refusal(self, scope, services: Services) -> tuple[int, str, list[tuple[bytes, bytes]]] | None:
         """Why this scrape is refused (status, message, headers), or ``None``."""
         if self.token is not None:
             given = next((value for name, value in scope["headers"] if name == b"authorization"), b"")
             if not hmac.compare_digest(given, self.token):
                 return 401, "GET /metrics needs the metrics token: Authorization: Bearer TOKEN", [(b"www-authenticate", b"Bearer")]
-        address = self.services.client_address(scope)
+        address = services.client_address(scope)
         networks = self.networks if self.networks is not None else (LOOPBACK if self.token is None else None)
         if networks is not None and (address is None or not allowed(address, networks)):
             where = "[gateway] metrics_allow" if self.networks is not None else "loopback (set [gateway] metrics_allow or metrics_token)"

@@ -7,7 +7,7 @@
   :meth:`Metrics.stream_ended`: what is in flight;
 - :meth:`Metrics.breaker`: a circuit breaker opening or closing (the health board);
 - :meth:`Metrics.committed`: a store write made durable (the store's writer);
-- the scrape (:mod:`gateway_core.metrics.endpoint`): store and Redis round
+- the scrape (:mod:`.endpoint`): store and Redis round
   trips, money held.
 
 The request path only updates plain counts (:mod:`.counts`); they reach
@@ -22,15 +22,16 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from gateway_core.observers import Observer
+
 from .counts import Counts
 from .families import COUNTER, FAMILIES, GAUGE, HISTOGRAM
 from .multiprocess import forget_dead_workers, leave, shared_folder
-from ..observers import Observer
 
 if TYPE_CHECKING:
-    from ..context import RequestContext
-    from ..outcome import Outcome
-    from ..records import UsageRow
+    from gateway_core.context import RequestContext
+    from gateway_core.outcome import Outcome
+    from gateway_core.records import UsageRow
 
 FLUSH_INTERVAL = 1.0  # seconds between two flushes of a worker's counts (several workers)
 _STATUS_CLASS = ("1xx", "1xx", "2xx", "3xx", "4xx", "5xx")

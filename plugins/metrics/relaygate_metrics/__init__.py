@@ -1,15 +1,17 @@
-"""Prometheus metrics of the gateway: what is recorded (:mod:`.recorder`), what is
-exported (:mod:`.families`), ``GET /metrics`` (:mod:`.endpoint`), and several
-worker processes counted together (:mod:`.multiprocess`). See docs/operations.md.
+"""Relaygate's Prometheus metrics, a first-party plugin (:mod:`.plugin`): what is
+recorded (:mod:`.recorder`, an observer of the request path), what is exported
+(:mod:`.families`), ``GET /metrics`` (:mod:`.endpoint`), and several worker
+processes counted together (:mod:`.multiprocess`). See docs/operations.md.
 
 Importing the package imports none of them (every ``relaygate`` command loads the
-metrics' plugin, :mod:`.plugin`): each name is imported when first read."""
+plugin): each name is imported when first read, prometheus-client when an app
+makes its metrics."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import lazy
+from gateway_core import lazy
 
 if TYPE_CHECKING:
     from .multiprocess import prepare_workers

@@ -1,4 +1,4 @@
-"""Optional OpenTelemetry traces: a span per request, a child span per upstream attempt.
+"""OpenTelemetry traces: a span per request, a child span per upstream attempt.
 
 Off unless the standard ``OTEL_*`` environment asks for traces
 (``OTEL_TRACES_EXPORTER``, not ``none``, or an ``OTEL_EXPORTER_OTLP_ENDPOINT`` /
@@ -6,10 +6,10 @@ Off unless the standard ``OTEL_*`` environment asks for traces
 then spans go through a batching OTLP/HTTP exporter that reads its own settings
 (endpoint, headers, timeout) from that environment, and the resource from
 ``OTEL_SERVICE_NAME`` / ``OTEL_RESOURCE_ATTRIBUTES``. The SDK is imported only
-then (``pip install 'relaygate[tracing]'``). It is an observer of the request
-path (:mod:`gateway_core.observers`), registered through ``register_observers``;
-an embedder registers a ``Tracing`` of its own provider the same way (tests use
-the SDK's in-memory exporter).
+then. It is an observer of the request path (:mod:`gateway_core.observers`),
+registered through ``register_observers`` (:mod:`.plugin`); an embedder
+registers a ``Tracing`` of its own provider the same way (tests use the SDK's
+in-memory exporter).
 
 The request's span continues the client's W3C ``traceparent`` (and
 ``tracestate``). Nothing of it goes upstream unless the channel's
@@ -28,16 +28,14 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .hookspecs import hookimpl
-from .observers import Observer
+from gateway_core.config import ConfigError
+from gateway_core.observers import Observer
 
 if TYPE_CHECKING:
-    from .channel_type import Target
-    from .context import RequestContext
-    from .gateway import Gateway
-    from .outcome import Outcome
-    from .records import UsageRow
-    from .hookspecs import RegisterObserver
+    from gateway_core.channel_type import Target
+    from gateway_core.context import RequestContext
+    from gateway_core.outcome import Outcome
+    from gateway_core.records import UsageRow
 
 
 def tracing_requested(environ: Mapping[str, str] = os.environ) -> bool:
@@ -59,9 +57,7 @@ def tracing_from_env() -> Tracing | None:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
-    except ImportError as exc:
-        from .config import ConfigError
-
+    except ImportError as exc:  # a dependency of this distribution, removed since
         raise ConfigError(
             f"OpenTelemetry tracing is configured (OTEL_*) but its packages are missing ({exc.name}): "
             "pip install 'relaygate[tracing]'"
@@ -161,15 +157,6 @@ class Tracing(Observer):
     async def close(self) -> None:
         """Export what is pending and stop (a provider made here only)."""
         if self.owned:
-            import asyncio  # here: every relaygate command loads this module as a plugin
+            import asyncio  # here: an app alone closes a tracer
 
             await asyncio.to_thread(self.provider.shutdown)
-
-
-def _from_env(gateway: Gateway) -> Tracing | None:
-    return tracing_from_env()
-
-
-@hookimpl
-def register_observers(register: RegisterObserver) -> None:
-    register(_from_env)

@@ -187,11 +187,11 @@ async def test_metrics_count_what_one_process_served(seed, fake_upstream, start_
     assert total(text, "relaygate_requests_total", channel="backup") == 1
 
 
-async def test_metrics_add_up_every_worker(seed, fake_upstream, relaygate_config, tmp_path: Path, redis_prefix: str):
+async def test_metrics_add_up_every_worker(seed, fake_upstream, relaygate_config, tmp_path: Path, relaygate_redis_prefix: str):
     primary, backup = await upstreams(fake_upstream)
     keys = seed_gateway(seed, primary, backup)
     plugins = tmp_path / "plugins.toml"  # several workers with limits set need Redis
-    redis = f'redis = "redis://127.0.0.1:6379/0"\nredis_prefix = "{redis_prefix}"\n'
+    redis = f'redis = "redis://127.0.0.1:6379/0"\nredis_prefix = "{relaygate_redis_prefix}"\n'
     plugins.write_text('load = ["openai"]\n[gateway]\nbreaker_failures = 5\n' + redis)
     folder = tmp_path / "metrics"  # the operator's folder (a private one by default)
     env = {"PROMETHEUS_MULTIPROC_DIR": str(folder)}
