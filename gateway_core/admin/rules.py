@@ -9,8 +9,8 @@ message (the field to blame, then what is expected).
 - channel base URLs: ``http://`` or ``https://``, or the scheme of the channel
   type's own address (the demo type's ``local://``);
 - a channel's upstream keys: at most :data:`MAX_UPSTREAM_KEYS` of them, each at most
-  :data:`MAX_UPSTREAM_KEY` characters (room for a cloud credential such as a Google
-  service account's JSON key file, base64-encoded: about 3.2 KB; still bounded);
+  :data:`MAX_UPSTREAM_KEY` characters (room for a cloud credential such as a service
+  account's JSON key file, base64-encoded: about 3.2 KB; still bounded);
 - a key's models: each served to the key's group by some channel.
 """
 
