@@ -14,7 +14,7 @@ import openai
 from google import genai
 from google.genai import types
 
-from .world import CITY, PNG, PNG_B64, Kind, World
+from .world import CITY, PNG, PNG_B64, PROTOCOL_NAMES, Kind, World
 
 Answer = tuple[str, tuple[int, int] | None]
 WEATHER_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
@@ -190,3 +190,4 @@ def _tokens(usage: Any) -> tuple[int, int] | None:
 
 
 PROTOCOLS = {driver.name: driver for driver in (Chat, Responses, Messages, Gemini)}
+assert tuple(PROTOCOLS) == PROTOCOL_NAMES  # the names world.py seeds channels for
