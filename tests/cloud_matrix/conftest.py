@@ -62,7 +62,8 @@ def world(tmp_path_factory: pytest.TempPathFactory, fakes_thread: Any, adapter_f
                 model = error_model(kind, protocol)
                 seed.channel(f"{kind.name}-{protocol}-errors", models=[model], model_map={model: kind.upstream_model}, **cloud)
                 model = failover_model(kind, protocol)
-                seed.channel(f"{kind.name}-{protocol}-first", models=[model], model_map={model: kind.upstream_model}, priority=10, **cloud)
+                seed.channel(f"{kind.name}-{protocol}-first", models=[model], model_map={model: direct.cloud_model or kind.upstream_model},
+                             priority=10, **cloud)  # fmt: skip
                 seed.channel(f"{kind.name}-{protocol}-direct", type=direct.channel_type, base_url=upstreams[direct.channel_type].url,
                              api_keys=[keys[direct.channel_type]], models=[model], model_map={model: direct.upstream_model},
                              priority=0, free_unpriced=False)  # fmt: skip

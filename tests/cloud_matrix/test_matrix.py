@@ -16,6 +16,7 @@ from urllib.parse import unquote
 
 import anthropic
 import openai
+import orjson
 import pytest
 from google.genai import errors as genai_errors
 
@@ -105,6 +106,8 @@ def test_failover_from_the_cloud_channel_to_a_direct_one(world: World, cell) -> 
     text, tokens = client.ask(model, "fail over")
     assert text == "echo: fail over"
     assert (len(cloud.requests), len(direct.requests)) == (sent_cloud + 1, sent_direct + 1)
+    same = DIRECT[kind.name].cloud_model or kind.upstream_model  # the same model on both channels
+    assert same in unquote(cloud.requests[-1]["path"]) + orjson.dumps(cloud.requests[-1]["body"]).decode()
     row = world.assert_billed(model, f"{kind.name}-{client.name}-direct", tokens)
     attempts = [(a["channel"], a["status"]) for a in json.loads(row["attempts"])]
     assert attempts == [(f"{kind.name}-{client.name}-first", 500), (f"{kind.name}-{client.name}-direct", 200)]

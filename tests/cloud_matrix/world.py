@@ -82,15 +82,17 @@ KINDS = {
 @attrs.frozen
 class Direct:
     """The direct channel that backs a kind up for failover: its type (and the fake
-    serving it) and the model's id there."""
+    serving it), the model's id there and, when it is not the kind's own model, the same
+    model's id on the cloud channel (Bedrock's Nova has no direct provider: Claude it is)."""
 
     channel_type: str
     upstream_model: str
+    cloud_model: str | None = None
 
 
 DIRECT = {
     "azure": Direct("openai", "gpt-4o-mini"),
-    "bedrock": Direct("anthropic", "claude-sonnet-4-5-20250929"),
+    "bedrock": Direct("anthropic", "claude-sonnet-4-5-20250929", BEDROCK_CLAUDE),
     "vertex-gemini": Direct("gemini", "gemini-2.5-flash"),
     "vertex-claude": Direct("anthropic", "claude-sonnet-4-5-20250929"),
 }
