@@ -11,17 +11,24 @@
   after the test.
 - ``flooding_upstream``: a :class:`FloodingUpstream` served on loopback (an
   OpenAI-like upstream that can send more than any bound).
+- ``fakes_thread``: a :class:`FakesThread` for the session: fake upstreams served from an
+  event loop of their own, for synchronous tests and fixtures wider than a test.
+- ``adapter_fakes``: :func:`adapter_test_module`, which loads a module of an adapter's
+  tests folder (the azure and vertex fakes) by path.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import attrs
@@ -33,7 +40,7 @@ from gateway_core.request_store import RequestStore
 from gateway_core.store import Store
 from gateway_core.testing.stores import open_store
 from relaygate_postgres.store import PostgresStore
-from gateway_core.testing import FakeUpstream
+from gateway_core.testing import FakeUpstream, UpstreamServers
 from gateway_core.sql import Migration
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -162,6 +169,54 @@ def demo_key(seed) -> str:
     _, secret = seed.key(user)
     seed.channel("demo", type="demo", base_url="local://demo", models=["demo-chat"], settings={"delay_ms": 100})
     return secret
+
+
+# ---- Fakes for synchronous tests, and the fakes kept in the adapters' tests folders ----
+
+
+class FakesThread:
+    """Fake upstreams served on loopback from an event loop in a thread of its own, so
+    that synchronous tests (and fixtures wider than one test) can use them."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="fake-upstreams", daemon=True)
+        self.thread.start()
+        self.servers = UpstreamServers()
+
+    def start(self, fake: Any) -> Any:
+        """Serve ``fake`` (its ``url`` set) until the session ends."""
+        return asyncio.run_coroutine_threadsafe(self.servers.start(fake), self.loop).result(timeout=30)
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.servers.close(), self.loop).result(timeout=30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()
+
+
+@pytest.fixture(scope="session")
+def fakes_thread() -> Iterator[FakesThread]:
+    fakes = FakesThread()
+    yield fakes
+    fakes.close()
+
+
+def adapter_test_module(adapter: str, name: str) -> ModuleType:
+    """A module of ``adapters/<adapter>/tests`` (its fake), by path: those folders are not packages."""
+    qualified = f"relaygate_tests_{adapter}_{name}"
+    if qualified not in sys.modules:
+        spec = importlib.util.spec_from_file_location(qualified, ROOT / "adapters" / adapter / "tests" / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[qualified] = module
+        spec.loader.exec_module(module)
+    return sys.modules[qualified]
+
+
+@pytest.fixture(scope="session")
+def adapter_fakes() -> Callable[[str, str], ModuleType]:
+    return adapter_test_module
 
 
 # ---- Releases: the wheels every distribution builds, and their dependencies' wheels ----

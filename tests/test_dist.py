@@ -3,21 +3,27 @@ that cannot see this tree (no index but the built wheels and the cached dependen
 wheels), and what they install serves: ``relaygate init``, ``relaygate serve`` on a free
 loopback port, one chat completion to ``demo-chat`` with the printed key, SIGTERM —
 ``relaygate[all]`` with its metrics, and the core alone (with the OpenAI protocol and the demo channel) without
-any database driver, Redis client, metrics, tracing or uvicorn."""
+any database driver, Redis client, metrics, tracing or uvicorn. Each cloud channel package
+(azure, bedrock, vertex) installs on its own from its wheel into such a gateway that did not
+have it: its channel type is listed, and a channel of it answers from its fake upstream."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -36,18 +42,48 @@ def test_every_distribution_takes_its_version_from_the_one_file(built_wheels: Pa
         assert link.resolve() == ROOT / "VERSION", f"{link} is not the top VERSION"
 
 
+class FreshVenv:
+    """An empty virtual environment in ``tmp_path`` that sees neither this tree nor any
+    index: ``pip(*requirements)`` installs from the built wheels and the dependency wheels."""
+
+    def __init__(self, tmp_path: Path, built_wheels: Path, dependency_wheels: Path) -> None:
+        self.path, self.cwd = tmp_path / "venv", tmp_path
+        self.wheels = ["--find-links", str(built_wheels), "--find-links", str(dependency_wheels)]
+        subprocess.run([sys._base_executable, "-m", "venv", str(self.path)], check=True)  # type: ignore[attr-defined]
+        self.bin = self.path / "bin"
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "RELAYGATE_", "VIRTUAL_ENV", "OTEL_", "PROMETHEUS_"))}
+        self.env = env | {"RELAYGATE_HOME": str(tmp_path / "home"), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+
+    def pip(self, *requirements: str) -> None:
+        subprocess.run([str(self.bin / "python"), "-m", "pip", "install", "--quiet", "--no-index", *self.wheels, *requirements],
+                       check=True, env=self.env, cwd=self.cwd)  # fmt: skip
+
+    def run(self, *argv: str) -> str:
+        done = subprocess.run([str(self.bin / argv[0]), *argv[1:]], capture_output=True, text=True, env=self.env, cwd=self.cwd)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    def channel_types(self) -> set[str]:
+        return {line.split(":")[0] for line in self.run("relaygate", "channel", "types").splitlines() if not line.startswith(" ")}
+
+
+def chat(url: str, key: str, model: str, text: str) -> dict[str, Any]:
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": text}]}).encode()
+    request = urllib.request.Request(url + "/v1/chat/completions", data=body, method="POST",
+                                     headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})  # fmt: skip
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200
+        answer: dict[str, Any] = json.loads(response.read())
+        return answer
+
+
 def install(built_wheels: Path, dependency_wheels: Path, tmp_path: Path, requirements: list[str]) -> tuple[Path, dict[str, str], set[str]]:
     """``requirements`` installed into a new virtual environment from the wheels alone:
     its bin folder, the environment to run it in, and the distributions installed."""
-    venv = tmp_path / "venv"
-    subprocess.run([sys._base_executable, "-m", "venv", str(venv)], check=True)  # type: ignore[attr-defined]
-    bin_ = venv / "bin"
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTHON", "RELAYGATE_", "VIRTUAL_ENV", "OTEL_", "PROMETHEUS_"))}
-    env |= {"RELAYGATE_HOME": str(tmp_path / "home"), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    subprocess.run([str(bin_ / "python"), "-m", "pip", "install", "--quiet", "--no-index", "--find-links", str(built_wheels),
-                    "--find-links", str(dependency_wheels), *requirements], check=True, env=env, cwd=tmp_path)  # fmt: skip
-    installed = subprocess.run([str(bin_ / "python"), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True, env=env).stdout
-    return bin_, env, {item["name"].lower().replace("_", "-") for item in json.loads(installed)}
+    fresh = FreshVenv(tmp_path, built_wheels, dependency_wheels)
+    fresh.pip(*requirements)
+    installed = subprocess.run([str(fresh.bin / "python"), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True, env=fresh.env).stdout
+    return fresh.bin, fresh.env, {item["name"].lower().replace("_", "-") for item in json.loads(installed)}
 
 
 @contextlib.contextmanager
@@ -65,11 +101,7 @@ def serving(bin_: Path, env: dict[str, str], tmp_path: Path) -> Iterator[str]:
     try:
         url = f"http://127.0.0.1:{port}"
         wait_until_up(url, timeout=30, process=server)
-        body = json.dumps({"model": "demo-chat", "messages": [{"role": "user", "content": "Hello"}]}).encode()
-        request = urllib.request.Request(url + "/v1/chat/completions", data=body, method="POST",
-                                         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})  # fmt: skip
-        with urllib.request.urlopen(request, timeout=10) as response:
-            answer = json.loads(response.read())
+        answer = chat(url, key, "demo-chat", "Hello")
         assert answer["object"] == "chat.completion"
         assert answer["choices"][0]["message"]["content"]
         assert answer["usage"]["total_tokens"] > 0
@@ -92,7 +124,7 @@ def test_the_wheels_install_alone_and_serve(built_wheels: Path, dependency_wheel
     assert {"asyncpg", "redis", "prometheus-client", "opentelemetry-sdk", "uvicorn", "httptools"} <= names
     assert not names & {"pytest", "mypy", "playwright", "schemathesis", "hypothesis", "kubernetes"}, names
     types = subprocess.run([str(bin_ / "relaygate"), "channel", "types"], check=True, capture_output=True, text=True, env=env, cwd=tmp_path).stdout
-    assert {"openai", "anthropic", "gemini", "demo", "azure", "vertex"} <= {line.split(":")[0] for line in types.splitlines() if not line.startswith(" ")}, types
+    assert {"openai", "anthropic", "gemini", "demo", "azure", "bedrock", "vertex"} <= {line.split(":")[0] for line in types.splitlines() if not line.startswith(" ")}, types
     with serving(bin_, env, tmp_path) as url, urllib.request.urlopen(url + "/metrics", timeout=10) as response:
         assert "relaygate_requests_total" in response.read().decode()  # the metrics plugin, loaded because installed
 
@@ -116,3 +148,50 @@ def test_the_core_wheel_names_the_extras_an_operator_installs(built_wheels: Path
         metadata = wheel.read(f"relaygate-{VERSION}.dist-info/METADATA").decode()
     extras = {line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Provides-Extra:")}
     assert {"all", "adapters", "azure", "vertex", "console", "postgres", "redis", "metrics", "tracing", "uvicorn", "test"} <= extras
+
+
+def test_each_cloud_package_installs_alone_into_a_gateway_without_it(
+    built_wheels: Path, dependency_wheels: Path, tmp_path: Path, fakes_thread: Any, adapter_fakes: Callable[[str, str], ModuleType]
+) -> None:
+    from gateway_bedrock.fake_upstream import IAM_KEY, FakeBedrock
+
+    fake_azure, fake_vertex = adapter_fakes("azure", "fake_azure"), adapter_fakes("vertex", "fake_vertex")
+    oauth = fakes_thread.start(fake_vertex.FakeGoogleOAuth(account=fake_vertex.ServiceAccount.make()))
+    azure, bedrock = fakes_thread.start(fake_azure.FakeAzure()), fakes_thread.start(FakeBedrock())
+    vertex = fakes_thread.start(fake_vertex.FakeVertex(oauth=oauth))
+    service_account = base64.b64encode(oauth.account.json(oauth.token_uri).encode()).decode()
+    cloud = {  # package → its channel: type, base URL, key, model map, settings; the fake
+        "relaygate-azure": ("azure", azure.url + "/openai/", fake_azure.AZURE_KEY, "chat-dep", [], azure),
+        "relaygate-bedrock": ("bedrock", bedrock.url, IAM_KEY, "amazon.nova-pro-v1:0", ["region=us-east-1"], bedrock),
+        "relaygate-vertex": ("vertex", vertex.url + "/v1/", service_account, "gemini-2.5-flash", [f"project={fake_vertex.PROJECT}"], vertex),
+    }  # fmt: skip
+
+    fresh = FreshVenv(tmp_path, built_wheels, dependency_wheels)
+    fresh.pip("relaygate[adapters]")  # the core and the bundled adapters: no cloud channel type
+    assert not fresh.channel_types() & {"azure", "bedrock", "vertex"}
+    db = str(tmp_path / "data" / "relaygate.db")
+    key = json.loads(fresh.run("relaygate", "init", "--db", db, "--json"))["key"]
+    seconds: dict[str, float] = {}
+    for package, (channel_type, base_url, upstream_key, upstream_model, settings, fake) in cloud.items():
+        started = time.monotonic()
+        fresh.pip(package)
+        assert channel_type in fresh.channel_types()
+        model = f"{channel_type}-model"
+        fresh.run("relaygate", "channel", "add", channel_type, "--db", db, "--type", channel_type, "--base-url", base_url, "--api-key", upstream_key,
+                  "--models", model, "--model-map", f"{model}={upstream_model}", *[f"--setting={s}" for s in settings])  # fmt: skip
+        fresh.run("relaygate", "price", "set", model, "--db", db, "--free")  # the key init made has no balance
+        port = free_port()
+        server = subprocess.Popen([str(fresh.bin / "relaygate"), "serve", "--db", db, "--host", "127.0.0.1", "--port", str(port)],
+                                  env=fresh.env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+        try:
+            url = f"http://127.0.0.1:{port}"
+            wait_until_up(url, timeout=30, process=server)
+            answer = chat(url, key, model, f"hello {channel_type}")
+            assert answer["choices"][0]["message"]["content"] == f"echo: hello {channel_type}"
+            assert fake.requests and upstream_model in urllib.request.unquote(fake.requests[-1]["path"]) + json.dumps(fake.requests[-1]["body"])
+        finally:
+            server.send_signal(signal.SIGTERM)
+            _, stderr = server.communicate(timeout=60)
+        assert server.returncode == 0, stderr.decode()[-2000:]
+        seconds[package] = round(time.monotonic() - started, 1)
+    print("seconds to install, list, add a channel, serve and answer:", seconds)

@@ -26,7 +26,7 @@ from ..records import ChannelRecord, ChannelTraffic, DisabledKey
 from ..request_store import BreakerReport
 from .context import Admin
 from .errors import Conflict, Invalid, NotFound
-from .rules import check_base_url
+from .rules import check_base_url, check_upstream_keys
 from .port import ChannelFields
 
 if TYPE_CHECKING:  # the probe, aiohttp and the channel-type contract load when used, not for every admin command
@@ -206,6 +206,8 @@ def check_fields(admin: Admin, changes: ChannelFields, existing: ChannelRecord |
     for name in LISTS:
         if name in fields:
             fields[name] = [value for value in dict.fromkeys(fields[name]) if value]
+    if "api_keys" in fields:
+        check_upstream_keys(fields["api_keys"])
     adding = existing is None
     if adding or "name" in fields:
         fields["name"] = str(fields.get("name") or "").strip()

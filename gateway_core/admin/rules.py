@@ -8,6 +8,9 @@ message (the field to blame, then what is expected).
   typed on command lines and in sign-in forms), not starting ``team:`` (teams' wallets);
 - channel base URLs: ``http://`` or ``https://``, or the scheme of the channel
   type's own address (the demo type's ``local://``);
+- a channel's upstream keys: at most :data:`MAX_UPSTREAM_KEYS` of them, each at most
+  :data:`MAX_UPSTREAM_KEY` characters (room for a cloud credential such as a service
+  account's JSON key file, base64-encoded: about 3.2 KB; still bounded);
 - a key's models: each served to the key's group by some channel.
 """
 
@@ -27,6 +30,8 @@ if TYPE_CHECKING:
 
 MAX_AMOUNT_MICROS = 1_000_000_000 * MICROS_PER_USD
 MAX_USER_NAME = 100
+MAX_UPSTREAM_KEY = 16 * 1024
+MAX_UPSTREAM_KEYS = 500
 
 
 def check_amount(micros: object, field: str, *, allow_zero: bool = False, signed: bool = False) -> int:
@@ -68,6 +73,16 @@ def check_base_url(url: str, channel_type: ChannelType | None) -> None:
     if urlsplit(url).scheme.lower() not in allowed:
         schemes = " or ".join(f"{scheme}://" for scheme in sorted(allowed))
         raise Invalid(f"must start with {schemes}, got {url[:80]!r}", "base_url")
+
+
+def check_upstream_keys(keys: list[str]) -> None:
+    """Refuse more than :data:`MAX_UPSTREAM_KEYS` upstream keys, or one longer than
+    :data:`MAX_UPSTREAM_KEY` characters (named by its position, never quoted)."""
+    if len(keys) > MAX_UPSTREAM_KEYS:
+        raise Invalid(f"must be at most {MAX_UPSTREAM_KEYS} keys, got {len(keys)}", "api_keys")
+    for position, key in enumerate(keys):
+        if len(key) > MAX_UPSTREAM_KEY:
+            raise Invalid(f"key #{position} is {len(key)} characters long: at most {MAX_UPSTREAM_KEY} are taken", "api_keys")
 
 
 async def check_models_served(admin: Admin, models: Iterable[str], group: str, *, already: Iterable[str] = ()) -> None:

@@ -7,15 +7,20 @@ from __future__ import annotations
 from typing import Any
 
 from ..admin import channel_models, channels
+from ..admin.rules import MAX_UPSTREAM_KEY, MAX_UPSTREAM_KEYS
 from ..jsonable import to_jsonable
 from .operation import ApiCall, Operation, Param
 from .schema import ID, NAME, NAMES, Schema, array, obj
 
 STRINGS = {"type": "object", "additionalProperties": {"type": "string", "maxLength": 2000}, "maxProperties": 50}
+# the count is checked by the admin layer, not here: MAX_UPSTREAM_KEYS keys that long would not fit
+# in a body (MAX_BODY), and a body too large for the API is a 413 whatever the schema says
+API_KEYS = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": MAX_UPSTREAM_KEY},
+            "description": f"the upstream keys: at most {MAX_UPSTREAM_KEYS}, each at most {MAX_UPSTREAM_KEY} characters"}
 TIMEOUT = {"type": ["number", "null"], "minimum": 0, "maximum": 86400}
 FIELDS: dict[str, Schema] = {
     "name": NAME, "type": {"type": "string", "minLength": 1, "maxLength": 100},
-    "base_url": {"type": "string", "minLength": 1, "maxLength": 2000}, "api_keys": NAMES, "models": NAMES,
+    "base_url": {"type": "string", "minLength": 1, "maxLength": 2000}, "api_keys": API_KEYS, "models": NAMES,
     "model_map": STRINGS, "groups": NAMES, "priority": {"type": "integer", "minimum": -1000000, "maximum": 1000000},
     "weight": {"type": "integer", "minimum": 0, "maximum": 1000000}, "enabled": {"type": "boolean"}, "endpoints": NAMES,
     "headers": STRINGS, "settings": {"type": "object"}, "concurrency": {"type": "integer", "minimum": 0, "maximum": 1000000},
