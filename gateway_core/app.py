@@ -26,7 +26,7 @@ from .session_relay import SessionEndpoint
 from .frame_relay import FrameEndpoint
 from .app_state import SERVICES_STATE
 from .ratelimit import RateLimiter
-from .request_store import RequestStore
+from .store.request_store import RequestStore
 from .services import Services
 from .types import ASGIApp
 from .websocket_denial import decline_upgrade

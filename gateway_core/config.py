@@ -15,7 +15,7 @@
     [gateway.redis_faults]    # Redis unreachable: "open" or "closed" per kind
     rate_limits = "closed"
 
-    [retention]               # how long usage rows are kept (gateway_core/retention.py)
+    [retention]               # how long usage rows are kept (gateway_core/store/retention.py)
     usage_days = 90
 
     [plugins.acme]            # a plugin's own settings
@@ -35,7 +35,7 @@ import attrs
 from .timeouts import Timeouts
 from .json_body import DEFAULT_LIMITS, JsonLimits
 from .ratelimit.faults import FaultPolicy
-from .retention import Retention
+from .store.retention import Retention
 
 HOME_ENV = "RELAYGATE_HOME"
 

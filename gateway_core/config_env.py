@@ -58,7 +58,7 @@ def from_environment(
 def retention_from_environment(defaults: Any, environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     """The ``[retention]`` keys the environment sets (``RELAYGATE_RETENTION_<KEY>``), in the
     form ``plugins.toml`` gives them, and the variable of each (as ``"retention.<key>"``).
-    ``defaults``: a :class:`~gateway_core.retention.Retention`; a :class:`ValueError`
+    ``defaults``: a :class:`~gateway_core.store.retention.Retention`; a :class:`ValueError`
     names the variable of a value it refuses."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .ratelimit import RateLimiter
     from .ratelimit.signin import SignInThrottle
     from .registry import Registry
-    from .request_store import PriceSnapshot, RequestStore
+    from .store.request_store import PriceSnapshot, RequestStore
     from .router import Router
     from .snapshot import TtlSnapshot
     from .sql import SqlHandle

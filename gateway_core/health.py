@@ -44,7 +44,7 @@ from .breaker import CLOSED, HALF_OPEN, OPEN, Breaker
 from .errors import GatewayError, InternalError
 from .records import key_fingerprint
 from .router import Route
-from .request_store import CHANNEL_SLOT, BreakerReport, RequestStore
+from .store.request_store import CHANNEL_SLOT, BreakerReport, RequestStore
 from .secrets import redact
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .records import ChannelRecord, key_fingerprint, mask_secret
-from .request_store import CHANNEL_SLOT, BreakerReport
+from .store.request_store import CHANNEL_SLOT, BreakerReport
 
 
 def describe_health(

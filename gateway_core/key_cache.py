@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from .records import KeyRecord
-from .request_store import RequestStore
+from .store.request_store import RequestStore
 
 _monotonic = time.monotonic
 

@@ -3,7 +3,7 @@ durably, together, in one group commit.
 
 The request has been served when it is recorded, so a write refused because
 another process held SQLite's write lock past the busy timeout
-(:class:`~gateway_core.request_store.StoreLocked`: nothing was written) is sent
+(:class:`~gateway_core.store.request_store.StoreLocked`: nothing was written) is sent
 again, with growing pauses, for up to :data:`LOCKED_RETRY_SECONDS`: the charge
 is not lost to a lock held for a while (a backup, a long CLI command). Any other
 failure, or a lock held longer, is raised as before.
@@ -20,7 +20,7 @@ import structlog
 
 from .billing.charge import Charge
 from .records import UsageRow
-from .request_store import RequestStore, StoreLocked
+from .store.request_store import RequestStore, StoreLocked
 
 log = structlog.get_logger("relaygate.request")
 

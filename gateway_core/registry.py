@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .channel_type import ChannelType
     from .client_protocol import ClientProtocol
     from .policy import Policy
-    from .request_store import RequestStore
+    from .store.request_store import RequestStore
     from .observers import MakeObserver
     from .shared_state import SharedStateKind
     from .stores import StoreKind

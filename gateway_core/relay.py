@@ -35,7 +35,7 @@ from .health import Lease
 from .model import ChatRequest, ChatResponse, CoreRequest
 from .money import format_usd
 from .outcome import CLIENT_GONE, CUT_BY_SHUTDOWN, DONE, Outcome, answered, end_reason_of
-from .request_store import StoreUnavailable
+from .store.request_store import StoreUnavailable
 from .reservation import confirm
 from .secrets import redact
 from .services import Services

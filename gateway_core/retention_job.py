@@ -12,7 +12,7 @@ import structlog
 
 from .admin import Admin
 from .admin import retention
-from .retention import Retention
+from .store.retention import Retention
 
 log = structlog.get_logger("relaygate.retention")
 

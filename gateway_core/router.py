@@ -24,7 +24,7 @@ from .errors import GatewayError, InvalidRequestError, NotFoundError, Permission
 from .model import ModelInfo
 from .fallbacks import ModelFallback
 from .records import ChannelRecord, KeyRecord, key_fingerprint
-from .request_store import RequestStore
+from .store.request_store import RequestStore
 from .snapshot import TtlSnapshot
 
 

@@ -26,7 +26,7 @@ from .router import Router
 from .admin import Admin
 from .admin.port import AdminStore
 from .affinity import Affinity
-from .request_store import PriceSnapshot, RequestStore
+from .store.request_store import PriceSnapshot, RequestStore
 from .snapshot import TtlSnapshot
 from .sql import SqlHandle
 from .kept_responses import ResponseStore

@@ -29,7 +29,7 @@ import orjson
 import pytest
 from aiohttp import web
 
-from gateway_core.request_store import RequestStore
+from gateway_core.store.request_store import RequestStore
 from gateway_core.store import Store
 from gateway_core.testing.stores import open_store
 from relaygate_postgres.store import PostgresStore

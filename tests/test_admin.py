@@ -16,7 +16,7 @@ from gateway_core.config import Config
 from gateway_core.key_cache import KeyCache
 from gateway_core.plugins import collect
 from gateway_core.records import DailySpending, PriceRecord, UsageFilter, UsageRow, UsageTotal
-from gateway_core.request_store import BreakerReport
+from gateway_core.store.request_store import BreakerReport
 from gateway_core.router import Router
 from gateway_core.snapshot import TtlSnapshot
 from gateway_core.secrets import hash_key

@@ -15,7 +15,7 @@ from gateway_core.admin import Admin
 from gateway_core.admin import team_keys, teams
 from gateway_core.billing import testing as kit
 from gateway_core.billing.testing import MODEL
-from gateway_core.team_records import TeamRecord
+from gateway_core.store.team_records import TeamRecord
 from gateway_openai.fake_upstream import Fault, FakeOpenAI
 
 LOAD = ("openai", "demo")

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 
-from ..access_records import Actor, AuditEntry
+from ..store.access_records import Actor, AuditEntry
 from ..jsonable import to_jsonable
 from .context import Admin
 

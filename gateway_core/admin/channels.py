@@ -23,7 +23,7 @@ from .. import endpoints
 from ..channel_settings import CORE_SETTINGS, SettingError, validate_settings
 from ..health_report import describe_health
 from ..records import ChannelRecord, ChannelTraffic, DisabledKey
-from ..request_store import BreakerReport
+from ..store.request_store import BreakerReport
 from .context import Admin
 from .errors import Conflict, Invalid, NotFound
 from .rules import check_base_url

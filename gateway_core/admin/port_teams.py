@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from ..records import KeyRecord
-from ..team_records import TeamMember, TeamRecord
+from ..store.team_records import TeamMember, TeamRecord
 
 
 class TeamStore(Protocol):

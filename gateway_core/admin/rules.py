@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..money import MICROS_PER_USD, format_usd
-from ..team_records import ACCOUNT_PREFIX as TEAM_ACCOUNT_PREFIX
+from ..store.team_records import ACCOUNT_PREFIX as TEAM_ACCOUNT_PREFIX
 from .context import Admin
 from .errors import Invalid
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..team_records import TeamRecord
+from ..store.team_records import TeamRecord
 from .context import Admin
 from .errors import Forbidden, Invalid, NotFound
 

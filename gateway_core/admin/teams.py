@@ -2,7 +2,7 @@
 groups, rate limits, budgets and money by a site admin, with members in roles.
 
 A team's wallet, groups, rate limits and budgets are its account's (a ``users``
-row named ``team:NAME``: :data:`gateway_core.team_records.ACCOUNT_PREFIX`), so the
+row named ``team:NAME``: :data:`gateway_core.store.team_records.ACCOUNT_PREFIX`), so the
 request path, the ledger, budgets and ``relaygate check`` treat them as any
 user's. Every operation takes the ``caller`` (:mod:`.team_access`) and checks
 their role first; keys are in :mod:`.team_keys`."""
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import attrs
 
 from ..records import DEFAULT_GROUP, UserRecord, UsageFilter, UsageTotal
-from ..team_records import ACCOUNT_PREFIX, ROLES, TeamMember, TeamRecord, account_name
+from ..store.team_records import ACCOUNT_PREFIX, ROLES, TeamMember, TeamRecord, account_name
 from . import users, wallet
 from .context import Admin
 from .errors import Conflict, Invalid, NotFound

@@ -19,7 +19,7 @@ import structlog
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..access_records import AuditEntry
+from ..store.access_records import AuditEntry
 from ..admin import Admin, AdminError, audit
 from ..app_state import services_from_scope
 from ..relay import REQUEST_ID

@@ -16,7 +16,7 @@ from ..admin.budgets import budgets_of
 from ..admin.teams import TeamView
 from ..money import format_usd
 from ..records import BUDGET_COLUMNS, LIMIT_COLUMNS, UsageFilter
-from ..team_records import ROLES, TeamMember
+from ..store.team_records import ROLES, TeamMember
 from .budgets import BUDGETS, budget_answer
 from .errors import ApiError
 from .operation import ApiCall, Operation, Param

@@ -19,7 +19,7 @@ from ..lazy import MappingWhenRead
 from ..money import format_usd
 
 if TYPE_CHECKING:
-    from ..access_records import Actor
+    from ..store.access_records import Actor
     from ..admin import Admin
     from ..config import Config
     from ..registry import Registry
@@ -151,7 +151,7 @@ def cli_actor() -> Actor:
     system's user running it (``cli`` when that cannot be told)."""
     import getpass
 
-    from ..access_records import Actor
+    from ..store.access_records import Actor
 
     try:
         name = getpass.getuser()

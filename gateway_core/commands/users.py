@@ -18,7 +18,7 @@ from ..records import DEFAULT_GROUP, UserRecord
 from .kit import CommandContext, no_arguments, split_list
 
 if TYPE_CHECKING:
-    from ..access_records import Credit
+    from ..store.access_records import Credit
     from ..admin import Admin
 
 

@@ -33,7 +33,7 @@ from ..errors import InsufficientQuotaError, PermissionDeniedError
 from ..money import format_usd
 from ..gateway import Gateway
 from ..policy import Policy
-from ..request_store import HoldRefused
+from ..store.request_store import HoldRefused
 from ..reservation import BalanceMargins, sole_writer
 from .budget_refusal import budget_refusal
 

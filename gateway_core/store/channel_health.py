@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from ..request_store import CHANNEL_SLOT, BreakerReport
+from .request_store import CHANNEL_SLOT, BreakerReport
 from .connection import fetch_all
 
 def save_breaker(conn: sqlite3.Connection, report: BreakerReport) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..records import KeyRecord
-from ..team_records import TeamMember, TeamRecord
+from .team_records import TeamMember, TeamRecord
 from . import teams
 
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..team_records import TeamMember, TeamRecord
+from .team_records import TeamMember, TeamRecord
 from .connection import atomic, fetch_all, fetch_one, inserted_id
 from .keys import create_key, get_key
 from .users import add_user, delete_user

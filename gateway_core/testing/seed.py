@@ -19,7 +19,7 @@ from ..admin.port import AdminStore
 from ..config import Config
 from ..plugins import collect
 from ..records import AuditReport, PriceRecord
-from ..request_store import RequestStore
+from ..store.request_store import RequestStore
 from ..sql import SqlHandle
 from ..store import Store
 

@@ -11,7 +11,7 @@ from contextlib import AbstractAsyncContextManager
 from ..admin.port import AdminStore
 from ..config import Config
 from ..kept_responses import ResponseStore
-from ..request_store import RequestStore
+from ..store.request_store import RequestStore
 from ..sql import Migration, SqlHandle
 from ..stores import StoreKind, kind_for, kind_of
 

@@ -11,7 +11,7 @@ import asyncpg
 
 from gateway_core.records import KeyRecord
 from gateway_core.store import teams as sql
-from gateway_core.team_records import TeamMember, TeamRecord
+from gateway_core.store.team_records import TeamMember, TeamRecord
 from .admin_base import AdminBase, changed, found
 from .admin_users import add_user, create_key, get_key
 from .migrate import numbered

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from gateway_core.records import UsageRow
-from gateway_core.request_store import StoreUnavailable
+from gateway_core.store.request_store import StoreUnavailable
 from relaygate_postgres.store import PostgresStore
 from relaygate_postgres.databases import with_database
 

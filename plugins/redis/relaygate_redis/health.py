@@ -37,7 +37,7 @@ from gateway_core.errors import GatewayError
 from gateway_core.ratelimit.faults import BREAKERS
 from gateway_core.ratelimit.state import LimitExceeded, Subject
 from gateway_core.records import RateLimits, key_fingerprint
-from gateway_core.request_store import CHANNEL_SLOT
+from gateway_core.store.request_store import CHANNEL_SLOT
 from gateway_core.shared import events
 
 from .faults import RedisFaults

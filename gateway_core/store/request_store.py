@@ -17,9 +17,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
-from .billing.cost import UNIT_RATIO_PPM
-from .errors import GatewayError
-from .records import ChannelRecord, KeyRecord, PriceRecord, UsageRow
+from ..billing.cost import UNIT_RATIO_PPM
+from ..errors import GatewayError
+from ..records import ChannelRecord, KeyRecord, PriceRecord, UsageRow
 
 CHANNEL_SLOT = ""  # the key_slot of a channel's own breaker; a key's is its fingerprint
 
