@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import uvloop  # noqa: E402
 
-from gateway_core.snapshot import TtlSnapshot  # noqa: E402
+from gateway_core.routing.snapshot import TtlSnapshot  # noqa: E402
 from gateway_core.client_protocol import Call, capped_output  # noqa: E402
 from gateway_core.context import RequestContext, new_request_id  # noqa: E402
 from gateway_core.model import Usage  # noqa: E402

@@ -20,7 +20,7 @@ from .context import new_request_id
 from .errors import GatewayError, InternalError, NotFoundError
 from .metrics.endpoint import MetricsEndpoint
 from .plugins import collect
-from .readiness import ReadyEndpoint
+from .routing.readiness import ReadyEndpoint
 from .relay import REQUEST_ID, ProtocolEndpoint
 from .session_relay import SessionEndpoint
 from .frame_relay import FrameEndpoint

@@ -90,7 +90,7 @@ class Config:
     # seconds after a breaker opened (or its last resort was sent) before a request that
     # finds every channel cooling down may try that one anyway (0: never)
     breaker_last_resort: float = 1.0
-    # session affinity (gateway_core.affinity): a session's requests go to the channel
+    # session affinity (gateway_core.routing.affinity): a session's requests go to the channel
     # and key that served it last while healthy; its header, its lifetime after its
     # last request, and how many sessions one process remembers (without Redis)
     session_affinity: bool = False

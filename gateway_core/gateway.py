@@ -19,14 +19,14 @@ if TYPE_CHECKING:
     from .admin.port import AdminStore
     from .asgi import ClientAddress
     from .config import Config
-    from .health import HealthBoard
+    from .routing.health import HealthBoard
     from .key_cache import KeyCache
     from .ratelimit import RateLimiter
     from .ratelimit.signin import SignInThrottle
     from .registry import Registry
     from .store.request_store import PriceSnapshot, RequestStore
-    from .router import Router
-    from .snapshot import TtlSnapshot
+    from .routing.router import Router
+    from .routing.snapshot import TtlSnapshot
     from .sql import SqlHandle
 
 

@@ -206,7 +206,7 @@ class UsageRow:
     upstream_error: str | None = None
     attempts: list[dict[str, Any]] = attrs.field(factory=list)
     cost_detail: dict[str, Any] | None = None  # the cost by component (billing.cost.CostBreakdown.as_dict)
-    served_model: str | None = None  # the model that served it, when a model fallback did (gateway_core.fallbacks)
+    served_model: str | None = None  # the model that served it, when a model fallback did (gateway_core.routing.fallbacks)
     team_id: int | None = None  # the team charged (its key's)
 
 

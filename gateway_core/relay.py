@@ -29,9 +29,9 @@ from .context import RequestContext
 from .disconnect import DisconnectWatch
 from .echo_ids import split_ids
 from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, UpstreamUnavailableError
-from .failover import AttemptPlan, attempt_record
-from .fallbacks import fall_back
-from .health import Lease
+from .routing.failover import AttemptPlan, attempt_record
+from .routing.fallbacks import fall_back
+from .routing.health import Lease
 from .model import ChatRequest, ChatResponse, CoreRequest
 from .money import format_usd
 from .outcome import CLIENT_GONE, CUT_BY_SHUTDOWN, DONE, Outcome, answered, end_reason_of

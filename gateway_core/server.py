@@ -168,7 +168,7 @@ async def serve_until_stopped(app: Any, bind: str, grace: float, server: str = "
     503 at once, the server stops accepting ``shutdown_drain_seconds`` later and
     gives requests ``grace`` seconds; a second signal stops it at once — or, with
     ``parent``, until that process is gone (a worker never outlives its supervisor)."""
-    from .readiness import drain_then
+    from .routing.readiness import drain_then
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

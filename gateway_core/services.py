@@ -13,21 +13,21 @@ import attrs
 from .asgi import ClientAddress
 from .billing.sweeper import HoldSweeper
 from .config import Config
-from .health import HealthBoard
+from .routing.health import HealthBoard
 from .key_cache import KeyCache
-from .readiness import Readiness
+from .routing.readiness import Readiness
 from .retention_job import RetentionJob
 from .registry import Registry
 from .policy import Pipeline
 from .ratelimit import RateLimiter
 from .ratelimit.memory import InProcessRateLimiter
 from .recorder import Recorder
-from .router import Router
+from .routing.router import Router
 from .admin import Admin
 from .admin.port import AdminStore
-from .affinity import Affinity
+from .routing.affinity import Affinity
 from .store.request_store import PriceSnapshot, RequestStore
-from .snapshot import TtlSnapshot
+from .routing.snapshot import TtlSnapshot
 from .sql import SqlHandle
 from .kept_responses import ResponseStore
 from .ratelimit.signin import InProcessSignInThrottle, SignInThrottle
@@ -63,7 +63,7 @@ class Services:
     signin: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # console sign-in attempts
     redeem: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # redemption-code attempts (gateway_core.admin.codes)
     clock: Callable[[], float] = time.time  # Unix time, for budgets' windows (tests move it)
-    affinity: Affinity | None = None  # session affinity ([gateway] session_affinity; gateway_core.affinity)
+    affinity: Affinity | None = None  # session affinity ([gateway] session_affinity; gateway_core.routing.affinity)
     retention: RetentionJob | None = None  # rolls the usage log up and prunes it ([retention]; gateway_core.retention_job)
 
     @property

@@ -34,8 +34,8 @@ from .channel_type import AnswerLimits, Exchange, Target
 from .client_protocol import Call, ClientProtocol, RouteSpec
 from .context import RequestContext, new_request_id
 from .errors import GatewayError, InternalError, RequestTooLargeError, UpstreamError, UpstreamUnavailableError
-from .failover import AttemptPlan, attempt_record
-from .health import Lease
+from .routing.failover import AttemptPlan, attempt_record
+from .routing.health import Lease
 from .model import PartDelta, StreamFinish, StreamStart, Usage, UsageReport
 from .outcome import Outcome, answered, end_reason_of
 from .services import Services

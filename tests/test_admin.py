@@ -17,8 +17,8 @@ from gateway_core.key_cache import KeyCache
 from gateway_core.plugins import collect
 from gateway_core.records import DailySpending, PriceRecord, UsageFilter, UsageRow, UsageTotal
 from gateway_core.store.request_store import BreakerReport
-from gateway_core.router import Router
-from gateway_core.snapshot import TtlSnapshot
+from gateway_core.routing.router import Router
+from gateway_core.routing.snapshot import TtlSnapshot
 from gateway_core.secrets import hash_key
 from gateway_core.testing.stores import admin_ports
 

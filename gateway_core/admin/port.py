@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ..fallbacks import ModelFallback
+from ..routing.fallbacks import ModelFallback
 from ..records import (
     AuditReport,
     ChannelRecord,

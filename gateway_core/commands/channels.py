@@ -34,7 +34,7 @@ from .kit import CommandContext, CommandError, no_arguments, parse_model_map, sp
 if TYPE_CHECKING:
     from ..admin import Admin
     from ..admin.channel_models import UpstreamModels
-    from ..probe import ProbeResult
+    from ..routing.probe import ProbeResult
 
 
 DEFAULT = "default"  # a timeout back to the gateway's [gateway.timeouts]
@@ -171,7 +171,7 @@ def _run_add(args: argparse.Namespace, cli: CommandContext) -> int:
 
 def _run_list(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import channels
-    from ..health_report import key_summary
+    from ..routing.health_report import key_summary
     from ..jsonable import to_jsonable
 
     rows = []

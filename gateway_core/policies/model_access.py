@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..context import RequestContext
 from ..gateway import Gateway
 from ..policy import Policy
-from ..router import model_refusal
+from ..routing.router import model_refusal
 
 
 class ModelAccess(Policy):

@@ -17,7 +17,7 @@ import attrs
 
 from ..admin.errors import AdminError, Conflict, Invalid, StoreFailure
 from ..admin.port import ChannelFields, LimitChanges, UsageRowDict
-from ..fallbacks import ModelFallback
+from ..routing.fallbacks import ModelFallback
 from ..records import (
     AuditReport,
     ChannelRecord,

@@ -29,15 +29,15 @@ import attrs
 import structlog
 
 from .affinity import Affinity, Steering, session_digest, session_of
-from .channel_type import Timeouts
-from .errors import GatewayError, RateLimitError, UpstreamUnavailableError
+from ..channel_type import Timeouts
+from ..errors import GatewayError, RateLimitError, UpstreamUnavailableError
 from .health import OPEN, HealthBoard, Lease
-from .records import key_fingerprint
+from ..records import key_fingerprint
 from .router import Route
 
 if TYPE_CHECKING:
-    from .client_protocol import ClientProtocol
-    from .ratelimit import SlotLimits
+    from ..client_protocol import ClientProtocol
+    from ..ratelimit import SlotLimits
 
 NO_CHANNEL = "no_channel_available"
 RATE_LIMITED = "upstream_rate_limited"
@@ -61,7 +61,7 @@ class AttemptPlan:
         self.skipped: list[tuple[str, str]] | None = None  # (channel, why), for the 503
         self.limits = limits  # the request's limits, taken with the first channel's claim (policies.rate_limit)
         self.resorted = False  # the last resort was looked for
-        self.steering: Steering | None = None  # the request's session (gateway_core.affinity)
+        self.steering: Steering | None = None  # the request's session (gateway_core.routing.affinity)
 
     def next(self) -> Lease | None:
         """The next attempt's lease, or ``None`` when no attempt is left."""

@@ -5,7 +5,7 @@ store at most once per ``ttl`` seconds (and at once after ``invalidate``), so a
 request costs no database call. Candidates come highest priority first, in
 weighted random order within a priority, each as a :class:`Route`: the channel,
 its usable upstream keys and its timeouts. Which of them is healthy right now is
-the business of :mod:`gateway_core.health`.
+the business of :mod:`gateway_core.routing.health`.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 import attrs
 import structlog
 
-from . import endpoints
-from .billing.catalogue import CatalogueModel, load_catalogue
-from .channel_type import Timeouts
-from .errors import GatewayError, InvalidRequestError, NotFoundError, PermissionDeniedError, UpstreamUnavailableError
-from .model import ModelInfo
+from .. import endpoints
+from ..billing.catalogue import CatalogueModel, load_catalogue
+from ..channel_type import Timeouts
+from ..errors import GatewayError, InvalidRequestError, NotFoundError, PermissionDeniedError, UpstreamUnavailableError
+from ..model import ModelInfo
 from .fallbacks import ModelFallback
-from .records import ChannelRecord, KeyRecord, key_fingerprint
-from .store.request_store import RequestStore
+from ..records import ChannelRecord, KeyRecord, key_fingerprint
+from ..store.request_store import RequestStore
 from .snapshot import TtlSnapshot
 
 
@@ -197,7 +197,7 @@ class Router:
     async def fallback_for(self, key: KeyRecord, model: str) -> str | None:
         """The model that serves ``key``'s request for ``model`` when every channel
         of ``model`` failed before its first byte: the key's own fallback, else its
-        group's (:mod:`gateway_core.fallbacks`)."""
+        group's (:mod:`gateway_core.routing.fallbacks`)."""
         if self._fallbacks is None:
             return None
         table = await self._fallbacks.current()

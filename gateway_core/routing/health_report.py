@@ -12,8 +12,8 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from .records import ChannelRecord, key_fingerprint, mask_secret
-from .store.request_store import CHANNEL_SLOT, BreakerReport
+from ..records import ChannelRecord, key_fingerprint, mask_secret
+from ..store.request_store import CHANNEL_SLOT, BreakerReport
 
 
 def describe_health(

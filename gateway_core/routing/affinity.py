@@ -36,10 +36,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .records import key_fingerprint
+from ..records import key_fingerprint
 
 if TYPE_CHECKING:
-    from .client_protocol import ClientProtocol
+    from ..client_protocol import ClientProtocol
     from .health import Lease
 
 MAX_SESSION_CHARS = 512  # a longer session name is cut (it is only hashed)

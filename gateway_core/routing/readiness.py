@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Protocol
 import orjson
 import structlog
 
-from .asgi import send_body
+from ..asgi import send_body
 
 if TYPE_CHECKING:
-    from .gateway import Gateway
-    from .shared_state import SharedState
+    from ..gateway import Gateway
+    from ..shared_state import SharedState
 
 log = structlog.get_logger("relaygate.server")
 

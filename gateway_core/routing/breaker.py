@@ -1,5 +1,5 @@
 """One circuit breaker: closed, open for a cool-down, or half-open with one probe
-(see :mod:`gateway_core.health` for what opens and closes it)."""
+(see :mod:`gateway_core.routing.health` for what opens and closes it)."""
 
 from __future__ import annotations
 

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 import attrs
 import structlog
 
-from .errors import GatewayError
+from ..errors import GatewayError
 
 if TYPE_CHECKING:
-    from .context import RequestContext
+    from ..context import RequestContext
     from .failover import AttemptPlan
-    from .gateway import Gateway
+    from ..gateway import Gateway
 
 log = structlog.get_logger("relaygate.fallbacks")
 

@@ -41,16 +41,16 @@ from typing import TYPE_CHECKING, Literal
 import structlog
 
 from .breaker import CLOSED, HALF_OPEN, OPEN, Breaker
-from .errors import GatewayError, InternalError
-from .records import key_fingerprint
+from ..errors import GatewayError, InternalError
+from ..records import key_fingerprint
 from .router import Route
-from .store.request_store import CHANNEL_SLOT, BreakerReport, RequestStore
-from .secrets import redact
+from ..store.request_store import CHANNEL_SLOT, BreakerReport, RequestStore
+from ..secrets import redact
 
 if TYPE_CHECKING:
-    from .observing import Observers
-    from .ratelimit.state import Permit
-    from .shared_state import SharedChannelHealth
+    from ..observing import Observers
+    from ..ratelimit.state import Permit
+    from ..shared_state import SharedChannelHealth
 
 log = structlog.get_logger("relaygate.health")
 
@@ -161,7 +161,7 @@ class HealthBoard:
 
         ``last_resort`` leases a channel whose breaker is open and cooling down
         (its outcome closes or reopens the breaker; it is no probe); ``prefer``
-        is the key to take when it is usable (a session's, :mod:`gateway_core.affinity`)."""
+        is the key to take when it is usable (a session's, :mod:`gateway_core.routing.affinity`)."""
         health = self.health(route.channel.id)
         breaker = health.breaker
         now = 0.0

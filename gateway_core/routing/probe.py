@@ -14,13 +14,13 @@ import time
 import aiohttp
 import attrs
 
-from . import endpoints
-from .channel_type import ChannelType, Exchange, JsonReply, Target, Timeouts
-from .client_protocol import Call
-from .errors import GatewayError
-from .secrets import redact
-from .model import ChatRequest, ChatResponse, Message, Role, TextPart
-from .records import ChannelRecord
+from .. import endpoints
+from ..channel_type import ChannelType, Exchange, JsonReply, Target, Timeouts
+from ..client_protocol import Call
+from ..errors import GatewayError
+from ..secrets import redact
+from ..model import ChatRequest, ChatResponse, Message, Role, TextPart
+from ..records import ChannelRecord
 from .router import route_for
 
 
