@@ -37,8 +37,8 @@ WRAPPED = (  # (module, class, method, label); "write"/"read" are labelled by th
     ("gateway_core.store.sqlite_store", "Store", "read", None),
     ("gateway_core.policy", "Pipeline", "admit", "policies (Pipeline.admit)"),
     ("gateway_openai.channel", "OpenAIChannel", "send", "upstream call, to its headers (OpenAIChannel.send)"),
-    ("gateway_core.recorder", "Recorder", "record", "record: settle + usage row (Recorder.record)"),
-    ("gateway_core.relay", "ProtocolEndpoint", "__call__", "whole endpoint (ProtocolEndpoint.__call__)"),
+    ("gateway_core.request.recorder", "Recorder", "record", "record: settle + usage row (Recorder.record)"),
+    ("gateway_core.request.relay", "ProtocolEndpoint", "__call__", "whole endpoint (ProtocolEndpoint.__call__)"),
 )
 
 

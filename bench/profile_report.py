@@ -33,10 +33,10 @@ FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^():]*)(?::(?P<line>\d+))?\)$")
 COMPONENTS: list[tuple[str, re.Pattern[str]]] = [
     ("structlog + logging", re.compile(r"^(structlog/|logging/)")),
     ("gateway_core/store (writer, SQL)", re.compile(r"^(gateway_core/store/|sqlite_utils/|sqlite3/)")),
-    ("gateway_core/recorder.py", re.compile(r"^gateway_core/recorder\.py")),
-    ("gateway_core/relay.py", re.compile(r"^gateway_core/relay\.py")),
+    ("gateway_core/request/recorder.py", re.compile(r"^gateway_core/recorder\.py")),
+    ("gateway_core/request/relay.py", re.compile(r"^gateway_core/relay\.py")),
     ("gateway_core/app.py (request id, dispatch)", re.compile(r"^gateway_core/app\.py")),
-    ("gateway_core/asgi.py", re.compile(r"^gateway_core/asgi\.py")),
+    ("gateway_core/request/asgi.py", re.compile(r"^gateway_core/asgi\.py")),
     ("gateway_core/upstream.py", re.compile(r"^gateway_core/upstream\.py")),
     ("gateway_core policies, keys, router", re.compile(r"^gateway_core/(policy|policies/|key_cache|router|secrets|key_header)")),
     ("gateway_core context, records, tally, sse", re.compile(r"^gateway_core/(context|records|tally|sse|model|channel_type|client_protocol|errors)")),

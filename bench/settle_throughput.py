@@ -40,12 +40,12 @@ import uvloop  # noqa: E402
 
 from gateway_core.routing.snapshot import TtlSnapshot  # noqa: E402
 from gateway_core.client_protocol import Call, capped_output  # noqa: E402
-from gateway_core.context import RequestContext, new_request_id  # noqa: E402
+from gateway_core.request.context import RequestContext, new_request_id  # noqa: E402
 from gateway_core.model import Usage  # noqa: E402
-from gateway_core.outcome import Outcome  # noqa: E402
+from gateway_core.request.outcome import Outcome  # noqa: E402
 from gateway_core.policies.quota import Quota  # noqa: E402
-from gateway_core.recorder import Recorder  # noqa: E402
-from gateway_core.settlement import usage_row  # noqa: E402
+from gateway_core.request.recorder import Recorder  # noqa: E402
+from gateway_core.request.settlement import usage_row  # noqa: E402
 from gateway_core.secrets import hash_key  # noqa: E402
 from gateway_core.store import CORE_MIGRATIONS, Store, keys, prices, users, wallet  # noqa: E402
 from gateway_core.store.audit import audit  # noqa: E402

@@ -32,7 +32,7 @@ from typing import Any
 
 import attrs
 
-from .timeouts import Timeouts
+from .request.timeouts import Timeouts
 from .json_body import DEFAULT_LIMITS, JsonLimits
 from .ratelimit.faults import FaultPolicy
 from .store.retention import Retention

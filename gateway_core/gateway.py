@@ -17,10 +17,10 @@ if TYPE_CHECKING:
     import aiohttp
 
     from .admin.port import AdminStore
-    from .asgi import ClientAddress
+    from .request.asgi import ClientAddress
     from .config import Config
     from .routing.health import HealthBoard
-    from .key_cache import KeyCache
+    from .request.key_cache import KeyCache
     from .ratelimit import RateLimiter
     from .ratelimit.signin import SignInThrottle
     from .registry import Registry

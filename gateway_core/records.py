@@ -172,7 +172,7 @@ def mask_secret(secret: str) -> str:
 @attrs.frozen
 class UsageRow:
     """One request, as the usage log stores it: built whole when the request ends
-    (:func:`gateway_core.settlement.usage_row`)."""
+    (:func:`gateway_core.request.settlement.usage_row`)."""
 
     request_id: str
     started_at: float

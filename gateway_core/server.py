@@ -101,7 +101,7 @@ def serve(
     ``[gateway] server``, ``pin_workers`` (each worker on a CPU of its own,
     :mod:`gateway_core.cpu_pinning`) to ``[gateway] pin_workers``;
     ``warnings`` are logged once logging is set up."""
-    from .reservation import WORKERS_ENV
+    from .request.reservation import WORKERS_ENV
     from .supervisor import Supervisor, prepare_server, worker_environment
 
     grace = config.shutdown_grace_seconds if grace is None else grace

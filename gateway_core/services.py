@@ -10,18 +10,18 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import attrs
 
-from .asgi import ClientAddress
+from .request.asgi import ClientAddress
 from .billing.sweeper import HoldSweeper
 from .config import Config
 from .routing.health import HealthBoard
-from .key_cache import KeyCache
+from .request.key_cache import KeyCache
 from .routing.readiness import Readiness
 from .retention_job import RetentionJob
 from .registry import Registry
 from .policy import Pipeline
 from .ratelimit import RateLimiter
 from .ratelimit.memory import InProcessRateLimiter
-from .recorder import Recorder
+from .request.recorder import Recorder
 from .routing.router import Router
 from .admin import Admin
 from .admin.port import AdminStore
@@ -32,7 +32,7 @@ from .sql import SqlHandle
 from .kept_responses import ResponseStore
 from .ratelimit.signin import InProcessSignInThrottle, SignInThrottle
 from .shared.in_process import InProcessState
-from .observing import Observers
+from .request.observing import Observers
 from .shared_state import Publish, SharedState
 
 if TYPE_CHECKING:

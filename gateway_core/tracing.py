@@ -33,9 +33,9 @@ from .observers import Observer
 
 if TYPE_CHECKING:
     from .channel_type import Target
-    from .context import RequestContext
+    from .request.context import RequestContext
     from .gateway import Gateway
-    from .outcome import Outcome
+    from .request.outcome import Outcome
     from .records import UsageRow
     from .hookspecs import RegisterObserver
 

@@ -18,7 +18,7 @@ from gateway_core.errors import InternalError, InvalidRequestError, RateLimitErr
 from gateway_core.metrics import Metrics
 from gateway_core.metrics.families import FAMILIES, HISTOGRAM
 from gateway_core.metrics.recorder import error_kind
-from gateway_core.outcome import Outcome
+from gateway_core.request.outcome import Outcome
 from gateway_core.store.request_store import StoreUnavailable
 from gateway_core.testing import make_context
 

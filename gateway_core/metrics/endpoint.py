@@ -19,7 +19,7 @@ import hmac
 import time
 from typing import TYPE_CHECKING
 
-from ..asgi import send_body
+from ..request.asgi import send_body
 from ..policies.ip_allow import allowed, compile_networks
 from .recorder import Metrics
 

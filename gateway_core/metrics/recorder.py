@@ -28,8 +28,8 @@ from .multiprocess import forget_dead_workers, leave, shared_folder
 from ..observers import Observer
 
 if TYPE_CHECKING:
-    from ..context import RequestContext
-    from ..outcome import Outcome
+    from ..request.context import RequestContext
+    from ..request.outcome import Outcome
     from ..records import UsageRow
 
 FLUSH_INTERVAL = 1.0  # seconds between two flushes of a worker's counts (several workers)

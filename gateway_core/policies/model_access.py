@@ -10,7 +10,7 @@ second — knows which models exist and which groups they serve: no store call.
 
 from __future__ import annotations
 
-from ..context import RequestContext
+from ..request.context import RequestContext
 from ..gateway import Gateway
 from ..policy import Policy
 from ..routing.router import model_refusal

@@ -19,7 +19,7 @@ channel (an unknown model, none available) is not counted.
 
 from __future__ import annotations
 
-from ..context import RequestContext
+from ..request.context import RequestContext
 from ..endpoints import MODELS
 from ..errors import GatewayError, RateLimitError
 from ..gateway import Gateway

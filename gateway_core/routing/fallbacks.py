@@ -22,7 +22,7 @@ import structlog
 from ..errors import GatewayError
 
 if TYPE_CHECKING:
-    from ..context import RequestContext
+    from ..request.context import RequestContext
     from .failover import AttemptPlan
     from ..gateway import Gateway
 

@@ -48,7 +48,7 @@ from ..store.request_store import CHANNEL_SLOT, BreakerReport, RequestStore
 from ..secrets import redact
 
 if TYPE_CHECKING:
-    from ..observing import Observers
+    from ..request.observing import Observers
     from ..ratelimit.state import Permit
     from ..shared_state import SharedChannelHealth
 

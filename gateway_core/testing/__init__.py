@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from ..client_protocol import Call, ClientProtocol, Headers, Query, RenderedError, RouteSpec, StreamWriter
 from ..config import Config
-from ..context import RequestContext, new_request_id
+from ..request.context import RequestContext, new_request_id
 from ..errors import GatewayError
 from ..model import CoreRequest, CoreResponse, ModelInfo
 from ..records import KeyRecord, UsageRow

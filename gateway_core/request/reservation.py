@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from .context import RequestContext
-from .sql import SQLITE
+from ..sql import SQLITE
 
 WORKERS_ENV = "RELAYGATE_WORKERS"  # set by `serve` for its worker processes (server.py)
 MARGIN = 8  # the last-seen available balance must cover this many times the reservation

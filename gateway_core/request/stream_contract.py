@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import structlog
 
-from .client_protocol import Frame
-from .errors import InternalError
-from .model import InputReport, PartDelta, PartStart, PartStop, StreamEvent, StreamFinish, StreamStart, UsageReport
+from ..client_protocol import Frame
+from ..errors import InternalError
+from ..model import InputReport, PartDelta, PartStart, PartStop, StreamEvent, StreamFinish, StreamStart, UsageReport
 
 log = structlog.get_logger("relaygate.stream")
 _EVENTS = frozenset((StreamStart, PartStart, PartDelta, PartStop, StreamFinish, UsageReport, InputReport))

@@ -16,8 +16,8 @@ import asyncio
 import time
 from typing import Any
 
-from .records import KeyRecord
-from .store.request_store import RequestStore
+from ..records import KeyRecord
+from ..store.request_store import RequestStore
 
 _monotonic = time.monotonic
 

@@ -1,7 +1,7 @@
 """Settling a finished request: its usage-log row, filled in one place from its
 context and its outcome, priced, and recorded durably once its policies finish.
 
-The relay's branches end a request with an :class:`~gateway_core.outcome.Outcome`
+The relay's branches end a request with an :class:`~gateway_core.request.outcome.Outcome`
 and hand it to :func:`settle`; nothing else writes the row.
 """
 
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from . import reservation
 from .context import RequestContext
 from .outcome import NO_USAGE, Outcome
-from .records import UsageRow
+from ..records import UsageRow
 
 if TYPE_CHECKING:
-    from .services import Services
+    from ..services import Services
 
 
 async def settle(ctx: RequestContext, outcome: Outcome, services: Services) -> None:

@@ -37,17 +37,17 @@ import structlog
 from starlette.datastructures import Headers, QueryParams
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .client_protocol import ClientProtocol, RouteSpec
+from ..client_protocol import ClientProtocol, RouteSpec
 from .context import RequestContext, new_request_id
-from .errors import GatewayError, InternalError, InvalidRequestError, RequestTooLargeError
-from .framing import FrameTooLargeError
+from ..errors import GatewayError, InternalError, InvalidRequestError, RequestTooLargeError
+from ..framing import FrameTooLargeError
 from .outcome import Outcome
-from .policy import Pipeline, Policy
+from ..policy import Pipeline, Policy
 from .relay import REQUEST_ID
-from .services import Services
+from ..services import Services
 from .settlement import settle
-from .sse import SSESplitter, frame_fields
-from .types import ASGIApp
+from ..sse import SSESplitter, frame_fields
+from ..types import ASGIApp
 from .websocket_denial import refuse_handshake
 
 log = structlog.get_logger("relaygate.frames")

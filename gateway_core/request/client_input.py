@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import structlog
 
 from .asgi import ClientGone
-from .errors import GatewayError, InvalidRequestError
+from ..errors import GatewayError, InvalidRequestError
 
 log = structlog.get_logger("relaygate.request")
 

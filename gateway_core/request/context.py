@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .client_protocol import Call, ClientProtocol
-from .errors import InternalError
-from .records import KeyRecord, UsageRow
-from .tally import estimate_tokens, text_chars
+from ..client_protocol import Call, ClientProtocol
+from ..errors import InternalError
+from ..records import KeyRecord, UsageRow
+from ..tally import estimate_tokens, text_chars
 
 if TYPE_CHECKING:
-    from .billing.charge import Charge
-    from .channel_type import Target
-    from .policy import Policy
-    from .ratelimit import SlotLimits
+    from ..billing.charge import Charge
+    from ..channel_type import Target
+    from ..policy import Policy
+    from ..ratelimit import SlotLimits
     from .reservation import PendingHold
 
 
@@ -35,8 +35,8 @@ def new_request_id() -> str:
 @attrs.define
 class RequestContext:
     """Created when a request arrives; the policies and the relay fill it in, and
-    its settlement (:func:`gateway_core.settlement.settle`) turns it, with the
-    request's :class:`~gateway_core.outcome.Outcome`, into its usage-log row.
+    its settlement (:func:`gateway_core.request.settlement.settle`) turns it, with the
+    request's :class:`~gateway_core.request.outcome.Outcome`, into its usage-log row.
 
     ``endpoint`` is the endpoint of the route the request came by (its call may
     name another); ``secret`` is the API key as the client sent it (never logged).
@@ -68,7 +68,7 @@ class RequestContext:
     state: dict[str, Any] = attrs.field(factory=dict)
     charge: Charge | None = None
     slot_limits: SlotLimits | None = None  # rate limits taken with the first channel's slot (the rate_limit policy's)
-    pending_hold: PendingHold | None = None  # its write in flight (gateway_core.reservation owns it)
+    pending_hold: PendingHold | None = None  # its write in flight (gateway_core.request.reservation owns it)
     target: Target | None = None
     attempts: list[dict[str, Any]] = attrs.field(factory=list)
     row: UsageRow | None = None

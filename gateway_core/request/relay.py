@@ -6,9 +6,9 @@ for channels, calls the channel type (with failover before the first byte),
 renders the answer in the client's protocol (straight through when both sides
 speak the same wire), and records the request durably before the last byte.
 
-Each branch ends its request with an :class:`~gateway_core.outcome.Outcome`
+Each branch ends its request with an :class:`~gateway_core.request.outcome.Outcome`
 (status, end reason, error, usage or estimate, first-token time) handed to
-:func:`~gateway_core.settlement.settle`, the one place that fills the usage row.
+:func:`~gateway_core.request.settlement.settle`, the one place that fills the usage row.
 """
 
 from __future__ import annotations
@@ -20,31 +20,31 @@ import attrs
 import structlog
 from starlette.datastructures import Headers, QueryParams
 
-from . import endpoints
+from .. import endpoints
 from .asgi import ClientGone, encode_headers, read_body, send_body, stream_headers
-from .channel_type import AnswerLimits, Exchange, JsonReply, StreamReply, Target
+from ..channel_type import AnswerLimits, Exchange, JsonReply, StreamReply, Target
 from .client_input import reading_client_input
-from .client_protocol import Call, Caller, ClientProtocol, LocalAnswer, RouteSpec, StreamWriter
+from ..client_protocol import Call, Caller, ClientProtocol, LocalAnswer, RouteSpec, StreamWriter
 from .context import RequestContext
 from .disconnect import DisconnectWatch
-from .echo_ids import split_ids
-from .errors import GatewayError, InternalError, NotFoundError, UpstreamError, UpstreamUnavailableError
-from .routing.failover import AttemptPlan, attempt_record
-from .routing.fallbacks import fall_back
-from .routing.health import Lease
-from .model import ChatRequest, ChatResponse, CoreRequest
-from .money import format_usd
+from ..echo_ids import split_ids
+from ..errors import GatewayError, InternalError, NotFoundError, UpstreamError, UpstreamUnavailableError
+from ..routing.failover import AttemptPlan, attempt_record
+from ..routing.fallbacks import fall_back
+from ..routing.health import Lease
+from ..model import ChatRequest, ChatResponse, CoreRequest
+from ..money import format_usd
 from .outcome import CLIENT_GONE, CUT_BY_SHUTDOWN, DONE, Outcome, answered, end_reason_of
-from .store.request_store import StoreUnavailable
+from ..store.request_store import StoreUnavailable
 from .reservation import confirm
-from .secrets import redact
-from .services import Services
+from ..secrets import redact
+from ..services import Services
 from .settlement import settle
 from .stream_contract import StreamContract
 from .stream_pump import CLIENT_ENDED, pump, streamed_outcome
-from .tally import StreamTally, input_estimate
-from .uploads import Upload
-from .upstream import read_by_read
+from ..tally import StreamTally, input_estimate
+from ..uploads import Upload
+from ..upstream import read_by_read
 from .write_deadline import WriteDeadline
 
 log = structlog.get_logger("relaygate.request")

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .coarse_timers import deadline
-from .errors import InvalidRequestError, RequestTooLargeError
-from .types import Scope
+from ..errors import InvalidRequestError, RequestTooLargeError
+from ..types import Scope
 
 HeaderList = list[tuple[bytes, bytes]]
 

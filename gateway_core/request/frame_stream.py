@@ -8,8 +8,8 @@ from typing import Protocol
 
 import aiohttp
 
-from .client_protocol import Frame
-from .errors import UpstreamError, UpstreamTimeoutError
+from ..client_protocol import Frame
+from ..errors import UpstreamError, UpstreamTimeoutError
 
 
 class Splitter(Protocol):

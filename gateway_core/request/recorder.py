@@ -18,9 +18,9 @@ from typing import Any
 
 import structlog
 
-from .billing.charge import Charge
-from .records import UsageRow
-from .store.request_store import RequestStore, StoreLocked
+from ..billing.charge import Charge
+from ..records import UsageRow
+from ..store.request_store import RequestStore, StoreLocked
 
 log = structlog.get_logger("relaygate.request")
 

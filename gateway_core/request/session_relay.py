@@ -30,19 +30,19 @@ import structlog
 from starlette.datastructures import Headers, QueryParams
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from .channel_type import AnswerLimits, Exchange, Target
-from .client_protocol import Call, ClientProtocol, RouteSpec
+from ..channel_type import AnswerLimits, Exchange, Target
+from ..client_protocol import Call, ClientProtocol, RouteSpec
 from .context import RequestContext, new_request_id
-from .errors import GatewayError, InternalError, RequestTooLargeError, UpstreamError, UpstreamUnavailableError
-from .routing.failover import AttemptPlan, attempt_record
-from .routing.health import Lease
-from .model import PartDelta, StreamFinish, StreamStart, Usage, UsageReport
+from ..errors import GatewayError, InternalError, RequestTooLargeError, UpstreamError, UpstreamUnavailableError
+from ..routing.failover import AttemptPlan, attempt_record
+from ..routing.health import Lease
+from ..model import PartDelta, StreamFinish, StreamStart, Usage, UsageReport
 from .outcome import Outcome, answered, end_reason_of
-from .services import Services
-from .sessions import UpstreamSession
+from ..services import Services
+from ..sessions import UpstreamSession
 from .reservation import confirm
 from .settlement import settle
-from .tally import estimate_tokens
+from ..tally import estimate_tokens
 
 log = structlog.get_logger("relaygate.session")
 

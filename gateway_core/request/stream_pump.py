@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import structlog
 
-from .client_protocol import StreamWriter
-from .channel_type import StreamReply
+from ..client_protocol import StreamWriter
+from ..channel_type import StreamReply
 from .context import RequestContext
-from .errors import GatewayError, InternalError, UpstreamError
+from ..errors import GatewayError, InternalError, UpstreamError
 from .outcome import Outcome, answered
 from .stream_contract import StreamContract
-from .tally import StreamTally, input_estimate
-from .upstream import read_by_read
+from ..tally import StreamTally, input_estimate
+from ..upstream import read_by_read
 
 log = structlog.get_logger("relaygate.request")
 

@@ -1,14 +1,14 @@
 """How a request ended: the value each branch of the relay hands to the settlement
-(:func:`gateway_core.settlement.settle`), which turns it into the usage-log row."""
+(:func:`gateway_core.request.settlement.settle`), which turns it into the usage-log row."""
 
 from __future__ import annotations
 
 import attrs
 import structlog
 
-from .errors import GatewayError, InternalError, UpstreamTimeoutError
-from .model import MediaUsage, Usage
-from .tally import estimate_tokens, plausible
+from ..errors import GatewayError, InternalError, UpstreamTimeoutError
+from ..model import MediaUsage, Usage
+from ..tally import estimate_tokens, plausible
 
 NO_USAGE = Usage()
 log = structlog.get_logger("relaygate.request")

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .channel_settings import FORWARD_TRACEPARENT
-from .channel_type import NO_HEADERS
-from .observers import Observer
+from ..channel_settings import FORWARD_TRACEPARENT
+from ..channel_type import NO_HEADERS
+from ..observers import Observer
 
 if TYPE_CHECKING:
-    from .channel_type import Target
+    from ..channel_type import Target
     from .context import RequestContext
     from .outcome import Outcome
-    from .records import UsageRow
+    from ..records import UsageRow
 
 TRACE_HEADERS = ("traceparent", "tracestate")
 O = TypeVar("O", bound=Observer)

@@ -16,9 +16,9 @@ from typing import Any
 
 import structlog
 
-from .client_protocol import RenderedError
+from ..client_protocol import RenderedError
 from .context import new_request_id
-from .errors import GatewayError
+from ..errors import GatewayError
 
 log = structlog.get_logger("relaygate.app")
 DENIAL = "websocket.http.response"  # the ASGI extension a server offers for it
