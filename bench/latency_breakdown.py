@@ -80,9 +80,9 @@ def serve(db: str, plugins: str, port: int) -> int:
 
     timings: dict[str, list[float]] = collections.defaultdict(list)
     missing = instrument(timings)
-    from gateway_core.app import create_app
+    from gateway_core.runtime.app import create_app
     from gateway_core.config import load_config
-    from gateway_core.logs import configure_logging
+    from gateway_core.runtime.logs import configure_logging
 
     async def main() -> None:
         os.environ["RELAYGATE_DB"] = db

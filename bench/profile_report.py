@@ -35,7 +35,7 @@ COMPONENTS: list[tuple[str, re.Pattern[str]]] = [
     ("gateway_core/store (writer, SQL)", re.compile(r"^(gateway_core/store/|sqlite_utils/|sqlite3/)")),
     ("gateway_core/request/recorder.py", re.compile(r"^gateway_core/recorder\.py")),
     ("gateway_core/request/relay.py", re.compile(r"^gateway_core/relay\.py")),
-    ("gateway_core/app.py (request id, dispatch)", re.compile(r"^gateway_core/app\.py")),
+    ("gateway_core/runtime/app.py (request id, dispatch)", re.compile(r"^gateway_core/app\.py")),
     ("gateway_core/request/asgi.py", re.compile(r"^gateway_core/asgi\.py")),
     ("gateway_core/upstream.py", re.compile(r"^gateway_core/upstream\.py")),
     ("gateway_core policies, keys, router", re.compile(r"^gateway_core/(policy|policies/|key_cache|router|secrets|key_header)")),

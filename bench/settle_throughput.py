@@ -50,7 +50,7 @@ from gateway_core.secrets import hash_key  # noqa: E402
 from gateway_core.store import CORE_MIGRATIONS, Store, keys, prices, users, wallet  # noqa: E402
 from gateway_core.store.audit import audit  # noqa: E402
 from gateway_core.store.copy import copy_store  # noqa: E402
-from gateway_core.registry import Registry  # noqa: E402
+from gateway_core.runtime.registry import Registry  # noqa: E402
 from gateway_core.store.kinds import BUILT_IN  # noqa: E402
 from relaygate_postgres.store import PostgresStore  # noqa: E402
 from relaygate_postgres.audit import audit as pg_audit  # noqa: E402

@@ -23,7 +23,7 @@ from .commands.kit import EXIT_ERROR, EXIT_USAGE, PROG, ArgumentParser, CommandC
 from .config import ConfigError, load_config
 
 if TYPE_CHECKING:
-    from .registry import Registry
+    from .runtime.registry import Registry
 
 
 # --- parsing --------------------------------------------------------------------
@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None, extra_plugins: Iterable[Any] = ()) -
 
     ``extra_plugins`` are registered as plugins besides the installed ones (tests).
     """
-    from .plugins import collect
+    from .runtime.plugins import collect
 
     argv = list(sys.argv[1:] if argv is None else argv)
     try:

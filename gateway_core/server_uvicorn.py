@@ -1,6 +1,6 @@
 """Serving the app with uvicorn (httptools) on uvloop: ``relaygate serve --server uvicorn``.
 
-It keeps what the gateway does on hypercorn (:mod:`gateway_core.server`):
+It keeps what the gateway does on hypercorn (:mod:`gateway_core.runtime.server`):
 
 - **Shutdown.** No signal handlers of uvicorn's own: ``serve_until_stopped``
   drains and then sets ``stop``; the server stops accepting, closes idle
@@ -8,7 +8,7 @@ It keeps what the gateway does on hypercorn (:mod:`gateway_core.server`):
   cancels the rest *and waits for them* (a cut stream settles what it delivered
   and sends its protocol's error event) before the app's lifespan ends.
 - **The HTTP layer's refusals** as JSON with a request id
-  (:func:`gateway_core.http_errors.raw_answer`): 400 for a request that is not
+  (:func:`gateway_core.runtime.http_errors.raw_answer`): 400 for a request that is not
   valid HTTP/1.1, 431 for headers over 16 KiB, 501 for a ``Transfer-Encoding``
   other than chunked.
 - **Idle connections** close after ``KEEP_ALIVE`` (75) seconds without a
@@ -30,7 +30,7 @@ import structlog
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from .http_errors import raw_answer
+from .runtime.http_errors import raw_answer
 
 log = structlog.get_logger("relaygate.server")
 

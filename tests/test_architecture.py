@@ -245,5 +245,5 @@ def test_import_gateway_core_loads_only_the_contract():
     code = "import sys, gateway_core; print(' '.join(sorted(m for m in sys.modules if m.startswith('gateway_core'))))"
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
     assert not {m for m in loaded if m.startswith(("gateway_core.store", "gateway_core.commands"))}, loaded
-    assert not loaded & {"gateway_core.cli", "gateway_core.app", "gateway_core.services", "gateway_core.request.relay", "gateway_core.plugins"}, loaded
+    assert not loaded & {"gateway_core.cli", "gateway_core.runtime.app", "gateway_core.runtime.services", "gateway_core.request.relay", "gateway_core.runtime.plugins"}, loaded
     assert len(loaded) <= 20, sorted(loaded)

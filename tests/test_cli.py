@@ -15,7 +15,7 @@ from gateway_core import hookimpl
 from gateway_core.channel_type import ChannelType
 from gateway_core.cli import main
 from gateway_core.config import Config, ConfigError
-from gateway_core.plugins import DEFAULT_PLUGINS, INFRASTRUCTURE_GROUP, collect, installed_entry_points
+from gateway_core.runtime.plugins import DEFAULT_PLUGINS, INFRASTRUCTURE_GROUP, collect, installed_entry_points
 from gateway_core.secrets import hash_key, verify_password
 from gateway_core.store import CORE_MIGRATIONS, Store, channels, keys, prices, users
 

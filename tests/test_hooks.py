@@ -30,7 +30,7 @@ from gateway_core import (
 )
 from gateway_core.cli import main
 from gateway_core.config import Config, ConfigError
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from gateway_core.observers import Observer
 from gateway_core.ratelimit.memory import InProcessRateLimiter
 from gateway_core.shared.in_process import InProcessState

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gateway_core.config import Config
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from gateway_core.scaffold import TEMPLATE, create_adapter
 
 

@@ -266,7 +266,7 @@ async def test_idle_connections_close_after_the_keep_alive_timeout_however_slow_
     else:
         from hypercorn.asyncio import serve as hypercorn_serve
 
-        from gateway_core.server import hypercorn_config
+        from gateway_core.runtime.server import hypercorn_config
 
         hconfig = hypercorn_config(f"127.0.0.1:{port}", 1)
         hconfig.keep_alive_timeout = 1

@@ -11,7 +11,7 @@ import pytest
 
 from gateway_core.billing import testing as kit
 from gateway_core.billing.testing import MODEL
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from gateway_core.ratelimit import RateLimiter
 from gateway_core.ratelimit.memory import InProcessRateLimiter
 from gateway_core.store.request_store import RequestStore

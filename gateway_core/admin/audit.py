@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from ..store.access_records import Actor, AuditEntry
-from ..jsonable import to_jsonable
+from ..runtime.jsonable import to_jsonable
 from .context import Admin
 
 MAX_PAGE = 500

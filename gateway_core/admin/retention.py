@@ -1,6 +1,6 @@
 """The usage log's retention (settings: :mod:`gateway_core.store.retention`): the rollup
 into hourly totals and the pruning of old rows, for ``relaygate logs prune`` and
-the job ``serve`` runs (:mod:`gateway_core.retention_job`).
+the job ``serve`` runs (:mod:`gateway_core.runtime.retention_job`).
 
 Both go in small steps, each its own short transaction through the store's
 admin port, with a pause between two: on SQLite each step waits its turn in the

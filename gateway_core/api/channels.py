@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..admin import channel_models, channels
-from ..jsonable import to_jsonable
+from ..runtime.jsonable import to_jsonable
 from .operation import ApiCall, Operation, Param
 from .schema import ID, NAME, NAMES, Schema, array, obj
 

@@ -21,7 +21,7 @@ from starlette.responses import Response
 
 from ..store.access_records import AuditEntry
 from ..admin import Admin, AdminError, audit
-from ..app_state import services_from_scope
+from ..runtime.app_state import services_from_scope
 from ..request.relay import REQUEST_ID
 from .auth import Principal, authenticate, authorize
 from .errors import ApiError, error_response, from_admin

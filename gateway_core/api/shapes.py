@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from ..store.access_records import AccessTokenRecord, AuditEntry, Credit
-from ..jsonable import to_jsonable
+from ..runtime.jsonable import to_jsonable
 from ..money import MAX_MICROS, format_usd, parse_usd
 from ..records import KeyRecord, UserRecord
 from .errors import ApiError

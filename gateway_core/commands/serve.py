@@ -53,12 +53,12 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
     server = args.server or cli.config.server
     pin = cli.config.pin_workers if args.pin_workers is None else args.pin_workers
     if pin:
-        from ..cpu_pinning import supported
+        from ..runtime.cpu_pinning import supported
 
         if not supported():
             raise CommandError("--pin-workers needs a platform that can pin a process to a CPU (Linux)", EXIT_USAGE)
     try:
-        from ..server import listen_problem, serve
+        from ..runtime.server import listen_problem, serve
 
         if server == "uvicorn":
             from .. import server_uvicorn  # noqa: F401

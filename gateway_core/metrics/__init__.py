@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import lazy
+from ..runtime import lazy
 
 if TYPE_CHECKING:
     from .multiprocess import prepare_workers

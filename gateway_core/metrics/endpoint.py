@@ -24,7 +24,7 @@ from ..policies.ip_allow import allowed, compile_networks
 from .recorder import Metrics
 
 if TYPE_CHECKING:
-    from ..services import Services
+    from ..runtime.services import Services
 
 CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 PROBE_TIMEOUT = 1.0

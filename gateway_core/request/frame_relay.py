@@ -44,7 +44,7 @@ from ..framing import FrameTooLargeError
 from .outcome import Outcome
 from ..policy import Pipeline, Policy
 from .relay import REQUEST_ID
-from ..services import Services
+from ..runtime.services import Services
 from .settlement import settle
 from ..sse import SSESplitter, frame_fields
 from ..types import ASGIApp

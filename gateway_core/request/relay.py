@@ -38,7 +38,7 @@ from .outcome import CLIENT_GONE, CUT_BY_SHUTDOWN, DONE, Outcome, answered, end_
 from ..store.request_store import StoreUnavailable
 from .reservation import confirm
 from ..secrets import redact
-from ..services import Services
+from ..runtime.services import Services
 from .settlement import settle
 from .stream_contract import StreamContract
 from .stream_pump import CLIENT_ENDED, pump, streamed_outcome

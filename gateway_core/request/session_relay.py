@@ -38,7 +38,7 @@ from ..routing.failover import AttemptPlan, attempt_record
 from ..routing.health import Lease
 from ..model import PartDelta, StreamFinish, StreamStart, Usage, UsageReport
 from .outcome import Outcome, answered, end_reason_of
-from ..services import Services
+from ..runtime.services import Services
 from ..sessions import UpstreamSession
 from .reservation import confirm
 from .settlement import settle

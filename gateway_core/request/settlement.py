@@ -16,7 +16,7 @@ from .outcome import NO_USAGE, Outcome
 from ..records import UsageRow
 
 if TYPE_CHECKING:
-    from ..services import Services
+    from ..runtime.services import Services
 
 
 async def settle(ctx: RequestContext, outcome: Outcome, services: Services) -> None:

@@ -4,7 +4,7 @@ Ready means: not shutting down, the store answers and its schema has every
 migration this code knows, Redis answers (when configured), and at least one
 enabled channel has its type loaded. The answer is 200 or 503 with a JSON body
 naming each check and what is wrong. ``GET /healthz`` only says the process is
-alive (:class:`gateway_core.app.StatusEndpoint`).
+alive (:class:`gateway_core.runtime.app.StatusEndpoint`).
 
 A shutdown starts draining (:meth:`Readiness.drain`, called by the server on
 SIGTERM): from then on ``/readyz`` answers 503, while requests are still served

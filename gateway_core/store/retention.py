@@ -1,6 +1,6 @@
 """How long the usage log keeps its rows: the ``[retention]`` settings and what
 the rollup and the pruning report (the operations: :mod:`gateway_core.admin.retention`;
-the job ``serve`` runs: :mod:`gateway_core.retention_job`).
+the job ``serve`` runs: :mod:`gateway_core.runtime.retention_job`).
 
 ``plugins.toml``::
 

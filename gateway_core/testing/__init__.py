@@ -50,7 +50,7 @@ from .listing import upstream_models
 from .seed import Seed
 
 if TYPE_CHECKING:
-    from ..services import Services
+    from ..runtime.services import Services
 
 T = TypeVar("T")
 
@@ -98,7 +98,7 @@ class GatewayThread:
 
     def __init__(self, config: Config, *, extra_plugins: Iterable[Any] = (), **services: Any) -> None:
         """``services`` go to :func:`create_app` (``store=``, ``rate_limiter=``)."""
-        from ..app import create_app
+        from ..runtime.app import create_app
 
         self.config = config
         self.app = create_app(config, extra_plugins=extra_plugins, **services)
@@ -127,7 +127,7 @@ class GatewayThread:
         from hypercorn.asyncio import serve
         from hypercorn.config import Config as HypercornConfig
 
-        from ..http_errors import install as install_error_bodies
+        from ..runtime.http_errors import install as install_error_bodies
 
         install_error_bodies()  # as relaygate serve does
         hconfig = HypercornConfig()

@@ -18,7 +18,7 @@ from ..stores import StoreKind, kind_for, kind_of
 
 @functools.cache
 def installed_kinds() -> tuple[StoreKind, ...]:
-    from ..plugins import collect
+    from ..runtime.plugins import collect
 
     return tuple(collect(Config()).stores)
 

@@ -1,5 +1,5 @@
 """One worker process of ``relaygate serve --workers N`` (started by
-:mod:`gateway_core.supervisor`, never by hand).
+:mod:`gateway_core.runtime.supervisor`, never by hand).
 
 It reads its configuration from the environment the supervisor gave it
 (``RELAYGATE_DB``, ``RELAYGATE_PLUGINS``, ``RELAYGATE_REDIS``), serves the app
@@ -17,13 +17,13 @@ from types import TracebackType
 
 import structlog
 
-from .config import SERVERS
+from ..config import SERVERS
 
 log = structlog.get_logger("relaygate.worker")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gateway_core.worker")
+    parser = argparse.ArgumentParser(prog="python -m gateway_core.runtime.worker")
     parser.add_argument("--worker", type=int, required=True, help="this worker's number, 1…N")
     parser.add_argument("--fd", type=int, required=True, help="the inherited listening socket")
     parser.add_argument("--grace", type=float, required=True, help="seconds in-flight requests get on shutdown")

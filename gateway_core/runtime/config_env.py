@@ -115,7 +115,7 @@ def _parse(text: str, default: Any, where: str) -> Any:
 
 def table_keys(defaults: Any) -> dict[str, tuple[str, ...]]:
     """The keys of ``[gateway]``'s tables, from the records that hold them."""
-    from .ratelimit.faults import KINDS
+    from ..ratelimit.faults import KINDS
 
     return {
         "timeouts": tuple(field.name for field in attrs.fields(type(defaults.timeouts))),

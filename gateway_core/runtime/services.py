@@ -10,33 +10,33 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import attrs
 
-from .request.asgi import ClientAddress
-from .billing.sweeper import HoldSweeper
-from .config import Config
-from .routing.health import HealthBoard
-from .request.key_cache import KeyCache
-from .routing.readiness import Readiness
+from ..request.asgi import ClientAddress
+from ..billing.sweeper import HoldSweeper
+from ..config import Config
+from ..routing.health import HealthBoard
+from ..request.key_cache import KeyCache
+from ..routing.readiness import Readiness
 from .retention_job import RetentionJob
 from .registry import Registry
-from .policy import Pipeline
-from .ratelimit import RateLimiter
-from .ratelimit.memory import InProcessRateLimiter
-from .request.recorder import Recorder
-from .routing.router import Router
-from .admin import Admin
-from .admin.port import AdminStore
-from .routing.affinity import Affinity
-from .store.request_store import PriceSnapshot, RequestStore
-from .routing.snapshot import TtlSnapshot
-from .sql import SqlHandle
-from .kept_responses import ResponseStore
-from .ratelimit.signin import InProcessSignInThrottle, SignInThrottle
-from .shared.in_process import InProcessState
-from .request.observing import Observers
-from .shared_state import Publish, SharedState
+from ..policy import Pipeline
+from ..ratelimit import RateLimiter
+from ..ratelimit.memory import InProcessRateLimiter
+from ..request.recorder import Recorder
+from ..routing.router import Router
+from ..admin import Admin
+from ..admin.port import AdminStore
+from ..routing.affinity import Affinity
+from ..store.request_store import PriceSnapshot, RequestStore
+from ..routing.snapshot import TtlSnapshot
+from ..sql import SqlHandle
+from ..kept_responses import ResponseStore
+from ..ratelimit.signin import InProcessSignInThrottle, SignInThrottle
+from ..shared.in_process import InProcessState
+from ..request.observing import Observers
+from ..shared_state import Publish, SharedState
 
 if TYPE_CHECKING:
-    from .gateway import Gateway
+    from ..gateway import Gateway
 
 
 @attrs.define
@@ -64,7 +64,7 @@ class Services:
     redeem: SignInThrottle = attrs.field(factory=InProcessSignInThrottle)  # redemption-code attempts (gateway_core.admin.codes)
     clock: Callable[[], float] = time.time  # Unix time, for budgets' windows (tests move it)
     affinity: Affinity | None = None  # session affinity ([gateway] session_affinity; gateway_core.routing.affinity)
-    retention: RetentionJob | None = None  # rolls the usage log up and prunes it ([retention]; gateway_core.retention_job)
+    retention: RetentionJob | None = None  # rolls the usage log up and prunes it ([retention]; gateway_core.runtime.retention_job)
 
     @property
     def publish_invalidation(self) -> Publish | None:
@@ -84,8 +84,8 @@ class Services:
             store = kind.open(config.db_path, registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout)
         else:
             kind = registry.kind_of_store(store)
-        from .billing.catalogue import with_catalogue
-        from .store.sealing import default_key_file, use_key_file
+        from ..billing.catalogue import with_catalogue
+        from ..store.sealing import default_key_file, use_key_file
 
         use_key_file(default_key_file(config.db_path))  # relaygate init's secret key, when no RELAYGATE_SECRET_KEY is set
         ports = kind.ports(store)

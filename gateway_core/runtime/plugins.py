@@ -16,11 +16,11 @@ from typing import Any
 
 import pluggy
 
-from . import hookspecs
-from .config import Config, ConfigError
+from .. import hookspecs
+from ..config import Config, ConfigError
 from .registry import Command, LoadedPlugin, Registry
-from .hookspecs import ConfigureCommand, RunCommand
-from .sql import Migrate, Migration
+from ..hookspecs import ConfigureCommand, RunCommand
+from ..sql import Migrate, Migration
 
 ENTRY_POINT_GROUP = "relaygate"
 # Infrastructure plugins (a store kind, shared state, observers) load whenever they are
@@ -140,7 +140,7 @@ HOOKS = {
 
 
 def _registered(hook: Any, config: Config, kind: str) -> Any:
-    """What the plugins register of ``kind`` (one of :data:`~gateway_core.registry.KINDS`), through its hook."""
+    """What the plugins register of ``kind`` (one of :data:`~gateway_core.runtime.registry.KINDS`), through its hook."""
     call = getattr(hook, HOOKS[kind])
     if kind == "channel_types":
         channel_types: dict[str, Any] = {}

@@ -10,9 +10,9 @@ import random
 
 import structlog
 
-from .admin import Admin
-from .admin import retention
-from .store.retention import Retention
+from ..admin import Admin
+from ..admin import retention
+from ..store.retention import Retention
 
 log = structlog.get_logger("relaygate.retention")
 

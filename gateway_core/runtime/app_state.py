@@ -6,7 +6,7 @@ from collections.abc import MutableMapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .gateway import Gateway
+    from ..gateway import Gateway
 
 SERVICES_STATE = "relaygate.services"  # the key of the services in the lifespan state
 

@@ -7,7 +7,7 @@ request about a fifth of hypercorn's (h11) and keeps every behaviour below
 One worker (the default) serves in this process. With ``workers > 1`` this
 process binds one ``SO_REUSEPORT`` listening socket per worker and becomes the
 supervisor of that many worker processes, each serving the app on its socket
-(:mod:`gateway_core.supervisor`, :mod:`gateway_core.worker`).
+(:mod:`gateway_core.runtime.supervisor`, :mod:`gateway_core.runtime.worker`).
 
 On SIGTERM or SIGINT ``GET /readyz`` turns 503 at once; after
 ``shutdown_drain_seconds`` (default 0) every server stops accepting connections,
@@ -33,7 +33,7 @@ import attrs
 import structlog
 from hypercorn.config import Config as HypercornConfig
 
-from .config import Config
+from ..config import Config
 from .cpu_pinning import allowed_cpus, cpu_for_worker, pin_process
 from .http_errors import install as install_error_bodies
 from .logs import configure_logging, wants_json
@@ -96,12 +96,12 @@ def serve(
     warnings: Sequence[str] = (),
 ) -> int:
     """Run the gateway until a shutdown signal; returns the exit status
-    (:mod:`gateway_core.supervisor` lists them for several workers).
+    (:mod:`gateway_core.runtime.supervisor` lists them for several workers).
     ``grace`` defaults to ``[gateway] shutdown_grace_seconds``, ``server`` to
     ``[gateway] server``, ``pin_workers`` (each worker on a CPU of its own,
-    :mod:`gateway_core.cpu_pinning`) to ``[gateway] pin_workers``;
+    :mod:`gateway_core.runtime.cpu_pinning`) to ``[gateway] pin_workers``;
     ``warnings`` are logged once logging is set up."""
-    from .request.reservation import WORKERS_ENV
+    from ..request.reservation import WORKERS_ENV
     from .supervisor import Supervisor, prepare_server, worker_environment
 
     grace = config.shutdown_grace_seconds if grace is None else grace
@@ -168,7 +168,7 @@ async def serve_until_stopped(app: Any, bind: str, grace: float, server: str = "
     503 at once, the server stops accepting ``shutdown_drain_seconds`` later and
     gives requests ``grace`` seconds; a second signal stops it at once — or, with
     ``parent``, until that process is gone (a worker never outlives its supervisor)."""
-    from .routing.readiness import drain_then
+    from ..routing.readiness import drain_then
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -179,7 +179,7 @@ async def serve_until_stopped(app: Any, bind: str, grace: float, server: str = "
     freeze_startup_objects()
     try:
         if server == "uvicorn":
-            from .server_uvicorn import serve_uvicorn, uvicorn_config
+            from ..server_uvicorn import serve_uvicorn, uvicorn_config
 
             if bind.startswith("fd://"):
                 sockets = [socket.socket(fileno=int(bind[5:]))]

@@ -12,7 +12,7 @@ from typing import Any
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn
 
-from .records import ChannelRecord, DisabledKey, mask_secret
+from ..records import ChannelRecord, DisabledKey, mask_secret
 
 converter = cattrs.Converter()
 

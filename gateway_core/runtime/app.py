@@ -13,23 +13,23 @@ import structlog
 from starlette.datastructures import Headers, QueryParams
 from starlette.routing import BaseRoute, Match, Route, Router, WebSocketRoute, compile_path
 
-from .request.asgi import announces_body, finish_early_answer, send_body
-from .client_protocol import ClientProtocol, RenderedError, RouteSpec
-from .config import Config, load_config
-from .request.context import new_request_id
-from .errors import GatewayError, InternalError, NotFoundError
-from .metrics.endpoint import MetricsEndpoint
+from ..request.asgi import announces_body, finish_early_answer, send_body
+from ..client_protocol import ClientProtocol, RenderedError, RouteSpec
+from ..config import Config, load_config
+from ..request.context import new_request_id
+from ..errors import GatewayError, InternalError, NotFoundError
+from ..metrics.endpoint import MetricsEndpoint
 from .plugins import collect
-from .routing.readiness import ReadyEndpoint
-from .request.relay import REQUEST_ID, ProtocolEndpoint
-from .request.session_relay import SessionEndpoint
-from .request.frame_relay import FrameEndpoint
+from ..routing.readiness import ReadyEndpoint
+from ..request.relay import REQUEST_ID, ProtocolEndpoint
+from ..request.session_relay import SessionEndpoint
+from ..request.frame_relay import FrameEndpoint
 from .app_state import SERVICES_STATE
-from .ratelimit import RateLimiter
-from .store.request_store import RequestStore
+from ..ratelimit import RateLimiter
+from ..store.request_store import RequestStore
 from .services import Services
-from .types import ASGIApp
-from .request.websocket_denial import decline_upgrade
+from ..types import ASGIApp
+from ..request.websocket_denial import decline_upgrade
 
 log = structlog.get_logger("relaygate.app")
 

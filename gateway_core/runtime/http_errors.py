@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 import structlog
 
-from .request.context import new_request_id
+from ..request.context import new_request_id
 
 log = structlog.get_logger("relaygate.http")
 

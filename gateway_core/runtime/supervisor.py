@@ -2,7 +2,7 @@
 
 ``relaygate serve --workers N`` binds one listening socket per worker, in this
 parent process, all on the same address with ``SO_REUSEPORT``, and starts N
-workers (``python -m gateway_core.worker``), each inheriting its own socket and
+workers (``python -m gateway_core.runtime.worker``), each inheriting its own socket and
 serving the app with hypercorn (or uvicorn, ``--server``) on uvloop. The kernel spreads new connections
 evenly over the sockets; one socket shared by every worker would leave that to
 whichever worker wakes first, and with keep-alive connections one worker often
@@ -53,7 +53,7 @@ import attrs
 import orjson
 import structlog
 
-from .config import Config
+from ..config import Config
 from .cpu_pinning import cpu_for_worker
 
 log = structlog.get_logger("relaygate.supervisor")
@@ -74,8 +74,8 @@ def prepare_server(config: Config, env: dict[str, str], workers: int) -> None:
     ``env`` is the environment every worker process gets (with one worker, it
     becomes this process's). The place for what all workers must share and find
     ready when they start: the folder the workers' metrics are added up in."""
-    from .metrics import prepare_workers
-    from .metrics.multiprocess import ENV
+    from ..metrics import prepare_workers
+    from ..metrics.multiprocess import ENV
 
     folder = prepare_workers(workers)  # before any worker starts (and before this process's own metrics)
     if folder:
@@ -361,7 +361,7 @@ def worker_command(n: int, fd: int, grace: float, json: bool, server: str = "hyp
     """The command line of worker ``n`` serving on the inherited socket ``fd`` with
     ``server`` (pinned to ``cpu``, when given)."""
     return [
-        sys.executable, "-m", "gateway_core.worker", "--worker", str(n), "--fd", str(fd),
+        sys.executable, "-m", "gateway_core.runtime.worker", "--worker", str(n), "--fd", str(fd),
         "--grace", repr(grace), "--log", "json" if json else "console", "--server", server,
         *(["--cpu", str(cpu)] if cpu is not None else []),
     ]  # fmt: skip

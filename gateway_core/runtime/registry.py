@@ -7,18 +7,18 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .config import Config, ConfigError
-from .sql import Migration
+from ..config import Config, ConfigError
+from ..sql import Migration
 
 if TYPE_CHECKING:
-    from .hookspecs import ConfigureCommand, RunCommand
-    from .channel_type import ChannelType
-    from .client_protocol import ClientProtocol
-    from .policy import Policy
-    from .store.request_store import RequestStore
-    from .observers import MakeObserver
-    from .shared_state import SharedStateKind
-    from .stores import StoreKind
+    from ..hookspecs import ConfigureCommand, RunCommand
+    from ..channel_type import ChannelType
+    from ..client_protocol import ClientProtocol
+    from ..policy import Policy
+    from ..store.request_store import RequestStore
+    from ..observers import MakeObserver
+    from ..shared_state import SharedStateKind
+    from ..stores import StoreKind
 
 Command = tuple[str, str, "ConfigureCommand", "RunCommand"]
 
@@ -101,19 +101,19 @@ class Registry:
 
     def shared_state_kind(self, config: Config) -> SharedStateKind:
         """Where ``config`` asks the state to be shared (the in-process default when nowhere)."""
-        from .shared_state import kind_for_config
+        from ..shared_state import kind_for_config
 
         return kind_for_config(self.shared_states, config)
 
     def store_kind(self, url: str) -> StoreKind:
         """The kind of database ``url`` names (a ``ConfigError`` when none is installed)."""
-        from .stores import kind_for
+        from ..stores import kind_for
 
         return kind_for(self.stores, url)
 
     def kind_of_store(self, store: RequestStore) -> StoreKind:
         """The kind that opened ``store`` (a test's wrapper is taken for the default kind's)."""
-        from .stores import kind_of
+        from ..stores import kind_of
 
         return kind_of(self.stores, store)
 
