@@ -85,7 +85,7 @@ if not TYPE_CHECKING:  # mypy reads the imports above
         ".policy": ("Policy",),
         ".ratelimit": ("Allowance", "RateLimitState"),
         ".records": ("ChannelRecord", "KeyRecord"),
-        ".app_state": ("services_from_scope",),
+        ".runtime.app_state": ("services_from_scope",),
         ".uploads": ("Upload",),
     }))
 

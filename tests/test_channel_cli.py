@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.records import key_fingerprint
 from gateway_core.store import CORE_MIGRATIONS, Store, channels
 from gateway_core.store.request_store import BreakerReport

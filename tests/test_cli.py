@@ -13,7 +13,7 @@ import pytest
 
 from gateway_core import hookimpl
 from gateway_core.channel_type import ChannelType
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import Config, ConfigError
 from gateway_core.runtime.plugins import DEFAULT_PLUGINS, INFRASTRUCTURE_GROUP, collect, installed_entry_points
 from gateway_core.secrets import hash_key, verify_password
@@ -460,7 +460,7 @@ def test_a_token_made_without_an_expiry_lapses_in_ninety_days_and_is_named(cli):
 
 
 def test_tables_say_usd_in_the_heading_and_drop_kinds_of_price_no_model_has(tmp_path, capsys):
-    from gateway_core.cli import main
+    from gateway_core.commands.cli import main
 
     db = str(tmp_path / "t.db")
     assert main(["init", "--db", db]) == 0

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import ConfigError
 from gateway_core.hookspecs import hookimpl
 from gateway_core.runtime.plugins import ENTRY_POINT_GROUP, INFRASTRUCTURE_GROUP, installed_entry_points
@@ -25,7 +25,7 @@ from gateway_core.runtime.plugins import ENTRY_POINT_GROUP, INFRASTRUCTURE_GROUP
 # Run main(argv) as the console script does; print the modules loaded by then.
 PROGRAM = """
 import json, sys
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 status = main(sys.argv[1:])
 print(json.dumps({"status": status, "modules": sorted(sys.modules)}), file=sys.stderr)
 """

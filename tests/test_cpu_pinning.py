@@ -12,7 +12,7 @@ import sys
 import openai
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import ConfigError, load_config
 from gateway_core.runtime.cpu_pinning import cpu_for_worker
 from gateway_core.testing import GatewayProcess

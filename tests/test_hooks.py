@@ -28,7 +28,7 @@ from gateway_core import (
     hookimpl,
     hookspecs,
 )
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import Config, ConfigError
 from gateway_core.runtime.plugins import collect
 from gateway_core.observers import Observer

@@ -260,7 +260,7 @@ def test_which_totals_each_figure_reads():
 
 
 async def test_the_command_says_what_it_would_delete_then_deletes_it(tmp_path, capsys):
-    from gateway_core.cli import main
+    from gateway_core.commands.cli import main
 
     db = str(tmp_path / "gw.db")
     async with open_admin(db, CORE_MIGRATIONS) as _port:

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.records import key_fingerprint
 from gateway_core.store.request_store import BreakerReport
 from gateway_core.store.channel_health import save_breaker

@@ -18,7 +18,7 @@
 - :func:`make_key_record` and :func:`make_context` build what a policy's
   ``admit`` and ``finish`` receive, for unit tests of policies.
 
-The pytest fixtures built on them are in :mod:`gateway_core.pytest_plugin`. The
+The pytest fixtures built on them are in :mod:`gateway_core.testing.pytest_plugin`. The
 core's own tests use this same kit.
 """
 

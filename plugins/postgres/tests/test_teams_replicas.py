@@ -10,7 +10,7 @@ import time
 from contextlib import ExitStack
 
 from gateway_core.admin import Admin, team_keys, teams, users
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import Config
 from gateway_core.runtime.plugins import collect
 from relaygate_postgres.store import PostgresStore

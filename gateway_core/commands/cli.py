@@ -18,12 +18,12 @@ import traceback
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .admin.errors import AdminError, Invalid, StoreFailure
-from .commands.kit import EXIT_ERROR, EXIT_USAGE, PROG, ArgumentParser, CommandContext, CommandError
-from .config import ConfigError, load_config
+from ..admin.errors import AdminError, Invalid, StoreFailure
+from .kit import EXIT_ERROR, EXIT_USAGE, PROG, ArgumentParser, CommandContext, CommandError
+from ..config import ConfigError, load_config
 
 if TYPE_CHECKING:
-    from .runtime.registry import Registry
+    from ..runtime.registry import Registry
 
 
 # --- parsing --------------------------------------------------------------------
@@ -137,7 +137,7 @@ def main(argv: Sequence[str] | None = None, extra_plugins: Iterable[Any] = ()) -
 
     ``extra_plugins`` are registered as plugins besides the installed ones (tests).
     """
-    from .runtime.plugins import collect
+    from ..runtime.plugins import collect
 
     argv = list(sys.argv[1:] if argv is None else argv)
     try:

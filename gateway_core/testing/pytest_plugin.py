@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from .config import Config
-from .testing import Examples, FakeUpstream, GatewayThread, Seed, UpstreamServers
+from ..config import Config
+from . import Examples, FakeUpstream, GatewayThread, Seed, UpstreamServers
 
 try:  # async fixtures work in pytest-asyncio's strict mode too
     from pytest_asyncio import fixture as async_fixture

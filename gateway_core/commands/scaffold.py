@@ -17,7 +17,7 @@ import re
 import shutil
 from pathlib import Path
 
-TEMPLATE = Path(__file__).resolve().parent / "adapter_template"
+TEMPLATE = Path(__file__).resolve().parent.parent / "adapter_template"
 PLACEHOLDER = "skeleton"
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 _SKIPPED = frozenset(("__pycache__", ".pytest_cache", ".mypy_cache"))
