@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from starlette.datastructures import Headers, QueryParams
@@ -44,11 +44,13 @@ from ..framing import FrameTooLargeError
 from .outcome import Outcome
 from ..policy import Pipeline, Policy
 from .relay import REQUEST_ID
-from ..runtime.services import Services
 from .settlement import settle
 from ..sse import SSESplitter, frame_fields
 from ..types import ASGIApp
 from .websocket_denial import refuse_handshake
+
+if TYPE_CHECKING:
+    from ..runtime.services import Services
 
 log = structlog.get_logger("relaygate.frames")
 

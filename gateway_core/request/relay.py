@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING
 
 import attrs
 import structlog
@@ -38,7 +39,6 @@ from .outcome import CLIENT_GONE, CUT_BY_SHUTDOWN, DONE, Outcome, answered, end_
 from ..store.request_store import StoreUnavailable
 from .reservation import confirm
 from ..secrets import redact
-from ..runtime.services import Services
 from .settlement import settle
 from .stream_contract import StreamContract
 from .stream_pump import CLIENT_ENDED, pump, streamed_outcome
@@ -46,6 +46,9 @@ from ..tally import StreamTally, input_estimate
 from ..uploads import Upload
 from ..upstream import read_by_read
 from .write_deadline import WriteDeadline
+
+if TYPE_CHECKING:
+    from ..runtime.services import Services
 
 log = structlog.get_logger("relaygate.request")
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING
 
 import structlog
 from starlette.datastructures import Headers, QueryParams
@@ -38,11 +39,13 @@ from ..routing.failover import AttemptPlan, attempt_record
 from ..routing.health import Lease
 from ..model import PartDelta, StreamFinish, StreamStart, Usage, UsageReport
 from .outcome import Outcome, answered, end_reason_of
-from ..runtime.services import Services
 from ..sessions import UpstreamSession
 from .reservation import confirm
 from .settlement import settle
 from ..tally import estimate_tokens
+
+if TYPE_CHECKING:
+    from ..runtime.services import Services
 
 log = structlog.get_logger("relaygate.session")
 
