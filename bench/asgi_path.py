@@ -137,10 +137,10 @@ async def run_batch(caller: Caller, requests: int, concurrency: int) -> tuple[fl
 
 
 async def measure(args, gateway_key: str, upstream: str, workdir: Path) -> None:
-    from gateway_core.app import create_app
+    from gateway_core.runtime.app import create_app
     from gateway_core.config import load_config
-    from gateway_core.logs import configure_logging
-    from gateway_core.server import freeze_startup_objects
+    from gateway_core.runtime.logs import configure_logging
+    from gateway_core.runtime.server import freeze_startup_objects
 
     # the gateway's JSON lines go to a file, as the server's stdout does in production; results to stderr
     log_file = open(workdir / "gateway.log", "wb")

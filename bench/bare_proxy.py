@@ -2,7 +2,7 @@
 
 ``python bench/bare_proxy.py --port 9003 --upstream http://127.0.0.1:9001`` serves
 ``POST /v1/chat/completions`` through Starlette on hypercorn + uvloop (configured as
-``gateway_core.server`` configures it, see ``hello_app.serve``) and forwards the body
+``gateway_core.runtime.server`` configures it, see ``hello_app.serve``) and forwards the body
 and the ``Authorization`` header with one shared aiohttp session to the upstream; a
 stream is relayed chunk by chunk as it arrives. No key check, no policies, no billing,
 no log: ``make bench`` runs it beside the gateway so that each figure has a floor.

@@ -3,7 +3,7 @@
 ``python bench/hello_app.py --port 9002 [--starlette]`` serves ``POST`` on any
 path (or on ``/v1/chat/completions`` through a Starlette ``Router`` with
 ``--starlette``): it reads the request body and answers a fixed JSON body of
-the fake upstream's size. Hypercorn is configured as ``gateway_core.server``
+the fake upstream's size. Hypercorn is configured as ``gateway_core.runtime.server``
 configures it (uvloop, no access log, keep-alive 75 s), so its CPU per request
 is what the server alone costs, before any gateway work. ``--server uvicorn``
 serves it as ``relaygate serve --server uvicorn`` does; ``--server granian``
@@ -60,7 +60,7 @@ SERVERS = ("hypercorn", "uvicorn", "granian")
 
 async def serve(app, host: str, port: int, server: str = "hypercorn") -> None:
     """Serve ``app`` until SIGTERM or SIGINT on ``server``, configured as
-    ``gateway_core.server`` configures it (``granian``: its embedded server, for
+    ``gateway_core.runtime.server`` configures it (``granian``: its embedded server, for
     comparison only)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -70,7 +70,7 @@ async def serve(app, host: str, port: int, server: str = "hypercorn") -> None:
         await serve_granian(app, host, port, stop)
         return
     if server == "uvicorn":
-        from gateway_core.server_uvicorn import serve_uvicorn, uvicorn_config
+        from gateway_core.runtime.server_uvicorn import serve_uvicorn, uvicorn_config
 
         await serve_uvicorn(uvicorn_config(app, host=host, port=port), stop, grace=5)
         return

@@ -37,8 +37,8 @@ WRAPPED = (  # (module, class, method, label); "write"/"read" are labelled by th
     ("gateway_core.store.sqlite_store", "Store", "read", None),
     ("gateway_core.policy", "Pipeline", "admit", "policies (Pipeline.admit)"),
     ("gateway_openai.channel", "OpenAIChannel", "send", "upstream call, to its headers (OpenAIChannel.send)"),
-    ("gateway_core.recorder", "Recorder", "record", "record: settle + usage row (Recorder.record)"),
-    ("gateway_core.relay", "ProtocolEndpoint", "__call__", "whole endpoint (ProtocolEndpoint.__call__)"),
+    ("gateway_core.request.recorder", "Recorder", "record", "record: settle + usage row (Recorder.record)"),
+    ("gateway_core.request.relay", "ProtocolEndpoint", "__call__", "whole endpoint (ProtocolEndpoint.__call__)"),
 )
 
 
@@ -80,9 +80,9 @@ def serve(db: str, plugins: str, port: int) -> int:
 
     timings: dict[str, list[float]] = collections.defaultdict(list)
     missing = instrument(timings)
-    from gateway_core.app import create_app
+    from gateway_core.runtime.app import create_app
     from gateway_core.config import load_config
-    from gateway_core.logs import configure_logging
+    from gateway_core.runtime.logs import configure_logging
 
     async def main() -> None:
         os.environ["RELAYGATE_DB"] = db

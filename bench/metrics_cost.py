@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gateway_core.channel_type import Target  # noqa: E402
 from gateway_core.model import Usage  # noqa: E402
-from gateway_core.observing import Observers  # noqa: E402
-from gateway_core.outcome import answered  # noqa: E402
+from gateway_core.request.observing import Observers  # noqa: E402
+from gateway_core.request.outcome import answered  # noqa: E402
 from gateway_core.records import ChannelRecord  # noqa: E402
-from gateway_core.settlement import usage_row  # noqa: E402
+from gateway_core.request.settlement import usage_row  # noqa: E402
 from gateway_core.testing import make_context, make_key_record  # noqa: E402
 from relaygate_metrics import Metrics  # noqa: E402
 

@@ -121,7 +121,7 @@ async def more_users(db: Path, plugins: Path, count: int) -> list[str]:
     """``count`` more users, each with money and a key with :data:`KEY_LIMITS`: their keys."""
     from gateway_core.admin import Admin, keys, users, wallet
     from gateway_core.config import load_config
-    from gateway_core.plugins import collect
+    from gateway_core.runtime.plugins import collect
     from gateway_core.testing.stores import open_admin
 
     registry = collect(load_config(str(db), plugins))

@@ -43,12 +43,12 @@ from seeding import seeded_workdir  # noqa: E402
 async def _served(arm: str, server: str, workdir: Path, upstream: str, port: int) -> None:
     """Inside valgrind: serve ``arm`` on ``server`` until SIGTERM, the gateway as
     ``relaygate serve`` does, the floor as ``bench/bare_proxy.py`` does."""
-    from gateway_core.server import freeze_startup_objects, serve_until_stopped
+    from gateway_core.runtime.server import freeze_startup_objects, serve_until_stopped
 
     if arm == "gateway":
-        from gateway_core.app import create_app
+        from gateway_core.runtime.app import create_app
         from gateway_core.config import load_config
-        from gateway_core.logs import configure_logging
+        from gateway_core.runtime.logs import configure_logging
 
         configure_logging(json=True)
         app = create_app(load_config(str(workdir / "relaygate.db"), str(workdir / "plugins.toml")))

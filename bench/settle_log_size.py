@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gateway_core.context import new_request_id  # noqa: E402
+from gateway_core.request.context import new_request_id  # noqa: E402
 from gateway_core.records import UsageRow  # noqa: E402
 from gateway_core.store import requests, wallet  # noqa: E402
 from gateway_core.store.checkpointer import writer_connection  # noqa: E402

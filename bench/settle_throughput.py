@@ -38,19 +38,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import uvloop  # noqa: E402
 
-from gateway_core.snapshot import TtlSnapshot  # noqa: E402
+from gateway_core.routing.snapshot import TtlSnapshot  # noqa: E402
 from gateway_core.client_protocol import Call, capped_output  # noqa: E402
-from gateway_core.context import RequestContext, new_request_id  # noqa: E402
+from gateway_core.request.context import RequestContext, new_request_id  # noqa: E402
 from gateway_core.model import Usage  # noqa: E402
-from gateway_core.outcome import Outcome  # noqa: E402
+from gateway_core.request.outcome import Outcome  # noqa: E402
 from gateway_core.policies.quota import Quota  # noqa: E402
-from gateway_core.recorder import Recorder  # noqa: E402
-from gateway_core.settlement import usage_row  # noqa: E402
+from gateway_core.request.recorder import Recorder  # noqa: E402
+from gateway_core.request.settlement import usage_row  # noqa: E402
 from gateway_core.secrets import hash_key  # noqa: E402
 from gateway_core.store import CORE_MIGRATIONS, Store, keys, prices, users, wallet  # noqa: E402
 from gateway_core.store.audit import audit  # noqa: E402
 from gateway_core.store.copy import copy_store  # noqa: E402
-from gateway_core.registry import Registry  # noqa: E402
+from gateway_core.runtime.registry import Registry  # noqa: E402
 from gateway_core.store.kinds import BUILT_IN  # noqa: E402
 from relaygate_postgres.store import PostgresStore  # noqa: E402
 from relaygate_postgres.audit import audit as pg_audit  # noqa: E402

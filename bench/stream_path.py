@@ -25,8 +25,8 @@ from aiohttp.streams import AsyncStreamIterator
 
 from gateway_core.channel_type import StreamReply
 from gateway_core.client_protocol import Call
-from gateway_core.stream_contract import StreamContract
-from gateway_core.stream_pump import pump
+from gateway_core.request.stream_contract import StreamContract
+from gateway_core.request.stream_pump import pump
 from gateway_core.tally import StreamTally
 from gateway_core.upstream import sse_frames
 

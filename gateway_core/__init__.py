@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import lazy
+from .runtime import lazy
 
 if TYPE_CHECKING:
     from . import endpoints
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from .policy import Policy
     from .ratelimit import Allowance, RateLimitState
     from .records import ChannelRecord, KeyRecord
-    from .app_state import services_from_scope
+    from .runtime.app_state import services_from_scope
     from .uploads import Upload
 
 if not TYPE_CHECKING:  # mypy reads the imports above
@@ -85,7 +85,7 @@ if not TYPE_CHECKING:  # mypy reads the imports above
         ".policy": ("Policy",),
         ".ratelimit": ("Allowance", "RateLimitState"),
         ".records": ("ChannelRecord", "KeyRecord"),
-        ".app_state": ("services_from_scope",),
+        ".runtime.app_state": ("services_from_scope",),
         ".uploads": ("Upload",),
     }))
 

@@ -42,11 +42,11 @@ class RouteSpec:
     route (413 beyond it).
 
     ``websocket`` routes are WebSocket sessions relayed to a channel's upstream
-    message by message (:mod:`gateway_core.session_relay`): the protocol reads the
+    message by message (:mod:`gateway_core.request.session_relay`): the protocol reads the
     key from the handshake and parses a call from its query (``body`` is empty).
     A ``websocket`` route with ``frames_for`` instead runs each client message as
     one request of the protocol's ``POST`` route at that path
-    (:mod:`gateway_core.frame_relay`, the protocol's
+    (:mod:`gateway_core.request.frame_relay`, the protocol's
     :meth:`ClientProtocol.frame_conversation`): the whole request path per message.
     """
 

@@ -15,7 +15,7 @@
     [gateway.redis_faults]    # Redis unreachable: "open" or "closed" per kind
     rate_limits = "closed"
 
-    [retention]               # how long usage rows are kept (gateway_core/retention.py)
+    [retention]               # how long usage rows are kept (gateway_core/store/retention.py)
     usage_days = 90
 
     [plugins.acme]            # a plugin's own settings
@@ -32,10 +32,10 @@ from typing import Any
 
 import attrs
 
-from .timeouts import Timeouts
+from .request.timeouts import Timeouts
 from .json_body import DEFAULT_LIMITS, JsonLimits
 from .ratelimit.faults import FaultPolicy
-from .retention import Retention
+from .store.retention import Retention
 
 HOME_ENV = "RELAYGATE_HOME"
 
@@ -90,7 +90,7 @@ class Config:
     # seconds after a breaker opened (or its last resort was sent) before a request that
     # finds every channel cooling down may try that one anyway (0: never)
     breaker_last_resort: float = 1.0
-    # session affinity (gateway_core.affinity): a session's requests go to the channel
+    # session affinity (gateway_core.routing.affinity): a session's requests go to the channel
     # and key that served it last while healthy; its header, its lifetime after its
     # last request, and how many sessions one process remembers (without Redis)
     session_affinity: bool = False
@@ -112,9 +112,9 @@ class Config:
     budget_window: str = "calendar"
     # seconds a shutdown lets requests and streams finish before cutting them
     shutdown_grace_seconds: float = 30.0
-    # the HTTP server: hypercorn (h11) or uvicorn (httptools), see gateway_core/server.py
+    # the HTTP server: hypercorn (h11) or uvicorn (httptools), see gateway_core/runtime/server.py
     server: str = "hypercorn"
-    # serve: each worker process (or the one process) keeps its threads on one CPU of its own (gateway_core/cpu_pinning.py)
+    # serve: each worker process (or the one process) keeps its threads on one CPU of its own (gateway_core/runtime/cpu_pinning.py)
     pin_workers: bool = False
     # PostgreSQL: connections per worker process, and seconds a call waits for a
     # connection and its answer before the store reports itself unavailable
@@ -163,10 +163,10 @@ def load_config(
 ) -> Config:
     """The configuration: ``plugins_file`` (default: ``RELAYGATE_PLUGINS`` or
     ``./plugins.toml`` when it exists) under the environment's ``RELAYGATE_<SETTING>``
-    variables (:mod:`gateway_core.config_env`), and the database (``db_path``, else
+    variables (:mod:`gateway_core.runtime.config_env`), and the database (``db_path``, else
     ``RELAYGATE_DB``, else ``relaygate.db`` in :func:`data_home`). ``sources`` says
     where each setting came from."""
-    from .config_env import from_environment, retention_from_environment, table_keys
+    from .runtime.config_env import from_environment, retention_from_environment, table_keys
 
     environ = os.environ if environ is None else environ
     if db_path:
@@ -220,7 +220,7 @@ def _read_file(plugins_file: str | os.PathLike[str] | None, environ: Mapping[str
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
 
-# every [gateway] setting; each has its environment variable too (gateway_core/config_env.py)
+# every [gateway] setting; each has its environment variable too (gateway_core/runtime/config_env.py)
 GATEWAY_SETTINGS = (
     "trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds",
     "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "breaker_last_resort", "db_pool_size",

@@ -2,7 +2,7 @@
 
 A policy's ``admit(ctx, gateway)`` and ``finish(ctx, gateway)`` and a plugin
 route (``services_from_scope(scope)``) get an object of this shape; the app's
-composition root (``gateway_core.services.Services``, internal) satisfies it
+composition root (``gateway_core.runtime.services.Services``, internal) satisfies it
 structurally and mypy checks that it does. Each member is read-only here: a
 policy reads the gateway, it never rewires it. Members not named here are
 internal and may change without notice.
@@ -17,16 +17,16 @@ if TYPE_CHECKING:
     import aiohttp
 
     from .admin.port import AdminStore
-    from .asgi import ClientAddress
+    from .request.asgi import ClientAddress
     from .config import Config
-    from .health import HealthBoard
-    from .key_cache import KeyCache
+    from .routing.health import HealthBoard
+    from .request.key_cache import KeyCache
     from .ratelimit import RateLimiter
     from .ratelimit.signin import SignInThrottle
-    from .registry import Registry
-    from .request_store import PriceSnapshot, RequestStore
-    from .router import Router
-    from .snapshot import TtlSnapshot
+    from .runtime.registry import Registry
+    from .store.request_store import PriceSnapshot, RequestStore
+    from .routing.router import Router
+    from .routing.snapshot import TtlSnapshot
     from .sql import SqlHandle
 
 

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .channel_type import Target
-    from .context import RequestContext
+    from .request.context import RequestContext
     from .gateway import Gateway
-    from .outcome import Outcome
+    from .request.outcome import Outcome
     from .records import UsageRow
 
 

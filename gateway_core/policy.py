@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from .errors import GatewayError
 
 if TYPE_CHECKING:
-    from .context import RequestContext
+    from .request.context import RequestContext
     from .gateway import Gateway
 
 

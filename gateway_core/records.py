@@ -172,7 +172,7 @@ def mask_secret(secret: str) -> str:
 @attrs.frozen
 class UsageRow:
     """One request, as the usage log stores it: built whole when the request ends
-    (:func:`gateway_core.settlement.usage_row`)."""
+    (:func:`gateway_core.request.settlement.usage_row`)."""
 
     request_id: str
     started_at: float
@@ -206,7 +206,7 @@ class UsageRow:
     upstream_error: str | None = None
     attempts: list[dict[str, Any]] = attrs.field(factory=list)
     cost_detail: dict[str, Any] | None = None  # the cost by component (billing.cost.CostBreakdown.as_dict)
-    served_model: str | None = None  # the model that served it, when a model fallback did (gateway_core.fallbacks)
+    served_model: str | None = None  # the model that served it, when a model fallback did (gateway_core.routing.fallbacks)
     team_id: int | None = None  # the team charged (its key's)
 
 

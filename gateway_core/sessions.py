@@ -3,7 +3,7 @@
 A channel type that serves a session endpoint opens an :class:`UpstreamSession`
 in :meth:`~gateway_core.channel_type.ChannelType.open_session`; the core relays
 the client's messages to it and its messages to the client, one by one as they
-come (:mod:`gateway_core.session_relay`). Each upstream message carries the core
+come (:mod:`gateway_core.request.session_relay`). Each upstream message carries the core
 events billing needs: :class:`~gateway_core.model.StreamStart` when a response
 starts, :class:`~gateway_core.model.PartDelta` for its output text (for an
 estimate), :class:`~gateway_core.model.UsageReport` and

@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .config import Config, ConfigError
 
 if TYPE_CHECKING:
-    from .affinity import Affinity
-    from .breaker import Breaker
+    from .routing.affinity import Affinity
+    from .routing.breaker import Breaker
     from .gateway import Gateway
-    from .health import HealthBoard, Lease
+    from .routing.health import HealthBoard, Lease
     from .ratelimit import RateLimiter, SlotLimits
     from .ratelimit.signin import SignInThrottle
-    from .router import Router
+    from .routing.router import Router
 
 Publish = Callable[[dict[str, Any]], None]
 """Queue one invalidation (``gateway_core.shared.events``) for the other gateways; never blocks."""

@@ -2,7 +2,7 @@
 
 A plugin adds one through the ``register_stores`` hook: a :class:`StoreKind`
 says which URLs it serves and opens the ports the core works through (the
-request path's :class:`~gateway_core.request_store.RequestStore`, the admin
+request path's :class:`~gateway_core.store.request_store.RequestStore`, the admin
 layer's :class:`~gateway_core.admin.AdminStore`, plugins' :class:`~gateway_core.sql.SqlHandle`
 and the kept answers' :class:`~gateway_core.kept_responses.ResponseStore`), the
 database operations of ``relaygate migrate``, ``serve``'s start-up check and
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from .admin.port import AdminStore
     from .kept_responses import ResponseStore
     from .records import AuditReport
-    from .request_store import RequestStore
+    from .store.request_store import RequestStore
     from .sql import SqlHandle
     from .sql import Migration
 

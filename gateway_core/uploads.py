@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 
 import attrs
 
-from .asgi import ClientGone, body_timeout, declared_length, too_large
+from .request.asgi import ClientGone, body_timeout, declared_length, too_large
 from .errors import GatewayError, InvalidRequestError
 from .types import Receive, Scope
 

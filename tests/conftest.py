@@ -1,7 +1,7 @@
 """Fixtures every core test may use: PostgreSQL databases, and the ``--db`` of either store.
 
 - ``postgres_server``, ``pg_url``: the test kit's ``relaygate_postgres_server``
-  and ``relaygate_postgres_url`` (:mod:`gateway_core.pytest_plugin`) under
+  and ``relaygate_postgres_url`` (:mod:`gateway_core.testing.pytest_plugin`) under
   shorter names: the server's URL, and a fresh database dropped after the test.
 - ``db_url``: what ``--db`` takes, once per store: a SQLite file in ``tmp_path``,
   then a fresh PostgreSQL database.
@@ -36,7 +36,7 @@ import orjson
 import pytest
 from aiohttp import web
 
-from gateway_core.request_store import RequestStore
+from gateway_core.store.request_store import RequestStore
 from gateway_core.store import Store
 from gateway_core.testing.stores import open_store
 from relaygate_postgres.store import PostgresStore

@@ -364,7 +364,7 @@ async def test_a_body_over_the_limit_is_413_in_openai_shape(start_gateway, relay
 
 def test_every_installed_protocol_renders_413_in_its_own_shape(tmp_path):
     from gateway_core.errors import RequestTooLargeError
-    from gateway_core.plugins import collect
+    from gateway_core.runtime.plugins import collect
 
     error = RequestTooLargeError("The request body is larger than the limit of 10 bytes.")
     protocols = collect(Config(db_path=str(tmp_path / "x.db"))).protocols

@@ -13,12 +13,12 @@ import pytest
 from gateway_core.admin import Admin, Caches, Conflict, Invalid, NotFound
 from gateway_core.admin import channels, groups, keys, prices, usage, users, wallet
 from gateway_core.config import Config
-from gateway_core.key_cache import KeyCache
-from gateway_core.plugins import collect
+from gateway_core.request.key_cache import KeyCache
+from gateway_core.runtime.plugins import collect
 from gateway_core.records import DailySpending, PriceRecord, UsageFilter, UsageRow, UsageTotal
-from gateway_core.request_store import BreakerReport
-from gateway_core.router import Router
-from gateway_core.snapshot import TtlSnapshot
+from gateway_core.store.request_store import BreakerReport
+from gateway_core.routing.router import Router
+from gateway_core.routing.snapshot import TtlSnapshot
 from gateway_core.secrets import hash_key
 from gateway_core.testing.stores import admin_ports
 

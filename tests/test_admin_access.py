@@ -11,7 +11,7 @@ import pytest
 
 from gateway_core.admin import Admin, Conflict, Invalid, NotFound, audit, credits, tokens, usage, users
 from gateway_core.config import Config
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from gateway_core.testing.stores import admin_ports
 
 

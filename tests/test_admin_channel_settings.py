@@ -9,7 +9,7 @@ import pytest
 from gateway_core.admin import Admin, Invalid
 from gateway_core.admin import channels
 from gateway_core.config import Config
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from gateway_core.testing.stores import admin_ports
 
 DEMO = {"name": "demo", "type": "demo", "base_url": "local://demo", "models": ["demo-chat"]}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gateway_core.affinity import LocalAffinity, session_digest, session_of
+from gateway_core.routing.affinity import LocalAffinity, session_digest, session_of
 from gateway_core.client_protocol import ClientProtocol
 from gateway_core.config import ConfigError, config_from_mapping
 

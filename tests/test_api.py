@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.secrets import hash_password
 
 

@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from gateway_core.api.mount import OPERATIONS
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import Config
 from gateway_core.testing import GatewayThread, Seed
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import requests
 
 from gateway_core.admin.codes import REDEEM_RULE
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 
 from .test_api import Api, error_of, new_token
 

@@ -17,7 +17,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from gateway_core.api.openapi import document
 from gateway_core.api.mount import OPERATIONS, _version
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import Config
 from gateway_core.testing import GatewayThread, Seed
 

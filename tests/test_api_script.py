@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "api.md"
 

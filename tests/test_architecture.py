@@ -1,7 +1,8 @@
 """The structure the design promises, checked from the source: plugins import only the
-public API, the core has no import cycle and no module over 400 lines, SQLite stays
-inside the store, the core names no provider, and ``import gateway_core`` loads only
-the contract."""
+public API, no core module passes 400 lines, SQLite stays inside the store, the core
+names no provider, ``import gateway_core`` loads only the contract, the top level of
+gateway_core/ is the public contract and docs/architecture.md's map lists every module.
+The layers and the import cycle are import-linter's (tests/test_layers.py)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,6 @@ import gateway_core
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "gateway_core"
 PLUGIN_PACKAGES = sorted([*ROOT.glob("adapters/*/gateway_*"), ROOT / "console" / "gateway_console", CORE / "adapter_template" / "relaygate_skeleton"])
-# First-party infrastructure plugins (plugins/*): released with the core from the one
-# VERSION, they may use its internals (the store's shared SQL and records); the core
-# never imports them.
-FIRST_PARTY = sorted(ROOT.glob("plugins/*/relaygate_*"))
 MAX_LINES = 400
 # What an operator of the SQLite gateway does not install: plugin distributions
 # (plugins/*) or extras of the core, never its dependencies (distribution names; a
@@ -31,7 +28,7 @@ MAX_LINES = 400
 NOT_CORE_DEPENDENCIES = ("asyncpg", "psycopg", "redis", "prometheus-client", "opentelemetry-", "uvicorn", "httptools")
 # their import names, and the one core module that may import each (None: none may)
 OPTIONAL_IMPORTS = {"asyncpg": None, "psycopg": None, "redis": None, "prometheus_client": None, "opentelemetry": None,
-                    "uvicorn": "gateway_core/server_uvicorn.py", "httptools": "gateway_core/server_uvicorn.py"}  # fmt: skip
+                    "uvicorn": "gateway_core/runtime/server_uvicorn.py", "httptools": "gateway_core/runtime/server_uvicorn.py"}  # fmt: skip
 PROVIDER_NAMES = re.compile(r"openai|anthropic|gemini|google|claude|\bgpt", re.IGNORECASE)
 
 # Imports the architecture step is still moving (issue 12); each entry must still be
@@ -56,15 +53,16 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imported_modules(path: Path, *, run_time_only: bool = False) -> Iterator[str]:
+def imported_modules(path: Path) -> Iterator[str]:
     """Absolute names of the modules ``path`` imports (``from x import y`` gives ``x.y``
-    when ``x.y`` is a module, else ``x``), inside functions too. With ``run_time_only``,
-    imports under ``if TYPE_CHECKING:`` are left out (they never run)."""
+    when ``x.y`` is a module, else ``x``), inside functions and under ``if TYPE_CHECKING:`` too."""
     tree = ast.parse(path.read_text(), filename=str(path))
     package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
-    for node in _import_nodes(tree, run_time_only):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
+            continue
+        if not isinstance(node, ast.ImportFrom):
             continue
         base = node.module or ""
         if node.level:
@@ -75,56 +73,11 @@ def imported_modules(path: Path, *, run_time_only: bool = False) -> Iterator[str
             yield f"{base}.{alias.name}" if _is_module(f"{base}.{alias.name}") else base
 
 
-def _import_nodes(tree: ast.Module, run_time_only: bool) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement; with ``run_time_only``, not those under ``if TYPE_CHECKING:``."""
-    skipped: set[int] = set()
-    if run_time_only:
-        for node in ast.walk(tree):
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                skipped.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skipped:
-            yield node
-
-
 def _is_module(name: str) -> bool:
     if not name.startswith("gateway_core"):
         return False
     path = ROOT.joinpath(*name.split("."))
     return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
-
-
-def core_import_graph() -> dict[str, set[str]]:
-    graph: dict[str, set[str]] = {}
-    for path in python_files(CORE):
-        name = module_name(path)
-        graph[name] = {m for m in imported_modules(path, run_time_only=True) if m.startswith("gateway_core.") and m != name}
-        # importing a submodule runs its package first (a package's own modules excepted)
-        parents = {m.rpartition(".")[0] for m in graph[name]}
-        graph[name] |= {p for p in parents if p not in ("", "gateway_core") and not name.startswith(p + ".") and p != name}
-    return graph
-
-
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(node: str) -> list[str] | None:
-        state[node] = 1
-        stack.append(node)
-        for target in sorted(graph.get(node, ())):
-            if state.get(target) == 1:
-                return stack[stack.index(target) :] + [target]
-            if target not in state and (cycle := visit(target)):
-                return cycle
-        stack.pop()
-        state[node] = 2
-        return None
-
-    for node in sorted(graph):
-        if node not in state and (cycle := visit(node)):
-            return cycle
-    return None
 
 
 def private_imports() -> set[tuple[str, str]]:
@@ -199,15 +152,6 @@ def test_public_modules_exist_and_are_documented():
         assert f"`{name}`" in hooks_doc, f"{name} is public but docs/hooks.md does not list it"
 
 
-def test_the_core_has_no_import_cycle():
-    assert find_cycle(core_import_graph()) is None, f"import cycle: {' -> '.join(find_cycle(core_import_graph()) or [])}"
-
-
-def test_the_cycle_finder_finds_a_cycle():
-    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
-    assert find_cycle({"a": {"b"}, "b": set()}) is None
-
-
 @pytest.mark.parametrize("path", list(python_files(CORE)), ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_core_module_passes_400_lines(path):
     lines = len(path.read_text().splitlines())
@@ -229,18 +173,6 @@ def test_sqlite_stays_inside_the_store():
     assert not gone, f"no longer importing SQLite: remove from PENDING_SQLITE_OUTSIDE_STORE: {gone}"
 
 
-def test_the_core_imports_no_first_party_plugin():
-    plugins = {folder.name for folder in FIRST_PARTY}
-    assert plugins, "plugins/ holds no first-party plugin package"
-    found = sorted(
-        f"{path.relative_to(ROOT)} imports {name}"
-        for path in python_files(CORE)
-        for name in imported_modules(path)
-        if name.split(".")[0] in plugins
-    )
-    assert not found, found
-
-
 def test_the_core_names_no_provider():
     named = [
         f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
@@ -255,7 +187,7 @@ def test_import_gateway_core_loads_only_the_contract():
     code = "import sys, gateway_core; print(' '.join(sorted(m for m in sys.modules if m.startswith('gateway_core'))))"
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
     assert not {m for m in loaded if m.startswith(("gateway_core.store", "gateway_core.commands"))}, loaded
-    assert not loaded & {"gateway_core.cli", "gateway_core.app", "gateway_core.services", "gateway_core.relay", "gateway_core.plugins"}, loaded
+    assert not loaded & {"gateway_core.commands.cli", "gateway_core.runtime.app", "gateway_core.runtime.services", "gateway_core.request.relay", "gateway_core.runtime.plugins"}, loaded
     assert len(loaded) <= 20, sorted(loaded)
 
 
@@ -286,3 +218,48 @@ def test_the_core_imports_the_optional_libraries_only_where_they_are_optional():
         if name.split(".")[0] in OPTIONAL_IMPORTS and OPTIONAL_IMPORTS[name.split(".")[0]] != str(path.relative_to(ROOT))
     )
     assert not found, found
+
+
+# Folders of the core that are neither public nor a room: the adapter template is data.
+DATA_FOLDERS = {"adapter_template"}
+# The internal packages at the top of gateway_core/ (docs/architecture.md's module map):
+# everything that is not the public contract lives in one of them.
+ROOMS = {"request", "routing", "runtime", "store", "policies", "shared"}
+MAP_ROW = re.compile(r"^\| `(\S+)` \| .+ \| (.+) \|$")
+
+
+def top_level_names() -> set[str]:
+    """The modules and packages at the top of gateway_core/ (``__init__``, ``__main__`` aside)."""
+    return {
+        path.stem if path.is_file() else path.name
+        for path in CORE.iterdir()
+        if (path.suffix == ".py" and path.stem not in ("__init__", "__main__")) or (path / "__init__.py").exists()
+    }
+
+
+def test_the_top_level_is_the_public_contract():
+    public = {name.split(".")[1] for name in gateway_core.PUBLIC_MODULES if name.count(".") >= 1}
+    rooms = {name for name in top_level_names() if (CORE / name / "__init__.py").exists()} - public
+    assert rooms == ROOMS, f"the core's internal packages are not the rooms of the map: {sorted(rooms ^ ROOMS)}"
+    contract = top_level_names() - rooms
+    assert contract == public, f"not public, so into a room: {sorted(contract - public)}; public but missing: {sorted(public - contract)}"
+    assert not {path.name for path in CORE.iterdir() if path.is_dir() and not (path / "__init__.py").exists() and path.name != "__pycache__"} - DATA_FOLDERS
+
+
+def architecture_map() -> dict[str, set[str]]:
+    """docs/architecture.md's module map: each folder of the core and the modules it lists."""
+    text = (ROOT / "docs" / "architecture.md").read_text().partition("## Module map")[2]
+    return {match[1].rstrip("/"): set(re.findall(r"`(\w+)`", match[2])) for line in text.splitlines() if (match := MAP_ROW.match(line))}
+
+
+def test_every_core_module_appears_in_the_architecture_map():
+    listed = architecture_map()
+    missing = []
+    for path in python_files(CORE):
+        folder = str(path.parent.relative_to(CORE)).replace(".", "gateway_core")
+        if path.stem not in {"__init__", "__main__"} and path.stem not in listed.get(folder, set()):
+            missing.append(str(path.relative_to(ROOT)))
+    assert not missing, f"docs/architecture.md's module map leaves out: {missing}"
+    folders = {str(path.relative_to(CORE)) for path in CORE.iterdir() if (path / "__init__.py").exists()}
+    assert set(listed) == folders | {"gateway_core"}, sorted(set(listed) ^ (folders | {"gateway_core"}))
+

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.records import UsageRow
 from gateway_core.store import CORE_MIGRATIONS, Store, keys, usage, users, wallet
 

@@ -13,7 +13,7 @@ import pytest
 
 from gateway_core.billing import testing as kit
 from gateway_core.billing.testing import MODEL
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.testing import GatewayProcess
 from gateway_openai.fake_upstream import Fault, FakeOpenAI
 

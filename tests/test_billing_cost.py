@@ -10,7 +10,7 @@ from gateway_core.billing.charge import max_request_cost, request_cost
 from gateway_core.billing.cost import Metered, cost_breakdown, cost_micros, max_cost_micros, rates
 from gateway_core.client_protocol import NO_HINTS, capped_output
 from gateway_core.model import Usage
-from gateway_core.outcome import Outcome
+from gateway_core.request.outcome import Outcome
 from gateway_core.records import PriceRecord
 
 UNIT = 1_000_000  # ratio ×1 in parts per million

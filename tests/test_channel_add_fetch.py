@@ -13,7 +13,7 @@ import sqlite3
 
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_openai.fake_upstream import EXPECTED_KEY, MODELS, FakeOpenAI
 
 WRONG = "sk-upstream-wrong-0123456789"

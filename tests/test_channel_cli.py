@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.records import key_fingerprint
 from gateway_core.store import CORE_MIGRATIONS, Store, channels
-from gateway_core.request_store import BreakerReport
+from gateway_core.store.request_store import BreakerReport
 from gateway_core.store.channel_health import save_breaker
 from gateway_core.testing import free_port
 from gateway_openai.fake_upstream import EXPECTED_KEY, FakeOpenAI

@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.testing import Fault, free_port
 from gateway_openai.fake_upstream import EXPECTED_KEY, MODELS, FakeOpenAI
 

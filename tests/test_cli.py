@@ -13,9 +13,9 @@ import pytest
 
 from gateway_core import hookimpl
 from gateway_core.channel_type import ChannelType
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import Config, ConfigError
-from gateway_core.plugins import DEFAULT_PLUGINS, INFRASTRUCTURE_GROUP, collect, installed_entry_points
+from gateway_core.runtime.plugins import DEFAULT_PLUGINS, INFRASTRUCTURE_GROUP, collect, installed_entry_points
 from gateway_core.secrets import hash_key, verify_password
 from gateway_core.store import CORE_MIGRATIONS, Store, channels, keys, prices, users
 
@@ -328,11 +328,11 @@ def test_plugins_lists_what_was_loaded(cli):
 
 
 def test_serve_with_uvicorn_not_installed_names_the_extra_in_one_line(cli, monkeypatch):
-    import gateway_core
+    import gateway_core.runtime
 
     monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if `relaygate[uvicorn]` were not installed
-    monkeypatch.delitem(sys.modules, "gateway_core.server_uvicorn", raising=False)
-    monkeypatch.delattr(gateway_core, "server_uvicorn", raising=False)
+    monkeypatch.delitem(sys.modules, "gateway_core.runtime.server_uvicorn", raising=False)
+    monkeypatch.delattr(gateway_core.runtime, "server_uvicorn", raising=False)
     status, out, err = cli("serve", "--server", "uvicorn", "--port", "0")
     assert_one_line_error(status, out, err, "--server uvicorn", "uvicorn is not installed", "pip install 'relaygate[uvicorn]'")
 
@@ -470,7 +470,7 @@ def test_a_token_made_without_an_expiry_lapses_in_ninety_days_and_is_named(cli):
 
 
 def test_tables_say_usd_in_the_heading_and_drop_kinds_of_price_no_model_has(tmp_path, capsys):
-    from gateway_core.cli import main
+    from gateway_core.commands.cli import main
 
     db = str(tmp_path / "t.db")
     assert main(["init", "--db", db]) == 0

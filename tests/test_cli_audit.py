@@ -8,7 +8,7 @@ import getpass
 import json
 
 from gateway_core.billing import testing as kit
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 
 PRICE = ("--input", "1", "--output", "2")
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.records import NO_LIMITS, RateLimits
 from gateway_core.secrets import hash_key
 from gateway_core.store import CORE_MIGRATIONS, Store, keys, limits, users

@@ -17,15 +17,15 @@ import sys
 
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import ConfigError
 from gateway_core.hookspecs import hookimpl
-from gateway_core.plugins import ENTRY_POINT_GROUP, INFRASTRUCTURE_GROUP, installed_entry_points
+from gateway_core.runtime.plugins import ENTRY_POINT_GROUP, INFRASTRUCTURE_GROUP, installed_entry_points
 
 # Run main(argv) as the console script does; print the modules loaded by then.
 PROGRAM = """
 import json, sys
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 status = main(sys.argv[1:])
 print(json.dumps({"status": status, "modules": sorted(sys.modules)}), file=sys.stderr)
 """
@@ -33,7 +33,7 @@ print(json.dumps({"status": status, "modules": sorted(sys.modules)}), file=sys.s
 # Never needed to print help or versions, nor to read the database: the server, HTTP on
 # either side, the other stores' and shared state's drivers, metrics, the console's pages.
 HEAVY = ("aiohttp", "starlette", "hypercorn", "uvicorn", "uvloop", "asyncpg", "redis", "jinja2", "prometheus_client",
-         "opentelemetry", "gateway_core.app", "gateway_core.server", "gateway_core.relay", "gateway_core.services",
+         "opentelemetry", "gateway_core.runtime.app", "gateway_core.runtime.server", "gateway_core.request.relay", "gateway_core.runtime.services",
          "gateway_core.channel_type", "gateway_core.client_protocol", "gateway_core.api.mount", "gateway_console.app")  # fmt: skip
 # nor, for help and versions, the database and the admin layer
 STORE = ("sqlite_utils", "sqlite3", "cattrs", "cryptography", "gateway_core.admin.context", "gateway_core.store.sqlite_store", "gateway_core.store.migrations")

@@ -15,8 +15,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from gateway_core.cli import main
-from gateway_core.plugins import collect
+from gateway_core.commands.cli import main
+from gateway_core.runtime.plugins import collect
 from gateway_core.config import Config
 from gateway_core.records import UsageRow
 from gateway_core.testing.stores import admin_ports, open_store

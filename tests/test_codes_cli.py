@@ -8,7 +8,7 @@ import io
 import json
 
 from gateway_core.billing import testing as kit
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 
 
 def run(capsys, seed, *argv: str) -> tuple[int, str, str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import time
 
-from gateway_core.context import new_request_id
+from gateway_core.request.context import new_request_id
 
 SHAPE = re.compile(r"req_[0-9a-f]{32}")
 

@@ -12,9 +12,9 @@ import sys
 import openai
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import ConfigError, load_config
-from gateway_core.cpu_pinning import cpu_for_worker
+from gateway_core.runtime.cpu_pinning import cpu_for_worker
 from gateway_core.testing import GatewayProcess
 
 linux_only = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pinning to a CPU is Linux's")
@@ -42,7 +42,7 @@ def test_pin_workers_is_a_gateway_setting(tmp_path):
 
 PIN_A_BUSY_PROCESS = """
 import os, sys, threading, time
-from gateway_core.cpu_pinning import pin_process
+from gateway_core.runtime.cpu_pinning import pin_process
 stop = threading.Event()
 early = threading.Thread(target=stop.wait)  # running before the pin
 early.start()
@@ -99,7 +99,7 @@ def test_the_setting_pins_and_no_pin_workers_overrides_it(seed, relaygate_config
 
 
 def test_a_platform_that_cannot_pin_refuses_in_one_line(seed, relaygate_config, monkeypatch, capsys):
-    monkeypatch.setattr("gateway_core.cpu_pinning.supported", lambda: False)
+    monkeypatch.setattr("gateway_core.runtime.cpu_pinning.supported", lambda: False)
     assert main(["--db", relaygate_config.db_path, "serve", "--port", "0", "--pin-workers"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--pin-workers needs a platform that can pin a process to a CPU" in err[0]

@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from gateway_core.asgi import ClientGone
-from gateway_core.disconnect import DisconnectWatch
+from gateway_core.request.asgi import ClientGone
+from gateway_core.request.disconnect import DisconnectWatch
 
 
 class Client:

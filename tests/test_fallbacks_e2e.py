@@ -19,7 +19,7 @@ from gateway_core.admin import Admin
 from gateway_core.admin import fallbacks
 from gateway_core.admin.errors import Invalid, NotFound
 from gateway_core.channel_type import Timeouts
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import Config
 from gateway_openai.fake_upstream import Fault, FakeOpenAI
 

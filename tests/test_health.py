@@ -8,11 +8,11 @@ import pytest
 
 from gateway_core.channel_type import Timeouts
 from gateway_core.errors import InvalidRequestError, RateLimitError, UpstreamError, UpstreamTimeoutError
-from gateway_core.failover import NO_CHANNEL, RATE_LIMITED, AttemptPlan
-from gateway_core.health import CLOSED, HALF_OPEN, OPEN, Breaker, HealthBoard, Lease, classify
+from gateway_core.routing.failover import NO_CHANNEL, RATE_LIMITED, AttemptPlan
+from gateway_core.routing.health import CLOSED, HALF_OPEN, OPEN, Breaker, HealthBoard, Lease, classify
 from gateway_core.secrets import redact
 from gateway_core.records import ChannelRecord, DisabledKey, key_fingerprint, mask_secret
-from gateway_core.router import route_for
+from gateway_core.routing.router import route_for
 
 
 class Clock:

@@ -19,7 +19,7 @@ from gateway_anthropic.fake_upstream import EXPECTED_KEY as ANTHROPIC_KEY
 from gateway_anthropic.fake_upstream import FakeAnthropic
 from gateway_core.channel_type import Timeouts
 from gateway_core.config import Config
-from gateway_core.health_report import describe_health
+from gateway_core.routing.health_report import describe_health
 from gateway_core.records import mask_secret
 from gateway_core.store.channel_health import list_breakers
 from gateway_core.store.channels import get_channel

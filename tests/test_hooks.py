@@ -28,9 +28,9 @@ from gateway_core import (
     hookimpl,
     hookspecs,
 )
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import Config, ConfigError
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from gateway_core.observers import Observer
 from gateway_core.ratelimit.memory import InProcessRateLimiter
 from gateway_core.shared.in_process import InProcessState
@@ -500,7 +500,7 @@ class ServeSetupPlugin:
 
 
 def test_hook_register_serve_setup(tmp_path):
-    from gateway_core.supervisor import prepare_server
+    from gateway_core.runtime.supervisor import prepare_server
 
     plugin = ServeSetupPlugin(tmp_path)
     assert plugin.setup in collect(Config(), [plugin]).serve_setups

@@ -2,7 +2,7 @@ import asyncio
 
 import pytest
 
-from gateway_core.key_cache import KeyCache
+from gateway_core.request.key_cache import KeyCache
 from gateway_core.secrets import hash_key
 from gateway_core.store import CORE_MIGRATIONS, Store, keys, users
 from gateway_core.store.keys import find_key

@@ -6,8 +6,8 @@ import datetime
 
 import structlog
 
-from gateway_core import logs
-from gateway_core.logs import UtcTimestamp, format_exc_info_if_any
+from gateway_core.runtime import logs
+from gateway_core.runtime.logs import UtcTimestamp, format_exc_info_if_any
 
 
 def test_the_timestamp_is_structlogs_iso_utc_format(monkeypatch):

@@ -4,7 +4,7 @@ import pytest
 
 from gateway_core import hookimpl
 from gateway_core.config import Config, ConfigError, config_from_mapping
-from gateway_core.plugins import DEFAULT_PLUGINS, collect, installed_entry_points
+from gateway_core.runtime.plugins import DEFAULT_PLUGINS, collect, installed_entry_points
 
 
 def test_installed_adapters_are_found_by_entry_point():

@@ -9,7 +9,7 @@ from gateway_core.client_protocol import Call
 from gateway_core.errors import InvalidRequestError, PermissionDeniedError
 from gateway_core.policies.model_access import ModelAccess
 from gateway_core.records import ChannelRecord
-from gateway_core.router import ChannelIndex
+from gateway_core.routing.router import ChannelIndex
 from gateway_core.testing import make_context, make_key_record
 
 

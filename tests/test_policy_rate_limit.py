@@ -6,7 +6,7 @@ import pytest
 
 from gateway_core.errors import RateLimitError
 from gateway_core.policies.rate_limit import RateLimit
-from gateway_core.health import HealthBoard
+from gateway_core.routing.health import HealthBoard
 from gateway_core.ratelimit import InProcessRateLimiter, RateLimits
 from gateway_core.records import NO_LIMITS
 from gateway_core.testing import make_context, make_key_record

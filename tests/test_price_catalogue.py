@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from gateway_core.billing.catalogue import load_catalogue, parse_litellm
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.records import PriceRecord
 
 

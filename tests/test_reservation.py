@@ -1,4 +1,4 @@
-"""A reservation written beside the upstream call (gateway_core/reservation.py),
+"""A reservation written beside the upstream call (gateway_core/request/reservation.py),
 over real HTTP on both stores: it happens only in a process that is its store's
 sole writer (SQLite, one worker; never on PostgreSQL, whose replicas reserve
 unseen) and once it saw a balance that covers the request many times over; a

@@ -17,7 +17,7 @@ import pytest
 
 from gateway_core.admin import Admin, retention
 from gateway_core.config import ConfigError, config_from_mapping
-from gateway_core.retention import Retention
+from gateway_core.store.retention import Retention
 from gateway_core.store import CORE_MIGRATIONS, sqlite_path
 from gateway_core.testing.stores import open_admin
 from gateway_core.stores import scheme_of
@@ -260,7 +260,7 @@ def test_which_totals_each_figure_reads():
 
 
 async def test_the_command_says_what_it_would_delete_then_deletes_it(tmp_path, capsys):
-    from gateway_core.cli import main
+    from gateway_core.commands.cli import main
 
     db = str(tmp_path / "gw.db")
     async with open_admin(db, CORE_MIGRATIONS) as _port:

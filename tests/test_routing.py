@@ -10,7 +10,7 @@ import pytest
 
 from gateway_core import endpoints
 from gateway_core.channel_type import ChannelType, Timeouts
-from gateway_core.router import Router
+from gateway_core.routing.router import Router
 from gateway_core.store import CORE_MIGRATIONS, Store
 from gateway_core.store.channels import add_channel, disable_channel_key
 from gateway_core.records import key_fingerprint

@@ -1,4 +1,4 @@
-"""gateway_core.scaffold.create_adapter: a new adapter package from the template,
+"""gateway_core.commands.scaffold.create_adapter: a new adapter package from the template,
 which imports (from sys.path, installed nowhere), registers its channel type and
 passes its own tests through the test kit."""
 
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from gateway_core.config import Config
-from gateway_core.plugins import collect
-from gateway_core.scaffold import TEMPLATE, create_adapter
+from gateway_core.runtime.plugins import collect
+from gateway_core.commands.scaffold import TEMPLATE, create_adapter
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ def test_the_code_quoted_in_the_adapter_guide_is_the_templates():
 
 
 def test_relaygate_new_adapter_creates_the_package_and_refuses_a_bad_name(tmp_path, capsys):
-    from gateway_core.cli import main
+    from gateway_core.commands.cli import main
 
     target = tmp_path / "made"
     assert main(["--db", str(tmp_path / "r.db"), "new-adapter", "tinyllm", "--dir", str(target), "--json"]) == 0

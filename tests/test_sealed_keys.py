@@ -13,7 +13,7 @@ import asyncpg
 import openai
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.store.sealing import SEALED
 from gateway_core.testing import free_port
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.store.sealing import SEALED
 from gateway_core.testing import free_port
 

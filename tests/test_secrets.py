@@ -61,7 +61,7 @@ def test_verify_uses_parameters_stored_with_the_hash():
 
 
 def test_records_leave_as_json_with_upstream_secrets_masked():
-    from gateway_core.jsonable import to_jsonable
+    from gateway_core.runtime.jsonable import to_jsonable
     from gateway_core.records import ChannelRecord, DisabledKey
 
     channel = ChannelRecord(

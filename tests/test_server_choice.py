@@ -257,7 +257,7 @@ async def test_idle_connections_close_after_the_keep_alive_timeout_however_slow_
     stop = asyncio.Event()
     port = free_port()
     if server == "uvicorn":
-        from gateway_core.server_uvicorn import serve_uvicorn, uvicorn_config
+        from gateway_core.runtime.server_uvicorn import serve_uvicorn, uvicorn_config
 
         config = uvicorn_config(app, port=port)
         config.lifespan = "off"
@@ -266,7 +266,7 @@ async def test_idle_connections_close_after_the_keep_alive_timeout_however_slow_
     else:
         from hypercorn.asyncio import serve as hypercorn_serve
 
-        from gateway_core.server import hypercorn_config
+        from gateway_core.runtime.server import hypercorn_config
 
         hconfig = hypercorn_config(f"127.0.0.1:{port}", 1)
         hconfig.keep_alive_timeout = 1

@@ -8,7 +8,7 @@ import sys
 PROBE = """
 import gc
 before = gc.get_threshold()
-from gateway_core.server import YOUNG_COLLECTION_THRESHOLD, freeze_startup_objects
+from gateway_core.runtime.server import YOUNG_COLLECTION_THRESHOLD, freeze_startup_objects
 freeze_startup_objects()
 print(before[1:] == gc.get_threshold()[1:], gc.get_threshold()[0] == YOUNG_COLLECTION_THRESHOLD, gc.get_freeze_count() > 1000)
 young = []

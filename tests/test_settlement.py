@@ -13,11 +13,11 @@ from gateway_core.client_protocol import BillingHints, Call
 from gateway_core.errors import UpstreamError
 from gateway_core.model import MediaUsage, Usage
 from gateway_core.observers import Observer
-from gateway_core.observing import Observers
-from gateway_core.outcome import CLIENT_GONE, Outcome, answered
+from gateway_core.request.observing import Observers
+from gateway_core.request.outcome import CLIENT_GONE, Outcome, answered
 from gateway_core.policy import Pipeline, Policy
 from gateway_core.records import ChannelRecord, PriceRecord
-from gateway_core.settlement import settle, usage_row
+from gateway_core.request.settlement import settle, usage_row
 from gateway_core.testing import make_context, make_key_record
 
 PRICE = PriceRecord("m", 2_500_000, 10_000_000, per_mchar_micros=15_000_000)  # 2.50 / 10.00 USD per Mtok, 15 USD per Mchar

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from gateway_core import snapshot as snapshot_module
-from gateway_core.snapshot import TtlSnapshot
+from gateway_core.routing import snapshot as snapshot_module
+from gateway_core.routing.snapshot import TtlSnapshot
 
 
 class Reads:

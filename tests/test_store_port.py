@@ -11,10 +11,10 @@ import pytest
 
 from gateway_core.billing import testing as kit
 from gateway_core.billing.testing import MODEL
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from gateway_core.ratelimit import RateLimiter
 from gateway_core.ratelimit.memory import InProcessRateLimiter
-from gateway_core.request_store import RequestStore
+from gateway_core.store.request_store import RequestStore
 from gateway_core.store import Store
 from gateway_core.testing.stores import open_store
 from gateway_core.store.limits import set_key_limits

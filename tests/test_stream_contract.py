@@ -1,4 +1,4 @@
-"""The stream-event contract (gateway_core.stream_contract): which event sequences
+"""The stream-event contract (gateway_core.request.stream_contract): which event sequences
 a channel type may send, and what a client sees when an adapter breaks it — the
 protocol's error event naming the channel type, the error logged and recorded as
 the gateway's, not the upstream's — over real HTTP with an NDJSON fake upstream."""
@@ -31,7 +31,7 @@ from gateway_core import (
     hookimpl,
 )
 from gateway_core.sse import SSESplitter, frame_fields
-from gateway_core.stream_contract import StreamContract, StreamContractError
+from gateway_core.request.stream_contract import StreamContract, StreamContractError
 from gateway_core.testing import FakeUpstream
 from gateway_core.upstream import ndjson_frames, parse_frame_json, post
 

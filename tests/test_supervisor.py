@@ -12,14 +12,14 @@ import subprocess
 import sys
 import time
 
-from gateway_core.supervisor import EXIT_CRASH_LOOP, EXIT_KILLED, EXIT_OK
+from gateway_core.runtime.supervisor import EXIT_CRASH_LOOP, EXIT_KILLED, EXIT_OK
 
 DRIVER = """
 import os, sys
-from gateway_core.logs import configure_logging
-from gateway_core.supervisor import RestartPolicy, Supervisor
+from gateway_core.runtime.logs import configure_logging
+from gateway_core.runtime.supervisor import RestartPolicy, Supervisor
 configure_logging(json=True, worker=0)
-from gateway_core.server import listening_socket
+from gateway_core.runtime.server import listening_socket
 port = listening_socket("127.0.0.1", 0).getsockname()[1]
 worker = sys.argv[1]
 policy = RestartPolicy(first_delay=0.01, max_delay=0.05, crash_limit=3, window=60)

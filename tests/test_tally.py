@@ -4,7 +4,7 @@ be estimated, and then is the one the request's text gives."""
 from __future__ import annotations
 
 from gateway_core.model import Usage
-from gateway_core.outcome import answered
+from gateway_core.request.outcome import answered
 from gateway_core.tally import estimate_tokens, input_estimate, text_chars
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "one two three four five six"}]}

@@ -12,8 +12,8 @@ import pytest
 from gateway_core.admin import Admin, Caches, Conflict, Forbidden, Invalid, NotFound
 from gateway_core.admin import team_keys, teams, usage_export, users, wallet
 from gateway_core.config import Config
-from gateway_core.key_cache import KeyCache
-from gateway_core.plugins import collect
+from gateway_core.request.key_cache import KeyCache
+from gateway_core.runtime.plugins import collect
 from gateway_core.records import UsageFilter, UsageRow
 from gateway_core.secrets import hash_key
 from gateway_core.testing.stores import admin_ports

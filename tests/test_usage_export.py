@@ -24,7 +24,7 @@ import requests
 
 from gateway_core.admin.usage import MAX_PAGE
 from gateway_core.admin.usage_export import COLUMNS, OWNER_COLUMNS
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.store import usage as store_usage
 from relaygate_postgres.migrate import numbered
 

@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from gateway_core.admin.rules import MAX_AMOUNT_MICROS
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.money import format_usd
 from gateway_core.secrets import verify_password
 

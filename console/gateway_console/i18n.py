@@ -190,7 +190,7 @@ def ledger_kind(kind: str) -> str:
 
 
 HEALTH_CONTEXT = "channel health"
-HEALTH_STATES = {  # a channel's or an upstream key's state (gateway_core.health_report) as shown
+HEALTH_STATES = {  # a channel's or an upstream key's state (gateway_core.routing.health_report) as shown
     "ok": NC_("channel health", "ok"), "disabled": NC_("channel health", "disabled"), "open": NC_("channel health", "open"),
     "half_open": NC_("channel health", "half open"), "closed": NC_("channel health", "closed"), "no_key": NC_("channel health", "no key"),
     "no_usable_key": NC_("channel health", "no usable key"), "degraded": NC_("channel health", "degraded"),

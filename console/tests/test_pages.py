@@ -186,7 +186,7 @@ async def test_admin_manages_channels_with_masked_keys(browsers, seed, upstream,
 
 async def test_the_channel_page_shows_breakers_and_disabled_keys(browsers, seed, gateway):
     from gateway_core.records import key_fingerprint
-    from gateway_core.request_store import BreakerReport
+    from gateway_core.store.request_store import BreakerReport
     from gateway_core.store.channel_health import save_breaker
     from gateway_core.store.channels import disable_channel_key
 

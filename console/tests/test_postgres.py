@@ -10,7 +10,7 @@ import pytest
 
 from gateway_core.admin import Admin, channels, prices, users, wallet
 from gateway_core.config import Config
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from gateway_core.records import PriceRecord
 from gateway_core.testing.stores import open_admin
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 
 pytestmark = pytest.mark.usefixtures("users")
 

@@ -16,9 +16,9 @@ import time
 
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.records import key_fingerprint
-from gateway_core.request_store import BreakerReport
+from gateway_core.store.request_store import BreakerReport
 from gateway_core.store.channel_health import save_breaker
 from gateway_core.store.channels import add_channel
 from gateway_core.store.channels import disable_channel_key

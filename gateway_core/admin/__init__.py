@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import lazy
+from ..runtime import lazy
 
 if TYPE_CHECKING:
     from .context import NO_CACHES, Admin, Caches

@@ -10,8 +10,8 @@ from typing import Any
 
 import attrs
 
-from ..access_records import Actor, AuditEntry
-from ..jsonable import to_jsonable
+from ..store.access_records import Actor, AuditEntry
+from ..runtime.jsonable import to_jsonable
 from .context import Admin
 
 MAX_PAGE = 500

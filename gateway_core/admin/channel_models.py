@@ -28,9 +28,9 @@ import structlog
 
 from ..channel_type import ChannelType, ListingLimits, ModelQuery, ModelsNotListed, Timeouts
 from ..errors import GatewayError, UpstreamTimeoutError
-from ..probe import probe_key
+from ..routing.probe import probe_key
 from ..records import ChannelRecord
-from ..router import route_for
+from ..routing.router import route_for
 from ..secrets import redact
 from .channels import add_channel, check_fields, get_channel, update_channel
 from .context import Admin

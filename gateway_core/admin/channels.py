@@ -21,9 +21,9 @@ import attrs
 
 from .. import endpoints
 from ..channel_settings import CORE_SETTINGS, SettingError, validate_settings
-from ..health_report import describe_health
+from ..routing.health_report import describe_health
 from ..records import ChannelRecord, ChannelTraffic, DisabledKey
-from ..request_store import BreakerReport
+from ..store.request_store import BreakerReport
 from .context import Admin
 from .errors import Conflict, Invalid, NotFound
 from .rules import check_base_url, check_upstream_keys
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the probe, aiohttp and the channel-type contract load when 
 
     from ..channel_type import ChannelType, Timeouts
 
-    from ..probe import ProbeResult as ProbeResult  # what test_channel returns, for the fronts
+    from ..routing.probe import ProbeResult as ProbeResult  # what test_channel returns, for the fronts
 
 EDITABLE = (
     "name", "type", "base_url", "api_keys", "models", "model_map", "groups", "priority", "weight", "enabled",
@@ -47,7 +47,7 @@ HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP token
 
 @attrs.frozen
 class ChannelStatus:
-    """A channel with its health as people read it (see :func:`gateway_core.health_report.describe_health`)."""
+    """A channel with its health as people read it (see :func:`gateway_core.routing.health_report.describe_health`)."""
 
     channel: ChannelRecord
     health: dict[str, Any]
@@ -153,7 +153,7 @@ async def test_channel(
     gateway's upstream session; without one (the CLI) a session is opened for it."""
     import aiohttp
 
-    from ..probe import probe_channel
+    from ..routing.probe import probe_channel
 
     channel = await get_channel(admin, channel_id)
     channel_type = admin.channel_types.get(channel.type)

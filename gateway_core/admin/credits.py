@@ -8,7 +8,7 @@ the same key for a different user, amount or kind is a ``Conflict``.
 
 from __future__ import annotations
 
-from ..access_records import Credit
+from ..store.access_records import Credit
 from .context import Admin
 from .errors import Invalid
 from .rules import check_amount

@@ -1,10 +1,10 @@
 """Model fallbacks: ``model → fallback`` for a group's keys or for one key, the
 model that serves a request when every channel of the model asked for failed
-before its first byte (see :mod:`gateway_core.fallbacks`)."""
+before its first byte (see :mod:`gateway_core.routing.fallbacks`)."""
 
 from __future__ import annotations
 
-from ..fallbacks import ModelFallback
+from ..routing.fallbacks import ModelFallback
 from .context import Admin
 from .errors import Invalid, NotFound
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
 
-from ..group_names import group_name_problem
+from ..store.group_names import group_name_problem
 from ..records import GroupRecord
 from .context import Admin
 from .port import LimitChanges
@@ -16,7 +16,7 @@ UNIT_RATIO_PPM = 1_000_000  # a ratio of 1: list prices
 
 
 def check_group_names(names: Iterable[str]) -> None:
-    """Refuse a name that cannot name a group (:func:`gateway_core.group_names.group_name_problem`)."""
+    """Refuse a name that cannot name a group (:func:`gateway_core.store.group_names.group_name_problem`)."""
     for name in names:
         problem = group_name_problem(name)
         if problem is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..access_records import AccessTokenRecord, AuditEntry, Credit
+from ..store.access_records import AccessTokenRecord, AuditEntry, Credit
 
 
 class AccessStore(Protocol):

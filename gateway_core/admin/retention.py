@@ -1,6 +1,6 @@
-"""The usage log's retention (settings: :mod:`gateway_core.retention`): the rollup
+"""The usage log's retention (settings: :mod:`gateway_core.store.retention`): the rollup
 into hourly totals and the pruning of old rows, for ``relaygate logs prune`` and
-the job ``serve`` runs (:mod:`gateway_core.retention_job`).
+the job ``serve`` runs (:mod:`gateway_core.runtime.retention_job`).
 
 Both go in small steps, each its own short transaction through the store's
 admin port, with a pause between two: on SQLite each step waits its turn in the
@@ -17,7 +17,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from ..retention import PruneReport, Retention
+from ..store.retention import PruneReport, Retention
 from .context import Admin
 
 MAX_STEPS = 10_000  # rollup or prune transactions in one run at most (the next run goes on)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from ..access_records import SCOPES, TOKEN_PREFIX, AccessTokenRecord
+from ..store.access_records import SCOPES, TOKEN_PREFIX, AccessTokenRecord
 from ..secrets import hash_key
 from .context import Admin
 from .errors import Invalid, NotFound

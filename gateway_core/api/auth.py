@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 from starlette.datastructures import Headers
 
-from ..access_records import Actor
+from ..store.access_records import Actor
 from ..admin import Admin
 from ..admin.tokens import allows, token_holder
 from ..errors import AuthenticationError

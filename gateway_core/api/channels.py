@@ -8,7 +8,7 @@ from typing import Any
 
 from ..admin import channel_models, channels
 from ..admin.rules import MAX_UPSTREAM_KEY, MAX_UPSTREAM_KEYS
-from ..jsonable import to_jsonable
+from ..runtime.jsonable import to_jsonable
 from .operation import ApiCall, Operation, Param
 from .schema import ID, NAME, NAMES, Schema, array, obj
 

@@ -1,5 +1,5 @@
 """``/api/v1/fallbacks`` (admin): model fallbacks of groups and keys (see
-:mod:`gateway_core.fallbacks`)."""
+:mod:`gateway_core.routing.fallbacks`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import attrs
 
 from ..admin import fallbacks
-from ..fallbacks import ModelFallback
+from ..routing.fallbacks import ModelFallback
 from .operation import ApiCall, Operation
 from .schema import TIME, array, obj
 

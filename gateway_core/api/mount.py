@@ -13,7 +13,7 @@ import orjson
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 
-from ..relay import REQUEST_ID
+from ..request.relay import REQUEST_ID
 from . import audit, budgets, catalog, channels, codes, fallbacks, keys, teams, tokens, usage, users, wallet
 from .errors import ApiError, error_response
 from .docs_page import PAGE, static_mount

@@ -19,10 +19,10 @@ import structlog
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..access_records import AuditEntry
+from ..store.access_records import AuditEntry
 from ..admin import Admin, AdminError, audit
-from ..app_state import services_from_scope
-from ..relay import REQUEST_ID
+from ..runtime.app_state import services_from_scope
+from ..request.relay import REQUEST_ID
 from .auth import Principal, authenticate, authorize
 from .errors import ApiError, error_response, from_admin
 from .schema import MAX_PATH_ID, PATH_TEXT, Schema, validate

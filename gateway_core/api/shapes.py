@@ -7,8 +7,8 @@ import datetime as dt
 import time
 from typing import Any
 
-from ..access_records import AccessTokenRecord, AuditEntry, Credit
-from ..jsonable import to_jsonable
+from ..store.access_records import AccessTokenRecord, AuditEntry, Credit
+from ..runtime.jsonable import to_jsonable
 from ..money import MAX_MICROS, format_usd, parse_usd
 from ..records import KeyRecord, UserRecord
 from .errors import ApiError

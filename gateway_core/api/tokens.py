@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..access_records import SCOPES
+from ..store.access_records import SCOPES
 from ..admin import tokens, users
 from .errors import ApiError
 from .operation import ApiCall, Operation

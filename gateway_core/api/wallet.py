@@ -7,7 +7,7 @@ from typing import Any
 
 from ..admin import credits, users
 from ..admin import wallet as wallets
-from ..jsonable import to_jsonable
+from ..runtime.jsonable import to_jsonable
 from ..money import format_usd
 from ..records import LedgerEntry
 from .errors import ApiError

@@ -7,7 +7,7 @@
 - :mod:`.testing` — a test kit for billing.
 
 The quota policy (:mod:`gateway_core.policies.quota`) reserves before the
-upstream is called; the recorder (:mod:`gateway_core.recorder`) settles in the
+upstream is called; the recorder (:mod:`gateway_core.request.recorder`) settles in the
 same write as the usage row; :mod:`gateway_core.store.wallet` and
 :mod:`gateway_core.store.audit` hold the SQL; ``relaygate wallet show``,
 ``logs`` and ``check`` live in :mod:`gateway_core.commands.billing`. See

@@ -22,7 +22,7 @@ import attrs
 
 from ..money import parse_price_per_mtok
 from ..records import PriceRecord
-from ..request_store import PriceSnapshot
+from ..store.request_store import PriceSnapshot
 
 SOURCE = "catalogue"  # PriceRecord.source of a catalogue price ("operator": one set with relaygate price set)
 # our catalogue's fields (USD per million tokens) and the price record's

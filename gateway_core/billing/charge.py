@@ -29,7 +29,7 @@ import attrs
 from .. import endpoints
 from ..client_protocol import NO_HINTS, BillingHints
 from ..model import MediaUsage
-from ..outcome import NO_USAGE, Outcome
+from ..request.outcome import NO_USAGE, Outcome
 from ..records import PriceRecord
 from .cost import CostBreakdown, Metered, cost_breakdown, cost_micros, max_cost_micros, no_cost
 

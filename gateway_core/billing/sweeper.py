@@ -26,7 +26,7 @@ import time
 import attrs
 import structlog
 
-from ..request_store import HoldOwner, RequestStore
+from ..store.request_store import HoldOwner, RequestStore
 
 log = structlog.get_logger("relaygate.billing")
 PROCESS_TOKEN = secrets.token_hex(4)  # tells this process from an earlier one that had its pid

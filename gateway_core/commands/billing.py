@@ -101,7 +101,7 @@ def _configure_wallet_adjust(parser: argparse.ArgumentParser) -> None:
 
 def _run_wallet_adjust(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import users, wallet
-    from ..jsonable import to_jsonable
+    from ..runtime.jsonable import to_jsonable
 
     text = args.amount.strip()
     negative = text.startswith("-")

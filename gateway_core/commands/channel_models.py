@@ -42,7 +42,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import channels, prices
     from ..admin.channel_models import add_models, channel_upstream_models
-    from ..jsonable import to_jsonable
+    from ..runtime.jsonable import to_jsonable
 
     if not (args.fetch or args.add):
         channel = cli.run(lambda admin: channels.find_channel(admin, args.name))

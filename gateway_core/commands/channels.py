@@ -34,7 +34,7 @@ from .kit import CommandContext, CommandError, no_arguments, parse_model_map, sp
 if TYPE_CHECKING:
     from ..admin import Admin
     from ..admin.channel_models import UpstreamModels
-    from ..probe import ProbeResult
+    from ..routing.probe import ProbeResult
 
 
 DEFAULT = "default"  # a timeout back to the gateway's [gateway.timeouts]
@@ -171,8 +171,8 @@ def _run_add(args: argparse.Namespace, cli: CommandContext) -> int:
 
 def _run_list(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import channels
-    from ..health_report import key_summary
-    from ..jsonable import to_jsonable
+    from ..routing.health_report import key_summary
+    from ..runtime.jsonable import to_jsonable
 
     rows = []
     for status in cli.run(channels.channel_statuses):
@@ -267,7 +267,7 @@ def _configure_test(parser: argparse.ArgumentParser) -> None:
 
 def _run_test(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import channels
-    from ..jsonable import to_jsonable
+    from ..runtime.jsonable import to_jsonable
 
     async def test(admin: Admin) -> tuple[ChannelRecord, ProbeResult]:
         channel = await channels.find_channel(admin, args.name)
@@ -287,7 +287,7 @@ def _run_test(args: argparse.Namespace, cli: CommandContext) -> int:
 
 def _run_types(args: argparse.Namespace, cli: CommandContext) -> int:
     """The loaded channel types: what each serves and the settings it declares."""
-    from ..jsonable import to_jsonable
+    from ..runtime.jsonable import to_jsonable
 
     loaded = sorted(cli.registry.channel_types.items())
     served = {name: [e for e in endpoints.ALL if channel_type.wire(e)] for name, channel_type in loaded}

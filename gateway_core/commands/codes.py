@@ -110,7 +110,7 @@ def _configure_redeem(parser: argparse.ArgumentParser) -> None:
 
 def _run_redeem(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import codes, users
-    from ..jsonable import to_jsonable
+    from ..runtime.jsonable import to_jsonable
 
     async def redeem(admin: Admin) -> Redeemed:
         user = await users.find_user(admin, args.user)

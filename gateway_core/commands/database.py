@@ -17,7 +17,7 @@ def register_commands(register: Callable[..., None]) -> None:
 
 
 def _run_migrate(args: argparse.Namespace, cli: CommandContext) -> int:
-    from ..request_store import StoreUnavailable
+    from ..store.request_store import StoreUnavailable
 
     config = cli.config
     try:
@@ -42,7 +42,7 @@ def _configure_copy(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_copy(args: argparse.Namespace, cli: CommandContext) -> int:
-    from ..request_store import StoreUnavailable
+    from ..store.request_store import StoreUnavailable
 
     from ..store.copy import CopyRefused, copy_store
 

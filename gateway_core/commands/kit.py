@@ -15,14 +15,14 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..lazy import MappingWhenRead
+from ..runtime.lazy import MappingWhenRead
 from ..money import format_usd
 
 if TYPE_CHECKING:
-    from ..access_records import Actor
+    from ..store.access_records import Actor
     from ..admin import Admin
     from ..config import Config
-    from ..registry import Registry
+    from ..runtime.registry import Registry
 
 
 # What a command does is imported when it runs, here as in every command's module:
@@ -110,7 +110,7 @@ class CommandContext:
     def print_record(self, obj: Any, *, text: str | None = None) -> None:
         """Print one record: JSON on one line with ``--json``, else ``text`` if
         given, else one ``field: value`` line per field."""
-        from ..jsonable import to_jsonable
+        from ..runtime.jsonable import to_jsonable
 
         if self.json:
             print(json.dumps(to_jsonable(obj), ensure_ascii=False))
@@ -127,7 +127,7 @@ class CommandContext:
 
     def print_table(self, rows: Sequence[Any], columns: Sequence[str]) -> None:
         """Print records: a JSON array with ``--json``, else aligned columns."""
-        from ..jsonable import to_jsonable
+        from ..runtime.jsonable import to_jsonable
 
         items = [to_jsonable(row) for row in rows]
         if self.json:
@@ -151,7 +151,7 @@ def cli_actor() -> Actor:
     system's user running it (``cli`` when that cannot be told)."""
     import getpass
 
-    from ..access_records import Actor
+    from ..store.access_records import Actor
 
     try:
         name = getpass.getuser()

@@ -19,7 +19,7 @@ def _configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace, cli: CommandContext) -> int:
-    from ..scaffold import create_adapter
+    from .scaffold import create_adapter
 
     target = create_adapter(args.name, args.dir or f"relaygate-{args.name.replace('_', '-')}")
     cli.print_record(

@@ -53,15 +53,15 @@ def _run_serve(args: argparse.Namespace, cli: CommandContext) -> int:
     server = args.server or cli.config.server
     pin = cli.config.pin_workers if args.pin_workers is None else args.pin_workers
     if pin:
-        from ..cpu_pinning import supported
+        from ..runtime.cpu_pinning import supported
 
         if not supported():
             raise CommandError("--pin-workers needs a platform that can pin a process to a CPU (Linux)", EXIT_USAGE)
-    from ..server import listen_problem, serve
+    from ..runtime.server import listen_problem, serve
 
     if server == "uvicorn":
         try:
-            from .. import server_uvicorn  # noqa: F401
+            from ..runtime import server_uvicorn  # noqa: F401
         except ImportError as exc:  # an optional extra
             raise CommandError(f"--server uvicorn needs the uvicorn extra ({exc.name} is not installed): pip install 'relaygate[uvicorn]'") from None
     from ..store.maintenance import configured_limits

@@ -80,7 +80,7 @@ def _run_team_list(args: argparse.Namespace, cli: CommandContext) -> int:
 
 
 def _view_json(view: TeamView, spend: Any = None) -> dict[str, Any]:
-    from ..jsonable import to_jsonable
+    from ..runtime.jsonable import to_jsonable
 
     found = {
         "id": view.team.id, "name": view.team.name, "account_id": view.team.account_id,

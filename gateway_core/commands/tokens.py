@@ -12,7 +12,7 @@ from ..hookspecs import hookimpl
 from .kit import CommandContext, parse_expires
 
 if TYPE_CHECKING:
-    from ..access_records import AccessTokenRecord
+    from ..store.access_records import AccessTokenRecord
     from ..admin import Admin
 
 
@@ -27,7 +27,7 @@ def register_commands(register: Callable[..., None]) -> None:
 
 
 def _configure_create(parser: argparse.ArgumentParser) -> None:
-    from ..access_records import SCOPES
+    from ..store.access_records import SCOPES
 
     parser.add_argument("user", metavar="USER")
     parser.add_argument("--scope", choices=SCOPES, default="read", help="read (default), write, or admin (admins only)")

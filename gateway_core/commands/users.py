@@ -18,7 +18,7 @@ from ..records import DEFAULT_GROUP, UserRecord
 from .kit import CommandContext, no_arguments, split_list
 
 if TYPE_CHECKING:
-    from ..access_records import Credit
+    from ..store.access_records import Credit
     from ..admin import Admin
 
 
@@ -212,7 +212,7 @@ def _configure_wallet_topup(parser: argparse.ArgumentParser) -> None:
 
 def _run_wallet_topup(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import credits, users
-    from ..jsonable import to_jsonable
+    from ..runtime.jsonable import to_jsonable
 
     amount = parse_usd(args.amount)
     if amount <= 0:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..context import RequestContext
+from ..request.context import RequestContext
 from ..errors import AuthenticationError
 from ..gateway import Gateway
 from ..policy import Policy

@@ -8,7 +8,7 @@ import datetime as dt
 
 from ..errors import InsufficientQuotaError
 from ..money import format_usd
-from ..request_store import HoldRefused
+from ..store.request_store import HoldRefused
 
 NEAR_RESET_SECONDS = 3600.0  # a reset this close is worth waiting for: Retry-After
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import datetime, timezone
 
-from ..context import RequestContext
+from ..request.context import RequestContext
 from ..errors import AuthenticationError
 from ..gateway import Gateway
 from ..policy import Policy

@@ -10,10 +10,10 @@ second — knows which models exist and which groups they serve: no store call.
 
 from __future__ import annotations
 
-from ..context import RequestContext
+from ..request.context import RequestContext
 from ..gateway import Gateway
 from ..policy import Policy
-from ..router import model_refusal
+from ..routing.router import model_refusal
 
 
 class ModelAccess(Policy):

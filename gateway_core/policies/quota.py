@@ -14,10 +14,10 @@ refused with 429 ``insufficient_quota`` naming which of the two is short.
 When this process's last reservation for the user left a balance that covers
 this one many times over (and the key has no quota and no budgets), the write
 goes beside the upstream call instead of before it; the relay waits for it
-before the answer's first byte (:mod:`gateway_core.reservation`).
+before the answer's first byte (:mod:`gateway_core.request.reservation`).
 
 The reservation stays on the context (``ctx.charge``); the settlement
-(:mod:`gateway_core.settlement`) prices what the request used into its usage row,
+(:mod:`gateway_core.request.settlement`) prices what the request used into its usage row,
 and the recorder settles it (release the reservation, capture the cost) in the
 same transaction as the row.
 """
@@ -28,13 +28,13 @@ from .. import endpoints
 from ..billing.budgets import BudgetUse, budget_uses
 from ..billing.charge import Charge, max_request_cost, price_for
 from ..records import NO_BUDGETS
-from ..context import RequestContext
+from ..request.context import RequestContext
 from ..errors import InsufficientQuotaError, PermissionDeniedError
 from ..money import format_usd
 from ..gateway import Gateway
 from ..policy import Policy
-from ..request_store import HoldRefused
-from ..reservation import BalanceMargins, sole_writer
+from ..store.request_store import HoldRefused
+from ..request.reservation import BalanceMargins, sole_writer
 from .budget_refusal import budget_refusal
 
 DEFAULT_MAX_OUTPUT_TOKENS = 4096

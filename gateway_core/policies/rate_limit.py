@@ -11,7 +11,7 @@ The response carries the limits in the calling protocol's own header names.
 With Redis (``gateway.health.shared`` counts channel slots on the same
 connection) a request bound for a channel is not counted here: its
 :class:`DeferredLimits` are taken with its first channel's slot, in one script
-(:meth:`AttemptPlan.take <gateway_core.failover.AttemptPlan.take>`), and given
+(:meth:`AttemptPlan.take <gateway_core.routing.failover.AttemptPlan.take>`), and given
 back with it when the request settles — one round trip per request instead of
 two. A refusal is the same 429, raised there; a request that reaches no
 channel (an unknown model, none available) is not counted.
@@ -19,7 +19,7 @@ channel (an unknown model, none available) is not counted.
 
 from __future__ import annotations
 
-from ..context import RequestContext
+from ..request.context import RequestContext
 from ..endpoints import MODELS
 from ..errors import GatewayError, RateLimitError
 from ..gateway import Gateway

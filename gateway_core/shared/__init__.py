@@ -9,5 +9,8 @@
 
 Redis (publishing the events on pub/sub, limits, channel caps and breakers
 across replicas) is the first-party plugin ``relaygate-redis``
-(``plugins/redis``), behind :mod:`gateway_core.shared_state`.
+(``plugins/redis``), behind :mod:`gateway_core.shared_state`. This package may import
+the contract, the in-process limiters of ``ratelimit/`` and the in-process state of
+``routing/`` (health, affinity, the router's caches) it shares; never the request path,
+the runtime, the admin operations or a front.
 """

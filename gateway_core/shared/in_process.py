@@ -8,9 +8,9 @@ from ..config import Config
 from ..shared_state import SharedState, SharedStateKind
 
 if TYPE_CHECKING:
-    from ..affinity import Affinity
-    from ..health import HealthBoard
-    from ..router import Router
+    from ..routing.affinity import Affinity
+    from ..routing.health import HealthBoard
+    from ..routing.router import Router
 
 
 class InProcessState(SharedState):
@@ -25,7 +25,7 @@ class InProcessState(SharedState):
     def affinity(self, config: Config) -> Affinity | None:
         if not config.session_affinity:
             return None
-        from ..affinity import LocalAffinity
+        from ..routing.affinity import LocalAffinity
 
         return LocalAffinity(ttl=config.session_ttl, max_entries=config.session_max_entries, header=config.session_header or None)
 

@@ -2,18 +2,22 @@
 
 :class:`Store` runs domain functions — plain ``fn(conn, *args)`` from the
 modules below — on reader threads or through the group-commit writer. The
-request path sees it through its port (:class:`gateway_core.request_store.RequestStore`),
+request path sees it through its port (:class:`gateway_core.store.request_store.RequestStore`),
 the admin layer through :class:`~.sqlite_admin.SqliteAdmin`, plugins' own
 tables through :class:`~.sqlite_sql.SqliteSql`. The PostgreSQL plugin
 (``plugins/postgres``) gives the same ports on a server.
 Both are store kinds (:mod:`gateway_core.stores`); SQLite's is registered in :mod:`.kinds`.
+Beside the SQLite store live the values the ports speak (``request_store``,
+``access_records``, ``team_records``), the retention settings and the rule for group
+names. It may import the contract, the billing arithmetic and the admin layer's port and
+errors (which it implements); never the request path, routing, the runtime or a front.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import lazy
+from ..runtime import lazy
 
 if TYPE_CHECKING:
     from . import channel_health, channels, groups, keys, limits, prices, usage, users, wallet

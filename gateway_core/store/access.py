@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from ..admin.errors import Conflict
-from ..access_records import TOKEN_PREFIX, AccessTokenRecord, AuditEntry, Credit
+from .access_records import TOKEN_PREFIX, AccessTokenRecord, AuditEntry, Credit
 from ..secrets import DISPLAY_CHARS, hash_key
 from .access_schema import check_scope
 from .connection import atomic, fetch_all, fetch_one, inserted_id

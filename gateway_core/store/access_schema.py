@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite_utils
 
-from ..access_records import SCOPES
+from .access_records import SCOPES
 
 MIGRATION_NAME = "0007_access_tokens_audit"
 

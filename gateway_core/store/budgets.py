@@ -9,7 +9,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from ..billing.budgets import BudgetUse
-from ..request_store import HoldRefused
+from .request_store import HoldRefused
 from . import wallet
 from .connection import atomic
 

@@ -1,6 +1,6 @@
 """The circuit breakers' last reported states (table ``channel_health``).
 
-Breakers live in each worker's memory (:mod:`gateway_core.health`); a worker
+Breakers live in each worker's memory (:mod:`gateway_core.routing.health`); a worker
 writes a row here when one of its breakers opens or closes, so that
 ``relaygate channel list`` and the console can show them. The last worker to
 report a change wins.
@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from ..request_store import CHANNEL_SLOT, BreakerReport
+from .request_store import CHANNEL_SLOT, BreakerReport
 from .connection import fetch_all
 
 def save_breaker(conn: sqlite3.Connection, report: BreakerReport) -> None:

@@ -29,7 +29,7 @@ from ..stores import CopyEnd as End
 from .audit import audit
 
 if TYPE_CHECKING:
-    from ..registry import Registry
+    from ..runtime.registry import Registry
     from ..stores import StoreKind
 
 BATCH = 5000

@@ -8,7 +8,7 @@ import time
 
 import sqlite_utils
 
-from ..fallbacks import ModelFallback
+from ..routing.fallbacks import ModelFallback
 
 _TABLE = """CREATE TABLE model_fallbacks (
     scope TEXT NOT NULL CHECK (scope IN ('group', 'key')),

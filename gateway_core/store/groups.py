@@ -6,7 +6,7 @@ import sqlite3
 import time
 from collections.abc import Iterable
 
-from ..group_names import group_name_problem
+from .group_names import group_name_problem
 from ..records import GroupRecord
 from .connection import atomic, fetch_all
 from .limits import LimitChanges, set_group_limits
@@ -74,7 +74,7 @@ def check_ratio(ratio_ppm: int) -> None:
 
 
 def check_group_name(name: str) -> None:
-    """Refuse a name that is not :data:`gateway_core.group_names.GROUP_NAME`."""
+    """Refuse a name that is not :data:`gateway_core.store.group_names.GROUP_NAME`."""
     problem = group_name_problem(name)
     if problem is not None:
         raise ValueError(problem)

@@ -12,7 +12,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 
-from ..request_store import HoldOwner
+from .request_store import HoldOwner
 from .connection import atomic
 
 FORGET_AFTER = 86400.0

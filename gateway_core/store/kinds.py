@@ -14,7 +14,7 @@ from ..stores import CopyEnd, StoreKind, StorePorts
 
 if TYPE_CHECKING:
     from ..admin.port import AdminStore
-    from ..request_store import RequestStore
+    from .request_store import RequestStore
     from ..hookspecs import RegisterStore
     from ..sql import Migration
     from .sqlite_store import Store

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from ..records import UsageRow
-from ..request_store import PriceSnapshot
+from .request_store import PriceSnapshot
 from .groups import group_ratios
 from .keys import touch_keys
 from .prices import list_prices

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..access_records import AccessTokenRecord, AuditEntry, Credit
+from .access_records import AccessTokenRecord, AuditEntry, Credit
 from . import access
 
 

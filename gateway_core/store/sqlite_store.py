@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import structlog
 
 from ..records import ChannelRecord, KeyRecord, UsageRow
-from ..request_store import BreakerReport, HoldOwner, PriceSnapshot, StoreLocked, StoreUnavailable
+from .request_store import BreakerReport, HoldOwner, PriceSnapshot, StoreLocked, StoreUnavailable
 from ..sql import Migration
 from . import budgets as budget_counts
 from . import channel_health, channels, hold_owners, keys, requests, wallet
@@ -30,7 +30,7 @@ log = structlog.get_logger("relaygate.store")
 
 
 class Store:
-    """The embedded store: implements :class:`gateway_core.request_store.RequestStore`.
+    """The embedded store: implements :class:`gateway_core.store.request_store.RequestStore`.
 
     Domain functions are plain ``fn(conn, *args)``: :meth:`read` runs one on a
     reader thread (never on the event loop), :meth:`write` queues one for the

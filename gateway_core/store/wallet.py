@@ -30,7 +30,7 @@ import time
 
 import attrs
 
-from ..request_store import HoldRefused
+from .request_store import HoldRefused
 from .connection import atomic, fetch_all
 
 MONEY_KINDS = ("topup", "capture", "refund", "adjustment", "redemption")  # what the ledger records: money that moved

@@ -18,7 +18,7 @@
 - :func:`make_key_record` and :func:`make_context` build what a policy's
   ``admit`` and ``finish`` receive, for unit tests of policies.
 
-The pytest fixtures built on them are in :mod:`gateway_core.pytest_plugin`. The
+The pytest fixtures built on them are in :mod:`gateway_core.testing.pytest_plugin`. The
 core's own tests use this same kit.
 """
 
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from ..client_protocol import Call, ClientProtocol, Headers, Query, RenderedError, RouteSpec, StreamWriter
 from ..config import Config
-from ..context import RequestContext, new_request_id
+from ..request.context import RequestContext, new_request_id
 from ..errors import GatewayError
 from ..model import CoreRequest, CoreResponse, ModelInfo
 from ..records import KeyRecord, UsageRow
@@ -50,7 +50,7 @@ from .listing import upstream_models
 from .seed import Seed
 
 if TYPE_CHECKING:
-    from ..services import Services
+    from ..runtime.services import Services
 
 T = TypeVar("T")
 
@@ -98,7 +98,7 @@ class GatewayThread:
 
     def __init__(self, config: Config, *, extra_plugins: Iterable[Any] = (), **services: Any) -> None:
         """``services`` go to :func:`create_app` (``store=``, ``rate_limiter=``)."""
-        from ..app import create_app
+        from ..runtime.app import create_app
 
         self.config = config
         self.app = create_app(config, extra_plugins=extra_plugins, **services)
@@ -127,7 +127,7 @@ class GatewayThread:
         from hypercorn.asyncio import serve
         from hypercorn.config import Config as HypercornConfig
 
-        from ..http_errors import install as install_error_bodies
+        from ..runtime.http_errors import install as install_error_bodies
 
         install_error_bodies()  # as relaygate serve does
         hconfig = HypercornConfig()

@@ -6,7 +6,7 @@ received, checks the key the gateway sent, plays the faults a test queued
 mid-way, a malformed body) and writes streams chunk by chunk. A subclass adds
 its routes and its wire's shapes (error bodies, the mid-stream error event).
 :class:`UpstreamServers` serves fakes on loopback ports; the ``fake_upstream``
-fixture of :mod:`gateway_core.pytest_plugin` is built on it.
+fixture of :mod:`gateway_core.testing.pytest_plugin` is built on it.
 """
 
 from __future__ import annotations

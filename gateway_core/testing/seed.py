@@ -17,9 +17,9 @@ from typing import Any, TypeVar
 
 from ..admin.port import AdminStore
 from ..config import Config
-from ..plugins import collect
+from ..runtime.plugins import collect
 from ..records import AuditReport, PriceRecord
-from ..request_store import RequestStore
+from ..store.request_store import RequestStore
 from ..sql import SqlHandle
 from ..store import Store
 

@@ -11,14 +11,14 @@ from contextlib import AbstractAsyncContextManager
 from ..admin.port import AdminStore
 from ..config import Config
 from ..kept_responses import ResponseStore
-from ..request_store import RequestStore
+from ..store.request_store import RequestStore
 from ..sql import Migration, SqlHandle
 from ..stores import StoreKind, kind_for, kind_of
 
 
 @functools.cache
 def installed_kinds() -> tuple[StoreKind, ...]:
-    from ..plugins import collect
+    from ..runtime.plugins import collect
 
     return tuple(collect(Config()).stores)
 

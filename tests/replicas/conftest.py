@@ -27,7 +27,7 @@ import pytest
 from gateway_core.admin import Admin
 from gateway_core.admin import channels, keys, prices, users, wallet
 from gateway_core.billing.testing import INPUT, MODEL, OUTPUT
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from gateway_core.config import config_from_mapping
 from gateway_core.records import PriceRecord
 from gateway_core.testing.stores import open_admin

@@ -17,7 +17,7 @@ import pytest
 
 from gateway_azure.channel import AzureChannel
 from gateway_azure.listing import DEPLOYMENTS_API_VERSION
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.testing import upstream_models
 
 from .fake_azure import AZURE_KEY

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 
 
 def cli(*argv: str) -> tuple[int, str]:

@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from gateway_bedrock.channel import BedrockChannel
 from gateway_bedrock.fake_upstream import ACCESS_KEY_ID, BEARER_KEY, IAM_KEY, SECRET_ACCESS_KEY
 from gateway_bedrock.listing import control_url
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.records import ChannelRecord
 from gateway_core.testing.listing import upstream_models
 

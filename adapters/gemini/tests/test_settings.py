@@ -8,7 +8,7 @@ import aiohttp
 import orjson
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_gemini.fake_upstream import EXPECTED_KEY, FakeGemini
 
 MODEL = "gemini-test"

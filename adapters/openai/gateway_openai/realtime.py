@@ -1,7 +1,7 @@
 """The Realtime API over WebSocket (``/v1/realtime?model=…``), relayed to openai channels.
 
 Client side (the session relay of the core does the pumping and the billing,
-:mod:`gateway_core.session_relay`):
+:mod:`gateway_core.request.session_relay`):
 
 - the key comes from ``Authorization: Bearer …`` (the SDKs' server-side
   clients), else from the ``openai-insecure-api-key.<key>`` WebSocket

@@ -2,7 +2,7 @@
 
 Each client message ``{"type": "response.create", …}`` carries the body of a
 ``POST /v1/responses`` (without ``stream``, implied); the core runs it as that
-request (:mod:`gateway_core.frame_relay`) and :class:`ResponsesSocket` turns the
+request (:mod:`gateway_core.request.frame_relay`) and :class:`ResponsesSocket` turns the
 stream's events into messages, one per event, as they come. What it adds:
 
 - ``previous_response_id`` naming the connection's last completed response is

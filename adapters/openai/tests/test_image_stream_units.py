@@ -9,7 +9,7 @@ import pytest
 
 from gateway_core import InvalidRequestError, RouteSpec, UpstreamError, endpoints
 from gateway_core.model import PartDelta, StreamFinish, StreamStart, Usage, UsageReport
-from gateway_core.stream_contract import StreamContract
+from gateway_core.request.stream_contract import StreamContract
 from gateway_core.testing import Examples
 from gateway_openai.calls import image_generation_call
 from gateway_openai.image_stream import ImageEvents

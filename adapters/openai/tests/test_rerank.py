@@ -9,7 +9,7 @@ import aiohttp
 import httpx2 as httpx
 import pytest
 
-from gateway_core.probe import probe_channel
+from gateway_core.routing.probe import probe_channel
 from gateway_core.records import ChannelRecord
 from gateway_openai.channel_rerank import RerankChannel
 from gateway_openai.fake_upstream import Fault

@@ -9,7 +9,7 @@ import pytest
 
 from gateway_core import InvalidRequestError, RouteSpec, endpoints
 from gateway_core.model import PartDelta, StreamFinish, StreamStart, Usage, UsageReport
-from gateway_core.stream_contract import StreamContract
+from gateway_core.request.stream_contract import StreamContract
 from gateway_core.testing import Examples
 from gateway_openai.chat_stream import FrameDecoder
 from gateway_openai.completions import as_chat_chunk, completions_call, prompt_count

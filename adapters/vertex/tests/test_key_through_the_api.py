@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from gateway_core.admin.rules import MAX_UPSTREAM_KEY
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 
 from .fake_vertex import PROJECT
 

@@ -20,14 +20,14 @@ import time
 from typing import TYPE_CHECKING, cast
 
 from gateway_core import services_from_scope
-from gateway_core.asgi import send_body
+from gateway_core.request.asgi import send_body
 from gateway_core.config import Config
 from gateway_core.policies.ip_allow import allowed, compile_networks
 
 from .recorder import Metrics
 
 if TYPE_CHECKING:
-    from gateway_core.services import Services
+    from gateway_core.runtime.services import Services
 
 CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 PROBE_TIMEOUT = 1.0

@@ -29,8 +29,8 @@ from .families import COUNTER, FAMILIES, GAUGE, HISTOGRAM
 from .multiprocess import forget_dead_workers, leave, shared_folder
 
 if TYPE_CHECKING:
-    from gateway_core.context import RequestContext
-    from gateway_core.outcome import Outcome
+    from gateway_core.request.context import RequestContext
+    from gateway_core.request.outcome import Outcome
     from gateway_core.records import UsageRow
 
 FLUSH_INTERVAL = 1.0  # seconds between two flushes of a worker's counts (several workers)

@@ -18,8 +18,8 @@ from gateway_core.errors import InternalError, InvalidRequestError, RateLimitErr
 from relaygate_metrics import Metrics
 from relaygate_metrics.families import FAMILIES, HISTOGRAM
 from relaygate_metrics.recorder import error_kind
-from gateway_core.outcome import Outcome
-from gateway_core.request_store import StoreUnavailable
+from gateway_core.request.outcome import Outcome
+from gateway_core.store.request_store import StoreUnavailable
 from gateway_core.testing import make_context
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository: its docs

@@ -17,7 +17,7 @@ from typing import Any
 
 import asyncpg
 
-from gateway_core.access_records import AccessTokenRecord, AuditEntry, Credit
+from gateway_core.store.access_records import AccessTokenRecord, AuditEntry, Credit
 from gateway_core.store.access import (
     AUDIT_INSERT,
     AUDIT_SELECT,

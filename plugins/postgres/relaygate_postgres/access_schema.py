@@ -4,7 +4,7 @@ the idempotency keys of credits)."""
 
 from __future__ import annotations
 
-from gateway_core.access_records import SCOPES
+from gateway_core.store.access_records import SCOPES
 
 _SCOPES = ", ".join(f"'{scope}'" for scope in SCOPES)
 

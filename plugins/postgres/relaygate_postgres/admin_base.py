@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from gateway_core.admin.errors import AdminError, Conflict, Invalid, StoreFailure
-from gateway_core.request_store import StoreUnavailable
+from gateway_core.store.request_store import StoreUnavailable
 from .faults import Attempt
 from .store import PostgresStore
 

@@ -17,7 +17,7 @@ import attrs
 
 from gateway_core.admin.port import ChannelFields, LimitChanges
 from gateway_core.records import ChannelRecord, ChannelTraffic, DisabledKey, GroupRecord, PriceRecord
-from gateway_core.request_store import BreakerReport
+from gateway_core.store.request_store import BreakerReport
 from gateway_core.store.channel_health import _fields as breaker_fields
 from gateway_core.store.channels import _SELECT as _CHANNEL
 from gateway_core.store.channels import INSERT_CHANNEL, channel_changes, channel_values

@@ -1,4 +1,4 @@
-"""Model fallbacks on PostgreSQL (the admin port's part; see :mod:`gateway_core.fallbacks`)."""
+"""Model fallbacks on PostgreSQL (the admin port's part; see :mod:`gateway_core.routing.fallbacks`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 import asyncpg
 
-from gateway_core.fallbacks import ModelFallback
+from gateway_core.routing.fallbacks import ModelFallback
 from gateway_core.store.fallbacks import _COLUMNS
 from .admin_base import AdminBase, changed
 

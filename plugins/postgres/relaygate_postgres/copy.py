@@ -10,7 +10,7 @@ from typing import Any
 import asyncpg
 
 from gateway_core.records import AuditReport
-from gateway_core.request_store import StoreUnavailable
+from gateway_core.store.request_store import StoreUnavailable
 from .audit import audit
 from .faults import describe, store_name
 

@@ -10,7 +10,7 @@
   not retried, the deadline has passed.
 
 A failure that outlasts the retries, a timeout, or a server that refuses
-connections becomes :class:`~gateway_core.request_store.StoreUnavailable`
+connections becomes :class:`~gateway_core.store.request_store.StoreUnavailable`
 (a 503 naming the store); any other error (a constraint, a bug) is raised as
 it is.
 """
@@ -29,7 +29,7 @@ import asyncpg
 import attrs
 import structlog
 
-from gateway_core.request_store import StoreUnavailable
+from gateway_core.store.request_store import StoreUnavailable
 
 T = TypeVar("T")
 log = structlog.get_logger("relaygate.store")

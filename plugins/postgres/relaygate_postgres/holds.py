@@ -13,7 +13,7 @@ import asyncpg
 import attrs
 
 from gateway_core.billing.budgets import BudgetUse
-from gateway_core.request_store import HoldOwner, HoldRefused
+from gateway_core.store.request_store import HoldOwner, HoldRefused
 from gateway_core.store.budgets import budget_refused
 from gateway_core.store.hold_owners import FORGET_AFTER as FORGET_OWNERS_AFTER
 from . import statements as sql

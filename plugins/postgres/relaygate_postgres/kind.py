@@ -13,7 +13,7 @@ from gateway_core.stores import CopyEnd, StoreKind, StorePorts
 
 if TYPE_CHECKING:
     from gateway_core.admin.port import AdminStore
-    from gateway_core.request_store import RequestStore
+    from gateway_core.store.request_store import RequestStore
     from gateway_core.sql import Migration
     from .store import PostgresStore
 
@@ -68,13 +68,13 @@ class PostgresKind(StoreKind):
             await store.close()
 
     async def migrate(self, url: str, migrations: Sequence[Migration], *, timeout: float = 5.0) -> tuple[str, list[str]]:
-        """Raises :class:`~gateway_core.request_store.StoreUnavailable` when the server cannot be reached."""
+        """Raises :class:`~gateway_core.store.request_store.StoreUnavailable` when the server cannot be reached."""
         store = self.open(url, migrations, timeout=timeout)
         return store.name, await store.migrate()
 
     async def startup_problem(self, url: str, migrations: Sequence[Migration], *, timeout: float = 5.0) -> str | None:
         """The server must answer and its schema be migrated (``relaygate migrate``)."""
-        from gateway_core.request_store import StoreUnavailable
+        from gateway_core.store.request_store import StoreUnavailable
 
         store = self.open(url, migrations, timeout=timeout)
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import attrs
 
-from gateway_core.request_store import BreakerReport
+from gateway_core.store.request_store import BreakerReport
 from gateway_core.store.channels import _SELECT as CHANNELS_SELECT
 from gateway_core.store.keys import _SELECT as KEYS_SELECT
 from gateway_core.store.prices import _SELECT as PRICES_SELECT

@@ -3,7 +3,7 @@ several gateway replicas share.
 
 Connections come from one asyncpg pool per worker (``min_size``/``max_size``);
 every call waits at most ``timeout`` seconds for a connection and for its
-answer, then raises :class:`~gateway_core.request_store.StoreUnavailable`
+answer, then raises :class:`~gateway_core.store.request_store.StoreUnavailable`
 naming the store. Transient faults are retried (see :mod:`.faults`).
 
 Isolation, transaction by transaction:
@@ -43,7 +43,7 @@ import attrs
 import structlog
 
 from gateway_core.records import ChannelRecord, KeyRecord, UsageRow
-from gateway_core.request_store import BreakerReport, HoldRefused, PriceSnapshot, StoreUnavailable
+from gateway_core.store.request_store import BreakerReport, HoldRefused, PriceSnapshot, StoreUnavailable
 from gateway_core.sql import Migration
 from gateway_core.store.channels import _channel as channel_record, with_key_disabled
 from gateway_core.store.keys import _key as key_record
@@ -65,7 +65,7 @@ _STARTUP_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, async
 
 
 class PostgresStore(OwnedHolds):
-    """Implements :class:`gateway_core.request_store.RequestStore` on PostgreSQL."""
+    """Implements :class:`gateway_core.store.request_store.RequestStore` on PostgreSQL."""
 
     def __init__(
         self,

@@ -27,7 +27,7 @@ import attrs
 import orjson
 import pytest
 
-from gateway_core.request_store import RequestStore
+from gateway_core.store.request_store import RequestStore
 from gateway_core.store import CORE_MIGRATIONS, Store
 from relaygate_postgres.store import PostgresStore
 from relaygate_postgres.databases import with_database

@@ -10,7 +10,7 @@ import time
 
 from gateway_core.billing.budgets import HOUR, budget_use, hour_of
 from gateway_core.records import UsageRow
-from gateway_core.request_store import HoldRefused
+from gateway_core.store.request_store import HoldRefused
 
 from .conftest import Books
 

@@ -17,10 +17,10 @@ import openai
 import pytest
 
 from gateway_core.billing.testing import CACHED, INPUT, MODEL, OUTPUT, UNPRICED_MODEL, expected_cost
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import load_config
 from gateway_core.money import format_usd
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from gateway_core.secrets import hash_key
 from gateway_core.store import Store
 from gateway_core.store.copy import DERIVED

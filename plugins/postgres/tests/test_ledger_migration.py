@@ -17,7 +17,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.records import UsageRow
 from gateway_core.store import CORE_MIGRATIONS, Store
 from relaygate_postgres.schema import CORE_MIGRATIONS as POSTGRES_MIGRATIONS

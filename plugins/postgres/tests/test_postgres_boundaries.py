@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gateway_core.request_store import RequestStore
+from gateway_core.store.request_store import RequestStore
 from gateway_core.store import Store
 from gateway_core.testing.stores import open_store
 from relaygate_postgres.store import PostgresStore

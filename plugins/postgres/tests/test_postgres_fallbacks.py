@@ -10,7 +10,7 @@ import openai
 
 from gateway_core.admin import Admin, fallbacks
 from gateway_core.billing import testing as kit
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from gateway_core.secrets import hash_key, new_api_key
 from relaygate_postgres.store import PostgresStore
 from gateway_openai.fake_upstream import Fault, FakeOpenAI

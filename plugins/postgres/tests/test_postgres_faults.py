@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from gateway_core.records import UsageRow
-from gateway_core.request_store import StoreUnavailable
+from gateway_core.store.request_store import StoreUnavailable
 from relaygate_postgres.store import PostgresStore
 from relaygate_postgres.databases import with_database
 
@@ -205,7 +205,7 @@ async def test_a_write_whose_reply_was_lost_is_recognised_on_retry(pg_url, seed,
 async def test_a_command_waits_the_configured_db_timeout_not_the_default(pg_url, seed, proxy: TcpProxy, tmp_path, capsys):
     """``relaygate`` commands open the store with ``[gateway] db_timeout`` (and
     ``db_pool_size``): a server that hangs fails the command within 0.5 s, not 5."""
-    from gateway_core.cli import main
+    from gateway_core.commands.cli import main
 
     plugins = tmp_path / "plugins.toml"
     plugins.write_text('load = []\n[gateway]\ndb_timeout = 0.5\ndb_pool_size = 2\n', encoding="utf-8")

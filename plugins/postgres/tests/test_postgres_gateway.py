@@ -16,8 +16,8 @@ from openai.types.chat import ChatCompletionMessageParam
 
 from gateway_core.billing import testing as kit
 from gateway_core.billing.testing import CACHED, INPUT, MODEL, OUTPUT
-from gateway_core.cli import main
-from gateway_core.plugins import collect
+from gateway_core.commands.cli import main
+from gateway_core.runtime.plugins import collect
 from gateway_core.secrets import hash_key, new_api_key
 from relaygate_postgres.store import PostgresStore
 from gateway_openai.fake_upstream import Fault, FakeOpenAI, echo_text, usage_for

@@ -10,9 +10,9 @@ import urllib.request
 
 import pytest
 
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import ConfigError, config_from_mapping
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from gateway_core.store import Store
 from gateway_core.testing.stores import open_store
 from relaygate_postgres.store import PostgresStore

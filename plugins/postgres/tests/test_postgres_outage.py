@@ -15,7 +15,7 @@ import pytest
 
 from gateway_core.billing import testing as kit
 from gateway_core.billing.testing import MODEL
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from relaygate_postgres.store import PostgresStore
 
 from .conftest import TcpProxy

@@ -14,7 +14,7 @@ import attrs
 import pytest
 
 from gateway_core.config import Config
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from relaygate_postgres.store import PostgresStore
 from relaygate_postgres.databases import drop_database
 

@@ -12,7 +12,7 @@ import asyncpg
 import pytest
 
 from gateway_core.config import Config
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from gateway_core.sql import POSTGRESQL, SchemaHandle
 from gateway_core.store import CORE_MIGRATIONS as SQLITE_MIGRATIONS
 from gateway_core.store import Store

@@ -10,8 +10,8 @@ from contextlib import ExitStack
 
 import openai
 
-from gateway_core.cli import main
-from gateway_core.plugins import collect
+from gateway_core.commands.cli import main
+from gateway_core.runtime.plugins import collect
 from gateway_core.config import Config
 from gateway_core.secrets import hash_key, new_api_key
 from relaygate_postgres.store import PostgresStore

@@ -11,7 +11,7 @@ import attrs
 import pytest
 
 from gateway_core.records import UsageRow, key_fingerprint
-from gateway_core.request_store import BreakerReport, HoldRefused
+from gateway_core.store.request_store import BreakerReport, HoldRefused
 
 from .conftest import POSTGRESQL, SQLITE, Books, open_books
 

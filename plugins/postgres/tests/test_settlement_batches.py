@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from gateway_core.request_store import HoldRefused
+from gateway_core.store.request_store import HoldRefused
 
 from .conftest import Seeder
 from .test_postgres_faults import backend_waiting_on_a_lock, started, usage

@@ -10,9 +10,9 @@ import time
 from contextlib import ExitStack
 
 from gateway_core.admin import Admin, team_keys, teams, users
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import Config
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from relaygate_postgres.store import PostgresStore
 from relaygate_postgres.admin import PostgresAdmin
 from gateway_core.testing import GatewayProcess

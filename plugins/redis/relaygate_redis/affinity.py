@@ -1,5 +1,5 @@
 """Session affinity shared by every replica through Redis (``[gateway]
-session_affinity`` with Redis configured): see :mod:`gateway_core.affinity`."""
+session_affinity`` with Redis configured): see :mod:`gateway_core.routing.affinity`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import redis.asyncio as aioredis
 import structlog
 
-from gateway_core.affinity import Place
+from gateway_core.routing.affinity import Place
 
 log = structlog.get_logger("relaygate.affinity")
 

@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import redis.asyncio as aioredis
 
-from gateway_core.breaker import CLOSED
+from gateway_core.routing.breaker import CLOSED
 from gateway_core.ratelimit.faults import BREAKERS
 from .limiter import UNREACHABLE
 from gateway_core.shared import events
 
 if TYPE_CHECKING:
-    from gateway_core.health import Breaker, Lease
+    from gateway_core.routing.health import Breaker, Lease
     from .health import SharedHealth
 
 FAILURE_MEMORY = 600.0  # seconds a count of consecutive failures outlives its latest failure
@@ -86,7 +86,7 @@ class SharedFailures:
 
     def count(self, lease: Lease, slot: str, breaker: Breaker) -> None:
         """A failure of the closed ``breaker``: count it across replicas; the
-        board hears the count (:meth:`~gateway_core.health.HealthBoard.counted`)."""
+        board hears the count (:meth:`~gateway_core.routing.health.HealthBoard.counted`)."""
         self.shared.spawn(self._count_one(lease, slot, breaker))
 
     async def _count_one(self, lease: Lease, slot: str, breaker: Breaker) -> None:

@@ -37,7 +37,7 @@ from gateway_core.errors import GatewayError
 from gateway_core.ratelimit.faults import BREAKERS
 from gateway_core.ratelimit.state import LimitExceeded, Subject
 from gateway_core.records import RateLimits, key_fingerprint
-from gateway_core.request_store import CHANNEL_SLOT
+from gateway_core.store.request_store import CHANNEL_SLOT
 from gateway_core.shared import events
 
 from .faults import RedisFaults
@@ -46,7 +46,7 @@ from .failures import SharedFailures
 from .resync import Resync
 
 if TYPE_CHECKING:
-    from gateway_core.health import Breaker, HealthBoard, Lease
+    from gateway_core.routing.health import Breaker, HealthBoard, Lease
     from gateway_core.ratelimit import SlotLimits
 
 log = structlog.get_logger("relaygate.shared")
@@ -81,7 +81,7 @@ return 0
 """
 
 class SharedHealth:
-    """What :class:`~gateway_core.health.HealthBoard` asks Redis, and what it hears."""
+    """What :class:`~gateway_core.routing.health.HealthBoard` asks Redis, and what it hears."""
 
     def __init__(
         self,
@@ -183,7 +183,7 @@ class SharedHealth:
         (the lease gives back what else it holds: a probe claim won before)."""
         lease.release()
         if breaker is not None:
-            from gateway_core.health import OPEN
+            from gateway_core.routing.health import OPEN
 
             now = self.board.clock()
             breaker.state = OPEN
@@ -341,13 +341,13 @@ class SharedHealth:
             return None
         breaker = health.keys.get(secret)
         if breaker is None and create:
-            from gateway_core.health import Breaker
+            from gateway_core.routing.health import Breaker
 
             breaker = health.keys[secret] = Breaker()
         return breaker
 
     def hold_open(self, breaker: Breaker, left: float, failures: int, error: str) -> None:
-        from gateway_core.health import OPEN
+        from gateway_core.routing.health import OPEN
 
         now = self.board.clock()
         breaker.state = OPEN

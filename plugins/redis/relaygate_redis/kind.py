@@ -11,8 +11,8 @@ from gateway_core.config import Config
 from gateway_core.shared_state import Publish, SharedState, SharedStateKind
 
 if TYPE_CHECKING:
-    from gateway_core.health import HealthBoard
-    from gateway_core.router import Router
+    from gateway_core.routing.health import HealthBoard
+    from gateway_core.routing.router import Router
 
 
 class RedisKind(SharedStateKind):

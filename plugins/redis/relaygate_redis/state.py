@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import attrs
 import redis.asyncio as aioredis
 
-from gateway_core.affinity import Affinity
+from gateway_core.routing.affinity import Affinity
 from gateway_core.config import Config
 from gateway_core.ratelimit.faults import CHANNEL_CONCURRENCY, RATE_LIMITS
 from gateway_core.shared import events
@@ -24,8 +24,8 @@ from .signin import RedisSignInThrottle
 
 if TYPE_CHECKING:
     from gateway_core.gateway import Gateway
-    from gateway_core.health import HealthBoard
-    from gateway_core.router import Router
+    from gateway_core.routing.health import HealthBoard
+    from gateway_core.routing.router import Router
 
 
 @attrs.define

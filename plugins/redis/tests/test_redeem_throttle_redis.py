@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from gateway_core.admin.codes import REDEEM_RULE
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import config_from_mapping
 
 WRONG = "RG-AAAA-BBBB-CCCC-DDDD"

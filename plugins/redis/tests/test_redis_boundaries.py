@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from gateway_core.config import Config
-from gateway_core.plugins import collect
+from gateway_core.runtime.plugins import collect
 from relaygate_redis.kind import RedisKind
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -25,7 +25,7 @@ def test_redis_is_picked_by_the_configuration():
 
 def test_a_gateway_without_redis_never_imports_the_client(tmp_path):
     code = (
-        "import sys; from gateway_core.config import Config; from gateway_core.plugins import collect; "
+        "import sys; from gateway_core.config import Config; from gateway_core.runtime.plugins import collect; "
         "collect(Config()).shared_state_kind(Config()); import relaygate_redis.plugin; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'redis'))"
     )

@@ -12,7 +12,7 @@ from typing import Any, cast
 import pytest
 import redis.asyncio as aioredis
 
-from gateway_core.health import HealthBoard
+from gateway_core.routing.health import HealthBoard
 from relaygate_redis.faults import RedisFaults
 from relaygate_redis.health import SharedHealth
 

@@ -16,7 +16,7 @@ import pytest
 
 from gateway_core.admin import Admin, keys, prices
 from gateway_core.channel_type import Timeouts
-from gateway_core.cli import main
+from gateway_core.commands.cli import main
 from gateway_core.config import Config, config_from_mapping
 from gateway_core.records import PriceRecord
 from gateway_openai.fake_upstream import Fault, FakeOpenAI

@@ -33,8 +33,8 @@ from gateway_core.observers import Observer
 
 if TYPE_CHECKING:
     from gateway_core.channel_type import Target
-    from gateway_core.context import RequestContext
-    from gateway_core.outcome import Outcome
+    from gateway_core.request.context import RequestContext
+    from gateway_core.request.outcome import Outcome
     from gateway_core.records import UsageRow
 
 
