@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cpu import Meter, Merged, cpu_figures
-from loadgen import Budget, Recorder, Target, closed_loop, ms, new_session, one_request, percentile, request_body, stats
+from loadgen import Budget, Recorder, Target, closed_loop, ms, new_session, one_request, percentile, stats
+from shapes import Shape
 
 
 @dataclass
@@ -36,10 +37,10 @@ def _arm_figures(arm: Arm, rec: Recorder, elapsed: float, cpu: dict[str, Any]) -
     return out
 
 
-async def interleaved(arms: list[Arm], concurrency: int, stream: bool, args, pids: dict[str, int], profile=None) -> dict[str, dict[str, Any]]:
+async def interleaved(arms: list[Arm], concurrency: int, shape: Shape, args, pids: dict[str, int], profile=None) -> dict[str, dict[str, Any]]:
     """Concurrency N: ``args.rounds`` slices per arm, order reversed every round. Each
     arm's latency percentiles pool its slices; its CPU per request sums them."""
-    body = request_body(stream)
+    body, stream = shape.body, shape.stream
     rounds = max(1, args.rounds)
     recs = {arm.name: Recorder() for arm in arms}
     meters: dict[str, list[Meter]] = {arm.name: [] for arm in arms}
@@ -69,11 +70,11 @@ async def interleaved(arms: list[Arm], concurrency: int, stream: bool, args, pid
     return out
 
 
-async def rotated(arms: list[Arm], stream: bool, args, pids: dict[str, int], duration: float, profile=None) -> dict[str, dict[str, Any]]:
+async def rotated(arms: list[Arm], shape: Shape, args, pids: dict[str, int], duration: float, profile=None) -> dict[str, dict[str, Any]]:
     """Concurrency 1: one request per arm per round, the order rotating every round.
     The added latency (and time to first byte) of an arm is the median of its
     per-round differences from the first arm (direct)."""
-    body = request_body(stream)
+    body, stream = shape.body, shape.stream
     recs = {arm.name: Recorder() for arm in arms}
     diffs: dict[str, list[int]] = {arm.name: [] for arm in arms[1:]}
     fb_diffs: dict[str, list[int]] = {arm.name: [] for arm in arms[1:]}

@@ -1,7 +1,7 @@
 """Instructions per request of the gateway's app and the floor's, counted by
 valgrind: a figure the machine's load does not move.
 
-``python bench/asgi_instructions.py [--arms gateway,floor] [--small 100] [--large 400] [--stream]``
+``python bench/asgi_instructions.py [--arms gateway,floor] [--small 100] [--large 400] [--stream] [--tokens N --pace MS] [--agent]``
 
 Runs ``bench/asgi_path.py`` under ``valgrind --tool=callgrind`` twice per arm,
 with ``--small`` and ``--large`` measured requests (concurrency 1 by default: the
@@ -46,7 +46,8 @@ def instructions(arm: str, requests: int, args: argparse.Namespace, out: Path) -
         "valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
         sys.executable, str(HERE / "asgi_path.py"), "--arms", arm, "--requests", str(requests), "--rounds", "1",
         "--warmup", str(args.warmup), "--concurrency", str(args.concurrency),
-        *(["--stream"] if args.stream else []), *(["--free"] if args.free else []),
+        *(["--stream"] if args.stream else []), *(["--free"] if args.free else []), *(["--agent"] if args.agent else []),
+        "--tokens", str(args.tokens), "--pace", str(args.pace),
     ]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True)
     return total_of("asgi_instructions", done.returncode, done.stderr)
@@ -61,6 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--stream", action="store_true")
     parser.add_argument("--free", action="store_true")
+    parser.add_argument("--tokens", type=int, default=0, help="streams of this many content chunks (bench/shapes.py)")
+    parser.add_argument("--pace", type=float, default=0.0, help="milliseconds between a --tokens stream's chunks")
+    parser.add_argument("--agent", action="store_true", help="the coding agent's body")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("asgi_instructions: valgrind is not installed")

@@ -1,7 +1,7 @@
 """The request path without the HTTP server: CPU per request of the gateway's ASGI
 app beside the floor's, both driven in this process.
 
-``python bench/asgi_path.py [--requests N] [--concurrency C] [--stream] [--profile FILE]``
+``python bench/asgi_path.py [--requests N] [--concurrency C] [--stream] [--tokens N --pace MS] [--agent] [--profile FILE]``
 
 The fake upstream (``fast_upstream.py``) runs as its own process on the other CPU;
 this process builds the gateway's app (``create_app``, a temporary SQLite file seeded
@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE))
 
 from bare_proxy import bare_proxy  # noqa: E402
 from loadgen import request_body  # noqa: E402
+from shapes import agent, paced  # noqa: E402
 from seeding import seeded_workdir  # noqa: E402
 
 
@@ -68,10 +69,10 @@ class Lifespan:
 class Caller:
     """Calls one app with one request's ASGI messages and checks the answer."""
 
-    def __init__(self, app, state: dict, key: str, stream: bool) -> None:
+    def __init__(self, app, state: dict, key: str, stream: bool, body: bytes | None = None) -> None:
         self.app = app
         self.state = state
-        self.body = request_body(stream)
+        self.body = request_body(stream) if body is None else body
         self.stream = stream
         self.headers = [
             (b"host", b"127.0.0.1"),
@@ -154,7 +155,8 @@ async def measure(args, gateway_key: str, upstream: str, workdir: Path) -> None:
     for span in spans.values():
         await span.start()
     freeze_startup_objects()  # as `relaygate serve` does once started
-    callers = {name: Caller(span.app, span.state, gateway_key, args.stream) for name, span in spans.items()}
+    body = paced(args.tokens, args.pace).body if args.tokens else agent(args.stream).body if args.agent else None
+    callers = {name: Caller(span.app, span.state, gateway_key, args.stream, body) for name, span in spans.items()}
     for caller in callers.values():  # warm-up
         await run_batch(caller, args.warmup, args.concurrency)
     figures: dict[str, list[float]] = {name: [] for name in callers}
@@ -199,11 +201,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--stream", action="store_true")
     parser.add_argument("--chunks", type=int, default=20)
+    parser.add_argument("--tokens", type=int, default=0, help="streams of this many content chunks (implies --stream), --pace ms apart")
+    parser.add_argument("--pace", type=float, default=0.0, help="milliseconds between the chunks of a --tokens stream (default 0)")
+    parser.add_argument("--agent", action="store_true", help="send the coding agent's body (bench/shapes.py) instead of the tiny one")
     parser.add_argument("--profile", default=None)
     parser.add_argument("--arms", default="gateway,floor", help="which apps to run (gateway, floor)")
     parser.add_argument("--warmup", type=int, default=300, help="requests per arm before measuring")
     parser.add_argument("--free", action="store_true", help="make the model free: no reservation, no charge")
     args = parser.parse_args(argv)
+    args.stream = args.stream or bool(args.tokens)
     import uvloop
 
     with seeded_workdir("relaygate-asgi-path-", chunks=args.chunks, free=args.free) as (workdir, upstream, key):

@@ -5,7 +5,9 @@ A raw asyncio protocol on uvloop: HTTP/1.1 keep-alive, requests with a
 ``POST /v1/chat/completions``. A non-streaming request gets one fixed small
 ``chat.completion``; ``"stream": true`` gets ``--chunks`` small ``data:`` chunks
 (role, text deltas, finish), a usage chunk when ``stream_options.include_usage``
-is true, then ``data: [DONE]``, in chunked transfer encoding.
+is true, then ``data: [DONE]``, in chunked transfer encoding. A body whose ``user``
+field reads ``bench:tokens=N:pace=MS`` (``bench/shapes.py``) gets ``N`` content chunks
+instead, written ``MS`` milliseconds apart (a paced stream, as a real model's).
 
 Run: ``python bench/fast_upstream.py --port 9001 [--chunks 20]``; it prints
 ``ready`` on stdout once listening and stops on SIGTERM/SIGINT. It does as
@@ -21,6 +23,8 @@ import signal
 import sys
 
 import orjson
+
+from shapes import stream_request
 
 MODEL = "bench-model"
 CREATED = 1_700_000_000
@@ -87,6 +91,7 @@ BAD = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r
 class Upstream(asyncio.Protocol):
     frames: list[bytes] = []
     usage_frame: bytes = b""
+    shaped: dict[int, tuple[list[bytes], bytes]] = {}  # the frames of a stream of N content chunks
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -130,12 +135,37 @@ class Upstream(asyncio.Protocol):
             write(JSON_HEAD + COMPLETION)
             return
         options = request.get("stream_options")
-        write(SSE_HEAD)
-        for frame in self.frames:  # one write per frame: separate segments, as a real upstream's
-            write(frame)
+        tokens, pace = stream_request(request.get("user"))
+        frames, usage_frame = self.frames, self.usage_frame
+        if tokens is not None:
+            if tokens not in self.shaped:
+                self.shaped[tokens] = stream_frames(tokens + 2)
+            frames, usage_frame = self.shaped[tokens]
+        frames = [SSE_HEAD, *frames]
         if isinstance(options, dict) and options.get("include_usage") is True:
-            write(self.usage_frame)
-        write(DONE)
+            frames.append(usage_frame)
+        frames.append(DONE)
+        if not pace:
+            for frame in frames:  # one write per frame: separate segments, as a real upstream's
+                write(frame)
+            return
+        loop, transport = asyncio.get_running_loop(), self.transport
+        step = pace / 1000
+        # the head and the first chunk at once, then one chunk per ``pace``; the last two
+        # (the finish or the usage, and [DONE]) together. Each write schedules the next, so
+        # the order holds however late the loop runs
+        rest = [*frames[2:-2], frames[-2] + frames[-1]]
+        rest.reverse()
+
+        def later() -> None:
+            if transport.is_closing():
+                return
+            transport.write(rest.pop())
+            if rest:
+                loop.call_later(step, later)
+
+        write(frames[0] + frames[1])
+        loop.call_later(step, later)
 
 
 async def serve(host: str, port: int) -> None:

@@ -19,6 +19,12 @@ measures:
 - ``c50``: non-streaming, concurrency 50: a direct phase, then a gateway phase;
   added latency = difference of the two phases' percentiles;
 - ``stream50``: streaming (``--chunks`` chunks, usage asked), concurrency 50, likewise;
+- ``paced50`` and ``paced500``: streams of 20 and 500 content chunks written 5 ms apart
+  by the upstream (as a real model streams: one read and one write per token),
+  concurrency 50, likewise;
+- ``agent10`` and ``agentstream50``: a coding agent's body (``bench/shapes.py``, about
+  150 KB: a long system prompt, 30 tools with nested schemas, 45 tool-call round trips
+  with source files, some non-ASCII), plain at concurrency 10 and streamed at 50;
 - ``hello``: a hello-world ASGI app on hypercorn + uvloop, raw then behind a
   Starlette router, at concurrency 50 and at concurrency 1 (paired with the
   fake upstream): what the server alone costs.
@@ -61,12 +67,13 @@ from loadgen import Recorder, Target, new_session, one_request, request_body
 from overhead_report import last_exception, log_problems, machine, print_table, target_checks, targets, usage_log
 from processes import Child, Placement, free_port, wait_http
 from profilers import Both, Perf, PySpy
+from shapes import Shape, agent, paced, tiny
 import pg_column
 from seeding import BENCH_PLUGINS, UPSTREAM_KEY, relaygate_command, seed
 
 HERE = Path(__file__).resolve().parent
-SCENARIOS = ("c1", "stream1", "c50", "stream50", "hello")
-DEFAULT_SCENARIOS = ("c1", "stream1", "c50", "stream50")
+SCENARIOS = ("c1", "stream1", "c50", "stream50", "paced50", "paced500", "agent10", "agentstream50", "hello")
+DEFAULT_SCENARIOS = ("c1", "stream1", "c50", "stream50", "paced50", "paced500", "agent10", "agentstream50")
 
 
 # --- scenarios -------------------------------------------------------------------------
@@ -91,18 +98,33 @@ SCENARIO_TITLES = {
     "stream1": "streaming, concurrency 1 (arms take turns)",
     "c50": "non-streaming, concurrency {c} (arms interleaved)",
     "stream50": "streaming, concurrency {c} (arms interleaved)",
+    "paced50": "streams of 20 chunks 5 ms apart, concurrency {c} (arms interleaved)",
+    "paced500": "streams of 500 chunks 5 ms apart, concurrency {c} (arms interleaved)",
+    "agent10": "coding-agent body, non-streaming, concurrency 10 (arms interleaved)",
+    "agentstream50": "coding-agent body, streaming, concurrency {c} (arms interleaved)",
 }
+
+
+def scenario_load(name: str, args) -> tuple[Shape, int]:
+    """What a scenario sends, and at what concurrency (1: the arms take turns)."""
+    shapes = {
+        "c1": (tiny(False), 1), "stream1": (tiny(True), 1),
+        "c50": (tiny(False), args.concurrency), "stream50": (tiny(True), args.concurrency),
+        "paced50": (paced(20, 5), args.concurrency), "paced500": (paced(500, 5), args.concurrency),
+        "agent10": (agent(False), 10), "agentstream50": (agent(True), args.concurrency),
+    }  # fmt: skip
+    return shapes[name]
 
 
 def scenario(name: str, arms_out: dict[str, dict[str, Any]], args) -> dict[str, Any]:
     """One scenario's record. ``arms`` holds every arm's figures; the older keys
     (``direct``, ``gateway``, ``cpu``, ``direct_cpu``, ``added_*``) stay for scripts."""
-    stream = name.startswith("stream")
+    shape, concurrency = scenario_load(name, args)
     out: dict[str, Any] = {
         "scenario": name,
         "title": SCENARIO_TITLES[name].format(c=args.concurrency),
-        "concurrency": 1 if name.endswith("1") else args.concurrency,
-        "stream": stream,
+        "concurrency": concurrency,
+        "stream": shape.stream,
         "arms": arms_out,
         "direct": arms_out["direct"],
         "direct_cpu": arms_out["direct"]["cpu"],
@@ -139,8 +161,8 @@ async def hello_floor(name: str, argv: list[str], placement: Placement, tmp: Pat
         wait_http(url + "/v1/chat/completions", child, method="POST", body=request_body(False))
         watched = {**pids, "server": child.pid}
         arms = [Arm("direct", direct, "upstream"), Arm("server", Target(name, url, "unused"), "server")]
-        at50 = await interleaved(arms, args.concurrency, False, args, watched)
-        at1 = await rotated(arms, False, args, watched, min(args.c1_duration, 4.0))
+        at50 = await interleaved(arms, args.concurrency, tiny(False), args, watched)
+        at1 = await rotated(arms, tiny(False), args, watched, min(args.c1_duration, 4.0))
         s, c1 = at50["server"], at1["server"]
         return {
             "scenario": "hello", "title": name, "concurrency": args.concurrency, "stream": False, "server": s, "cpu": s["cpu"],
@@ -195,7 +217,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-pin", action="store_true", help="do not pin processes to CPUs")
     p.add_argument("--json", action="store_true", help="print the results as JSON (and nothing else on stdout)")
     p.add_argument("--profile", metavar="FILE", help="py-spy the gateway during the --profile-phase gateway phase into FILE (raw collapsed stacks)")
-    p.add_argument("--profile-phase", choices=("c1", "stream1", "c50", "stream50"), default="c50", help="the phase --profile records (default c50)")
+    p.add_argument("--profile-phase", choices=SCENARIOS[:-1], default="c50", help="the phase --profile records (default c50)")
     p.add_argument("--profile-rate", type=int, default=250, help="py-spy samples per second (default 250)")
     p.add_argument("--profile-native", action="store_true", help="py-spy --native: C frames too; pauses the gateway at each sample and counts waiting threads, so only for a look, not figures")
     p.add_argument("--profile-split-threads", action="store_true",
@@ -339,15 +361,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     )
 
                 names = ", ".join(arm.name for arm in arms)
-                for name in ("c1", "stream1", "c50", "stream50"):
-                    if name not in args.scenarios:
+                for name in SCENARIOS:
+                    if name not in args.scenarios or name == "hello":
                         continue
                     say(args, f"{name}: {SCENARIO_TITLES[name].format(c=args.concurrency)}: {names} ...")
-                    stream = name.startswith("stream")
-                    if name.endswith("1"):
-                        got = await rotated(arms, stream, args, pids, args.c1_duration, profiler(name))
+                    shape, concurrency = scenario_load(name, args)
+                    if concurrency == 1:
+                        got = await rotated(arms, shape, args, pids, args.c1_duration, profiler(name))
                     else:
-                        got = await interleaved(arms, args.concurrency, stream, args, pids, profiler(name))
+                        got = await interleaved(arms, concurrency, shape, args, pids, profiler(name))
                     result["scenarios"].append(scenario(name, got, args))
             gateway_sent = target.sent
             still_up = gateway.alive()

@@ -85,8 +85,30 @@ def check_json(value: Any, limits: JsonLimits = DEFAULT_LIMITS, size: int | None
     its text has bytes, and an array or object of N items takes at least 2N - 1."""
     strings = size is None or size > limits.max_string_chars
     items = size is None or size >= 2 * limits.max_items - 1
-    if not _within(value, 1, limits, strings, items):
+    if strings or items:
+        within = _within(value, 1, limits, strings, items)
+    else:  # the usual body: only its depth and its integers to look at
+        kind = type(value)
+        within = _nested_within(value, 1, limits.max_depth, -limits.max_integer - 1, limits.max_integer) if kind is dict or kind is list else (
+            kind is not int or -limits.max_integer - 1 <= value <= limits.max_integer)  # fmt: skip
+    if not within:
         _refuse(value, limits)
+
+
+def _nested_within(node: Any, depth: int, max_depth: int, low: int, high: int) -> bool:
+    """:func:`_within` for a container at ``depth`` when no string or item count can
+    cross a limit: whether it nests at most ``max_depth`` levels and holds integers
+    from ``low`` to ``high`` only."""
+    if depth > max_depth:
+        return False
+    for item in node.values() if type(node) is dict else node:
+        kind = type(item)
+        if kind is dict or kind is list:
+            if not _nested_within(item, depth + 1, max_depth, low, high):
+                return False
+        elif kind is int and not low <= item <= high:
+            return False
+    return True
 
 
 def _within(node: Any, depth: int, limits: JsonLimits, strings: bool, items: bool) -> bool:

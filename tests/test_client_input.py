@@ -61,6 +61,25 @@ def test_limits_refuse_depth_strings_items_and_integers_naming_where():
         assert refused.value.status == 400
 
 
+def test_a_body_too_small_to_cross_the_string_and_item_limits_is_still_checked_for_depth_and_integers():
+    """The walk that looks only at depth and integers (no string or item count can cross
+    its limit at the body's size) refuses what the full walk refuses, and nothing else."""
+    limits = JsonLimits(max_depth=4, max_string_chars=1000, max_items=1000, max_integer=100)
+    fine = {"a": [{"b": "12345", "t": True, "f": 1.5e300}], "n": -101, "m": 100}
+    check_json(fine, limits, len(orjson.dumps(fine)))
+    check_json(nested(3, "x" * 10), limits, 100)
+    cases = {
+        "a.0.0.0: JSON nested deeper than 4 levels": {"a": nested(4)},
+        "x.1: an integer outside -101..100": {"x": [0, 101]},
+        "x: an integer outside -101..100": {"x": -102},
+        "the body: an integer outside -101..100": 101,
+    }
+    for message, body in cases.items():
+        with pytest.raises(InvalidRequestError) as refused:
+            check_json(body, limits, len(orjson.dumps(body)))
+        assert refused.value.message == message + "."
+
+
 def test_read_json_object_refuses_what_is_not_an_object_within_limits():
     assert read_json_object(b'{"a": [1]}') == {"a": [1]}
     for body, said in [

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Protocol
 
 import aiohttp
 
 from ..client_protocol import Frame
+from .coarse_timers import Timer, timers_of
 from ..errors import UpstreamError, UpstreamTimeoutError
 
 
@@ -31,9 +33,14 @@ class FrameStream:
     after the frames of the same read before it. A silent or dropped upstream
     ends it with an upstream error. Each read is one await on the response's
     body, its frames split and decoded at once: nothing waits for more bytes.
+
+    The upstream's idle timeout (aiohttp's read timeout, which re-arms a loop
+    timer at every packet) is taken over by a coarse timer of the stream's own
+    (:class:`IdleWatch`): a read notes when it began waiting, and the timer, which
+    wakes once per timeout, ends a read that has waited the whole timeout.
     """
 
-    __slots__ = ("_response", "_readany", "_splitter", "_decode", "_terminator", "_pending", "_next", "_held", "_ended")
+    __slots__ = ("_response", "_readany", "_splitter", "_decode", "_terminator", "_pending", "_next", "_held", "_ended", "_idle")
 
     def __init__(self, response: aiohttp.ClientResponse, splitter: Splitter, decode: Callable[[bytes], Frame], terminator: bytes) -> None:
         self._response = response
@@ -45,6 +52,7 @@ class FrameStream:
         self._next = 0
         self._held: BaseException | None = None  # what broke a read whose frames before it went out first
         self._ended = False  # the response released (read to its end) or closed
+        self._idle = IdleWatch.of(response)
 
     def __aiter__(self) -> FrameStream:
         return self
@@ -68,10 +76,17 @@ class FrameStream:
             raise error
         if self._ended:
             raise StopAsyncIteration
-        splitter, decode = self._splitter, self._decode
+        splitter, decode, idle = self._splitter, self._decode, self._idle
         while True:
             try:
-                chunk = await self._readany()
+                if idle is None:
+                    chunk = await self._readany()
+                else:
+                    idle.since = idle.loop.time()
+                    try:
+                        chunk = await self._readany()
+                    finally:
+                        idle.since = 0.0
             except (TimeoutError, aiohttp.ServerTimeoutError):
                 self._end(finished=False)
                 raise UpstreamTimeoutError("the upstream went silent in the middle of the stream") from None
@@ -117,10 +132,51 @@ class FrameStream:
     def _end(self, finished: bool) -> None:
         # a stream left half-read cannot go back to the pool: close its connection
         self._ended = True
+        if self._idle is not None:
+            self._idle.close()
         if finished:
             self._response.release()
         else:
             self._response.close()
+
+
+class IdleWatch:
+    """Ends a read of a response's body that waited ``timeout`` seconds (see
+    :class:`FrameStream`): the reader sets ``since`` (loop time) while it waits."""
+
+    __slots__ = ("loop", "since", "_content", "_timeout", "_timer")
+
+    def __init__(self, content: aiohttp.StreamReader, timeout: float) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.since = 0.0  # when the read in progress began waiting (0: none)
+        self._content = content
+        self._timeout = timeout
+        self._timer: Timer | None = timers_of(self.loop).after(timeout, self._check)
+
+    @classmethod
+    def of(cls, response: aiohttp.ClientResponse) -> IdleWatch | None:
+        """The watch that takes over ``response``'s read timeout (``None`` when it has none)."""
+        connection = getattr(response, "connection", None)  # (a stand-in response has none)
+        protocol = connection.protocol if connection is not None else None
+        timeout = protocol.read_timeout if protocol is not None else None
+        if protocol is None or not timeout:
+            return None
+        protocol.read_timeout = None
+        protocol.start_timeout()  # disarms aiohttp's timer
+        return cls(response.content, timeout)
+
+    def _check(self) -> None:
+        since, now = self.since, self.loop.time()
+        if since and now - since >= self._timeout:
+            self._timer = None
+            self._content.set_exception(aiohttp.ServerTimeoutError("Timeout on reading data from socket"))
+            return
+        self._timer = timers_of(self.loop).after(self._timeout - (now - since) if since else self._timeout, self._check)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            timers_of(self.loop).cancel(self._timer)
+            self._timer = None
 
 
 def read_by_read(frames: AsyncIterator[Frame]) -> Callable[[], Awaitable[list[Frame]]]:

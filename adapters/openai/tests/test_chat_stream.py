@@ -302,3 +302,47 @@ def test_an_error_chunk_raises_on_either_path() -> None:
     decoder.decode(b"data: " + orjson.dumps(chunk({"content": "a"})) + b"\n\n")
     with pytest.raises(UpstreamError, match="overloaded"):
         decoder.decode(b'data: {"error": {"message": "overloaded", "type": "server_error"}}\n\n')
+
+
+def test_a_frame_like_the_first_content_frame_is_read_by_its_bytes_with_the_same_events(monkeypatch) -> None:
+    """After the first content frame, a frame that is it around other plain text gives
+    its delta without being parsed; anything else (escapes, quotes that change the
+    JSON, bytes that are not UTF-8 or not allowed in JSON, a delta after the finish)
+    is read as before: the events are the chunk decoder's every time."""
+    import gateway_openai.chat_stream as chat_stream
+
+    def frame(payload: dict[str, Any]) -> bytes:
+        return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+    first = frame(chunk({"content": "a"}))
+    head, tail = first[: first.index(b'"a"') + 1], first[first.index(b'"a"') + 2 :]
+    texts = [b"b", b"", "\u00e9 \u5b8c\u4e86 \u2713".encode(), b"tok 42", b'x\\"y', b"x\\ny", b'x","role":"assistant',
+             b'x"},"finish_reason":"stop","x":{"y":"', b"\xff", b"tab\there"]  # fmt: skip
+    frames = [frame(chunk({"role": "assistant", "content": ""})), first, *(head + text + tail for text in texts)]
+    frames += [frame(chunk({}, "stop")), head + b"late" + tail]
+    parsed = []
+    monkeypatch.setattr(chat_stream, "_loads", lambda data: parsed.append(data) or orjson.loads(data))
+    fed, decoder = ChunkDecoder(), FrameDecoder()
+    for raw in frames:
+        try:
+            payload = orjson.loads(raw[6:])
+        except orjson.JSONDecodeError:
+            with pytest.raises(UpstreamError):
+                decoder.decode(raw)
+            continue
+        assert list(decoder.decode(raw).events) == fed.feed(payload), raw
+    plain = {head + text + tail for text in texts[1:4]}  # "a" opened the text part, "b" became the template
+    assert not plain & set(b"data: " + data for data in parsed)  # the plain ones after it were never parsed
+    assert len(parsed) == len(frames) - len(plain) + 1  # each other frame once, and the template's probe
+
+
+def test_a_stream_whose_frames_differ_beyond_the_text_is_parsed_frame_by_frame() -> None:
+    """A field that changes in every chunk (an upstream's per-chunk padding) leaves no
+    template: every frame is parsed, with the same events."""
+
+    def frame(payload: dict[str, Any]) -> bytes:
+        return b"data: " + orjson.dumps(payload) + b"\n\n"
+
+    chunks = [chunk({"role": "assistant", "content": ""})] + [{**chunk({"content": f"t{i}"}), "obfuscation": "x" * i} for i in range(8)]
+    fed = ChunkDecoder()
+    assert frame_events([frame(c) for c in chunks]) == [event for c in chunks for event in fed.feed(c)]
