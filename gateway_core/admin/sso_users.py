@@ -14,7 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 
 import attrs
 
-from ..access_records import Actor
+from ..store.access_records import Actor
 from ..records import DEFAULT_GROUP, UserRecord
 from ..team_records import ROLES
 from . import audit, teams, users

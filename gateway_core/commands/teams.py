@@ -94,7 +94,7 @@ def _view_json(view: TeamView, spend: Any = None) -> dict[str, Any]:
 
 def _run_team_show(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import teams
-    from ..jsonable import to_jsonable
+    from ..runtime.jsonable import to_jsonable
     from ..money import format_usd
 
     async def show(admin: Admin) -> tuple[TeamView, Any, Any]:

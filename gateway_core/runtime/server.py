@@ -39,7 +39,7 @@ from .http_errors import install as install_error_bodies
 from .logs import configure_logging, wants_json
 
 if TYPE_CHECKING:
-    from .hookspecs import ServeSetup
+    from ..hookspecs import ServeSetup
 
 log = structlog.get_logger("relaygate.server")
 

@@ -58,7 +58,7 @@ from ..config import Config
 from .cpu_pinning import cpu_for_worker
 
 if TYPE_CHECKING:
-    from .hookspecs import ServeSetup
+    from ..hookspecs import ServeSetup
 
 log = structlog.get_logger("relaygate.supervisor")
 
