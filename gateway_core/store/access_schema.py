@@ -4,9 +4,13 @@ on PostgreSQL: :mod:`.postgres.access`)."""
 
 from __future__ import annotations
 
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from .access_records import SCOPES
+
+if TYPE_CHECKING:  # the migrations are given a sqlite_utils.Database; importing it costs commands that read
+    import sqlite_utils
+
 
 MIGRATION_NAME = "0007_access_tokens_audit"
 

@@ -3,7 +3,11 @@ prices, and usage-log indexes for newest-first pages at ten million rows."""
 
 from __future__ import annotations
 
-import sqlite_utils
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the migrations are given a sqlite_utils.Database; importing it costs commands that read
+    import sqlite_utils
+
 
 # The usage log is read newest first, ``ORDER BY created_at DESC, id DESC``,
 # filtered by one of these columns (or none) and a time range: one index per

@@ -13,9 +13,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import time
 
-import sqlite_utils
+if TYPE_CHECKING:  # the migrations are given a sqlite_utils.Database; importing it costs commands that read
+    import sqlite_utils
+
 
 # the ledger's kinds once this migration ran: money that moved (0006: no more hold
 # or release rows) and ``redemption``

@@ -3,12 +3,16 @@ fallbacks, and the usage log's ``served_model``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import sqlite3
 import time
 
-import sqlite_utils
-
 from ..routing.fallbacks import ModelFallback
+
+if TYPE_CHECKING:  # the migrations are given a sqlite_utils.Database; importing it costs commands that read
+    import sqlite_utils
+
 
 _TABLE = """CREATE TABLE model_fallbacks (
     scope TEXT NOT NULL CHECK (scope IN ('group', 'key')),

@@ -4,7 +4,10 @@ breakers' last reported state."""
 
 from __future__ import annotations
 
-import sqlite_utils
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the migrations are given a sqlite_utils.Database; importing it costs commands that read
+    import sqlite_utils
 
 
 def migrate_0004_channel_health(db: sqlite_utils.Database) -> None:

@@ -13,7 +13,10 @@ instead of a table and an index.
 
 from __future__ import annotations
 
-import sqlite_utils
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the migrations are given a sqlite_utils.Database; importing it costs commands that read
+    import sqlite_utils
 
 
 def migrate_0015_holds_in_flight(db: sqlite_utils.Database) -> None:

@@ -26,7 +26,11 @@ that did not balance before still shows it to ``relaygate check``.
 
 from __future__ import annotations
 
-import sqlite_utils
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the migrations are given a sqlite_utils.Database; importing it costs commands that read
+    import sqlite_utils
+
 
 RESERVATION_KINDS = ("hold", "release")  # the ledger kinds this migration removes
 

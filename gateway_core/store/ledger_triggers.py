@@ -12,9 +12,12 @@ temporary table. What they accept, refuse and count is unchanged.
 
 from __future__ import annotations
 
-import sqlite_utils
+from typing import TYPE_CHECKING
 
 from .billing_v2_schema import KEEP_BUCKET_HOURS, KINDS_0008, count_capture_trigger
+
+if TYPE_CHECKING:  # the migrations are given a sqlite_utils.Database; importing it costs commands that read
+    import sqlite_utils
 
 
 def kind_check(kinds: tuple[str, ...]) -> str:

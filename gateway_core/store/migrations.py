@@ -11,11 +11,11 @@ done. The core's own migrations are written with sqlite-utils
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import sqlite3
 import time
 from collections.abc import Sequence
-
-import sqlite_utils
 
 from ..records import DEFAULT_GROUP, LIMIT_COLUMNS
 from ..sql import Migration
@@ -37,6 +37,10 @@ from .fallbacks import migrate_0013_model_fallbacks
 from .stored_responses_schema import migrate_0012_stored_responses
 from .teams_schema import migrate_0019_teams
 from .usage_hourly import migrate_0017_usage_hourly
+
+if TYPE_CHECKING:  # the migrations are given a sqlite_utils.Database; importing it costs commands that read
+    import sqlite_utils
+
 
 UNIT_RATIO_PPM = 1_000_000
 # the kinds 0001's ledger accepts; since 0006 no hold or release row is written

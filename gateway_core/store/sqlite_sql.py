@@ -6,13 +6,14 @@ import sqlite3
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import sqlite_utils
-
 from ..sql import SQLITE, Params, Row, SchemaHandle
 from ..sql import Migrate
 from .connection import fetch_all, fetch_one
 
 if TYPE_CHECKING:
+    import sqlite_utils
+
+
     from .sqlite_store import Store
 
 
@@ -30,6 +31,8 @@ class SqliteSchema:
     @property
     def database(self) -> sqlite_utils.Database:
         """The same connection as a ``sqlite_utils.Database`` (the core's own migrations)."""
+        import sqlite_utils  # only when a migration runs: commands that read never load it
+
         return sqlite_utils.Database(self._conn, execute_plugins=False)
 
 

@@ -13,7 +13,11 @@ so a request without a team writes no index entry for it. No row of money moves.
 
 from __future__ import annotations
 
-import sqlite_utils
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the migrations are given a sqlite_utils.Database; importing it costs commands that read
+    import sqlite_utils
+
 
 TEAM_ROLES = ("admin", "member", "viewer")
 _ROLES = ", ".join(f"'{role}'" for role in TEAM_ROLES)
