@@ -20,6 +20,7 @@ Redis, a browser, node or podman. ``make test`` runs every lane.
 """
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -61,10 +62,25 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    name_each_test_once(items)
     for item in items:
         item.add_marker(lane_of(item, config.rootpath))
         if item.path.parent.name == "container" or WHEEL_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group("wheels"))  # one worker builds the wheels and the image, once
+
+
+def name_each_test_once(items: list[pytest.Item]) -> None:
+    """Schemathesis gives every operation's test one node id (tests/test_api_schema.py:
+    84 tests, one id); pytest-xdist schedules by id, so it ran one of them and
+    dropped the rest. Each such test gets its own name (``test[GET /path]``) as its
+    id, and a repeated id left over stops the run."""
+    counts = Counter(item.nodeid for item in items)
+    for item in items:
+        if counts[item.nodeid] > 1 and item.parent is not None:
+            item._id = item.parent.id.child(item.name)  # the id pytest gives a node it names itself
+    repeated = sorted(nodeid for nodeid, n in Counter(item.nodeid for item in items).items() if n > 1)
+    if repeated:
+        raise pytest.UsageError(f"tests sharing a node id (pytest-xdist would run one of each): {repeated[:5]}")
 
 
 @pytest.fixture(autouse=True)
