@@ -37,7 +37,7 @@ PLUGIN_PATHS = ("adapters", "console", "plugins")
 BROWSER_FIXTURES = {"chromium"}
 SERVICE_FIXTURES = {"relaygate_postgres_server", "relaygate_redis_prefix"}  # PostgreSQL, Redis
 # the session's wheels, in a cache every process shares (tests/conftest.py), and the
-# container image built from them (tests/container/): on one pytest-xdist worker
+# container image built from them (tests/container/, one tag): on one pytest-xdist worker
 WHEEL_FIXTURES = {"built_wheels", "dependency_wheels"}
 
 
@@ -66,7 +66,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         item.add_marker(lane_of(item, config.rootpath))
         if item.path.parent.name == "container" or WHEEL_FIXTURES & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("wheels"))  # one worker builds the wheels and the image, once
+            # one worker builds the wheels and the image, once: pytest-xdist's --dist loadgroup
+            # keeps ids ending in "@group" together (its own xdist_group marker sets the
+            # id through a field pytest 9 no longer reads)
+            rename(item, item.name + "@wheels")
 
 
 def name_each_test_once(items: list[pytest.Item]) -> None:
@@ -76,11 +79,17 @@ def name_each_test_once(items: list[pytest.Item]) -> None:
     id, and a repeated id left over stops the run."""
     counts = Counter(item.nodeid for item in items)
     for item in items:
-        if counts[item.nodeid] > 1 and item.parent is not None:
-            item._id = item.parent.id.child(item.name)  # the id pytest gives a node it names itself
+        if counts[item.nodeid] > 1:
+            rename(item, item.name)
     repeated = sorted(nodeid for nodeid, n in Counter(item.nodeid for item in items).items() if n > 1)
     if repeated:
         raise pytest.UsageError(f"tests sharing a node id (pytest-xdist would run one of each): {repeated[:5]}")
+
+
+def rename(item: pytest.Item, name: str) -> None:
+    """Give ``item`` the node id pytest gives a test of that name in its parent."""
+    assert item.parent is not None
+    item._id = item.parent.id.child(name)  # type: ignore[attr-defined]  # pytest 9's one field for it
 
 
 @pytest.fixture(autouse=True)
