@@ -12,7 +12,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: install install-test dist browser container-engine coding-clis oidc-provider postgres redis run test fuzz bench bench-workers bench-peers clean
+.PHONY: install install-test dist browser container-engine coding-clis oidc-provider postgres redis run test test-kernel test-plugins test-browser test-e2e fuzz bench bench-workers bench-peers clean
 
 # what serving needs and nothing more (make run): every distribution, editable, without test tools
 install: $(STAMP)
@@ -89,9 +89,28 @@ redis:
 		redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --dir /tmp >/dev/null && sleep 1; } || \
 		echo "warning: no Redis on 127.0.0.1:6379: the Redis tests will fail" >&2
 
+# Every lane, on two processes (pytest-xdist; WORKERS=1 for one): the lanes are markers
+# given at collection by the top conftest.py. One lane alone: make test-kernel (the core on
+# SQLite: no PostgreSQL, Redis, browser, node or podman), test-plugins (adapters, console,
+# PostgreSQL and Redis), test-browser (Chromium), test-e2e (container, coding CLIs, replicas, wheels).
+WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup
+
 test: install-test browser container-engine coding-clis oidc-provider postgres redis
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
+
+test-kernel: install-test
+	$(PYTEST) -m kernel
+
+test-plugins: install-test oidc-provider postgres redis
+	$(PYTEST) -m plugins
+
+test-browser: install-test browser oidc-provider
+	$(PYTEST) -m browser
+
+test-e2e: install-test container-engine coding-clis postgres redis
+	$(PYTEST) -m e2e
 
 # the property tests with many examples each (the normal suite runs a few): RELAYGATE_EXAMPLES=N to change
 fuzz: install-test postgres redis

@@ -58,7 +58,15 @@ DEFAULT_PLUGINS = {
 
 
 def installed_entry_points(group: str = ENTRY_POINT_GROUP) -> list[metadata.EntryPoint]:
-    return sorted(metadata.entry_points(group=group), key=lambda ep: ep.name)
+    return list(_installed(group))
+
+
+@functools.cache
+def _installed(group: str) -> tuple[metadata.EntryPoint, ...]:
+    """Read once per process (every installed distribution's metadata: tens of
+    milliseconds, and every app and CLI run asks): a plugin installed later is
+    loaded by the next process, as before."""
+    return tuple(sorted(metadata.entry_points(group=group), key=lambda ep: ep.name))
 
 
 def build_plugin_manager(config: Config, extra_plugins: Iterable[Any] = ()) -> tuple[pluggy.PluginManager, list[LoadedPlugin]]:
