@@ -120,6 +120,9 @@ class Config:
     # connection and its answer before the store reports itself unavailable
     db_pool_size: int = 10
     db_timeout: float = 5.0
+    # SQLite: how long a finished request's settlement is sent again while another
+    # process holds the write lock (request/recorder.py); then it fails as before
+    locked_retry_seconds: float = 30.0
     # Redis for the state shared by workers and replicas (rate limits, channel
     # caps, breakers, invalidations, sign-in throttling); None: each process keeps
     # it in its own memory. redis_fail_open is the older form of
@@ -225,6 +228,7 @@ GATEWAY_SETTINGS = (
     "trusted_proxies", "max_body_bytes", "timeouts", "max_attempts", "default_max_output_tokens", "stale_hold_seconds",
     "attempt_deadline", "keepalive_interval", "breaker_failures", "breaker_cooldown", "breaker_last_resort", "db_pool_size",
     "session_affinity", "session_header", "session_ttl", "session_max_entries", "db_timeout",
+    "locked_retry_seconds",
     "redis", "redis_fail_open", "redis_prefix", "metrics_token", "metrics_allow", "shutdown_drain_seconds", "redis_faults",
     "hold_lease_seconds", "replica", "shutdown_grace_seconds", "server", "pin_workers",
     "budget_timezone", "budget_window", "cost_header", "json", "hide_forbidden_models",
@@ -282,6 +286,7 @@ def config_from_mapping(data: dict[str, Any], *, db_path: str | None = None, sou
             budget_window=_choice(gateway, "budget_window", ("calendar", "rolling"), defaults.budget_window),
             db_pool_size=_positive_int(gateway, "db_pool_size", defaults.db_pool_size),
             db_timeout=_seconds(gateway, "db_timeout", defaults.db_timeout),
+            locked_retry_seconds=_seconds(gateway, "locked_retry_seconds", defaults.locked_retry_seconds, zero=True),
             redis=redis_url(gateway["redis"], "[gateway] redis") if "redis" in gateway else None,
             redis_fail_open=_flag(gateway, "redis_fail_open", defaults.redis_fail_open),
             redis_prefix=str(gateway.get("redis_prefix", defaults.redis_prefix)),

@@ -28,6 +28,7 @@ SAMPLES = {
     "budget_timezone": ("Europe/Paris", "Europe/Paris"), "budget_window": ("rolling", "rolling"), "cost_header": ("1", True),
     "body_timeout": ("30", 30.0), "max_answer_bytes": ("2048", 2048), "max_frame_bytes": ("4096", 4096), "write_timeout": ("0", 0.0),
     "websocket_idle_timeout": ("45", 45.0),
+    "locked_retry_seconds": ("2.5", 2.5),
 }  # fmt: skip
 TABLES = {"timeouts": ("connect", "3", 3.0), "json": ("max_depth", "12", 12), "redis_faults": ("rate_limits", "open", "open")}
 

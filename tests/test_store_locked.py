@@ -27,7 +27,7 @@ def gateway(seed, start_gateway, relaygate_config, upstream):
     _, key = seed.key(user)
     seed.channel("oai", type="openai", base_url=upstream.url + "/v1", models=["priced"])
     seed.price("priced", 1_000_000, 2_000_000)
-    return start_gateway(attrs.evolve(relaygate_config, db_timeout=0.3)), key
+    return start_gateway(attrs.evolve(relaygate_config, db_timeout=0.3, locked_retry_seconds=3)), key
 
 
 async def test_a_write_lock_held_by_another_process_is_a_503_in_the_callers_shape(gateway, relaygate_config, capsys):

@@ -4,7 +4,7 @@ durably, together, in one group commit.
 The request has been served when it is recorded, so a write refused because
 another process held SQLite's write lock past the busy timeout
 (:class:`~gateway_core.store.request_store.StoreLocked`: nothing was written) is sent
-again, with growing pauses, for up to :data:`LOCKED_RETRY_SECONDS`: the charge
+again, with growing pauses, for up to ``[gateway] locked_retry_seconds`` (30 s): the charge
 is not lost to a lock held for a while (a backup, a long CLI command). Any other
 failure, or a lock held longer, is raised as before.
 """
@@ -24,13 +24,13 @@ from ..store.request_store import RequestStore, StoreLocked
 
 log = structlog.get_logger("relaygate.request")
 
-LOCKED_RETRY_SECONDS = 30.0
 RETRY_FIRST, RETRY_MAX = 0.05, 1.0  # seconds between two tries
 
 
-async def while_locked(write: Callable[..., Awaitable[Any]], *args: Any) -> Any:
-    """``write(*args)``, sent again while the database is locked by another process."""
-    deadline = time.monotonic() + LOCKED_RETRY_SECONDS
+async def while_locked(write: Callable[..., Awaitable[Any]], *args: Any, within: float) -> Any:
+    """``write(*args)``, sent again while the database is locked by another process,
+    for up to ``within`` seconds."""
+    deadline = time.monotonic() + within
     pause = RETRY_FIRST
     while True:
         try:
@@ -44,14 +44,15 @@ async def while_locked(write: Callable[..., Awaitable[Any]], *args: Any) -> Any:
 
 
 class Recorder:
-    def __init__(self, store: RequestStore) -> None:
+    def __init__(self, store: RequestStore, *, locked_retry_seconds: float) -> None:
         self._store = store
+        self._locked_retry = locked_retry_seconds
 
     async def record(self, row: UsageRow, charge: Charge | None) -> None:
         """Write the request's settlement (when it reserved or costs money) and
         its row; return once they are committed."""
         billed = charge is not None and (charge.held_micros or row.cost_micros)
-        await while_locked(self._store.record, row, charge.user_id if charge is not None and billed else None)
+        await while_locked(self._store.record, row, charge.user_id if charge is not None and billed else None, within=self._locked_retry)
         log.info(
             "request",
             status=row.status,

@@ -108,7 +108,7 @@ class Services:
             signin=shared.signin,
             redeem=shared.redeem,
             pipeline=Pipeline(registry.policies),
-            recorder=Recorder(store),
+            recorder=Recorder(store, locked_retry_seconds=config.locked_retry_seconds),
             client_address=ClientAddress(config.trusted_proxies),
             admin=admin,
             sql=sql,
