@@ -181,7 +181,8 @@ async def team_usage(call: ApiCall) -> dict[str, Any]:
     rows = (await usage_ops.page_usage(call.admin, UsageFilter(team_id=team_id, since=since, until=until), limit=limit)).rows if limit else []
     by_member = await teams.team_usage_by(call.admin, team_id, "member", since=since or 0, until=until, caller=call.principal)
     members = [{"member": t.label, **{k: v for k, v in attrs.asdict(t).items() if k != "label"}, "cost": format_usd(t.cost_micros)} for t in by_member]
-    return {**attrs.asdict(total), "cost": format_usd(total.cost_micros), "since": since,
+    totals = {k: v for k, v in attrs.asdict(total).items() if k != "label"}  # the team's own: no label
+    return {**totals, "cost": format_usd(total.cost_micros), "since": since,
             "items": [row_json(usage_ops.for_owner(row)) for row in rows], "members": members}  # fmt: skip
 
 
