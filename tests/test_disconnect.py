@@ -27,6 +27,15 @@ class Client:
         self.gone.set()
 
 
+async def until(condition, timeout: float = 5.0) -> None:
+    """Wait until ``condition()`` holds, failing after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "condition never held"
+        await asyncio.sleep(0.005)
+
+
 async def test_a_disconnect_cancels_the_awaited_call_and_raises_client_gone():
     client = Client()
     cancelled = asyncio.Event()
@@ -68,10 +77,10 @@ async def test_a_quick_call_never_starts_the_watcher_and_a_late_disconnect_is_on
     await asyncio.sleep(0.08)
     assert client.reads == 0  # the timer was cancelled: no task, no read
     watch = DisconnectWatch(client.receive, delay=0)
-    await asyncio.sleep(0.01)
+    await until(lambda: client.reads == 1)  # the watcher started (a coarse tick, longer on a busy machine)
     client.hang_up()  # while nothing is awaited: noted, nothing cancelled
-    await asyncio.sleep(0.01)
-    assert watch.gone and asyncio.current_task().cancelling() == 0
+    await until(lambda: watch.gone)
+    assert asyncio.current_task().cancelling() == 0
     watch.close()
 
 
