@@ -69,7 +69,8 @@ async def test_a_lock_taken_while_a_request_runs_delays_its_settlement_and_loses
     upstream.fail_next(Fault(first_byte_delay=0.5))
     pending = asyncio.ensure_future(chat.chat.completions.create(model="priced", messages=messages))
     deadline = asyncio.get_running_loop().time() + 10
-    while upstream.requests_in_flight == 0:  # admitted: its hold is written
+    # admitted, and its hold written (the write may go beside the upstream call: reservation.py)
+    while upstream.requests_in_flight == 0 or seed.rows("SELECT COUNT(*) AS n FROM holds")[0]["n"] == 0:
         assert asyncio.get_running_loop().time() < deadline
         await asyncio.sleep(0.01)
     holder = sqlite3.connect(relaygate_config.db_path, isolation_level=None)

@@ -106,12 +106,12 @@ class Quota(Policy):
                     hold = _hold(gateway, key.user_id, needed, ctx.request_id, key.id, max_output, key.team_id is not None)
                     self.margins.start(ctx, key.user_id, needed, hold)  # the relay confirms it before answering
                 else:  # counted in flight meanwhile: a margin seen now must not count this money twice
-                    self.margins.reserving(key.user_id, needed)
+                    started = self.margins.reserving(key.user_id, needed)
                     available = None
                     try:
                         available = await gateway.store.hold(key.user_id, needed, ctx.request_id, key.id)
                     finally:
-                        self.margins.reserved(key.user_id, needed, available)
+                        self.margins.reserved(key.user_id, needed, available, started)
             except Exception as failed:  # refused, or the write failed: nothing is held
                 ctx.charge = None
                 self.margins.forget(key.user_id)

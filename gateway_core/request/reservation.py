@@ -52,13 +52,23 @@ def sole_writer(dialect: str) -> bool:
 
 class BalanceMargins:
     """Per app: each user's available balance as this process's last reservation
-    for them left it, and what its reservations still being written take."""
+    for them left it, and what its reservations still being written take.
 
-    __slots__ = ("_seen", "_in_flight")
+    Writes of one batch report in any order, so a figure is trusted only while
+    every debit it may predate is still counted in flight. After a refusal or a
+    failure (:meth:`forget`) the user's writes already under way report nothing:
+    such a figure may predate debits whose writes reported since (and are no
+    longer in flight). Each write carries the epoch it started in, and the epoch
+    moves on at every forgetting."""
+
+    __slots__ = ("_seen", "_in_flight", "_epoch", "_forgotten", "_floor")
 
     def __init__(self) -> None:
         self._seen: dict[int, tuple[int, float]] = {}  # user id -> (available micro-USD, monotonic time)
         self._in_flight: dict[int, int] = {}  # user id -> micro-USD of writes not finished
+        self._epoch = 0  # moves on at every forgetting
+        self._forgotten: dict[int, int] = {}  # user id -> the epoch their last forgetting began
+        self._floor = 0  # writes started before it report nothing (set when _forgotten is cleared)
 
     def covers(self, user_id: int, needed: int) -> bool:
         """Whether the user's balance covers ``needed`` with a wide margin, on what
@@ -83,13 +93,20 @@ class BalanceMargins:
 
     def forget(self, user_id: int) -> None:
         self._seen.pop(user_id, None)
+        self._epoch += 1
+        if len(self._forgotten) >= MAX_USERS and user_id not in self._forgotten:
+            self._forgotten.clear()
+            self._floor = self._epoch  # every write under way is now from before it
+        self._forgotten[user_id] = self._epoch
 
-    def reserving(self, user_id: int, needed: int) -> None:
+    def reserving(self, user_id: int, needed: int) -> int:
         """A reservation of ``needed`` for the user is being written (awaited or not):
-        until it is done, what it takes is not in the last-seen balance."""
+        until it is done, what it takes is not in the last-seen balance. Returns the
+        epoch it started in, for :meth:`reserved`."""
         self._in_flight[user_id] = self._in_flight.get(user_id, 0) + needed
+        return self._epoch
 
-    def reserved(self, user_id: int, needed: int, available: int | None) -> None:
+    def reserved(self, user_id: int, needed: int, available: int | None, started: int) -> None:
         """That write is done: it left ``available`` (``None``: it failed or was refused)."""
         left = self._in_flight.get(user_id, 0) - needed
         if left > 0:
@@ -98,14 +115,16 @@ class BalanceMargins:
             self._in_flight.pop(user_id, None)
         if available is None:
             self.forget(user_id)
-        else:
+        elif started >= max(self._floor, self._forgotten.get(user_id, 0)):
             self.saw(user_id, available)
+        else:  # begun before the user's last forgetting: its figure may be stale, and so may the one seen since
+            self._seen.pop(user_id, None)
 
     def start(self, ctx: RequestContext, user_id: int, needed: int, write: Coroutine[Any, Any, int]) -> None:
         """Start the reservation ``write`` (it returns the available balance after
         it) as the request's pending one (``ctx.pending_hold``)."""
-        self.reserving(user_id, needed)
-        ctx.pending_hold = PendingHold(self, user_id, needed, asyncio.ensure_future(write))
+        started = self.reserving(user_id, needed)
+        ctx.pending_hold = PendingHold(self, user_id, needed, started, asyncio.ensure_future(write))
 
 
 class PendingHold:
@@ -115,15 +134,15 @@ class PendingHold:
     the first byte), :func:`pending` and :func:`wait` (the settlement) are the only
     readers, and :func:`wait` the only one that clears it."""
 
-    __slots__ = ("_margins", "_user_id", "_needed", "task")
+    __slots__ = ("_margins", "_user_id", "_needed", "_started", "task")
 
-    def __init__(self, margins: BalanceMargins, user_id: int, needed: int, task: asyncio.Future[int]) -> None:
-        self._margins, self._user_id, self._needed, self.task = margins, user_id, needed, task
+    def __init__(self, margins: BalanceMargins, user_id: int, needed: int, started: int, task: asyncio.Future[int]) -> None:
+        self._margins, self._user_id, self._needed, self._started, self.task = margins, user_id, needed, started, task
         task.add_done_callback(self._written)
 
     def _written(self, task: asyncio.Future[int]) -> None:
         ok = not task.cancelled() and task.exception() is None
-        self._margins.reserved(self._user_id, self._needed, task.result() if ok else None)
+        self._margins.reserved(self._user_id, self._needed, task.result() if ok else None, self._started)
 
 
 async def confirm(ctx: RequestContext, cleanup: Callable[[], Awaitable[None]] | None = None) -> None:
