@@ -1,10 +1,11 @@
 """The floor: a bare proxy, the least a Python gateway on the gateway's server can do.
 
 ``python bench/bare_proxy.py --port 9003 --upstream http://127.0.0.1:9001`` serves
-``POST /v1/chat/completions`` through Starlette on hypercorn + uvloop (configured as
-``gateway_core.runtime.server`` configures it, see ``hello_app.serve``) and forwards the body
-and the ``Authorization`` header with one shared aiohttp session to the upstream; a
-stream is relayed chunk by chunk as it arrives. No key check, no policies, no billing,
+``POST`` on every path through Starlette on hypercorn + uvloop (configured as
+``gateway_core.runtime.server`` configures it, see ``hello_app.serve``) and forwards the body,
+the path and query, and the key headers of the three protocols the bench speaks
+(``Authorization``, ``x-api-key`` with ``anthropic-version``, ``x-goog-api-key``) with one
+shared aiohttp session to the upstream; a stream is relayed chunk by chunk as it arrives. No key check, no policies, no billing,
 no log: ``make bench`` runs it beside the gateway so that each figure has a floor.
 ``--server uvicorn``: on uvicorn, as ``relaygate serve --server uvicorn`` (``bench/overhead.py --server``).
 """
@@ -24,6 +25,9 @@ from starlette.routing import Route
 from hello_app import SERVERS, serve
 
 
+FORWARDED = ("authorization", "x-api-key", "anthropic-version", "x-goog-api-key")
+
+
 def bare_proxy(upstream: str) -> Starlette:
     session: list[aiohttp.ClientSession] = []
 
@@ -34,8 +38,10 @@ def bare_proxy(upstream: str) -> Starlette:
         await session[0].close()
 
     async def forward(request: Request) -> Response:
-        headers = {"Authorization": request.headers.get("authorization", ""), "Content-Type": "application/json"}
-        answer = await session[0].post(upstream + request.url.path, data=await request.body(), headers=headers)
+        headers = {name: value for name in FORWARDED if (value := request.headers.get(name)) is not None}
+        headers["Content-Type"] = "application/json"
+        url = upstream + request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        answer = await session[0].post(url, data=await request.body(), headers=headers)
         kind = answer.headers.get("Content-Type", "application/json")
         if not kind.startswith("text/event-stream"):
             return Response(await answer.read(), answer.status, media_type=kind)
@@ -49,7 +55,7 @@ def bare_proxy(upstream: str) -> Starlette:
 
         return StreamingResponse(relay(), answer.status, media_type=kind)
 
-    return Starlette(routes=[Route("/v1/chat/completions", forward, methods=["POST"])], lifespan=lifespan)
+    return Starlette(routes=[Route("/{path:path}", forward, methods=["POST"])], lifespan=lifespan)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,13 +1,16 @@
-"""A minimal, fast fake OpenAI upstream for the benchmark (not for tests).
+"""A minimal, fast fake upstream for the benchmark (not for tests), in the three
+protocols the bench speaks (``bench/wires.py``).
 
 A raw asyncio protocol on uvloop: HTTP/1.1 keep-alive, requests with a
-``Content-Length`` body (what aiohttp sends), every path answered as
-``POST /v1/chat/completions``. A non-streaming request gets one fixed small
-``chat.completion``; ``"stream": true`` gets ``--chunks`` small ``data:`` chunks
-(role, text deltas, finish), a usage chunk when ``stream_options.include_usage``
-is true, then ``data: [DONE]``, in chunked transfer encoding. A body whose ``user``
-field reads ``bench:tokens=N:pace=MS`` (``bench/shapes.py``) gets ``N`` content chunks
-instead, written ``MS`` milliseconds apart (a paced stream, as a real model's).
+``Content-Length`` body (what aiohttp sends), each answered in the protocol of its
+path: Anthropic's for ``.../messages``, Gemini's for ``...:generateContent`` and
+``...:streamGenerateContent``, OpenAI chat's for every other. A non-streaming request
+gets one fixed small answer; a streaming one (``"stream": true``, or Gemini's
+streaming path) gets ``--chunks`` small frames (``--chunks - 2`` text deltas), with
+OpenAI's usage chunk when ``stream_options.include_usage`` is true and its
+``data: [DONE]``, in chunked transfer encoding. A body holding
+``bench:tokens=N:pace=MS`` (``bench/shapes.py``) gets ``N`` text deltas instead,
+written ``MS`` milliseconds apart (a paced stream, as a real model's).
 
 Run: ``python bench/fast_upstream.py --port 9001 [--chunks 20]``; it prints
 ``ready`` on stdout once listening and stops on SIGTERM/SIGINT. It does as
@@ -25,41 +28,8 @@ import sys
 import orjson
 
 from shapes import stream_request
+from wires import ANTHROPIC, ANTHROPIC_MESSAGE, GEMINI, GEMINI_RESPONSE, OPENAI, OPENAI_COMPLETION, Wire, anthropic_stream, gemini_stream, openai_stream, wire_of_path
 
-MODEL = "bench-model"
-CREATED = 1_700_000_000
-COMPLETION = orjson.dumps(
-    {
-        "id": "chatcmpl-bench",
-        "object": "chat.completion",
-        "created": CREATED,
-        "model": MODEL,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": "Hello from the bench upstream.", "refusal": None},
-                "logprobs": None,
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19},
-        "system_fingerprint": "fp_bench",
-    }
-)
-
-
-def chunk_frame(delta: dict, finish: str | None = None, usage: dict | None = None, choices: bool = True) -> bytes:
-    payload = {
-        "id": "chatcmpl-bench",
-        "object": "chat.completion.chunk",
-        "created": CREATED,
-        "model": MODEL,
-        "system_fingerprint": "fp_bench",
-        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}] if choices else [],
-    }
-    if usage is not None:
-        payload["usage"] = usage
-    return b"data: " + orjson.dumps(payload) + b"\n\n"
 
 
 def _chunked(frame: bytes) -> bytes:
@@ -67,20 +37,24 @@ def _chunked(frame: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(frame), frame)
 
 
-def stream_frames(chunks: int) -> tuple[list[bytes], bytes]:
-    """The stream's chunked-encoded frames, and the usage frame (sent only when asked)."""
-    frames = [chunk_frame({"role": "assistant", "content": ""})]
-    frames += [chunk_frame({"content": f"tok{i} "}) for i in range(max(0, chunks - 2))]
-    frames.append(chunk_frame({}, finish="stop"))
-    usage = chunk_frame({}, usage={"prompt_tokens": 12, "completion_tokens": max(0, chunks - 2), "total_tokens": 12 + max(0, chunks - 2)}, choices=False)
-    return [_chunked(f) for f in frames], _chunked(usage)
+def stream_frames(wire: Wire, chunks: int) -> tuple[list[bytes], bytes]:
+    """A stream's chunked-encoded frames in ``wire``'s protocol, and the usage frame
+    sent only when asked (OpenAI's; the others carry their usage in their frames)."""
+    if wire is OPENAI:
+        frames, usage = openai_stream(chunks)
+        return [_chunked(f) for f in frames], _chunked(usage)
+    frames = anthropic_stream(chunks) if wire is ANTHROPIC else gemini_stream(chunks)
+    return [_chunked(f) for f in frames], b""
 
 
+def _json_head(body: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: keep-alive\r\n\r\n" % len(body)
+
+
+ANSWERS = {OPENAI: OPENAI_COMPLETION, ANTHROPIC: ANTHROPIC_MESSAGE, GEMINI: GEMINI_RESPONSE}
+PLAIN = {wire: _json_head(body) + body for wire, body in ANSWERS.items()}
 DONE = _chunked(b"data: [DONE]\n\n") + b"0\r\n\r\n"
-JSON_HEAD = (
-    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-    b"Connection: keep-alive\r\n\r\n" % len(COMPLETION)
-)
+END = b"0\r\n\r\n"
 SSE_HEAD = (
     b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
     b"Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
@@ -89,9 +63,8 @@ BAD = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r
 
 
 class Upstream(asyncio.Protocol):
-    frames: list[bytes] = []
-    usage_frame: bytes = b""
-    shaped: dict[int, tuple[list[bytes], bytes]] = {}  # the frames of a stream of N content chunks
+    chunks = 20  # content chunks + 2 of a stream that does not say its length
+    shaped: dict[tuple[Wire, int], tuple[list[bytes], bytes]] = {}  # the frames of a stream of N chunks
 
     def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
@@ -121,30 +94,35 @@ class Upstream(asyncio.Protocol):
             if len(buffer) < body_end:
                 break
             body = buffer[end + 4 : body_end]
+            path = buffer[: buffer.find(b"\r\n")].split(b" ")[1]
             buffer = buffer[body_end:]
-            self.answer(body)
+            self.answer(wire_of_path(path.partition(b"?")[0]), path, body)
         self.buffer = buffer
 
-    def answer(self, body: bytes) -> None:
+    def answer(self, wire: Wire, path: bytes, body: bytes) -> None:
         write = self.transport.write
-        if b'"stream"' not in body:
-            write(JSON_HEAD + COMPLETION)
+        usage_asked = False
+        if wire is GEMINI:
+            stream = b":streamGenerateContent" in path
+        elif b'"stream"' not in body:
+            stream = False
+        else:
+            request = orjson.loads(body)
+            stream = request.get("stream") is True
+            options = request.get("stream_options")
+            usage_asked = isinstance(options, dict) and options.get("include_usage") is True
+        if not stream:
+            write(PLAIN[wire])
             return
-        request = orjson.loads(body)
-        if request.get("stream") is not True:
-            write(JSON_HEAD + COMPLETION)
-            return
-        options = request.get("stream_options")
-        tokens, pace = stream_request(request.get("user"))
-        frames, usage_frame = self.frames, self.usage_frame
-        if tokens is not None:
-            if tokens not in self.shaped:
-                self.shaped[tokens] = stream_frames(tokens + 2)
-            frames, usage_frame = self.shaped[tokens]
+        tokens, pace = stream_request(body)
+        length = self.chunks if tokens is None else tokens + 2
+        if (wire, length) not in self.shaped:
+            self.shaped[(wire, length)] = stream_frames(wire, length)
+        frames, usage_frame = self.shaped[(wire, length)]
         frames = [SSE_HEAD, *frames]
-        if isinstance(options, dict) and options.get("include_usage") is True:
+        if usage_asked and usage_frame:
             frames.append(usage_frame)
-        frames.append(DONE)
+        frames.append(DONE if wire is OPENAI else END)
         if not pace:
             for frame in frames:  # one write per frame: separate segments, as a real upstream's
                 write(frame)
@@ -185,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--chunks", type=int, default=20, help="data: chunks per stream before [DONE] (default 20)")
     args = parser.parse_args(argv)
-    Upstream.frames, Upstream.usage_frame = stream_frames(args.chunks)
+    Upstream.chunks = args.chunks
     try:
         import uvloop
 

@@ -17,7 +17,7 @@ import asyncio
 import signal
 import sys
 
-from fast_upstream import COMPLETION
+from wires import OPENAI_COMPLETION as COMPLETION
 
 HEADERS = [(b"content-type", b"application/json"), (b"content-length", str(len(COMPLETION)).encode())]
 

@@ -14,9 +14,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-MODEL = "bench-model"
-
-DONE = b"data: [DONE]\n\n"
+from wires import MODEL, OPENAI, Wire
 
 REQUEST_ID = re.compile(r"req_[0-9a-f]+")
 
@@ -40,11 +38,16 @@ def request_body(stream: bool) -> bytes:
 
 
 class Target:
-    def __init__(self, name: str, base_url: str, api_key: str, extra_headers: dict[str, str] | None = None) -> None:
+    """Where one arm's requests go, in which client protocol (``wire``), for which model."""
+
+    def __init__(self, name: str, base_url: str, api_key: str, extra_headers: dict[str, str] | None = None,
+                 wire: Wire = OPENAI, model: str = MODEL) -> None:  # fmt: skip
         self.name = name
-        self.url = base_url + "/v1/chat/completions"
+        self.wire = wire
+        self.url = base_url + wire.path(model, False)
+        self.stream_url = base_url + wire.path(model, True)
         self.sent = 0  # every request, warm-up included
-        self.headers = {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json", **(extra_headers or {})}
+        self.headers = {**wire.key_headers(api_key), "Content-Type": "application/json", **(extra_headers or {})}
 
 
 
@@ -69,7 +72,7 @@ async def one_request(session: aiohttp.ClientSession, target: Target, body: byte
     target.sent += 1
     started = time.perf_counter_ns()
     try:
-        async with session.post(target.url, data=body, headers=target.headers) as response:
+        async with session.post(target.stream_url if stream else target.url, data=body, headers=target.headers) as response:
             if response.status != 200:
                 data = await response.read()
                 error = f"HTTP {response.status}: {data[:160].decode('utf-8', 'replace')}"
@@ -79,14 +82,9 @@ async def one_request(session: aiohttp.ClientSession, target: Target, body: byte
                     if first is None:
                         first = time.perf_counter_ns()
                     tail = (tail + chunk)[-800:]
-                if not tail.endswith(DONE):
-                    error = "stream did not end with data: [DONE]"
-                elif b'"usage":{' not in tail:
-                    error = "stream carried no usage chunk (include_usage was asked)"
+                error = target.wire.check(tail, True)
             else:
-                data = await response.read()
-                if not data.startswith(b"{") or b'"choices"' not in data:
-                    error = f"not a chat completion: {data[:160].decode('utf-8', 'replace')}"
+                error = target.wire.check(await response.read(), False)
     except Exception as exc:  # counted, shown, and the run goes on
         error = f"{type(exc).__name__}: {exc}"[:200]
     ended = time.perf_counter_ns()

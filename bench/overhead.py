@@ -1,11 +1,12 @@
 """Gateway overhead: the same load straight to a fake upstream and through Relaygate.
 
-``make bench`` runs ``.venv/bin/python bench/overhead.py`` (about 80 s). It starts
+``make bench`` runs ``.venv/bin/python bench/overhead.py`` (about 11 minutes). It starts
 
 - ``bench/fast_upstream.py``, a minimal fake OpenAI upstream (raw asyncio on uvloop),
 - ``relaygate serve`` on a temporary SQLite store seeded through the CLI with a
-  user, a wallet top-up, a price, an API key and an ``openai`` channel pointing at
-  that upstream, loading only the ``openai`` plugin (``--plugins`` to change): key
+  user, a wallet top-up, an API key, and a priced model on each of an ``openai``, an
+  ``anthropic`` and a ``gemini`` channel pointing at that upstream, loading only those
+  three plugins (``--plugins`` to change): key
   check, policies, billing, usage log and streaming all on, as in production,
 
 pins the gateway to the first CPU and the upstream to the second with ``taskset``
@@ -25,6 +26,14 @@ measures:
 - ``agent10`` and ``agentstream50``: a coding agent's body (``bench/shapes.py``, about
   150 KB: a long system prompt, 30 tools with nested schemas, 45 tool-call round trips
   with source files, some non-ASCII), plain at concurrency 10 and streamed at 50;
+- ``ROUTE:BASE`` (``anthropic:paced50``, ``gemini-on-openai:agent10`` ...): a scenario
+  above through another client protocol (``bench/wires.py``): the Anthropic Messages
+  API (``/v1/messages``) or Gemini's (``:generateContent``, ``:streamGenerateContent``),
+  on a channel of its own protocol (``anthropic``, ``gemini``: the same-protocol path)
+  or on the ``openai`` channel (``anthropic-on-openai``, ``gemini-on-openai``: converted
+  both ways). Direct and floor send the client's protocol to the upstream, which
+  answers in the protocol of the path it is called on. By default ``stream50``,
+  ``paced50``, ``agent10`` and ``agentstream50`` of each route;
 - ``hello``: a hello-world ASGI app on hypercorn + uvloop, raw then behind a
   Starlette router, at concurrency 50 and at concurrency 1 (paired with the
   fake upstream): what the server alone costs.
@@ -67,89 +76,28 @@ from loadgen import Recorder, Target, new_session, one_request, request_body
 from overhead_report import last_exception, log_problems, machine, print_table, target_checks, targets, usage_log
 from processes import Child, Placement, free_port, wait_http
 from profilers import Both, Perf, PySpy
-from shapes import Shape, agent, paced, tiny
 import pg_column
-from seeding import BENCH_PLUGINS, UPSTREAM_KEY, relaygate_command, seed
+from scenarios import BASES, DEFAULT_SCENARIOS, ROUTES, SCENARIOS, routed_arms, scenario, scenario_load, scenario_title
+from seeding import BENCH_PLUGINS, CHANNEL_MODELS, UPSTREAM_KEY, relaygate_command, seed
+from shapes import tiny
 
 HERE = Path(__file__).resolve().parent
-SCENARIOS = ("c1", "stream1", "c50", "stream50", "paced50", "paced500", "agent10", "agentstream50", "hello")
-DEFAULT_SCENARIOS = ("c1", "stream1", "c50", "stream50", "paced50", "paced500", "agent10", "agentstream50")
+
+# --- before and beside the scenarios (scenarios.py) ---------------------------------------
 
 
-# --- scenarios -------------------------------------------------------------------------
-
-
-async def smoke(target: Target, child: Child) -> None:
+async def smoke(target: Target, child: Child, model: str = CHANNEL_MODELS["openai"]) -> None:
     """One plain and one streaming request before measuring: fail fast, with the reason."""
     async with new_session(1) as session:
         for stream in (False, True):
             rec = Recorder()
-            await one_request(session, target, request_body(stream), stream, rec)
+            await one_request(session, target, target.wire.request_body(request_body(stream), model), stream, rec)
             if rec.errors:
                 error = next(iter(rec.errors))
                 raise SystemExit(
-                    f"bench: the {'streaming' if stream else 'plain'} smoke request through the gateway failed: {error}\n"
+                    f"bench: the {'streaming' if stream else 'plain'} {target.wire.name} smoke request through the gateway ({model}) failed: {error}\n"
                     f"gateway log:\n{last_exception(child.log_path) or child.tail()}"
                 )
-
-
-SCENARIO_TITLES = {
-    "c1": "non-streaming, concurrency 1 (arms take turns)",
-    "stream1": "streaming, concurrency 1 (arms take turns)",
-    "c50": "non-streaming, concurrency {c} (arms interleaved)",
-    "stream50": "streaming, concurrency {c} (arms interleaved)",
-    "paced50": "streams of 20 chunks 5 ms apart, concurrency {c} (arms interleaved)",
-    "paced500": "streams of 500 chunks 5 ms apart, concurrency {c} (arms interleaved)",
-    "agent10": "coding-agent body, non-streaming, concurrency 10 (arms interleaved)",
-    "agentstream50": "coding-agent body, streaming, concurrency {c} (arms interleaved)",
-}
-
-
-def scenario_load(name: str, args) -> tuple[Shape, int]:
-    """What a scenario sends, and at what concurrency (1: the arms take turns)."""
-    shapes = {
-        "c1": (tiny(False), 1), "stream1": (tiny(True), 1),
-        "c50": (tiny(False), args.concurrency), "stream50": (tiny(True), args.concurrency),
-        "paced50": (paced(20, 5), args.concurrency), "paced500": (paced(500, 5), args.concurrency),
-        "agent10": (agent(False), 10), "agentstream50": (agent(True), args.concurrency),
-    }  # fmt: skip
-    return shapes[name]
-
-
-def scenario(name: str, arms_out: dict[str, dict[str, Any]], args) -> dict[str, Any]:
-    """One scenario's record. ``arms`` holds every arm's figures; the older keys
-    (``direct``, ``gateway``, ``cpu``, ``direct_cpu``, ``added_*``) stay for scripts."""
-    shape, concurrency = scenario_load(name, args)
-    out: dict[str, Any] = {
-        "scenario": name,
-        "title": SCENARIO_TITLES[name].format(c=args.concurrency),
-        "concurrency": concurrency,
-        "stream": shape.stream,
-        "arms": arms_out,
-        "direct": arms_out["direct"],
-        "direct_cpu": arms_out["direct"]["cpu"],
-    }
-    gateway, floor_ = arms_out.get("gateway"), arms_out.get("floor")
-    if gateway is not None:
-        out["gateway"] = gateway
-        out["cpu"] = gateway["cpu"]
-        for key in ("added_p50_ms", "added_p99_ms", "added_first_byte_p50_ms"):
-            if key in gateway:
-                out[key] = gateway[key]
-    if floor_ is not None:
-        out["ratios_to_floor"] = {
-            arm: {
-                "cpu_ms_per_req": ratio(v.get("cpu_ms_per_req"), floor_.get("cpu_ms_per_req")),
-                "rps": ratio(v.get("rps"), floor_.get("rps")),
-            }
-            for arm, v in arms_out.items()
-            if arm not in ("direct", "floor")
-        }
-    return out
-
-
-def ratio(a: float | None, b: float | None) -> float | None:
-    return None if a is None or not b else round(a / b, 2)
 
 
 async def hello_floor(name: str, argv: list[str], placement: Placement, tmp: Path, args, pids: dict[str, int], direct: Target) -> dict[str, Any]:
@@ -200,12 +148,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--concurrency", type=int, default=50, help="concurrency of the c50, stream50 and floor phases (default 50)")
     p.add_argument("--chunks", type=int, default=20, help="data: chunks per upstream stream before [DONE] (default 20)")
     p.add_argument("--scenarios", default=",".join(DEFAULT_SCENARIOS),
-                   help=f"comma-separated subset of {','.join(SCENARIOS)} (default {','.join(DEFAULT_SCENARIOS)})")
+                   help=f"comma-separated subset of {','.join(BASES)},hello, each of the bases also through another client protocol "
+                        f"as ROUTE:BASE with ROUTE one of {','.join(ROUTES)} (default {','.join(DEFAULT_SCENARIOS)})")
     p.add_argument("--peers", metavar="DIR", help="also run the load through the peer gateways installed in DIR by bench/peers.sh")
     p.add_argument("--soak", type=float, metavar="SECONDS", help="instead of the scenarios: mixed load through the gateway for SECONDS, "
                    "reporting its RSS and CPU per request over time (bench/soak.py)")
     p.add_argument("--soak-concurrency", type=int, default=8, help="concurrency of the soak load (default 8)")
-    p.add_argument("--plugins", metavar="FILE", help='plugins.toml for the gateway (default: one with load = ["openai"])')
+    p.add_argument("--plugins", metavar="FILE", help='plugins.toml for the gateway (default: one with load = ["openai", "anthropic", "gemini"])')
     p.add_argument("--free", action="store_true", help="make the model free (no balance reservation or settlement per request)")
     p.add_argument("--workers", type=int, default=1, help="relaygate serve --workers (default 1)")
     p.add_argument("--server", default="hypercorn", choices=("hypercorn", "uvicorn", "granian"),
@@ -321,6 +270,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             with Meter(pids) as idle:
                 await asyncio.sleep(args.idle)
             result["gateway_idle_cpu_ms_per_s"] = round(idle.cpu["gateway"] * 1000 / idle.elapsed, 3)
+            routed: dict[str, list[Arm]] = {}  # the arms of the routed scenarios, by route
             if args.soak:
                 from soak import soak
 
@@ -332,7 +282,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     sys.executable, str(HERE / "bare_proxy.py"), "--port", str(fl_port), "--upstream", up_url, "--server", args.floor_server or args.server,
                 ]), tmp / "bare_proxy.log", HERE)  # fmt: skip
                 children.append(floor_child)
-                floor_target = Target("floor", f"http://127.0.0.1:{fl_port}", UPSTREAM_KEY)
+                floor_url = f"http://127.0.0.1:{fl_port}"
+                floor_target = Target("floor", floor_url, UPSTREAM_KEY)
                 wait_http(floor_target.url, floor_child, method="POST", body=request_body(False))
                 pids["floor"] = floor_child.pid
                 arms.append(Arm("floor", floor_target, "floor"))
@@ -360,18 +311,23 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                         Perf(gateway.pid, Path(args.perf), placement.upstream, placement) if args.perf else None,
                     )
 
-                names = ", ".join(arm.name for arm in arms)
+                urls = {"direct": up_url, "floor": floor_url, "gateway": gw_url}
+                routed.update({route: routed_arms(route, urls, key) for route in ROUTES if any(n.startswith(route + ":") for n in args.scenarios)})
+                for route, route_arms in routed.items():
+                    await smoke(route_arms[-1].target, gateway, CHANNEL_MODELS[ROUTES[route][1]])
                 for name in SCENARIOS:
                     if name not in args.scenarios or name == "hello":
                         continue
-                    say(args, f"{name}: {SCENARIO_TITLES[name].format(c=args.concurrency)}: {names} ...")
+                    route = name.rpartition(":")[0]
+                    these = routed[route] if route else arms
+                    say(args, f"{name}: {scenario_title(name, args)}: {', '.join(arm.name for arm in these)} ...")
                     shape, concurrency = scenario_load(name, args)
                     if concurrency == 1:
-                        got = await rotated(arms, shape, args, pids, args.c1_duration, profiler(name))
+                        got = await rotated(these, shape, args, pids, args.c1_duration, profiler(name))
                     else:
-                        got = await interleaved(arms, concurrency, shape, args, pids, profiler(name))
+                        got = await interleaved(these, concurrency, shape, args, pids, profiler(name))
                     result["scenarios"].append(scenario(name, got, args))
-            gateway_sent = target.sent
+            gateway_sent = target.sent + sum(route_arms[-1].target.sent for route_arms in routed.values())
             still_up = gateway.alive()
             status = gateway.stop()
             children.remove(gateway)

@@ -59,8 +59,9 @@ def print_table(result: dict[str, Any]) -> None:
     print(f"placement: {result['placement']}; {servers}; fake upstream: {config['chunks']} stream chunks; {billing}")
     if "peer_versions" in result:
         print("peers: " + ", ".join(f"{name} {version}" for name, version in result["peer_versions"].items()))
+    w = max([13, *(len(s["scenario"]) for s in result["scenarios"])])
     header = (
-        f"{'scenario':<13} {'arm':<16} {'ok':>7} {'err':>4} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
+        f"{'scenario':<{w}} {'arm':<16} {'ok':>7} {'err':>4} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
         f"{'+p50 ms':>8} {'+p99 ms':>8} {'+TTFB ms':>8} {'CPU ms/req':>10} {'× floor':>7} {'core %':>6}"
     )
     print(header)
@@ -69,10 +70,10 @@ def print_table(result: dict[str, Any]) -> None:
         if s["scenario"] == "hello":
             v, c = s["server"], s["cpu"]
             print(
-                f"{'hello':<13} {s['title']:<16} {v['ok']:>7} {v['errors']:>4} {fmt(v['rps'], 0):>8} {fmt(v['p50_ms']):>7} "
+                f"{'hello':<{w}} {s['title']:<16} {v['ok']:>7} {v['errors']:>4} {fmt(v['rps'], 0):>8} {fmt(v['p50_ms']):>7} "
                 f"{fmt(v['p99_ms']):>7} {fmt(v.get('added_p50_ms')):>8} {'':>8} {'':>8} {fmt(v['cpu_ms_per_req'], 3):>10} {'':>7} {fmt(v['busy_pct'], 0):>6}"
             )
-            print(f"{'':<13} {'  at c1':<16} {'':>7} {'':>4} {'':>8} {fmt(s['c1_p50_ms']):>7} {'':>7} {fmt(s['c1_added_p50_ms']):>8} "
+            print(f"{'':<{w}} {'  at c1':<16} {'':>7} {'':>4} {'':>8} {fmt(s['c1_p50_ms']):>7} {'':>7} {fmt(s['c1_added_p50_ms']):>8} "
                   f"{fmt(s['c1_added_p99_ms']):>8} {'':>8} {fmt(s['c1_cpu_ms_per_req'], 3):>10}")  # fmt: skip
             continue
         ratios = s.get("ratios_to_floor", {})
@@ -80,7 +81,7 @@ def print_table(result: dict[str, Any]) -> None:
             times = (ratios.get(arm) or {}).get("cpu_ms_per_req")
             busy = v["busy_pct"] if s["concurrency"] > 1 else None
             print(
-                f"{s['scenario'] if i == 0 else '':<13} {arm:<16} {v['ok']:>7} {v['errors']:>4} {fmt(v['rps'], 0):>8} {fmt(v['p50_ms']):>7} "
+                f"{s['scenario'] if i == 0 else '':<{w}} {arm:<16} {v['ok']:>7} {v['errors']:>4} {fmt(v['rps'], 0):>8} {fmt(v['p50_ms']):>7} "
                 f"{fmt(v['p99_ms']):>7} {fmt(v.get('added_p50_ms')):>8} {fmt(v.get('added_p99_ms')):>8} "
                 f"{fmt(v.get('added_first_byte_p50_ms')):>8} {fmt(v['cpu_ms_per_req'], 3):>10} {fmt(times):>7} {fmt(busy, 0):>6}"
             )

@@ -30,8 +30,11 @@ def relaygate_command() -> list[str]:
 
 
 BENCH_PLUGINS = """# written by bench/overhead.py: only what the measured path needs
-load = ["openai"]
+load = ["openai", "anthropic", "gemini"]
 """
+
+# the model each channel type serves (the openai channel's is loadgen.MODEL)
+CHANNEL_MODELS = {"openai": MODEL, "anthropic": "bench-anthropic", "gemini": "bench-gemini"}
 
 
 
@@ -75,7 +78,8 @@ LIMITS = ["--rpm", "100000000", "--tpm", "1000000000", "--concurrency", "10000"]
 
 
 def seed(db: Path, cwd: Path, plugins: Path, upstream_url: str, free: bool, limits: bool = False, key_options: tuple[str, ...] = ()) -> str:
-    """A user with money, a priced (or free) model, an ``openai`` channel to the upstream; returns an API key.
+    """A user with money, and a priced (or free) model on each of an ``openai``, an
+    ``anthropic`` and a ``gemini`` channel to the upstream (``CHANNEL_MODELS``); returns an API key.
     With ``limits``, the key has request, token and concurrency limits and the channel a
     concurrency cap, all too high to be reached: every request counts them. ``key_options`` are
     added to the key's creation (``("--rpm", "N")``)."""
@@ -83,10 +87,12 @@ def seed(db: Path, cwd: Path, plugins: Path, upstream_url: str, free: bool, limi
     cli(["user", "add", "bench"], db, cwd, plugins)
     cli(["wallet", "topup", "bench", "1000000", "--note", "bench"], db, cwd, plugins)
     price = ["--free"] if free else ["--input", "0.01", "--output", "0.02"]
-    cli(["price", "set", MODEL, *price], db, cwd, plugins)
     cap = ["--concurrency", "10000"] if limits else []
-    cli(["channel", "add", "bench-upstream", "--type", "openai", "--base-url", upstream_url,
-         "--api-key", UPSTREAM_KEY, "--models", MODEL, *cap], db, cwd, plugins)  # fmt: skip
+    for kind, model in CHANNEL_MODELS.items():
+        cli(["price", "set", model, *price], db, cwd, plugins)
+        name = "bench-upstream" if kind == "openai" else f"bench-{kind}"
+        cli(["channel", "add", name, "--type", kind, "--base-url", upstream_url,
+             "--api-key", UPSTREAM_KEY, "--models", model, *cap], db, cwd, plugins)  # fmt: skip
     created = json.loads(cli(["key", "create", "bench", "--name", "bench", "--json", *(LIMITS if limits else []), *key_options], db, cwd, plugins))
     return created["key"]
 

@@ -1,9 +1,11 @@
 """The request bodies of the bench's scenarios, and how each tells the fake upstream
 what to answer.
 
-A body asks ``bench/fast_upstream.py`` for its stream's shape in its ``user`` field
-(``"bench:tokens=500:pace=5"``: 500 content chunks, 5 ms apart), a field every
-gateway forwards unchanged; a body without it gets the upstream's default stream.
+A body asks ``bench/fast_upstream.py`` for its stream's shape with a marker in its
+``user`` field (``"bench:tokens=500:pace=5"``: 500 content chunks, 5 ms apart), a
+field every gateway forwards unchanged (``bench/wires.py`` moves it into the first
+user turn of the protocols without one); a body without it gets the upstream's
+default stream.
 
 - ``tiny``: two short messages (the bench's original body);
 - ``paced``: the tiny body, its stream's chunks arriving ``pace`` ms apart (a real
@@ -13,6 +15,7 @@ gateway forwards unchanged; a body without it gets the upstream's default stream
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,18 +44,18 @@ def agent(stream: bool) -> Shape:
     return Shape(stream, agent_body(stream))
 
 
-def stream_request(user: object) -> tuple[int | None, float]:
-    """What a body's ``user`` field asks of the fake upstream: ``(content chunks or
-    None for the default, milliseconds between chunks)``."""
-    tokens, pace = None, 0.0
-    if isinstance(user, str) and user.startswith("bench:"):
-        for item in user[6:].split(":"):
-            name, _, value = item.partition("=")
-            if name == "tokens":
-                tokens = int(value)
-            elif name == "pace":
-                pace = float(value)
-    return tokens, pace
+def stream_request(body: bytes) -> tuple[int | None, float]:
+    """What a request asks of the fake upstream by a ``bench:tokens=N:pace=MS`` marker
+    anywhere in its body (a chat body's ``user`` field, or a turn's text where the
+    protocol has no such field): ``(content chunks or None for the default,
+    milliseconds between chunks)``."""
+    found = _MARKER.search(body)
+    if found is None:
+        return None, 0.0
+    return int(found.group(1)), float(found.group(2)) if found.group(2) else 0.0
+
+
+_MARKER = re.compile(rb"bench:tokens=(\d+)(?::pace=([0-9.]+))?")
 
 
 # --- the coding agent's body -----------------------------------------------------------

@@ -20,7 +20,6 @@ import sys
 import time
 from pathlib import Path
 
-import orjson
 from aiohttp.streams import AsyncStreamIterator
 
 from gateway_core.channel_type import StreamReply
@@ -32,55 +31,13 @@ from gateway_core.upstream import sse_frames
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fast_upstream import MODEL, chunk_frame  # noqa: E402
+from wires import DONE, MODEL, anthropic_stream, gemini_stream, openai_stream  # noqa: E402
 
 
-def openai_stream(chunks: int = 20) -> list[bytes]:
+def openai_frames(chunks: int = 20) -> list[bytes]:
     """The frames ``bench/fast_upstream.py`` sends, usage asked for."""
-    frames = [chunk_frame({"role": "assistant", "content": ""})]
-    frames += [chunk_frame({"content": f"tok{i} "}) for i in range(chunks - 2)]
-    frames.append(chunk_frame({}, finish="stop"))
-    frames.append(chunk_frame({}, usage={"prompt_tokens": 12, "completion_tokens": chunks - 2, "total_tokens": 10 + chunks}, choices=False))
-    frames.append(b"data: [DONE]\n\n")
-    return frames
-
-
-def _event(name: str, payload: dict) -> bytes:
-    return b"event: " + name.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
-
-
-def anthropic_stream(chunks: int = 20) -> list[bytes]:
-    """The same answer as an Anthropic Messages stream (one frame per text delta)."""
-    message = {
-        "id": "msg_bench", "type": "message", "role": "assistant", "content": [], "model": MODEL,
-        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 12, "output_tokens": 1},
-    }
-    frames = [_event("message_start", {"type": "message_start", "message": message})]
-    frames.append(_event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}))
-    frames.append(_event("ping", {"type": "ping"}))
-    for i in range(chunks - 2):
-        delta = {"type": "text_delta", "text": f"tok{i} "}
-        frames.append(_event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}))
-    frames.append(_event("content_block_stop", {"type": "content_block_stop", "index": 0}))
-    delta = {"stop_reason": "end_turn", "stop_sequence": None}
-    frames.append(_event("message_delta", {"type": "message_delta", "delta": delta, "usage": {"output_tokens": chunks - 2}}))
-    frames.append(_event("message_stop", {"type": "message_stop"}))
-    return frames
-
-
-def gemini_stream(chunks: int = 20) -> list[bytes]:
-    """The same answer as a Gemini ``alt=sse`` stream (CRLF frames, usage on every chunk)."""
-    frames = []
-    for i in range(chunks - 2):
-        last = i == chunks - 3
-        candidate: dict = {"content": {"parts": [{"text": f"tok{i} "}], "role": "model"}, "index": 0}
-        usage: dict = {"promptTokenCount": 12, "totalTokenCount": 12}
-        if last:
-            candidate["finishReason"] = "STOP"
-            usage = {"promptTokenCount": 12, "candidatesTokenCount": chunks - 2, "totalTokenCount": 10 + chunks}
-        payload = {"candidates": [candidate], "usageMetadata": usage, "modelVersion": MODEL, "responseId": "bench"}
-        frames.append(b"data: " + orjson.dumps(payload) + b"\r\n\r\n")
-    return frames
+    frames, usage = openai_stream(chunks)
+    return [*frames, usage, DONE]
 
 
 class _Content:
@@ -153,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
 
     protocol = OpenAIProtocol()
     call = Call(protocol="openai", endpoint="chat", wire="openai.chat", model=MODEL, stream=True, body={}, options={"include_usage": True})
-    frames = openai_stream()
+    frames = openai_frames()
     passthrough, converted = (lambda: protocol.stream_writer(call, True)), (lambda: protocol.stream_writer(call, False))
     cases = {
         "openai chat passthrough, one read per frame": (frames, passthrough),
@@ -172,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     anthropic_call = Call(protocol="anthropic", endpoint="chat", wire=MESSAGES_WIRE, model=MODEL, stream=True, body={})
     gemini_call = Call(protocol="gemini", endpoint="chat", wire="gemini.generate", model=MODEL, stream=True, body={}, options={"sse": True})
     others = {
-        "anthropic passthrough, one read per frame": (anthropic_stream(), AnthropicDecoder, AnthropicProtocol(), anthropic_call, "anthropic"),
-        "gemini passthrough (alt=sse), one read per frame": (gemini_stream(), GeminiDecoder, GeminiProtocol(), gemini_call, "gemini"),
+        "anthropic passthrough, one read per frame": (anthropic_stream(20), AnthropicDecoder, AnthropicProtocol(), anthropic_call, "anthropic"),
+        "gemini passthrough (alt=sse), one read per frame": (gemini_stream(20), GeminiDecoder, GeminiProtocol(), gemini_call, "gemini"),
     }
     for name, (reads, decoder, client, client_call, channel_type) in others.items():
         if args.only in name:

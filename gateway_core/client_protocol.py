@@ -124,9 +124,12 @@ class Call:
     channel_id: int | None = None
 
 
-@attrs.frozen
+@attrs.define
 class Frame:
     """One upstream stream frame: its exact bytes and the core events it carries.
+
+    Made for every upstream chunk: slotted, not frozen (cheaper to make; see the
+    stream events in :mod:`gateway_core.model`), and not to be changed once made.
 
     ``wire`` names the wire format of ``raw`` when a channel answered in the
     client's own wire although the relay asked it to convert (a channel that
