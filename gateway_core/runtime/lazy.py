@@ -59,3 +59,18 @@ class MappingWhenRead(Mapping[K, V]):
 
     def __len__(self) -> int:
         return len(self._mapping())
+
+
+class LoggerWhenUsed:
+    """structlog's logger ``name``, with structlog imported at the first message:
+    a module of the admin path (the store, the invalidation messages) logs only
+    when something goes wrong, and a ``relaygate`` command should not pay for
+    importing the logging library (and its pretty-printer) when nothing does."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, method: str) -> Any:
+        import structlog
+
+        return getattr(structlog.get_logger(self._name), method)

@@ -126,7 +126,8 @@ def collect(config: Config, extra_plugins: Iterable[Any] = (), *, when_read: boo
     ``when_read`` each the first time the registry's kind is read (the CLI, whose
     commands use few of them: ``relaygate --help`` runs only ``register_commands``)."""
     pm, loaded = build_plugin_manager(config, extra_plugins)
-    registry = Registry(loaded, functools.partial(_registered, pm.hook, config))
+    keyless = frozenset(name for plugin in pm.get_plugins() for name in getattr(plugin, "KEYLESS_CHANNEL_TYPES", ()))
+    registry = Registry(loaded, functools.partial(_registered, pm.hook, config), keyless_channel_types=keyless)
     if not when_read:
         registry.collect_all()
     return registry
