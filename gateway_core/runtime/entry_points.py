@@ -27,7 +27,7 @@ class Distribution:
 
     def __init__(self, folder: str) -> None:
         self.folder = folder
-        # the name as the folder says it, normalized (``relaygate_openai-0.1.0.dist-info``)
+        # the name as the folder says it, normalized (``relaygate_demo-0.1.0.dist-info``)
         self.key = normalized(os.path.basename(folder).rpartition(".")[0].partition("-")[0])
 
     @property
@@ -94,7 +94,7 @@ class EntryPoint:
 
 
 def normalized(name: str) -> str:
-    """A distribution's name as compared: ``Relaygate-OpenAI`` → ``relaygate_openai``."""
+    """A distribution's name as compared: ``Relaygate-Demo`` → ``relaygate_demo``."""
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
