@@ -4,8 +4,9 @@ import what they run and no more.
 Timing on a shared, loaded machine is noise, so these tests check what a
 command imports, run in a fresh interpreter with every installed plugin
 loaded: no HTTP client or server, no database driver but SQLite's when the
-command reads the database, no adapter's conversion code, no console pages.
-The figures are in docs/configuration.md ("The relaygate command").
+command reads the database, no adapter's conversion code (nor an adapter's channel
+type to list a channel without keys), no console pages, no logging library and no
+importlib.metadata. The figures are in docs/configuration.md ("The relaygate command").
 """
 
 from __future__ import annotations
