@@ -69,8 +69,11 @@ class LoggerWhenUsed:
 
     def __init__(self, name: str) -> None:
         self._name = name
+        self._logger: Any = None
 
     def __getattr__(self, method: str) -> Any:
-        import structlog
+        if self._logger is None:
+            import structlog
 
-        return getattr(structlog.get_logger(self._name), method)
+            self._logger = structlog.get_logger(self._name)  # what the module held before: structlog's lazy proxy
+        return getattr(self._logger, method)
