@@ -4,8 +4,9 @@ import what they run and no more.
 Timing on a shared, loaded machine is noise, so these tests check what a
 command imports, run in a fresh interpreter with every installed plugin
 loaded: no HTTP client or server, no database driver but SQLite's when the
-command reads the database, no adapter's conversion code, no console pages.
-The figures are in docs/cli.md.
+command reads the database, no adapter's conversion code (nor an adapter's channel
+type to list a channel without keys), no console pages, no logging library and no
+importlib.metadata. The figures are in docs/configuration.md ("The relaygate command").
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import sys
 import pytest
 
 from gateway_core.commands.cli import main
-from gateway_core.config import ConfigError
+from gateway_core.config import Config, ConfigError
 from gateway_core.hookspecs import hookimpl
-from gateway_core.runtime.plugins import ENTRY_POINT_GROUP, INFRASTRUCTURE_GROUP, installed_entry_points
+from gateway_core.runtime.plugins import ENTRY_POINT_GROUP, INFRASTRUCTURE_GROUP, collect, installed_entry_points
 
 # Run main(argv) as the console script does; print the modules loaded by then.
 PROGRAM = """
@@ -37,6 +38,9 @@ HEAVY = ("aiohttp", "starlette", "hypercorn", "uvicorn", "uvloop", "asyncpg", "r
          "gateway_core.channel_type", "gateway_core.client_protocol", "gateway_core.api.mount", "gateway_console.app")  # fmt: skip
 # nor, for help and versions, the database and the admin layer
 STORE = ("sqlite_utils", "sqlite3", "cattrs", "cryptography", "gateway_core.admin.context", "gateway_core.store.sqlite_store", "gateway_core.store.migrations")
+# nor, for any command that does not log, the logging library (and the pretty-printer it loads when
+# installed), nor importlib.metadata (the plugins' entry points are read without it)
+UNNEEDED = ("structlog", "rich", "importlib.metadata", "email")
 
 
 def _adapter_packages() -> set[str]:
@@ -67,7 +71,7 @@ def conversion_modules(modules: set[str]) -> list[str]:
 def test_help_and_versions_import_neither_server_nor_store_nor_adapters(tmp_path, argv):
     status, out, modules = relaygate(tmp_path, *argv)
     assert status == 0 and out
-    assert not loaded(modules, HEAVY + STORE)
+    assert not loaded(modules, HEAVY + STORE + UNNEEDED)
     assert not conversion_modules(modules)
 
 
@@ -101,26 +105,36 @@ def initialized(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize("argv", [("user", "list"), ("key", "list", "admin"), ("logs",), ("price", "list"), ("config", "show")])
+@pytest.mark.parametrize(
+    "argv",
+    [("user", "list"), ("key", "list", "admin"), ("token", "list"), ("team", "list"), ("group", "list"), ("wallet", "show", "admin"),
+     ("logs",), ("price", "list"), ("config", "show"), ("user", "add", "bob"), ("price", "set", "m", "--input", "1", "--output", "2")],
+)  # fmt: skip
 def test_admin_commands_import_the_store_but_no_adapter_nor_server(initialized, argv):
     status, out, modules = relaygate(initialized, *argv)
     assert status == 0 and out
-    assert not loaded(modules, HEAVY)
+    assert not loaded(modules, HEAVY + UNNEEDED)
     assert not conversion_modules(modules)
 
 
-def test_channel_list_reads_the_channel_types_only_for_a_channel_without_keys(initialized):
-    """Whether a keyless channel's type needs a key is the types' to say; a channel
-    with keys is shown without importing any adapter."""
+def test_channel_commands_import_no_adapter_even_for_a_channel_without_keys(initialized):
+    """A keyless channel's type is known to need no key from its plugin's
+    ``KEYLESS_CHANNEL_TYPES``; an edit that touches neither the URL nor the settings
+    validates nothing of the type: neither imports an adapter."""
     assert relaygate(initialized, "channel", "add", "up", "--type", "openai", "--base-url", "http://127.0.0.1:9", "--api-key", "sk-x", "--models", "m")[0] == 0
-    status, out, modules = relaygate(initialized, "channel", "list")
-    assert status == 0 and "up" in out and "demo" in out
-    assert conversion_modules(modules)  # the keyless demo channel: its type says it needs none
-    assert relaygate(initialized, "channel", "delete", "demo")[0] == 0
-    status, out, modules = relaygate(initialized, "channel", "list")
-    assert status == 0 and "up" in out
-    assert not loaded(modules, HEAVY)
-    assert not conversion_modules(modules)
+    for argv in (("channel", "list"), ("channel", "edit", "up", "--weight", "2"), ("channel", "edit", "demo", "--priority", "1")):
+        status, out, modules = relaygate(initialized, *argv)
+        assert status == 0 and out
+        assert not loaded(modules, HEAVY + UNNEEDED)
+        assert not conversion_modules(modules)
+    status, out, _ = relaygate(initialized, "channel", "list")
+    demo = next(line.split() for line in out.splitlines() if line.split()[1:2] == ["demo"])
+    assert demo[6] == "ok" and demo[7] == "-"  # health ok, though it has no key: its type needs none
+
+
+def test_the_declared_keyless_channel_types_are_those_that_need_no_key():
+    registry = collect(Config())
+    assert registry.keyless_channel_types == {name for name, channel_type in registry.channel_types.items() if not channel_type.needs_key}
 
 
 def test_a_command_that_reads_the_channel_types_still_gets_them(initialized):

@@ -185,9 +185,12 @@ async def channel_statuses(admin: Admin, *, in_flight: Mapping[int, int] | None 
 
 def _needs_key(admin: Admin, channel: ChannelRecord) -> bool:
     """Whether the channel's type needs an upstream key (a type not loaded: assumed so).
-    Asked only of a channel without keys: reading the types loads every adapter."""
+    Asked only of a channel without keys, and of the types only when its plugin does not
+    declare it keyless: reading the types loads every adapter."""
     if channel.api_keys:
         return True
+    if channel.type in admin.keyless_types:
+        return False
     channel_type = admin.channel_types.get(channel.type)
     return channel_type.needs_key if channel_type is not None else True
 
@@ -222,7 +225,7 @@ def check_fields(admin: Admin, changes: ChannelFields, existing: ChannelRecord |
         if channel_type is None:
             known = ", ".join(sorted(admin.channel_types)) or "none loaded"
             raise Invalid(f"names an unknown channel type {kind!r} (available: {known})", "type")
-    elif existing is not None:
+    elif existing is not None and ("base_url" in fields or "settings" in fields):  # read only when used: it loads every adapter
         channel_type = admin.channel_types.get(existing.type)
     if adding or "base_url" in fields:
         url = str(fields.get("base_url") or "").strip()

@@ -93,12 +93,16 @@ class Admin:
     # the prices charged for models the operator has not priced (the catalogue's; empty
     # with [gateway] price_catalogue = false): what the fronts show beside the operator's
     catalogue: Mapping[str, PriceRecord] = attrs.field(factory=dict)
+    # the channel types known to need no upstream key without reading ``channel_types``
+    # (their plugins declare them): listing a keyless channel imports no adapter
+    keyless_types: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, gateway: Gateway) -> Admin:
         """The admin of a running gateway: its store, channel types and caches."""
         caches = Caches(keys=gateway.keys, channels=gateway.router, prices=gateway.prices, publish=gateway.publish_invalidation)
-        return cls(gateway.admin, gateway.registry.channel_types, caches, catalogue_of(gateway.config.price_catalogue))
+        registry = gateway.registry
+        return cls(gateway.admin, registry.channel_types, caches, catalogue_of(gateway.config.price_catalogue), registry.keyless_channel_types)
 
 
 def catalogue_of(enabled: bool) -> Mapping[str, PriceRecord]:

@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..admin.errors import AdminError, Invalid, StoreFailure
@@ -31,9 +31,14 @@ if TYPE_CHECKING:
 Command = tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace, CommandContext], int]]
 
 
-def build_parser(commands: Iterable[Command], version: str | None = None) -> ArgumentParser:
+def build_parser(commands: Iterable[Command], version: str | None = None, line: Collection[str] | None = None) -> ArgumentParser:
     """The parser with a (nested) sub-command per registered command; ``version``:
-    what ``--version`` prints."""
+    what ``--version`` prints.
+
+    With ``line`` (the words of the command line), a command whose first word is
+    not among them gets only its top-level entry, its name and help (what ``--help``
+    shows and an unknown command is refused with): a run parses one command, and
+    building every command's arguments took a good part of each start-up."""
     parser = ArgumentParser(prog=PROG, description="Relaygate: an HTTP gateway in front of AI model providers.")
     add_common_options(parser, default=None)
     if version is not None:
@@ -46,6 +51,13 @@ def build_parser(commands: Iterable[Command], version: str | None = None) -> Arg
         words = tuple(name.split())
         if not words:
             raise ConfigError("a command was registered with an empty name")
+        if words in commands_seen:
+            raise ConfigError(f"command {name!r} registered twice")
+        commands_seen.add(words)
+        if line is not None and words[0] not in line:
+            if words[:1] not in parsers:  # the command's own help, else its group's, as below
+                parsers[words[:1]] = groups[()].add_parser(words[0], help=help if len(words) == 1 else f"{words[0]} commands")
+            continue
         for depth in range(1, len(words)):
             path = words[:depth]
             if path not in groups:
@@ -57,9 +69,6 @@ def build_parser(commands: Iterable[Command], version: str | None = None) -> Arg
                 add_common_options(group, default=argparse.SUPPRESS)
                 parsers[path] = group
                 groups[path] = _subparsers(group, path)
-        if words in commands_seen:
-            raise ConfigError(f"command {name!r} registered twice")
-        commands_seen.add(words)
         sub = parsers.get(words)
         if sub is None:
             sub = groups[words[:-1]].add_parser(words[-1], help=help, description=help)
@@ -144,7 +153,7 @@ def main(argv: Sequence[str] | None = None, extra_plugins: Iterable[Any] = ()) -
         options = _preparse(argv)
         config = load_config(options.db, options.plugins)
         registry = collect(config, extra_plugins, when_read=True)
-        parser = build_parser(registry.commands, version_text(registry))
+        parser = build_parser(registry.commands, version_text(registry), line=set(argv))
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else 0

@@ -98,7 +98,7 @@ class CommandContext:
         catalogue = MappingWhenRead(lambda: catalogue_of(config.price_catalogue))
         async with kind.admin(config.db_path, self.registry.migrations, pool_size=config.db_pool_size, timeout=config.db_timeout) as port:
             async with self.registry.shared_state_kind(config).publisher(config) as publish:
-                return await operation(Admin(port, channel_types, Caches(publish=publish), catalogue))
+                return await operation(Admin(port, channel_types, Caches(publish=publish), catalogue, self.registry.keyless_channel_types))
 
     async def audit(self, admin: Admin, action: str, target: str, before: Any = None, after: Any = None) -> None:
         """Record a write made by this command in the audit log, as :func:`cli_actor`

@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import attrs
-import structlog
 
+from ..runtime.lazy import LoggerWhenUsed
 from ..errors import GatewayError
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .failover import AttemptPlan
     from ..gateway import Gateway
 
-log = structlog.get_logger("relaygate.fallbacks")
+log = LoggerWhenUsed("relaygate.fallbacks")
 
 
 @attrs.frozen

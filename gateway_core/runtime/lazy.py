@@ -59,3 +59,21 @@ class MappingWhenRead(Mapping[K, V]):
 
     def __len__(self) -> int:
         return len(self._mapping())
+
+
+class LoggerWhenUsed:
+    """structlog's logger ``name``, with structlog imported at the first message:
+    a module of the admin path (the store, the invalidation messages) logs only
+    when something goes wrong, and a ``relaygate`` command should not pay for
+    importing the logging library (and its pretty-printer) when nothing does."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._logger: Any = None
+
+    def __getattr__(self, method: str) -> Any:
+        if self._logger is None:
+            import structlog
+
+            self._logger = structlog.get_logger(self._name)  # what the module held before: structlog's lazy proxy
+        return getattr(self._logger, method)

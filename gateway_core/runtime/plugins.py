@@ -11,13 +11,13 @@ from __future__ import annotations
 import functools
 import importlib
 from collections.abc import Iterable
-from importlib import metadata
 from typing import Any
 
 import pluggy
 
 from .. import hookspecs
 from ..config import Config, ConfigError
+from . import entry_points
 from .registry import Command, LoadedPlugin, Registry
 from ..hookspecs import ConfigureCommand, RunCommand
 from ..sql import Migrate, Migration
@@ -57,16 +57,11 @@ DEFAULT_PLUGINS = {
 }
 
 
-def installed_entry_points(group: str = ENTRY_POINT_GROUP) -> list[metadata.EntryPoint]:
-    return list(_installed(group))
-
-
-@functools.cache
-def _installed(group: str) -> tuple[metadata.EntryPoint, ...]:
-    """Read once per process (every installed distribution's metadata: tens of
-    milliseconds, and every app and CLI run asks): a plugin installed later is
-    loaded by the next process, as before."""
-    return tuple(sorted(metadata.entry_points(group=group), key=lambda ep: ep.name))
+def installed_entry_points(group: str = ENTRY_POINT_GROUP) -> list[entry_points.EntryPoint]:
+    """The installed entry points of ``group``, by name (:mod:`.entry_points`: the
+    distributions are read once per process, and a plugin installed later is loaded
+    by the next process)."""
+    return list(entry_points.entry_points(group))
 
 
 def build_plugin_manager(config: Config, extra_plugins: Iterable[Any] = ()) -> tuple[pluggy.PluginManager, list[LoadedPlugin]]:
@@ -76,7 +71,7 @@ def build_plugin_manager(config: Config, extra_plugins: Iterable[Any] = ()) -> t
     """
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
-    core_version = _version("relaygate")
+    core_version = entry_points.version("relaygate")
     for name, module_name in reversed(DEFAULT_PLUGINS.items()):  # pluggy calls the last registered first
         pm.register(importlib.import_module(module_name), name=name)
     loaded = [LoadedPlugin(name, module, "relaygate", core_version) for name, module in DEFAULT_PLUGINS.items()]
@@ -126,7 +121,8 @@ def collect(config: Config, extra_plugins: Iterable[Any] = (), *, when_read: boo
     ``when_read`` each the first time the registry's kind is read (the CLI, whose
     commands use few of them: ``relaygate --help`` runs only ``register_commands``)."""
     pm, loaded = build_plugin_manager(config, extra_plugins)
-    registry = Registry(loaded, functools.partial(_registered, pm.hook, config))
+    keyless = frozenset(name for plugin in pm.get_plugins() for name in getattr(plugin, "KEYLESS_CHANNEL_TYPES", ()))
+    registry = Registry(loaded, functools.partial(_registered, pm.hook, config), keyless_channel_types=keyless)
     if not when_read:
         registry.collect_all()
     return registry
@@ -205,9 +201,3 @@ def _registered(hook: Any, config: Config, kind: str) -> Any:
         items.sort(key=lambda policy: policy.order)
     return items
 
-
-def _version(distribution: str) -> str | None:
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None

@@ -44,8 +44,12 @@ class Registry:
     needed. Without ``collect`` every kind is empty.
     """
 
-    def __init__(self, plugins: list[LoadedPlugin] | None = None, collect: Callable[[str], Any] | None = None) -> None:
+    def __init__(
+        self, plugins: list[LoadedPlugin] | None = None, collect: Callable[[str], Any] | None = None, *, keyless_channel_types: frozenset[str] = frozenset()
+    ) -> None:
         self.plugins: list[LoadedPlugin] = plugins if plugins is not None else []
+        # the channel types their plugins declare keyless (``KEYLESS_CHANNEL_TYPES``), known without reading the types
+        self.keyless_channel_types = keyless_channel_types
         self._collect = collect
         self._kinds: dict[str, Any] = {}
 

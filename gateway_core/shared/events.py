@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import structlog
+from ..runtime.lazy import LoggerWhenUsed
 
 if TYPE_CHECKING:
     from ..gateway import Gateway
 
-log = structlog.get_logger("relaygate.shared")
+log = LoggerWhenUsed("relaygate.shared")
 
 KEY, USER, KEYS, GROUP, CHANNELS, PRICES = "key", "user", "keys", "group", "channels", "prices"
 BREAKER, KEY_DISABLED, FAILURES = "breaker", "key_disabled", "failures"

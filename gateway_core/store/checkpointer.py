@@ -29,11 +29,10 @@ import sqlite3
 import threading
 from collections.abc import Callable
 
-import structlog
-
+from ..runtime.lazy import LoggerWhenUsed
 from .connection import is_busy
 
-log = structlog.get_logger("relaygate.store")
+log = LoggerWhenUsed("relaygate.store")
 
 INTERVAL_S = 0.1
 WRITER_AUTOCHECKPOINT_PAGES = 10_000  # the writer checkpoints itself only past this (about 40 MB of log)

@@ -12,8 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-import structlog
-
+from ..runtime.lazy import LoggerWhenUsed
 from ..records import ChannelRecord, KeyRecord, UsageRow
 from .request_store import BreakerReport, HoldOwner, PriceSnapshot, StoreLocked, StoreUnavailable
 from ..sql import Migration
@@ -26,7 +25,7 @@ from .migrations import apply_migrations
 from .writer import GroupCommitWriter, WriteJob
 
 T = TypeVar("T")
-log = structlog.get_logger("relaygate.store")
+log = LoggerWhenUsed("relaygate.store")
 
 
 class Store:

@@ -23,12 +23,13 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
-import structlog
+
+from ..runtime.lazy import LoggerWhenUsed
 
 from .connection import BUSY_TIMEOUT_MS, JOB_SAVEPOINT, begin_immediate, begin_writer_job, commit, end_writer_job, writer_job
 from .writer_turn import WriterTurn
 
-log = structlog.get_logger("relaygate.store")
+log = LoggerWhenUsed("relaygate.store")
 
 MAX_BATCH = 512
 GUARDED_AFTER_FAILURE = 16  # batches run guarded (a savepoint per job) after an unguarded pass failed
