@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 # Every distribution of the repository, by folder: one line to add a plugin distribution.
 # Each has a pyproject.toml, a VERSION link to the top one, and a `test` extra.
-DISTRIBUTIONS := . adapters/openai adapters/anthropic adapters/gemini adapters/demo adapters/azure adapters/bedrock adapters/vertex console plugins/postgres plugins/redis plugins/metrics plugins/tracing
+DISTRIBUTIONS := . adapters/openai adapters/anthropic adapters/gemini adapters/demo adapters/azure adapters/bedrock adapters/vertex console plugins/api plugins/postgres plugins/redis plugins/metrics plugins/tracing
 PROJECTS := $(addsuffix /pyproject.toml,$(DISTRIBUTIONS))
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test

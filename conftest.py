@@ -73,7 +73,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def name_each_test_once(items: list[pytest.Item]) -> None:
-    """Schemathesis gives every operation's test one node id (tests/test_api_schema.py:
+    """Schemathesis gives every operation's test one node id (plugins/api/tests/test_api_schema.py:
     84 tests, one id); pytest-xdist schedules by id, so it ran one of them and
     dropped the rest. Each such test gets its own name (``test[GET /path]``) as its
     id, and a repeated id left over stops the run."""

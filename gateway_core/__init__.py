@@ -112,7 +112,6 @@ PUBLIC_MODULES = (
     "gateway_core.billing.catalogue",  # the model catalogue: list prices and what each model can do
     "gateway_core.admin.users",
     "gateway_core.admin.wallet",
-    "gateway_core.api.sessions",  # SessionReader, SessionUser: sign-in sessions on the management API
     "gateway_core.channel_settings",  # Setting: per-channel settings a channel type declares, validate_settings
     "gateway_core.channel_type",  # ChannelType and what a channel type returns
     "gateway_core.client_protocol",  # ClientProtocol, Call and what a protocol renders
@@ -136,6 +135,7 @@ PUBLIC_MODULES = (
     "gateway_core.secrets",  # hashing and masking secrets
     "gateway_core.sql",  # SQL handles for a plugin's own tables
     "gateway_core.observers",  # Observer: told of the request path's events, registered through register_observers
+    "gateway_core.sign_in",  # SessionReader, SessionUser, CSRF_HEADER: sign-in sessions on the management API
     "gateway_core.shared_state",  # SharedStateKind: where workers and replicas share state, registered through register_shared_state
     "gateway_core.stores",  # StoreKind: a kind of database, registered through register_stores
     "gateway_core.sessions",  # WebSocket sessions with an upstream: UpstreamSession, SessionMessage

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .observers import MakeObserver
     from .policy import Policy
     from .shared_state import SharedStateKind
+    from .sign_in import SessionReader
     from .sql import Migrate
     from .stores import StoreKind
 
@@ -37,7 +38,7 @@ RegisterPolicy = Callable[["Policy"], None]
 RegisterRoute = Callable[[Any], None]  # a starlette.routing.BaseRoute
 RegisterMigration = Callable[[str, "Migrate"], None]
 RegisterCommand = Callable[[str, str, ConfigureCommand, RunCommand], None]
-RegisterSessionReader = Callable[[Any], None]  # a gateway_core.api.sessions.SessionReader
+RegisterSessionReader = Callable[["SessionReader"], None]  # gateway_core.sign_in
 RegisterStore = Callable[["StoreKind"], None]
 RegisterSharedState = Callable[["SharedStateKind"], None]
 RegisterObserver = Callable[["MakeObserver"], None]  # gateway_core.observers
@@ -121,7 +122,7 @@ def register_commands(register: RegisterCommand, config: Config) -> None:
 def register_session_readers(register: RegisterSessionReader, config: Config) -> None:
     """Register readers of sign-in sessions for the management API (the console does).
 
-    Call ``register(reader)`` with a :class:`gateway_core.api.sessions.SessionReader`:
+    Call ``register(reader)`` with a :class:`gateway_core.sign_in.SessionReader`:
     ``await reader.read_session(scope)`` returns a ``SessionUser`` (the user of
     the request's live session, and whether the request carries the session's
     CSRF token in ``X-CSRF-Token``) or ``None``. An API request without a bearer

@@ -35,7 +35,7 @@ print(json.dumps({"status": status, "modules": sorted(sys.modules)}), file=sys.s
 # either side, the other stores' and shared state's drivers, metrics, the console's pages.
 HEAVY = ("aiohttp", "starlette", "hypercorn", "uvicorn", "uvloop", "asyncpg", "redis", "jinja2", "prometheus_client",
          "opentelemetry", "gateway_core.runtime.app", "gateway_core.runtime.server", "gateway_core.request.relay", "gateway_core.runtime.services",
-         "gateway_core.channel_type", "gateway_core.client_protocol", "gateway_core.api.mount", "gateway_console.app")  # fmt: skip
+         "gateway_core.channel_type", "gateway_core.client_protocol", "relaygate_api.mount", "gateway_console.app")  # fmt: skip
 # nor, for help and versions, the database and the admin layer
 STORE = ("sqlite_utils", "sqlite3", "cattrs", "cryptography", "gateway_core.admin.context", "gateway_core.store.sqlite_store", "gateway_core.store.migrations")
 # nor, for any command that does not log, the logging library (and the pretty-printer it loads when

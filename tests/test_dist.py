@@ -120,13 +120,18 @@ def test_the_wheels_install_alone_and_serve(built_wheels: Path, dependency_wheel
                            check=True, capture_output=True, text=True, env=env, cwd=tmp_path).stdout  # fmt: skip
     assert where.startswith(str(bin_.parent)), where
     assert {"relaygate", "relaygate-openai", "relaygate-anthropic", "relaygate-gemini", "relaygate-demo", "relaygate-azure", "relaygate-bedrock",
-            "relaygate-vertex", "relaygate-console", "relaygate-postgres", "relaygate-redis", "relaygate-metrics", "relaygate-tracing"} <= names
+            "relaygate-vertex", "relaygate-console", "relaygate-api", "relaygate-postgres", "relaygate-redis", "relaygate-metrics", "relaygate-tracing"} <= names
     assert {"asyncpg", "redis", "prometheus-client", "opentelemetry-sdk", "uvicorn", "httptools"} <= names
     assert not names & {"pytest", "mypy", "playwright", "schemathesis", "hypothesis", "kubernetes"}, names
     types = subprocess.run([str(bin_ / "relaygate"), "channel", "types"], check=True, capture_output=True, text=True, env=env, cwd=tmp_path).stdout
     assert {"openai", "anthropic", "gemini", "demo", "azure", "bedrock", "vertex"} <= {line.split(":")[0] for line in types.splitlines() if not line.startswith(" ")}, types
-    with serving(bin_, env, tmp_path) as url, urllib.request.urlopen(url + "/metrics", timeout=10) as response:
-        assert "relaygate_requests_total" in response.read().decode()  # the metrics plugin, loaded because installed
+    with serving(bin_, env, tmp_path) as url:
+        with urllib.request.urlopen(url + "/metrics", timeout=10) as response:
+            assert "relaygate_requests_total" in response.read().decode()  # the metrics plugin, loaded because installed
+        with urllib.request.urlopen(url + "/api/docs", timeout=10) as response:
+            assert "swagger-ui" in response.read().decode()  # the management API, its page's files shipped in its wheel
+        with urllib.request.urlopen(url + "/api/static/swagger-ui/swagger-ui-bundle.js", timeout=10) as response:
+            assert response.status == 200
 
 
 def test_the_core_alone_serves_without_drivers_metrics_tracing_or_uvicorn(built_wheels: Path, dependency_wheels: Path, tmp_path: Path) -> None:
@@ -136,6 +141,9 @@ def test_the_core_alone_serves_without_drivers_metrics_tracing_or_uvicorn(built_
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(url + "/metrics", timeout=10)
         assert refused.value.code == 404  # no metrics plugin: no metrics route
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(url + "/api/openapi.json", timeout=10)
+        assert refused.value.code == 404  # no management API plugin: no /api/
     uvicorn = subprocess.run([str(bin_ / "relaygate"), "serve", "--server", "uvicorn", "--db", str(tmp_path / "data" / "relaygate.db"), "--port", "0"],
                              capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)  # fmt: skip
     assert uvicorn.returncode == 1 and uvicorn.stderr.count("\n") == 1, uvicorn.stderr
@@ -147,7 +155,7 @@ def test_the_core_wheel_names_the_extras_an_operator_installs(built_wheels: Path
     with zipfile.ZipFile(core) as wheel:
         metadata = wheel.read(f"relaygate-{VERSION}.dist-info/METADATA").decode()
     extras = {line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Provides-Extra:")}
-    assert {"all", "adapters", "azure", "vertex", "console", "postgres", "redis", "metrics", "tracing", "uvicorn", "test"} <= extras
+    assert {"all", "adapters", "azure", "vertex", "console", "api", "postgres", "redis", "metrics", "tracing", "uvicorn", "test"} <= extras
 
 
 def test_each_cloud_package_installs_alone_into_a_gateway_without_it(

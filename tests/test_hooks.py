@@ -35,6 +35,7 @@ from gateway_core.observers import Observer
 from gateway_core.ratelimit.memory import InProcessRateLimiter
 from gateway_core.shared.in_process import InProcessState
 from gateway_core.shared_state import SharedStateKind
+from gateway_core.sign_in import SessionUser
 from gateway_core.store import Store
 from gateway_core.store.kinds import SqliteKind
 from gateway_core.testing import Seed
@@ -150,16 +151,10 @@ class EchoPlugin:
 
 
 class EchoSessions:
-    """A session reader: the header ``x-echo-session: USER_ID`` is a session of that user."""
+    """A session reader: a scope marked ``echo_user`` is a session of that user, CSRF token and all."""
 
     async def read_session(self, scope):
-        from gateway_core.api.sessions import SessionUser
-
-        headers = dict(scope["headers"])
-        user_id = headers.get(b"x-echo-session")
-        if user_id is None:
-            return None
-        return SessionUser(int(user_id), "eve", False, headers.get(b"x-csrf-token") == b"right")
+        return SessionUser(scope["echo_user"], "eve", False, True) if "echo_user" in scope else None
 
 
 async def _echo_gateway(seed: Seed, start_gateway):
@@ -219,23 +214,12 @@ async def test_hook_register_routes(seed, start_gateway):
 
 
 async def test_hook_register_session_readers(seed, start_gateway):
+    """The app collects the readers; the management API (relaygate-api, its own
+    tests: plugins/api/tests/test_api_sessions.py) asks them of a request."""
     gateway, _ = await _echo_gateway(seed, start_gateway)
-    user_id = seed.rows("SELECT id FROM users WHERE name = 'eve'")[0]["id"]
-    async with aiohttp.ClientSession() as http:
-        async with http.get(gateway.url + "/api/v1/me", headers={"x-echo-session": str(user_id)}) as response:
-            assert response.status == 200
-            me = await response.json()
-            assert (me["user"]["name"], me["via"], me["scope"]) == ("eve", "session", "write")
-        async with http.get(gateway.url + "/api/v1/me") as response:
-            assert response.status == 401
-        new_key = {"name": "from-a-session"}
-        async with http.post(gateway.url + "/api/v1/keys", json=new_key, headers={"x-echo-session": str(user_id)}) as response:
-            assert response.status == 403  # a write without the session's CSRF token
-            assert (await response.json())["error"]["code"] == "csrf"
-        headers = {"x-echo-session": str(user_id), "x-csrf-token": "right"}
-        async with http.post(gateway.url + "/api/v1/keys", json=new_key, headers=headers) as response:
-            assert response.status == 201
-            assert (await response.json())["key"]["name"] == "from-a-session"
+    (reader,) = [r for r in gateway.services.registry.session_readers if isinstance(r, EchoSessions)]
+    assert await reader.read_session({"type": "http", "headers": [], "echo_user": 7}) == SessionUser(7, "eve", False, True)
+    assert await reader.read_session({"type": "http", "headers": []}) is None
 
 
 def test_hook_register_migrations(tmp_path):

@@ -49,6 +49,7 @@ def test_the_kernel_contract_names_every_plugin():
     [
         ("contract", "gateway_core/model.py", "from gateway_core.routing import router"),
         ("kernel", "gateway_core/routing/router.py", "import relaygate_redis"),
+        ("kernel", "gateway_core/runtime/app.py", "import relaygate_api.mount"),
         ("request-path", "gateway_core/request/outcome.py", "from gateway_core.admin import keys"),
         ("request-path", "gateway_core/routing/probe.py", "import gateway_core.commands.cli"),
     ],

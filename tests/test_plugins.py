@@ -21,7 +21,7 @@ def test_plugins_toml_can_leave_an_installed_plugin_out():
     assert "demo" not in registry.channel_types
     assert "openai" in registry.channel_types
     # infrastructure plugins load whenever installed: `load` chooses among the others
-    assert [p.name for p in registry.plugins] == [*DEFAULT_PLUGINS, "metrics", "postgres", "redis", "tracing", "openai"]
+    assert [p.name for p in registry.plugins] == [*DEFAULT_PLUGINS, "api", "metrics", "postgres", "redis", "tracing", "openai"]
     assert registry.store_kind("postgresql://db.internal/relaygate").name == "postgresql"
     assert registry.shared_state_kind(config_from_mapping({"gateway": {"redis": "redis://127.0.0.1:6379/0"}})).name == "redis"
 

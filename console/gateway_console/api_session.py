@@ -1,5 +1,5 @@
 """The console's sessions on the management API: a
-:class:`gateway_core.api.sessions.SessionReader` over the same signed cookie,
+:class:`gateway_core.sign_in.SessionReader` over the same signed cookie,
 session table and CSRF token as the console's pages (:mod:`.sessions`), so a
 page's script may call ``/api/v1/`` as the signed-in user."""
 
@@ -10,7 +10,7 @@ from http.cookies import SimpleCookie
 from typing import Any
 
 from gateway_core import services_from_scope
-from gateway_core.api.sessions import CSRF_HEADER, SessionUser
+from gateway_core.sign_in import CSRF_HEADER, SessionUser
 from starlette.datastructures import Headers
 
 from . import queries

@@ -51,7 +51,6 @@ DEFAULT_PLUGINS = {
     "core.codes": "gateway_core.commands.codes",
     "core.new_adapter": "gateway_core.commands.new_adapter",
     "core.tokens": "gateway_core.commands.tokens",
-    "core.api": "gateway_core.api.plugin",
     "core.secrets": "gateway_core.commands.secrets",
     "core.config": "gateway_core.commands.config",
 }

@@ -88,7 +88,7 @@ class Registry:
         return self._kind("commands", list)
 
     @property
-    def session_readers(self) -> list[Any]:  # api.sessions.SessionReader
+    def session_readers(self) -> list[Any]:  # gateway_core.sign_in.SessionReader
         return self._kind("session_readers", list)
 
     @property

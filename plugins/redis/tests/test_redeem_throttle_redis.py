@@ -19,7 +19,7 @@ WRONG = "RG-AAAA-BBBB-CCCC-DDDD"
 
 
 def new_token(db: str, user: str, scope: str = "write") -> str:
-    """A personal access token of ``user``, created through the CLI (as ``tests/test_api.py`` does)."""
+    """A personal access token of ``user``, created through the CLI (as ``plugins/api/tests/test_api.py`` does)."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert main(["--db", db, "token", "create", user, "--scope", scope, "--json"]) == 0
