@@ -26,6 +26,7 @@ def test_plugins_toml_can_leave_an_installed_plugin_out():
     assert registry.shared_state_kind(config_from_mapping({"gateway": {"redis": "redis://127.0.0.1:6379/0"}})).name == "redis"
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # the installed ones are listed
 def test_unknown_plugin_name_is_a_clear_error():
     with pytest.raises(ConfigError, match="unknown plugin.*'opnai'.*installed: .*openai"):
         collect(config_from_mapping({"load": ["opnai"]}, source="plugins.toml"))

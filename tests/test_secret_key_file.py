@@ -65,6 +65,7 @@ def test_init_creates_the_key_file_once_and_keys_are_sealed_with_it(tmp_path):
     assert status != 0 and err.count("\n") == 1 and "sealed with a secret key" in err
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # init's first channel is the demo adapter's
 def test_an_environment_secret_key_means_no_file(tmp_path, monkeypatch):
     monkeypatch.setenv("RELAYGATE_SECRET_KEY", "an operator's own secret")
     db = tmp_path / "relaygate.db"
