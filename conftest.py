@@ -18,7 +18,7 @@ Redis, a browser, node or podman. ``make test`` runs every lane.
   ``db_url``'s PostgreSQL case) or a provider: one that uses the adapters' fakes
   or the adapters (the fixtures ``adapter_fakes``, ``bundled_adapters``) or whose code (its own, and that of the helpers, classes and
   fixtures of its module and conftest it reaches) names a module of another
-  distribution of the repository, a provider's SDK or an adapter's name.
+  distribution of the repository or a provider's SDK.
 - ``kernel``: the rest: the core's tests on the SQLite store, with the test kit's
   ``fake`` protocol and channel type for a provider. ``make test-kernel`` passes with
   the core alone installed (``pip install -e '.[test]'``): a run that selects
@@ -150,36 +150,21 @@ def _other_packages(root: Path) -> tuple[frozenset[str], frozenset[str]]:
     return packages, frozenset(needed)
 
 
-def _adapter_names(root: Path) -> frozenset[str]:
-    """The names the adapters' plugins go by (their entry points): the channel types
-    and client protocols a test names as strings (``seed.channel(type="openai")``)."""
-    names: set[str] = set()
-    for project in root.glob("adapters/*/pyproject.toml"):
-        names |= set(tomllib.loads(project.read_text()).get("project", {}).get("entry-points", {}).get("relaygate", {}))
-    return frozenset(names)
-
-
 OTHER_PACKAGES, THEIR_DEPENDENCIES = _other_packages(Path(__file__).resolve().parent)
-ADAPTER_NAMES = _adapter_names(Path(__file__).resolve().parent)
 PROVIDER_SDKS = frozenset({"openai", "anthropic", "google"})  # a client of a provider's protocol
 
 
 def _foreign(value: Any) -> bool:
-    if isinstance(value, str):
-        return value in ADAPTER_NAMES
-    if isinstance(value, (tuple, list, frozenset, set)):
-        return any(_foreign(member) for member in value if isinstance(member, (str, tuple, list, dict)))
-    if isinstance(value, dict):
-        return any(_foreign(member) for member in [*value, *value.values()] if isinstance(member, (str, tuple, list, dict)))
     name = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None)
     return isinstance(name, str) and name.split(".")[0] in OTHER_PACKAGES | PROVIDER_SDKS
 
 
 def reaches_other_distributions(item: pytest.Item) -> bool:
-    """Whether a test's code names a module of another distribution, a provider's
-    SDK, or an adapter's channel type or protocol (a string, ``"openai"``): its
-    function's and fixtures' code, and that of the functions, classes and constants
-    of their own modules they name, transitively."""
+    """Whether a test's code names a module of another distribution or a provider's
+    SDK: its function's and fixtures' code, and that of the functions and classes of
+    their own modules they name, transitively. (An adapter named only as a string,
+    ``seed.channel(type="demo")``, is not seen: such a test asks for the fixture
+    ``bundled_adapters``.)"""
     function = getattr(item, "function", None)
     if function is None:
         return False
@@ -217,8 +202,7 @@ def _code_reaches(code: CodeType, globals_: dict[str, Any], seen: set[int]) -> b
             return True
         if getattr(value, "__module__", None) == module and _reaches(value, seen):
             return True
-    return any(_code_reaches(const, globals_, seen) if isinstance(const, CodeType) else _foreign(const)
-               for const in code.co_consts if isinstance(const, (CodeType, str, tuple)))  # fmt: skip
+    return any(isinstance(const, CodeType) and _code_reaches(const, globals_, seen) for const in code.co_consts)
 
 
 def missing_imports(path: Path) -> list[str]:

@@ -178,13 +178,13 @@ def completion_of(model: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def flooding_upstream(fake_upstream) -> FloodingUpstream:
+async def flooding_upstream(fake_upstream, bundled_adapters) -> FloodingUpstream:
     upstream: FloodingUpstream = await fake_upstream(FloodingUpstream(api_key=None))
     return upstream
 
 
 @pytest.fixture
-def demo_key(seed) -> str:
+def demo_key(seed, bundled_adapters) -> str:
     """The secret of alice's key, with a demo channel answering ``demo-chat`` slowly (100 ms per word)."""
     user = seed.user("alice")
     _, secret = seed.key(user)
