@@ -12,6 +12,8 @@ protocol).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import orjson
 
 from .. import endpoints
@@ -59,7 +61,7 @@ class FakeChannel(ChannelType):
         url = target.channel.base_url + "/chat"
         response = await post(exchange, url, headers=headers, body=orjson.dumps(body), error_message=error_message)
         if call.stream:
-            frames = sse_frames(response, FrameDecoder().decode)
+            frames = sse_frames(response, frame_decoder())
             return StreamReply(frames=frames, close=frames.aclose)
         data = await read_all(response)
         answer = parse_answer(data)
@@ -69,12 +71,12 @@ class FakeChannel(ChannelType):
         return JsonReply(body=None, response=converted, usage=converted.usage)
 
 
-class FrameDecoder:
-    """One stream's SSE frames as :class:`Frame` objects carrying core events."""
+def frame_decoder() -> Callable[[bytes], Frame]:
+    """What turns one stream's SSE frames into :class:`Frame` objects carrying core events."""
+    events = StreamDecoder()
 
-    def __init__(self) -> None:
-        self.events = StreamDecoder()
+    def decode(raw: bytes) -> Frame:
+        found, terminal = events.feed(raw)
+        return Frame(raw, found, terminal=terminal)
 
-    def decode(self, raw: bytes) -> Frame:
-        events, terminal = self.events.feed(raw)
-        return Frame(raw, events, terminal=terminal)
+    return decode
