@@ -301,6 +301,7 @@ class FolderStorePlugin:
         register(self.kind)
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # its gateway serves an openai channel
 async def test_hook_register_stores(tmp_path, capsys, start_gateway):
     plugin = FolderStorePlugin(tmp_path)
     registry = collect(Config(), [plugin])
@@ -372,6 +373,7 @@ class SameProcessPlugin:
         register(self.kind)
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # its gateway serves an openai channel
 async def test_hook_register_shared_state(tmp_path, start_gateway):
     assert collect(Config()).shared_state_kind(Config()).name == "in-process"  # the default
     assert collect(Config()).shared_state_kind(Config(redis="redis://127.0.0.1:6379/0")).name == "redis"
@@ -436,6 +438,7 @@ class RecordingPlugin:
         register(lambda gateway: None)  # an observer that is off for this app
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # its gateway serves an openai channel
 async def test_hook_register_observers(tmp_path, start_gateway):
     plugin = RecordingPlugin()
     config = Config(db_path=str(tmp_path / "observed.db"), breaker_failures=1)

@@ -7,6 +7,7 @@ from gateway_core.config import Config, ConfigError, config_from_mapping
 from gateway_core.runtime.plugins import DEFAULT_PLUGINS, collect, installed_entry_points
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # the adapters, found installed
 def test_installed_adapters_are_found_by_entry_point():
     names = {ep.name for ep in installed_entry_points()}
     assert {"openai", "demo"} <= names
@@ -16,6 +17,7 @@ def test_installed_adapters_are_found_by_entry_point():
     assert loaded["openai"].distribution == "relaygate-openai" and loaded["openai"].version
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # the adapters, found installed
 def test_plugins_toml_can_leave_an_installed_plugin_out():
     registry = collect(config_from_mapping({"load": ["openai"]}))
     assert "demo" not in registry.channel_types
