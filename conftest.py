@@ -16,15 +16,18 @@ Redis, a browser, node or podman. ``make test`` runs every lane.
 - ``plugins``: the first-party plugin distributions' tests (adapters/, console/,
   plugins/), and any core test that needs PostgreSQL or Redis (their fixtures, or
   ``db_url``'s PostgreSQL case) or a provider: one that uses the adapters' fakes
-  or the adapters (the fixtures ``adapter_fakes``, ``bundled_adapters``) or whose code (its own, and that of the helpers, classes and
+  or the adapters (the fixtures ``adapter_fakes``, ``bundled_adapters``), whose
+  module imports another distribution of the repository (or one of their
+  dependencies), or whose code (its own, and that of the helpers, classes and
   fixtures of its module and conftest it reaches) names a module of another
-  distribution of the repository or a provider's SDK.
+  distribution or a provider's SDK.
 - ``kernel``: the rest: the core's tests on the SQLite store, with the test kit's
   ``fake`` protocol and channel type for a provider. ``make test-kernel`` passes with
   the core alone installed (``pip install -e '.[test]'``): a run that selects
   neither ``plugins``, ``browser`` nor ``e2e`` collects nothing under adapters/,
   console/ and plugins/, and a core test file that imports a distribution not
-  installed is left out (the summary names it); at its end the kernel lane checks
+  installed is left out (the summary names it). A run of the kernel lane alone
+  loads no installed plugin's entry point in its gateways, and checks at its end
   that it imported no module of another distribution.
 """
 
@@ -71,7 +74,7 @@ def lane_of(item: pytest.Item, root: Path) -> str:
     params = getattr(getattr(item, "callspec", None), "params", {})
     if where.startswith(PLUGIN_PATHS) or names & SERVICE_FIXTURES or params.get("db_url") == "postgresql":
         return "plugins"
-    if names & PROVIDER_FIXTURES or reaches_other_distributions(item):
+    if names & PROVIDER_FIXTURES or imports_other_distributions(item) or reaches_other_distributions(item):
         return "plugins"
     return "kernel"
 
@@ -117,10 +120,11 @@ def _kernel_lane_alone(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def _kernel_gateways_load_the_core_alone(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A kernel test's gateway loads the plugins the core alone would: the installed
-    distributions' entry points are left out, as in an environment where only the
-    core is installed (``pip install -e '.[test]'``)."""
-    if request.node.get_closest_marker("kernel") is not None:
+    """In a run of the kernel lane alone, a gateway loads the plugins the core alone
+    would: the installed distributions' entry points are left out, as in an
+    environment where only the core is installed (``pip install -e '.[test]'``), so
+    that a kernel test needing an adapter fails here as it would there."""
+    if getattr(request.session, "_relaygate_lanes", None) == {"kernel"}:
         from gateway_core.runtime import plugins
 
         monkeypatch.setattr(plugins, "installed_entry_points", lambda group=plugins.ENTRY_POINT_GROUP: [])
@@ -157,6 +161,18 @@ PROVIDER_SDKS = frozenset({"openai", "anthropic", "google"})  # a client of a pr
 def _foreign(value: Any) -> bool:
     name = value.__name__ if isinstance(value, ModuleType) else getattr(value, "__module__", None)
     return isinstance(name, str) and name.split(".")[0] in OTHER_PACKAGES | PROVIDER_SDKS
+
+
+def imports_other_distributions(item: pytest.Item) -> bool:
+    """Whether a test's module imports, at its top, a module of another distribution or
+    of their dependencies (with only the core installed, it is not even collected)."""
+    module = getattr(item, "module", None)
+    found = getattr(module, "_relaygate_imports_others", None)
+    if found is None and module is not None:
+        found = any(_foreign(value) or (isinstance(value, ModuleType) and value.__name__.split(".")[0] in THEIR_DEPENDENCIES)
+                    for value in vars(module).values())  # fmt: skip
+        module._relaygate_imports_others = found
+    return bool(found)
 
 
 def reaches_other_distributions(item: pytest.Item) -> bool:
