@@ -17,15 +17,9 @@ from pathlib import Path
 import attrs
 import pytest
 
-from gateway_core.config import Config
 from gateway_core.testing import GatewayProcess, free_port
 
 MODEL = "gpt-ready"
-
-
-@pytest.fixture
-def relaygate_config(tmp_path) -> Config:
-    return Config(db_path=str(tmp_path / "relaygate.db"), load=())  # the kit's "fake" channel type only
 
 
 def get(url: str, method: str = "GET") -> tuple[int, dict]:
