@@ -1,4 +1,9 @@
-"""Fixtures every core test may use: PostgreSQL databases, and the ``--db`` of either store.
+"""Fixtures every core test may use: PostgreSQL databases, the ``--db`` of either store,
+and the kit's ``fake`` protocol and channel type in every gateway.
+
+- ``relaygate_plugins``: the test kit's :mod:`~gateway_core.testing.fake_plugin`, so
+  that a core test's ``seed`` and ``start_gateway`` know the channel type ``fake``
+  and serve ``POST /fake/chat`` with no adapter installed.
 
 - ``postgres_server``, ``pg_url``: the test kit's ``relaygate_postgres_server``
   and ``relaygate_postgres_url`` (:mod:`gateway_core.testing.pytest_plugin`) under
@@ -13,6 +18,8 @@
   OpenAI-like upstream that can send more than any bound).
 - ``fakes_thread``: a :class:`FakesThread` for the session: fake upstreams served from an
   event loop of their own, for synchronous tests and fixtures wider than a test.
+- ``bundled_adapters``: for a test that needs the bundled adapters without naming
+  them in its code (the top conftest.py puts it in the ``plugins`` lane).
 - ``adapter_fakes``: :func:`adapter_test_module`, which loads a module of an adapter's
   tests folder (the azure and vertex fakes) by path.
 """
@@ -36,12 +43,10 @@ import orjson
 import pytest
 from aiohttp import web
 
-from gateway_core.store.request_store import RequestStore
-from gateway_core.store import Store
-from gateway_core.testing.stores import open_store
-from relaygate_postgres.store import PostgresStore
-from gateway_core.testing import FakeUpstream, UpstreamServers
 from gateway_core.sql import Migration
+from gateway_core.store.request_store import RequestStore
+from gateway_core.testing import FakeUpstream, UpstreamServers, fake_plugin
+from gateway_core.testing.stores import open_store
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -71,12 +76,12 @@ async def start_store(db_url: str) -> AsyncIterator[StartStore]:
     """``await start_store(migrations)``: the store at ``db_url`` (either kind, as
     :func:`~gateway_core.store.open_store` makes it), migrated and started;
     closed at the end of the test."""
-    started: list[Store | PostgresStore] = []
+    started: list[Any] = []
 
     async def start(migrations: Sequence[Migration]) -> RequestStore:
-        store = open_store(db_url, migrations)
-        if isinstance(store, PostgresStore):
-            await store.migrate()
+        store: Any = open_store(db_url, migrations)
+        if db_url.startswith("postgresql"):
+            await store.migrate()  # the PostgreSQL store migrates on request only
         await store.start()
         started.append(store)
         return store
@@ -84,6 +89,22 @@ async def start_store(db_url: str) -> AsyncIterator[StartStore]:
     yield start
     for store in started:
         await store.close()
+
+
+@pytest.fixture
+def relaygate_plugins() -> Sequence[Any]:
+    """The test kit's ``fake`` protocol and channel type, in every core test's gateway."""
+    return (fake_plugin,)
+
+
+@pytest.fixture
+def bundled_adapters() -> None:
+    """For a test that needs the bundled adapters (``relaygate[adapters]``) though its
+    code names none of them (a ``relaygate`` command in a child process, a path of
+    an adapter's protocol): requesting it puts the test in the ``plugins`` lane."""
+    missing = [name for name in ("gateway_openai", "gateway_anthropic", "gateway_gemini", "gateway_demo") if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.fail(f"this test needs the bundled adapters; not installed: {', '.join(missing)}")
 
 
 @pytest.fixture
@@ -157,13 +178,13 @@ def completion_of(model: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def flooding_upstream(fake_upstream) -> FloodingUpstream:
+async def flooding_upstream(fake_upstream, bundled_adapters) -> FloodingUpstream:
     upstream: FloodingUpstream = await fake_upstream(FloodingUpstream(api_key=None))
     return upstream
 
 
 @pytest.fixture
-def demo_key(seed) -> str:
+def demo_key(seed, bundled_adapters) -> str:
     """The secret of alice's key, with a demo channel answering ``demo-chat`` slowly (100 ms per word)."""
     user = seed.user("alice")
     _, secret = seed.key(user)

@@ -15,6 +15,7 @@ from gateway_core.admin import channels, groups, keys, prices, usage, users, wal
 from gateway_core.config import Config
 from gateway_core.request.key_cache import KeyCache
 from gateway_core.runtime.plugins import collect
+from gateway_core.testing import fake_plugin
 from gateway_core.records import DailySpending, PriceRecord, UsageFilter, UsageRow, UsageTotal
 from gateway_core.store.request_store import BreakerReport
 from gateway_core.routing.router import Router
@@ -27,7 +28,7 @@ HOUR = 3600.0  # cache lifetimes far longer than a test: only invalidation refre
 
 @pytest.fixture
 def registry(db_url):
-    return collect(Config(db_path=db_url, load=("demo",)))
+    return collect(Config(db_path=db_url, load=()), [fake_plugin])  # the kit's channel type "fake"
 
 
 @pytest.fixture
@@ -56,9 +57,9 @@ async def test_key_changes_reach_the_key_cache_at_once(running):
 
 
 async def test_channel_changes_reach_the_router_at_once(running):
-    fields = {"name": "demo", "type": "demo", "base_url": "local://demo/", "models": ["demo-chat"], "groups": ["default", "vip"]}
+    fields = {"name": "demo", "type": "fake", "base_url": "http://127.0.0.1:9/", "models": ["demo-chat"], "groups": ["default", "vip"]}
     channel = await channels.add_channel(running, fields)
-    assert channel.base_url == "local://demo" and "vip" in [g.name for g in await groups.list_groups(running)]
+    assert channel.base_url == "http://127.0.0.1:9" and "vip" in [g.name for g in await groups.list_groups(running)]
     assert "demo-chat" in (await running.caches.channels.index()).models
     await channels.disable_channel(running, channel.id)
     assert "demo-chat" not in (await running.caches.channels.index()).models
@@ -89,15 +90,15 @@ async def test_errors_say_what_is_wrong_in_the_admin_layers_terms(running):
         await keys.create_key(running, alice.id, group="vip")
     assert refused.value.field is None
     with pytest.raises(Invalid) as bad_url:
-        await channels.add_channel(running, {"name": "x", "type": "demo", "base_url": "nowhere", "models": ["m"]})
+        await channels.add_channel(running, {"name": "x", "type": "fake", "base_url": "nowhere", "models": ["m"]})
     assert (bad_url.value.field, str(bad_url.value)) == ("base_url", "base url must be a URL like https://api.example.com, got 'nowhere'")
     with pytest.raises(Invalid, match="unknown channel type 'nope'"):
         await channels.add_channel(running, {"name": "x", "type": "nope", "base_url": "https://x", "models": ["m"]})
     with pytest.raises(Invalid, match="quota must not be negative") as negative:  # the admin layer's amount rule
         await keys.create_key(running, alice.id, quota_micros=-1)
     assert negative.value.field == "quota"
-    await channels.add_channel(running, {"name": "a", "type": "demo", "base_url": "local://demo", "models": ["m"]})
-    second = await channels.add_channel(running, {"name": "b", "type": "demo", "base_url": "local://demo", "models": ["m"]})
+    await channels.add_channel(running, {"name": "a", "type": "fake", "base_url": "http://127.0.0.1:9", "models": ["m"]})
+    second = await channels.add_channel(running, {"name": "b", "type": "fake", "base_url": "http://127.0.0.1:9", "models": ["m"]})
     with pytest.raises(Conflict, match="channel 'a' already exists"):
         await channels.update_channel(running, second.id, {"name": "a"})
     with pytest.raises(Invalid, match="You cannot disable yourself"):

@@ -12,6 +12,8 @@ from gateway_core.config import Config
 from gateway_core.runtime.plugins import collect
 from gateway_core.testing.stores import admin_ports
 
+pytestmark = pytest.mark.usefixtures("bundled_adapters")  # the settings the demo, openai and gemini channel types declare
+
 DEMO = {"name": "demo", "type": "demo", "base_url": "local://demo", "models": ["demo-chat"]}
 
 

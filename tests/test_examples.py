@@ -49,6 +49,7 @@ def test_a_missing_example_names_the_folder(folder, tmp_path):
         folder.json("nope.json")
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # an adapter's examples, read from its package
 def test_an_adapters_examples_from_its_package_and_a_tests_own(examples):
     openai = Examples.of("gateway_openai")
     assert openai.root == Path(__file__).resolve().parents[1] / "adapters" / "openai" / "tests" / "examples"

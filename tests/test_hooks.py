@@ -285,6 +285,7 @@ class FolderStorePlugin:
         register(self.kind)
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # its gateway serves an openai channel
 async def test_hook_register_stores(tmp_path, capsys, start_gateway):
     plugin = FolderStorePlugin(tmp_path)
     registry = collect(Config(), [plugin])
@@ -356,6 +357,7 @@ class SameProcessPlugin:
         register(self.kind)
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # its gateway serves an openai channel
 async def test_hook_register_shared_state(tmp_path, start_gateway):
     assert collect(Config()).shared_state_kind(Config()).name == "in-process"  # the default
     assert collect(Config()).shared_state_kind(Config(redis="redis://127.0.0.1:6379/0")).name == "redis"
@@ -420,6 +422,7 @@ class RecordingPlugin:
         register(lambda gateway: None)  # an observer that is off for this app
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # its gateway serves an openai channel
 async def test_hook_register_observers(tmp_path, start_gateway):
     plugin = RecordingPlugin()
     config = Config(db_path=str(tmp_path / "observed.db"), breaker_failures=1)

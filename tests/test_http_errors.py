@@ -13,6 +13,8 @@ import pytest
 
 from gateway_core.config import Config
 
+pytestmark = pytest.mark.usefixtures("bundled_adapters")  # the error shapes of the openai, anthropic and gemini protocols
+
 HEAD = b"POST /v1/chat/completions HTTP/1.1\r\nHost: gateway\r\nContent-Type: application/json\r\n"
 
 

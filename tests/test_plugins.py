@@ -7,6 +7,7 @@ from gateway_core.config import Config, ConfigError, config_from_mapping
 from gateway_core.runtime.plugins import DEFAULT_PLUGINS, collect, installed_entry_points
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # the adapters, found installed
 def test_installed_adapters_are_found_by_entry_point():
     names = {ep.name for ep in installed_entry_points()}
     assert {"openai", "demo"} <= names
@@ -16,6 +17,7 @@ def test_installed_adapters_are_found_by_entry_point():
     assert loaded["openai"].distribution == "relaygate-openai" and loaded["openai"].version
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # the adapters, found installed
 def test_plugins_toml_can_leave_an_installed_plugin_out():
     registry = collect(config_from_mapping({"load": ["openai"]}))
     assert "demo" not in registry.channel_types
@@ -26,6 +28,7 @@ def test_plugins_toml_can_leave_an_installed_plugin_out():
     assert registry.shared_state_kind(config_from_mapping({"gateway": {"redis": "redis://127.0.0.1:6379/0"}})).name == "redis"
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # the installed ones are listed
 def test_unknown_plugin_name_is_a_clear_error():
     with pytest.raises(ConfigError, match="unknown plugin.*'opnai'.*installed: .*openai"):
         collect(config_from_mapping({"load": ["opnai"]}, source="plugins.toml"))

@@ -15,6 +15,8 @@ import requests
 from gateway_core.billing.catalogue import load_catalogue, parse_litellm
 from gateway_core.commands.cli import main
 from gateway_core.records import PriceRecord
+from gateway_core.testing import FakeChat
+from gateway_core.testing.fake_protocol import CHAT_PATH
 
 
 def cli(db: str, *argv: str) -> tuple[int, str, str]:
@@ -56,17 +58,18 @@ def test_litellms_table_reads_exactly_and_rounds_finer_prices_up():
 
 
 @pytest.fixture
-def site(seed, start_gateway, relaygate_config):
+def site(seed, start_gateway, relaygate_config, fakes_thread):
     db = seed.config.db_path
     alice = seed.user("alice", balance_usd=5)
     _, secret = seed.key(alice)
-    seed.channel("demo", type="demo", base_url="local://demo", models=["gpt-4o-mini", "gpt-4.1", "house-model"], settings={"delay_ms": 0}, free_unpriced=False)
+    upstream = fakes_thread.start(FakeChat(api_key=None))
+    seed.channel("fake", type="fake", base_url=upstream.url, models=["gpt-4o-mini", "gpt-4.1", "house-model"], free_unpriced=False)
     return db, secret, seed, start_gateway, relaygate_config
 
 
 def chat(url: str, secret: str, model: str) -> requests.Response:
     body = {"model": model, "messages": [{"role": "user", "content": "hello there"}]}
-    return requests.post(url + "/v1/chat/completions", json=body, headers={"authorization": f"Bearer {secret}"}, timeout=30)
+    return requests.post(url + CHAT_PATH, json=body, headers={"authorization": f"Bearer {secret}"}, timeout=30)
 
 
 def test_an_unpriced_model_is_charged_its_catalogue_price_and_an_operators_price_wins(site):
@@ -96,6 +99,7 @@ def test_the_catalogue_can_be_turned_off(site):
     assert refused.status_code == 403 and refused.json()["error"]["code"] == "model_not_priced"
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # the CLI adds a demo channel
 def test_price_import_and_the_warning_of_channel_add(site, tmp_path):
     db, secret, seed, start_gateway, config = site
     table = tmp_path / "prices.json"

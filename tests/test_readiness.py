@@ -17,15 +17,9 @@ from pathlib import Path
 import attrs
 import pytest
 
-from gateway_core.config import Config
 from gateway_core.testing import GatewayProcess, free_port
 
 MODEL = "gpt-ready"
-
-
-@pytest.fixture
-def relaygate_config(tmp_path) -> Config:
-    return Config(db_path=str(tmp_path / "relaygate.db"), load=("openai",))
 
 
 def get(url: str, method: str = "GET") -> tuple[int, dict]:
@@ -40,7 +34,7 @@ def get(url: str, method: str = "GET") -> tuple[int, dict]:
 
 
 def test_ready_with_a_store_its_migrations_and_a_channel(seed, start_gateway):
-    seed.channel("up", type="openai", base_url="http://127.0.0.1:9", models=[MODEL])
+    seed.channel("up", type="fake", base_url="http://127.0.0.1:9", models=[MODEL])
     gateway = start_gateway()
     assert get(gateway.url + "/healthz") == (200, {"name": "relaygate", "status": "ok"})
     status, body = get(gateway.url + "/readyz")
@@ -51,7 +45,7 @@ def test_ready_with_a_store_its_migrations_and_a_channel(seed, start_gateway):
 
 
 def test_not_ready_without_an_enabled_channel(seed, start_gateway):
-    seed.channel("off", type="openai", base_url="http://127.0.0.1:9", models=[MODEL], enabled=False)
+    seed.channel("off", type="fake", base_url="http://127.0.0.1:9", models=[MODEL], enabled=False)
     gateway = start_gateway()
     status, body = get(gateway.url + "/readyz")
     assert status == 503
@@ -61,8 +55,9 @@ def test_not_ready_without_an_enabled_channel(seed, start_gateway):
     assert get(gateway.url + "/readyz", "HEAD")[0] == 503
 
 
+@pytest.mark.usefixtures("redis_prefix")  # the machine's Redis, and the Redis and metrics plugins
 def test_redis_is_checked_when_configured(seed, start_gateway, relaygate_config):
-    seed.channel("up", type="openai", base_url="http://127.0.0.1:9", models=[MODEL])
+    seed.channel("up", type="fake", base_url="http://127.0.0.1:9", models=[MODEL])
     gateway = start_gateway(attrs.evolve(relaygate_config, redis="redis://127.0.0.1:6379/0"))
     status, body = get(gateway.url + "/readyz")
     assert (status, body["checks"]["redis"]) == (200, "ok")
@@ -74,6 +69,7 @@ def test_redis_is_checked_when_configured(seed, start_gateway, relaygate_config)
     assert list(body["problems"]) == ["redis"] and body["problems"]["redis"].startswith("unreachable")
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # relaygate serve, a child process, serves an openai channel
 def test_readyz_turns_503_as_soon_as_a_shutdown_starts(seed, tmp_path: Path, relaygate_config):
     seed.channel("up", type="openai", base_url="http://127.0.0.1:9", models=[MODEL])
     plugins = tmp_path / "plugins.toml"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import openai
 import pytest
 
 from gateway_core import (
@@ -20,7 +19,7 @@ from gateway_core import (
     hookimpl,
 )
 from gateway_core.model import ChatResponse, StopReason
-from gateway_core.testing import Seed
+from gateway_core.testing import FakeClient, Seed, fake_plugin
 
 
 class ScriptedChannel(ChannelType):
@@ -67,17 +66,18 @@ def scripted(relaygate_config):
     seed.close()
 
 
-def client_for(gateway, key):
-    return openai.AsyncOpenAI(base_url=gateway.url + "/v1", api_key=key, max_retries=0)
+def client_for(gateway, key) -> FakeClient:
+    """A client of the kit's ``fake`` protocol (a channel of another wire: the core model between)."""
+    return FakeClient(gateway.url, key)
 
 
 async def test_fails_over_by_priority_and_logs_every_attempt(scripted, start_gateway):
     seed, key = scripted
     seed.channel("bad-primary", type="scripted", base_url="local://x", models=["m"], priority=10)
     seed.channel("good-backup", type="scripted", base_url="local://x", models=["m"], priority=0)
-    gateway = start_gateway(extra_plugins=[ScriptedPlugin()])
-    answer = await client_for(gateway, key).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
-    assert answer.choices[0].message.content == "from good-backup"
+    gateway = start_gateway(extra_plugins=[ScriptedPlugin(), fake_plugin])
+    answer = await client_for(gateway, key).chat("m", "x")
+    assert answer.status == 200 and answer.text == "from good-backup"
     assert ScriptedChannel.calls == ["bad-primary", "good-backup"]
     row = seed.rows("SELECT channel_name, attempts, status FROM usage_logs")[-1]
     assert row["channel_name"] == "good-backup" and row["status"] == 200
@@ -88,24 +88,19 @@ async def test_no_channel_left_is_the_last_error_with_the_request_id(scripted, s
     seed, key = scripted
     seed.channel("bad-1", type="scripted", base_url="local://x", models=["m"])
     seed.channel("bad-2", type="scripted", base_url="local://x", models=["m"])
-    gateway = start_gateway(extra_plugins=[ScriptedPlugin()])
-    with pytest.raises(openai.InternalServerError) as caught:
-        await client_for(gateway, key).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
-    assert caught.value.status_code == 502
-    assert caught.value.response.headers["x-request-id"] in caught.value.message
+    gateway = start_gateway(extra_plugins=[ScriptedPlugin(), fake_plugin])
+    answer = await client_for(gateway, key).chat("m", "x")
+    assert answer.status == 502
+    assert answer.headers["X-Request-ID"] == answer.error["request_id"]
     assert sorted(ScriptedChannel.calls) == ["bad-1", "bad-2"]
 
 
 async def test_a_bug_mid_stream_ends_the_stream_with_an_error_event(scripted, start_gateway):
     seed, key = scripted
     seed.channel("buggy", type="scripted", base_url="local://x", models=["m"])
-    gateway = start_gateway(extra_plugins=[ScriptedPlugin()])
-    stream = await client_for(gateway, key).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}], stream=True)
-    text = ""
-    with pytest.raises(openai.APIError) as caught:
-        async for chunk in stream:
-            text += chunk.choices[0].delta.content or ""
-    assert text == "partial answer"
-    assert "request id" in str(caught.value)
+    gateway = start_gateway(extra_plugins=[ScriptedPlugin(), fake_plugin])
+    answer = await client_for(gateway, key).chat("m", "x", stream=True)
+    assert answer.text == "partial answer"
+    assert answer.error is not None and answer.error["request_id"] == answer.headers["X-Request-ID"]
     row = seed.rows("SELECT status, end_reason, error_type, output_tokens, estimated FROM usage_logs")[-1]
     assert row == {"status": 200, "end_reason": "internal_error", "error_type": "internal", "output_tokens": 4, "estimated": 1}

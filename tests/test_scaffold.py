@@ -48,6 +48,7 @@ def test_it_imports_from_sys_path_and_registers_its_channel_type(generated, tmp_
             del sys.modules[module]
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # the template's tests call it with the openai protocol
 def test_its_own_tests_pass_through_the_kit(generated):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(generated), os.environ.get("PYTHONPATH")]))}
     run = subprocess.run(

@@ -45,6 +45,7 @@ def stored_keys(db: Path) -> str:
         return " ".join(row[0] for row in conn.execute("SELECT api_keys FROM channels ORDER BY id"))
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # the CLI adds a demo channel
 def test_init_creates_the_key_file_once_and_keys_are_sealed_with_it(tmp_path):
     db = tmp_path / "data" / "relaygate.db"
     status, out, err = cli(db, "init")
@@ -65,6 +66,7 @@ def test_init_creates_the_key_file_once_and_keys_are_sealed_with_it(tmp_path):
     assert status != 0 and err.count("\n") == 1 and "sealed with a secret key" in err
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # init's first channel is the demo adapter's
 def test_an_environment_secret_key_means_no_file(tmp_path, monkeypatch):
     monkeypatch.setenv("RELAYGATE_SECRET_KEY", "an operator's own secret")
     db = tmp_path / "relaygate.db"
@@ -73,6 +75,7 @@ def test_an_environment_secret_key_means_no_file(tmp_path, monkeypatch):
     assert '"secret_key_file": null' in out and not (tmp_path / "secret.key").exists()
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # relaygate serve with the demo channel init made
 def test_serve_warns_in_one_line_about_keys_in_the_clear(tmp_path):
     db = tmp_path / "relaygate.db"
     assert cli(db, "migrate")[0] == 0

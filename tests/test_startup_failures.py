@@ -32,7 +32,8 @@ def refused(done: subprocess.CompletedProcess[str], said: str) -> None:
 
 
 @pytest.fixture
-def good_db(tmp_path: Path) -> Path:
+def good_db(tmp_path: Path, bundled_adapters: None) -> Path:
+    """A database ``relaygate init`` made (its first channel is the demo adapter's)."""
     path = tmp_path / "good.db"
     subprocess.run([str(RELAYGATE), "init", "--db", str(path)], check=True, capture_output=True, cwd=tmp_path)
     conn = sqlite3.connect(path)

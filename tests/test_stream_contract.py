@@ -192,6 +192,7 @@ async def stream_frames(gateway, protocol: str, model: str) -> list[tuple[str | 
     return [(event, orjson.loads(payload) if payload != b"[DONE]" else payload) for event, payload in map(frame_fields, frames)]
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # through the openai and anthropic protocols
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
 async def test_a_tidy_stream_passes(gateway, seed, protocol):
     frames = await stream_frames(gateway, protocol, "tidy")
@@ -200,6 +201,7 @@ async def test_a_tidy_stream_passes(gateway, seed, protocol):
     assert (row["end_reason"], row["output_tokens"], row["estimated"]) == ("done", 3, 0)
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # through the openai and anthropic protocols
 @pytest.mark.parametrize("protocol", ["openai", "anthropic"])
 @pytest.mark.parametrize("bug", sorted(BUGS))
 async def test_a_broken_stream_ends_with_the_protocols_error_event_naming_the_channel_type(gateway, seed, protocol, bug):
@@ -216,6 +218,7 @@ async def test_a_broken_stream_ends_with_the_protocols_error_event_naming_the_ch
     assert row["upstream_status"] is None  # nothing the upstream said is blamed
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # through the openai protocol
 async def test_a_stream_without_a_finish_is_the_upstreams_early_end(gateway, seed):
     frames = await stream_frames(gateway, "openai", "no finish")
     assert frames[-1][1]["error"]["message"].startswith("the upstream ended the stream before it finished")

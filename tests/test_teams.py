@@ -14,6 +14,7 @@ from gateway_core.admin import team_keys, teams, usage_export, users, wallet
 from gateway_core.config import Config
 from gateway_core.request.key_cache import KeyCache
 from gateway_core.runtime.plugins import collect
+from gateway_core.testing import fake_plugin
 from gateway_core.records import UsageFilter, UsageRow
 from gateway_core.secrets import hash_key
 from gateway_core.testing.stores import admin_ports
@@ -29,7 +30,7 @@ class As:
 
 @pytest.fixture
 def registry(db_url):
-    return collect(Config(db_path=db_url, load=("demo",)))
+    return collect(Config(db_path=db_url, load=()), [fake_plugin])  # the kit's channel type "fake"
 
 
 @pytest.fixture

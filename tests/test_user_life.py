@@ -19,6 +19,8 @@ from gateway_core.commands.cli import main
 from gateway_core.money import format_usd
 from gateway_core.secrets import verify_password
 
+pytestmark = pytest.mark.usefixtures("bundled_adapters")  # the CLI adds demo channels
+
 
 def cli(db: str, *argv: str, stdin: str | None = None) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()

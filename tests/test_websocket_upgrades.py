@@ -12,6 +12,8 @@ import pytest
 import websockets
 from websockets.exceptions import InvalidStatus
 
+pytestmark = pytest.mark.usefixtures("bundled_adapters")  # the paths of the openai and anthropic protocols
+
 
 @pytest.fixture
 def gateway(seed, start_gateway):

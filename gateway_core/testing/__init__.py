@@ -10,6 +10,10 @@
 - :class:`FakeUpstream` is the base of fake upstreams that speak a provider's real
   wire format over loopback HTTP, with fault injection (:class:`Fault`);
   :class:`UpstreamServers` serves them (the ``fake_upstream`` fixture).
+- :mod:`.fake_plugin` registers the kit's ``fake`` client protocol and channel
+  type (a small wire of no provider, :mod:`.fake_wire`): with a :class:`FakeChat`
+  upstream and a :class:`FakeClient`, a test drives the whole request path with no
+  adapter installed.
 - :class:`Examples` reads recorded wire examples from a ``tests/examples`` folder.
 - :func:`upstream_models` lists a fake upstream's models through a channel type
   (``ChannelType.list_models``), as the fronts do.
@@ -44,6 +48,9 @@ from ..errors import GatewayError
 from ..model import CoreRequest, CoreResponse, ModelInfo
 from ..records import KeyRecord, UsageRow
 from .examples import Examples
+from . import fake_plugin
+from .fake_chat import FakeChat
+from .fake_client import FakeAnswer, FakeClient
 from .fake_upstream import FakeUpstream, Fault, UpstreamServers
 from .json_paths import paths_of, replaced
 from .listing import upstream_models
@@ -56,12 +63,16 @@ T = TypeVar("T")
 
 __all__ = [
     "Examples",
+    "FakeAnswer",
+    "FakeChat",
+    "FakeClient",
     "FakeUpstream",
     "Fault",
     "GatewayProcess",
     "GatewayThread",
     "Seed",
     "UpstreamServers",
+    "fake_plugin",
     "free_port",
     "make_context",
     "make_key_record",
