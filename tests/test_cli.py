@@ -315,6 +315,7 @@ def test_missing_user(cli):
 # --- the command framework -----------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # relaygate init makes a demo channel
 def test_plugins_lists_what_was_loaded(cli):
     status, out, _ = cli("plugins", "--json")
     rows = json.loads(out)
@@ -411,6 +412,7 @@ def test_console_script_error_is_one_line(tmp_path):
     assert done.stderr == "relaygate key create: no user named 'nobody'\n"
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # relaygate init makes a demo channel
 def test_console_script_init_with_the_installed_plugins(tmp_path):
     """Succeeds with the installed demo adapter; without one, fails in one line."""
     try:
@@ -469,6 +471,7 @@ def test_a_token_made_without_an_expiry_lapses_in_ninety_days_and_is_named(cli):
 
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # relaygate init makes a demo channel
 def test_tables_say_usd_in_the_heading_and_drop_kinds_of_price_no_model_has(tmp_path, capsys):
     from gateway_core.commands.cli import main
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import getpass
 import json
 
+import pytest
+
 from gateway_core.billing import testing as kit
 from gateway_core.commands.cli import main
 
@@ -26,6 +28,7 @@ def audit_rows(seed) -> list[dict]:
             for row in rows]  # fmt: skip
 
 
+@pytest.mark.usefixtures("bundled_adapters")  # relaygate init makes a demo channel
 def test_every_write_command_is_audited_as_the_cli(seed, capsys):
     steps = [
         ("user", "add", "carol"),
