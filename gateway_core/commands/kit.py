@@ -152,7 +152,7 @@ def _cell(row: Any, column: str) -> Any:
     a sequence as a list, a record as its fields."""
     import attrs
 
-    value = row.get(column) if isinstance(row, dict) else getattr(row, column, None)
+    value: Any = row.get(column) if isinstance(row, dict) else getattr(row, column, None)
     if isinstance(value, (tuple, list)):
         return [attrs.asdict(item) if attrs.has(type(item)) else item for item in value]
     return attrs.asdict(value) if attrs.has(type(value)) else value
