@@ -53,7 +53,9 @@ async def eventually(check, timeout: float = 3.0) -> None:
 async def test_the_log_reaches_the_database_file_beside_the_writer(tmp_path):
     path = tmp_path / "g.db"
     store = Store(str(path), [("0001_notes", sqlite_only(notes_schema))])
+    before = set(checkpointers())  # an earlier test in this process may have left a store open
     await store.start()
+    ours = set(checkpointers()) - before
     try:
         # the writer's commits checkpoint only past a bound far above SQLite's 1,000 pages
         assert await store.write(lambda conn: conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0]) == WRITER_AUTOCHECKPOINT_PAGES
@@ -62,10 +64,14 @@ async def test_the_log_reaches_the_database_file_beside_the_writer(tmp_path):
         # a second with no commit: the log file is cut back to nothing
         await eventually(lambda: (tmp_path / "g.db-wal").stat().st_size == 0, timeout=5.0)
         assert await store.read(lambda conn: conn.execute("SELECT count(*) FROM notes").fetchone()[0]) == 200
-        assert any(thread.name == "relaygate-checkpointer" for thread in threading.enumerate())
+        assert len(ours) == 1 and all(thread.is_alive() for thread in ours)
     finally:
         await store.close()
-    assert not any(thread.name == "relaygate-checkpointer" for thread in threading.enumerate())
+    assert not any(thread.is_alive() for thread in ours)
+
+
+def checkpointers() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name == "relaygate-checkpointer"]
 
 
 async def test_nothing_is_copied_until_the_writer_commits(tmp_path):
