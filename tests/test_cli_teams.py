@@ -64,3 +64,23 @@ def test_bad_input_is_one_line_with_the_admin_layers_message(cli):
     ok(cli, "user", "add", "dev")
     status, _, err = cli("team", "member", "add", "eng", "dev", "--role", "owner")
     assert status == 2 and "role must be one of admin, member, viewer" in err
+
+
+def test_a_team_key_is_edited_from_the_command_line(cli):
+    ok(cli, "team", "add", "eng")
+    key_id = json.loads(ok(cli, "team", "key", "add", "eng", "--name", "ci", "--json"))["id"]
+    out = ok(cli, "team", "key", "edit", "eng", str(key_id), "--name", "deploy", "--allow-ips", "10.0.0.0/8, 192.0.2.7")
+    assert f"Key {key_id} ('deploy') of team 'eng': models any; networks 10.0.0.0/8, 192.0.2.7/32." in out
+    edited = json.loads(ok(cli, "team", "key", "edit", "eng", str(key_id), "--allow-ips", "", "--json"))
+    assert (edited["name"], edited["allow_ips"], edited["models"]) == ("deploy", [], [])
+    ok(cli, "team", "add", "ops")
+    for argv, message in (
+        (("team", "key", "edit", "eng", str(key_id)), "say what to change: --name, --models or --allow-ips"),
+        (("team", "key", "edit", "ops", str(key_id), "--name", "x"), f"no API key with id {key_id} in team 'ops'"),
+        (("team", "key", "edit", "eng", str(key_id), "--allow-ips", "nowhere"), "not an IP address or CIDR network: 'nowhere'"),
+        (("team", "key", "edit", "eng", str(key_id), "--name", " "), "name must not be empty"),
+        (("team", "edit", "eng", "--rpm", "-1"), "whole number >= 0"),
+    ):
+        status, _, err = cli(*argv)
+        assert status != 0 and message in err and "Traceback" not in err, (argv, err)
+
