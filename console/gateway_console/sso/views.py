@@ -77,9 +77,9 @@ async def callback(ctx: Ctx) -> Response:
         user = await sign_on(ctx.admin, person, settings.signup, request_id=ctx.request.scope.get("relaygate.request_id"))
     except Pending:  # self sign-up waits for a site admin: nothing is theirs yet, no session
         log.info("sso.pending", name=person.name)
-        response = ctx.render("signup_pending.html", status=202, name=person.name)
-        response.delete_cookie(FLOW_COOKIE, path=ctx.url("/sso"))
-        return response
+        waiting = ctx.render("signup_pending.html", status=202, name=person.name)
+        waiting.delete_cookie(FLOW_COOKIE, path=ctx.url("/sso"))
+        return waiting
     except Refused as exc:
         return _refused(ctx, 403, str(exc))
     response = RedirectResponse(safe_next(ctx.base, flow.next), status_code=303)
