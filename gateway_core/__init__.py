@@ -106,6 +106,7 @@ PUBLIC_MODULES = (
     "gateway_core.admin.teams",  # teams, their members and usage, with the caller's role checked (docs/teams.md)
     "gateway_core.admin.team_keys",  # a team's keys
     "gateway_core.admin.sso_users",  # users and team memberships from an OpenID provider's claims
+    "gateway_core.admin.signups",  # self sign-ups waiting for a site admin's approval
     "gateway_core.admin.tokens",  # personal access tokens of the management API
     "gateway_core.admin.usage",
     "gateway_core.admin.usage_export",  # the usage log as CSV or JSON lines, streamed

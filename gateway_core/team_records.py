@@ -32,3 +32,22 @@ class TeamMember:
 def account_name(team_name: str) -> str:
     """The name of a team's account (its wallet) in ``users``."""
     return f"{ACCOUNT_PREFIX}{team_name}"
+
+
+SIGNUP_STATES = ("pending", "approved", "rejected")
+
+
+@attrs.frozen
+class SignupRecord:
+    """A person who signed in through single sign-on and waits for a site admin's
+    approval (``docs/teams.md#self-sign-up``): approving makes their user in ``group``,
+    in ``team`` (when set) with ``role``; nothing is theirs before."""
+
+    id: int
+    name: str  # the user name they will have
+    team: str  # the sign-up's default team ("": none)
+    role: str
+    group: str
+    status: str  # one of SIGNUP_STATES
+    created_at: float | None = None
+    decided_at: float | None = None

@@ -64,3 +64,64 @@ def test_bad_input_is_one_line_with_the_admin_layers_message(cli):
     ok(cli, "user", "add", "dev")
     status, _, err = cli("team", "member", "add", "eng", "dev", "--role", "owner")
     assert status == 2 and "role must be one of admin, member, viewer" in err
+
+
+def test_a_team_key_is_edited_from_the_command_line(cli):
+    ok(cli, "team", "add", "eng")
+    key_id = json.loads(ok(cli, "team", "key", "add", "eng", "--name", "ci", "--json"))["id"]
+    out = ok(cli, "team", "key", "edit", "eng", str(key_id), "--name", "deploy", "--allow-ips", "10.0.0.0/8, 192.0.2.7")
+    assert f"Key {key_id} ('deploy') of team 'eng': models any; networks 10.0.0.0/8, 192.0.2.7/32." in out
+    edited = json.loads(ok(cli, "team", "key", "edit", "eng", str(key_id), "--allow-ips", "", "--json"))
+    assert (edited["name"], edited["allow_ips"], edited["models"]) == ("deploy", [], [])
+    ok(cli, "team", "add", "ops")
+    for argv, message in (
+        (("team", "key", "edit", "eng", str(key_id)), "say what to change: --name, --models or --allow-ips"),
+        (("team", "key", "edit", "ops", str(key_id), "--name", "x"), f"no API key with id {key_id} in team 'ops'"),
+        (("team", "key", "edit", "eng", str(key_id), "--allow-ips", "nowhere"), "not an IP address or CIDR network: 'nowhere'"),
+        (("team", "key", "edit", "eng", str(key_id), "--name", " "), "name must not be empty"),
+        (("team", "edit", "eng", "--rpm", "-1"), "whole number >= 0"),
+    ):
+        status, _, err = cli(*argv)
+        assert status != 0 and message in err and "Traceback" not in err, (argv, err)
+
+
+def test_sign_ups_are_approved_and_rejected_from_the_command_line(cli):
+    from gateway_core.admin import Admin, audit, signups
+    from gateway_core.config import Config
+    from gateway_core.testing import Seed
+
+    ok(cli, "team", "add", "newcomers")
+
+    async def ask(port):
+        for name in ("zoe@example.com", "yan@example.com"):
+            await signups.request_signup(Admin(port), name, team="newcomers", role="viewer", group="trial")
+
+    with Seed(Config(db_path=cli.db)) as seed:
+        seed._admin(ask)
+    assert "(none)" not in ok(cli, "user", "pending")
+    pending = json.loads(ok(cli, "user", "pending", "--json"))
+    assert [(s["name"], s["team"], s["role"], s["group"], s["status"]) for s in pending] == [
+        ("zoe@example.com", "newcomers", "viewer", "trial", "pending"), ("yan@example.com", "newcomers", "viewer", "trial", "pending")]
+    out = ok(cli, "user", "approve", "zoe@example.com")
+    assert "Approved the sign-up of 'zoe@example.com': the user is made (group 'trial', viewer of team 'newcomers')" in out
+    assert json.loads(ok(cli, "user", "reject", "yan@example.com", "--json"))["status"] == "rejected"
+    assert json.loads(ok(cli, "user", "pending", "--json")) == []
+    assert [s["status"] for s in json.loads(ok(cli, "user", "pending", "--all", "--json"))] == ["approved", "rejected"]
+    shown = json.loads(ok(cli, "team", "show", "newcomers", "--json"))
+    assert [(m["user"], m["role"]) for m in shown["members"]] == [("zoe@example.com", "viewer")]
+    users = {u["name"]: u for u in json.loads(ok(cli, "user", "list", "--json"))}
+    assert "zoe@example.com" in users and "yan@example.com" not in users
+    for argv, message in (
+        (("user", "approve", "yan@example.com"), "the sign-up of 'yan@example.com' is rejected already"),
+        (("user", "reject", "zoe@example.com"), "the sign-up of 'zoe@example.com' is approved already"),
+        (("user", "approve", "nobody"), "no sign-up of 'nobody'"),
+    ):
+        status, _, err = cli(*argv)
+        assert status == 1 and message in err and "Traceback" not in err, (argv, err)
+
+    async def actions(port):
+        return [(entry.via, entry.action) for entry in await audit.list_entries(Admin(port))]
+
+    with Seed(Config(db_path=cli.db)) as seed:
+        done = seed._admin(actions)
+    assert {("cli", "signup.approve"), ("cli", "signup.reject"), ("cli", "user.create")} <= set(done)

@@ -19,7 +19,7 @@ from gateway_core.ratelimit import SignInRule
 from .sessions import MOUNT_PATH
 from .sso import views as sso_views
 from .sso.state import sso_state
-from .views import admin_audit, admin_channels, admin_codes, admin_keys, admin_site, admin_users, auth, channel_models, dashboard, keys, logs, models, playground, quickstart, team_members, teams, tokens, wallet
+from .views import admin_audit, admin_channels, admin_codes, admin_keys, admin_signups, admin_site, admin_users, auth, channel_models, dashboard, keys, logs, models, playground, quickstart, team_members, teams, tokens, wallet
 from . import i18n
 from .web import TEMPLATES, ConsoleState, language_of, page_values, remember_language
 
@@ -98,6 +98,7 @@ def routes() -> list:
         Route("/teams/{team_id:int}", teams.team_detail, methods=GET),
         Route("/teams/{team_id:int}/edit", teams.team_edit, methods=POST),
         Route("/teams/{team_id:int}/budgets", teams.team_budgets, methods=POST),
+        Route("/teams/{team_id:int}/limits", teams.team_limits, methods=POST),
         Route("/teams/{team_id:int}/topup", teams.team_topup, methods=POST),
         Route("/teams/{team_id:int}/delete", teams.team_delete, methods=POST),
         Route("/teams/{team_id:int}/members", team_members.member_add, methods=POST),
@@ -106,6 +107,7 @@ def routes() -> list:
         Route("/teams/{team_id:int}/keys", team_members.key_new, methods=POST),
         Route("/teams/{team_id:int}/keys/{key_id:int}/created", team_members.key_created, methods=GET),
         Route("/teams/{team_id:int}/keys/{key_id:int}/budgets", team_members.key_budgets, methods=POST),
+        Route("/teams/{team_id:int}/keys/{key_id:int}/edit", team_members.key_edit, methods=POST),
         Route("/teams/{team_id:int}/keys/{key_id:int}/delete", team_members.key_delete, methods=POST),
         Route("/admin/audit", admin_audit.audit_list, methods=GET),
         Route("/quickstart", quickstart.quickstart, methods=GET),
@@ -122,6 +124,8 @@ def routes() -> list:
         Route("/admin/users", admin_users.user_list, methods=GET),
         Route("/admin/users", admin_users.user_create, methods=POST),
         Route("/admin/users/{user_id:int}", admin_users.user_detail, methods=GET),
+        Route("/admin/signups/{signup_id:int}/approve", admin_signups.signup_approve, methods=POST),
+        Route("/admin/signups/{signup_id:int}/reject", admin_signups.signup_reject, methods=POST),
         Route("/admin/users/{user_id:int}/topup", admin_users.user_topup, methods=POST),
         Route("/admin/users/{user_id:int}/groups", admin_users.user_groups, methods=POST),
         Route("/admin/users/{user_id:int}/budgets", admin_users.user_budgets, methods=POST),

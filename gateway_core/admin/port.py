@@ -40,7 +40,7 @@ from ..billing.codes import Redeemed, RedemptionCode
 from ..store.request_store import BreakerReport
 from ..store.retention import Prunable, RollupStep
 from .port_access import AccessStore
-from .port_teams import TeamStore
+from .port_teams import SignupStore, TeamStore
 
 LimitChanges = Mapping[str, int | None]  # rpm / tpm / concurrency -> value (None: not set)
 ChannelFields = Mapping[str, Any]  # the fields of ChannelRecord to store (all when adding)
@@ -48,7 +48,7 @@ UsageRowDict = dict[str, Any]  # a usage-log row by column (attempts decoded)
 
 
 @runtime_checkable
-class AdminStore(AccessStore, TeamStore, Protocol):
+class AdminStore(AccessStore, TeamStore, SignupStore, Protocol):
     # --- users ---------------------------------------------------------------
 
     async def create_user(self, name: str, *, is_admin: bool, password_hash: str | None, groups: Sequence[str]) -> UserRecord:

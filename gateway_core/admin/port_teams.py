@@ -1,4 +1,4 @@
-"""The admin port's part for teams (``docs/teams.md``; see :mod:`.port` for the
+"""The admin port's part for teams and sign-ups (``docs/teams.md``; see :mod:`.port` for the
 rules every method follows). Both stores implement it with the rest of the port.
 A team's wallet, groups, limits and budgets are its account's: a user row, read
 and changed through the users' part of the port."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from ..records import KeyRecord
-from ..team_records import TeamMember, TeamRecord
+from ..records import KeyRecord, UserRecord
+from ..team_records import SignupRecord, TeamMember, TeamRecord
 
 
 class TeamStore(Protocol):
@@ -44,3 +44,25 @@ class TeamStore(Protocol):
     async def create_team_key(self, account_id: int, member_id: int | None, fields: dict[str, Any]) -> tuple[KeyRecord, str]:
         """A key of the team's account (``fields`` as ``create_key``'s), a member's or
         (``member_id`` ``None``) the team's own; the key and its secret."""
+
+
+class SignupStore(Protocol):
+    """Sign-ups waiting for a site admin's approval (``docs/teams.md#self-sign-up``)."""
+
+    async def add_signup(self, name: str, team: str, role: str, group: str) -> tuple[SignupRecord, bool]:
+        """A new pending sign-up of ``name``, or the one kept before (whatever its state); and whether it is new."""
+
+    async def get_signup(self, signup_id: int) -> SignupRecord | None: ...
+
+    async def find_signup(self, name: str) -> SignupRecord | None: ...
+
+    async def list_signups(self, status: str | None = None) -> list[SignupRecord]:
+        """Sign-ups in ``status`` (every one: ``None``), oldest first."""
+
+    async def reject_signup(self, signup_id: int) -> bool:
+        """A pending sign-up rejected; ``False``: none pending with this id."""
+
+    async def approve_signup(self, signup_id: int, groups: Sequence[str], team_id: int | None, role: str) -> UserRecord | None:
+        """A pending sign-up approved, its user made (opened to ``groups``) and, with
+        ``team_id``, made a member in ``role``, in one transaction; ``None``: none pending
+        with this id (:class:`~.errors.Conflict` when its name is a user's already)."""

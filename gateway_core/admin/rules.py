@@ -4,6 +4,8 @@ message (the field to blame, then what is expected).
 
 - amounts: whole micro-USD, at most :data:`MAX_AMOUNT_MICROS` (a billion USD: more is
   a typo, not a payment);
+- rate limits (requests and tokens per minute, requests in flight): whole numbers
+  from 0 (unlimited) to :data:`MAX_RATE_LIMIT`, or none;
 - user names: 1 to 100 characters with no space or control character (they are
   typed on command lines and in sign-in forms), not starting ``team:`` (teams' wallets);
 - channel base URLs: ``http://`` or ``https://``, or the scheme of the channel
@@ -32,6 +34,7 @@ MAX_AMOUNT_MICROS = 1_000_000_000 * MICROS_PER_USD
 MAX_USER_NAME = 100
 MAX_UPSTREAM_KEY = 16 * 1024
 MAX_UPSTREAM_KEYS = 500
+MAX_RATE_LIMIT = 2**31
 
 
 def check_amount(micros: object, field: str, *, allow_zero: bool = False, signed: bool = False) -> int:
@@ -47,6 +50,15 @@ def check_amount(micros: object, field: str, *, allow_zero: bool = False, signed
     if abs(micros) > MAX_AMOUNT_MICROS:
         raise Invalid(f"must be at most {format_usd(MAX_AMOUNT_MICROS)} USD, got {format_usd(micros)} USD", field)
     return micros
+
+
+def check_rate_limit(value: object, field: str) -> int | None:
+    """``value`` as a rate limit (``None``: none set; 0: unlimited), or :class:`Invalid` naming ``field``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RATE_LIMIT:
+        raise Invalid(f"must be a whole number from 0 (unlimited) to {MAX_RATE_LIMIT}, got {value!r}", field)
+    return value
 
 
 def check_user_name(name: object) -> str:

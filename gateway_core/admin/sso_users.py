@@ -11,13 +11,14 @@ membership in another team, given by hand, is left alone."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from typing import NoReturn
 
 import attrs
 
 from ..store.access_records import Actor
 from ..records import DEFAULT_GROUP, UserRecord
 from ..team_records import ROLES
-from . import audit, teams, users
+from . import audit, signups, teams, users
 from .context import Admin
 from .errors import Invalid
 
@@ -26,6 +27,10 @@ RANK = {role: len(ROLES) - i for i, role in enumerate(ROLES)}  # admin > member 
 
 class Refused(Exception):
     """The person may not sign in; the message says why, for them to read."""
+
+
+class Pending(Refused):
+    """The person's sign-up waits for a site admin's approval (:mod:`.signups`)."""
 
 
 @attrs.frozen
@@ -40,12 +45,14 @@ class SignOn:
 @attrs.frozen
 class SignUp:
     """Self sign-up: a person the gateway does not know, and whose claims map to no
-    team, gets a user in ``group`` and, when ``team`` is set, ``role`` in it."""
+    team, gets a user in ``group`` and, when ``team`` is set, ``role`` in it; with
+    ``approval``, only once a site admin approves their sign-up."""
 
     enabled: bool = False
     team: str = ""
     role: str = "member"
     group: str = DEFAULT_GROUP
+    approval: bool = False
 
 
 def strongest(roles: Sequence[str]) -> str:
@@ -66,6 +73,8 @@ async def sign_on(admin: Admin, person: SignOn, signup: SignUp, *, request_id: s
     if user is None:
         if not wanted and not signup.enabled:
             raise Refused("Your account is not set up on this gateway, and sign-up is closed: ask an administrator to add you.")
+        if not wanted and signup.approval:
+            await _wait_for_approval(admin, person.name, signup, request_id)
         groups = (signup.group,) if signup.enabled else (DEFAULT_GROUP,)
         try:
             user = await users.create_user(admin, person.name, groups=groups)
@@ -77,6 +86,20 @@ async def sign_on(admin: Admin, person: SignOn, signup: SignUp, *, request_id: s
             person = attrs.evolve(person, managed_teams=(*person.managed_teams, signup.team))
     await _sync_memberships(admin, user, wanted, person.managed_teams, request_id)
     return user
+
+
+async def _wait_for_approval(admin: Admin, name: str, signup: SignUp, request_id: str | None) -> NoReturn:
+    """Keep the person's sign-up for a site admin (:class:`Pending`), or refuse one rejected."""
+    try:
+        found, created = await signups.request_signup(admin, name, team=signup.team, role=signup.role, group=signup.group)
+    except Invalid as exc:
+        raise Refused(f"Your name from the identity provider cannot be a user name here: it {exc.detail}.") from None
+    if created:
+        who = audit.actor("sso", None, name, request_id=request_id)
+        await audit.record(admin, who, "signup.request", f"signup {found.id}", None, found)
+    if found.status == "rejected":
+        raise Refused("An administrator declined your sign-up on this gateway: ask them if this is a mistake.")
+    raise Pending("Your sign-up is waiting for an administrator's approval: sign in again once they have approved it.")
 
 
 async def _sync_memberships(admin: Admin, user: UserRecord, wanted: Mapping[str, str], managed: Collection[str], request_id: str | None) -> None:

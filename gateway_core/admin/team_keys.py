@@ -83,3 +83,22 @@ async def set_team_key_limits(
     if not site and key.member_id is None:
         await team_for(admin, team_id, caller, MANAGE, "change the team's service keys")
     return await keys.set_key_limits(admin, key.id, changes, owner=None if site else key.user_id)
+
+
+async def update_team_key(
+    admin: Admin, team_id: int, key_id: int, *, name: str | None = None, models: Sequence[str] | None = None,
+    allow_ips: Sequence[str] | None = None, caller: Caller | None = None,
+) -> KeyRecord:  # fmt: skip
+    """A team key's name, models and allowed networks (``None``: unchanged): a team
+    admin's for any key of the team, a member's for their own. A site admin's models
+    and networks bind the team (locked); the team's may only narrow those."""
+    key, site = await team_key(admin, team_id, key_id, caller=caller)
+    if not site and key.member_id is None:
+        await team_for(admin, team_id, caller, MANAGE, "change the team's service keys")
+    if name is not None and not name.strip():
+        raise Invalid("must not be empty", "name")
+    return await keys.update_key(
+        admin, key.id, name=key.name if name is None else name, quota_micros=key.quota_micros, expires_at=key.expires_at,
+        models=key.models if models is None else models, allow_ips=key.allow_ips if allow_ips is None else allow_ips,
+        owner=None if site else key.user_id,
+    )  # fmt: skip

@@ -13,14 +13,14 @@ from collections.abc import Sequence
 
 import attrs
 
-from ..records import DEFAULT_GROUP, UserRecord, UsageFilter, UsageTotal
+from ..records import BUDGET_COLUMNS, DEFAULT_GROUP, LIMIT_COLUMNS, UserRecord, UsageFilter, UsageTotal
 from ..team_records import ACCOUNT_PREFIX, ROLES, TeamMember, TeamRecord, account_name
 from . import usage, users, wallet
 from .context import Admin
 from .errors import Conflict, Invalid, NotFound
 from .groups import check_group_names
 from .port import LimitChanges
-from .rules import MAX_USER_NAME, check_amount, check_user_name
+from .rules import MAX_USER_NAME, check_amount, check_rate_limit, check_user_name
 from .team_access import KEYS, MANAGE, READ, SITE, SITE_ONLY, Caller, caller_role, is_site, require_site, team_for
 
 
@@ -128,8 +128,34 @@ async def edit_team(
     if opened or closed:
         await users.change_groups(admin, team.account_id, opened=opened, closed=closed)
     if limits:
+        check_team_limits(limits)
         await users.set_user_limits(admin, await users.get_user(admin, team.account_id), limits)
     return await team_view(admin, team_id, caller=caller)
+
+
+def check_team_limits(limits: LimitChanges) -> None:
+    """A team's rate limits (:data:`LIMIT_COLUMNS`) and budgets (:data:`BUDGET_COLUMNS`, micro-USD;
+    ``None`` clears one), or :class:`Invalid` naming the first wrong one."""
+    for column, value in limits.items():
+        if column in LIMIT_COLUMNS:
+            check_rate_limit(value, column)
+        elif column in BUDGET_COLUMNS:
+            if value is not None:
+                check_amount(value, column, allow_zero=True)
+        else:
+            raise Invalid(f"is not a team's limit (one of {', '.join((*LIMIT_COLUMNS, *BUDGET_COLUMNS))})", column)
+
+
+def parse_limit(text: str, column: str) -> int | None:
+    """A team's rate limit typed in a form: empty is none set, else :func:`check_rate_limit` of the number."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        value: object = int(text)
+    except ValueError:
+        value = text
+    return check_rate_limit(value, column)
 
 
 async def delete_team(admin: Admin, team_id: int, *, caller: Caller | None = None) -> TeamRecord:

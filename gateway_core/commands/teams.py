@@ -1,5 +1,5 @@
 """``relaygate team add|list|show|edit|delete``, ``team member add|remove|role``,
-``team key add|list`` (the team's service keys) and ``team topup`` (docs/teams.md).
+``team key add|list|edit`` (the team's keys) and ``team topup`` (docs/teams.md).
 
 The command line acts as a site admin: every rule is the admin layer's
 (:mod:`gateway_core.admin.teams`, :mod:`gateway_core.admin.team_keys`), with the same
@@ -33,6 +33,7 @@ def register_commands(register: Callable[..., None]) -> None:
     register("team member role", "change a member's role", _configure_member_role, _run_member_role)
     register("team key add", "create a service key of the team, paid by its wallet (its secret is shown once)", _configure_key_add, _run_key_add)
     register("team key list", "list a team's keys", _configure_team, _run_key_list)
+    register("team key edit", "change a team key's name, models or allowed networks", _configure_key_edit, _run_key_edit)
     register("team topup", "credit a team's wallet", _configure_topup, _run_topup)
 
 
@@ -252,6 +253,37 @@ def _run_key_list(args: argparse.Namespace, cli: CommandContext) -> int:
         return await team_keys.list_team_keys(admin, await _team_id(admin, args.team))
 
     cli.print_table(cli.run(listed), ["id", "name", "prefix", "group", "member_id", "enabled", "quota_micros", "used_micros"])
+    return 0
+
+
+def _configure_key_edit(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("team", metavar="TEAM")
+    parser.add_argument("id", type=int, metavar="KEY_ID")
+    parser.add_argument("--name", help="a new name")
+    parser.add_argument("--models", metavar="M1,M2", help="only these models ('' : any of its group's)")
+    parser.add_argument("--allow-ips", metavar="NET1,NET2", help="only from these networks, IP addresses or CIDR ('': any)")
+
+
+def _run_key_edit(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import team_keys
+
+    if args.name is None and args.models is None and args.allow_ips is None:
+        raise ValueError("say what to change: --name, --models or --allow-ips")
+    models = None if args.models is None else split_list(args.models)
+    networks = None if args.allow_ips is None else split_list(args.allow_ips)
+
+    async def edit(admin: Admin) -> Any:
+        team_id = await _team_id(admin, args.team)
+        before, _ = await team_keys.team_key(admin, team_id, args.id)
+        after = await team_keys.update_team_key(admin, team_id, args.id, name=args.name, models=models, allow_ips=networks)
+        await cli.audit(admin, "team.key.update", f"key {after.id}", before, after)
+        return after
+
+    key = cli.run(edit)
+    cli.print_record(
+        {"id": key.id, "name": key.name, "team_id": key.team_id, "member_id": key.member_id, "models": list(key.models), "allow_ips": list(key.allow_ips)},
+        text=f"Key {key.id} ({key.name!r}) of team {args.team!r}: models {', '.join(key.models) or 'any'}; networks {', '.join(key.allow_ips) or 'any'}.",
+    )  # fmt: skip
     return 0
 
 

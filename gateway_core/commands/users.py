@@ -1,4 +1,6 @@
-"""``relaygate user add|list|edit|password|enable|disable|delete`` and ``relaygate wallet topup``.
+"""``relaygate user add|list|edit|password|enable|disable|delete``, ``relaygate user
+pending|approve|reject`` (self sign-ups waiting for approval: docs/teams.md#self-sign-up)
+and ``relaygate wallet topup``.
 
 A lost admin password is set again on the machine that holds the database:
 ``relaygate user password admin`` (``--password-stdin`` for scripts).
@@ -31,6 +33,9 @@ def register_commands(register: Callable[..., None]) -> None:
     register("user enable", "enable a user", _configure_user_name, _run_user_enable)
     register("user disable", "disable a user: their keys, tokens and console sessions stop working", _configure_user_name, _run_user_disable)
     register("user delete", "delete a user for good (keys deleted, tokens revoked; balance, ledger and logs kept)", _configure_user_delete, _run_user_delete)
+    register("user pending", "list the single sign-on sign-ups waiting for approval", _configure_user_pending, _run_user_pending)
+    register("user approve", "approve a sign-up: the user is made, in its default group, team and role", _configure_user_name, _run_user_approve)
+    register("user reject", "reject a sign-up: that person's single sign-on is refused", _configure_user_name, _run_user_reject)
     register("wallet topup", "credit a user's balance", _configure_wallet_topup, _run_wallet_topup)
 
 
@@ -236,4 +241,48 @@ def _run_wallet_topup(args: argparse.Namespace, cli: CommandContext) -> int:
     else:
         text = f"Added {format_usd(amount)} USD to {args.user!r}; balance is now {format_usd(done.balance_after_micros)} USD."
     cli.print_record(record, text=text)
+    return 0
+
+
+# --- sign-ups waiting for approval ---------------------------------------------------
+
+
+def _configure_user_pending(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--all", action="store_true", help="approved and rejected sign-ups too")
+
+
+def _run_user_pending(args: argparse.Namespace, cli: CommandContext) -> int:
+    from ..admin import signups
+
+    listed = cli.run(lambda admin: signups.list_signups(admin, status=None if args.all else "pending"))
+    cli.print_table(listed, ["id", "name", "team", "role", "group", "status", "created_at"])
+    return 0
+
+
+def _decide_signup(args: argparse.Namespace, cli: CommandContext, approve: bool) -> Any:
+    from ..admin import signups
+
+    async def decide(admin: Admin) -> Any:
+        before = await signups.find_signup(admin, args.user)
+        if approve:
+            after, user = await signups.approve_signup(admin, before.id)
+            await cli.audit(admin, "user.create", f"user {user.id}", None, user)
+        else:
+            after = await signups.reject_signup(admin, before.id)
+        await cli.audit(admin, "signup.approve" if approve else "signup.reject", f"signup {after.id}", before, after)
+        return after
+
+    return cli.run(decide)
+
+
+def _run_user_approve(args: argparse.Namespace, cli: CommandContext) -> int:
+    signup = _decide_signup(args, cli, True)
+    team = f", {signup.role} of team {signup.team!r}" if signup.team else ""
+    cli.print_record(signup, text=f"Approved the sign-up of {signup.name!r}: the user is made (group {signup.group!r}{team}); their next sign-in lands.")
+    return 0
+
+
+def _run_user_reject(args: argparse.Namespace, cli: CommandContext) -> int:
+    signup = _decide_signup(args, cli, False)
+    cli.print_record(signup, text=f"Rejected the sign-up of {signup.name!r}: their single sign-on is refused.")
     return 0

@@ -35,6 +35,7 @@ from .ledger_schema import migrate_0006_ledger_money_only
 from .sqlite_sql import SqliteSchema, sqlite_only
 from .fallbacks import migrate_0013_model_fallbacks
 from .stored_responses_schema import migrate_0012_stored_responses
+from .signups_schema import migrate_0020_signups
 from .teams_schema import migrate_0019_teams
 from .usage_hourly import migrate_0017_usage_hourly
 
@@ -303,4 +304,5 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0017_usage_hourly", sqlite_only(migrate_0017_usage_hourly)),
     ("0018_user_deleted", sqlite_only(migrate_0018_user_deleted)),
     ("0019_teams", sqlite_only(migrate_0019_teams)),
+    ("0020_signups", sqlite_only(migrate_0020_signups)),
 ]

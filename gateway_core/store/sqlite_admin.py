@@ -46,13 +46,14 @@ from .limits import get_limits, set_key_limits, set_user_limits
 from .sealing import count_unsealed
 from .sqlite_access import SqliteAccess
 from .sqlite_retention import SqliteRetention
+from .signups import SqliteSignups
 from .sqlite_teams import SqliteTeams
 from .sqlite_store import Store
 
 T = TypeVar("T")
 
 
-class SqliteAdmin(SqliteAccess, SqliteTeams, SqliteRetention):
+class SqliteAdmin(SqliteAccess, SqliteTeams, SqliteSignups, SqliteRetention):
     """The admin port of a running :class:`Store`."""
 
     def __init__(self, store: Store) -> None:

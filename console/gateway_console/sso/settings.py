@@ -15,11 +15,11 @@ from gateway_core.config import ConfigError
 ROLES = ("admin", "member", "viewer")
 NAME_CLAIMS = ("email", "preferred_username")
 PREFIX = "RELAYGATE_SSO_"
-FLAGS = ("password_signin", "self_signup")
+FLAGS = ("password_signin", "self_signup", "signup_approval")
 LISTS = ("scopes", "allowed_domains", "break_glass")
 KEYS = (
     "issuer", "client_id", "client_secret", "scopes", "groups_claim", "name_claim", "team_roles", "allowed_domains",
-    "password_signin", "break_glass", "self_signup", "signup_team", "signup_role", "signup_group", "redirect_uri",
+    "password_signin", "break_glass", "self_signup", "signup_approval", "signup_team", "signup_role", "signup_group", "redirect_uri",
     "post_logout_redirect_uri", "button_label",
 )  # fmt: skip
 
@@ -87,6 +87,10 @@ def sso_settings(table: Mapping[str, Any] | None, environ: Mapping[str, str]) ->
     if name_claim not in NAME_CLAIMS:
         raise ConfigError(f"[plugins.console.sso] name_claim must be one of {', '.join(NAME_CLAIMS)}, got {name_claim!r}")
     scopes = tuple(values.get("scopes") or ("openid", "email", "profile"))
+    self_signup = _flag(values.get("self_signup", False), "self_signup")
+    approval = _flag(values.get("signup_approval", False), "signup_approval")
+    if approval and not self_signup:
+        raise ConfigError("[plugins.console.sso] signup_approval needs self_signup = true: approval is of self sign-ups")
     signup_role = str(values.get("signup_role", "member"))
     if signup_role not in ROLES:
         raise ConfigError(f"[plugins.console.sso] signup_role must be one of {', '.join(ROLES)}, got {signup_role!r}")
@@ -98,7 +102,7 @@ def sso_settings(table: Mapping[str, Any] | None, environ: Mapping[str, str]) ->
         password_signin=_flag(values.get("password_signin", True), "password_signin"),
         break_glass=tuple(str(name) for name in values.get("break_glass") or ()),
         signup=SignUp(
-            enabled=_flag(values.get("self_signup", False), "self_signup"), team=str(values.get("signup_team", "")),
+            enabled=self_signup, approval=approval, team=str(values.get("signup_team", "")),
             role=signup_role, group=str(values.get("signup_group", "default")),
         ),
         redirect_uri=str(values.get("redirect_uri", "")), post_logout_redirect_uri=str(values.get("post_logout_redirect_uri", "")),

@@ -6,7 +6,7 @@ verifier, kept sealed (encrypted and signed with the console's secret) in a
 short-lived cookie; ``/sso/callback`` checks the state, exchanges the code, checks
 the ID token, makes or updates the user and their teams through the admin layer
 (:mod:`gateway_core.admin.sso_users`) and starts a console session, as a password
-sign-in does. Signing out of a session begun here goes on to the provider's
+sign-in does (or, when self sign-up waits for approval, shows that it waits). Signing out of a session begun here goes on to the provider's
 end-session endpoint."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import json
 import attrs
 from starlette.responses import RedirectResponse, Response
 
-from gateway_core.admin.sso_users import Refused, SignOn, sign_on
+from gateway_core.admin.sso_users import Pending, Refused, SignOn, sign_on
 
 from ..i18n import _
 from ..views.auth import _start_session  # one way to start a session, for both sign-ins
@@ -75,6 +75,11 @@ async def callback(ctx: Ctx) -> Response:
     person = SignOn(name, settings.memberships(claims.get(settings.groups_claim)), settings.managed_teams)
     try:
         user = await sign_on(ctx.admin, person, settings.signup, request_id=ctx.request.scope.get("relaygate.request_id"))
+    except Pending:  # self sign-up waits for a site admin: nothing is theirs yet, no session
+        log.info("sso.pending", name=person.name)
+        waiting = ctx.render("signup_pending.html", status=202, name=person.name)
+        waiting.delete_cookie(FLOW_COOKIE, path=ctx.url("/sso"))
+        return waiting
     except Refused as exc:
         return _refused(ctx, 403, str(exc))
     response = RedirectResponse(safe_next(ctx.base, flow.next), status_code=303)

@@ -1,4 +1,5 @@
-"""Operator pages for users: list (searched, in pages), create, top up (with a
+"""Operator pages for users: list (searched, in pages; the sign-ups waiting for
+approval above: :mod:`.admin_signups`), create, top up (with a
 note), open groups (checkboxes of the existing groups), budgets of the user and
 of each key, enable/disable, set a password, delete."""
 
@@ -8,7 +9,7 @@ from starlette.responses import Response
 
 from urllib.parse import urlencode
 
-from gateway_core.admin import AdminError, budgets, groups, keys, users, wallet
+from gateway_core.admin import AdminError, budgets, groups, keys, signups, users, wallet
 from gateway_core.records import BUDGET_COLUMNS, UserRecord
 
 from ..i18n import _, period_name
@@ -19,7 +20,9 @@ PAGE_SIZE = 50
 PERIODS = ("daily", "weekly", "monthly")  # in the order of BUDGET_COLUMNS
 
 
-async def _list_page(ctx: Ctx, status: int = 200, error: str | None = None) -> Response:
+async def users_page(ctx: Ctx, status: int = 200, error: str | None = None, *, signup_error: str | None = None) -> Response:
+    """The users page, with the sign-ups waiting for approval above; ``error``: the
+    create form's message, ``signup_error``: a sign-up's."""
     query = ctx.request.query_params
     search = query.get("q", "").strip()[:200]
     after = int(query["after"]) if query.get("after", "").isdigit() else 0
@@ -30,13 +33,14 @@ async def _list_page(ctx: Ctx, status: int = 200, error: str | None = None) -> R
     more_link = ctx.url("/admin/users?" + urlencode({**({"q": search} if search else {}), "after": listed[-1].user.id})) if more and listed else None
     return ctx.render(
         "admin_users.html", status=status, users=listed, groups=names, error=error, values=values, chosen=chosen,
-        search=search, more=more_link, paged=after > 0,
+        search=search, more=more_link, paged=after > 0, pending=await signups.list_signups(ctx.admin, caller=ctx.user),
+        signup_error=signup_error,
     )  # fmt: skip
 
 
 @page(admin=True)
 async def user_list(ctx: Ctx) -> Response:
-    return await _list_page(ctx)
+    return await users_page(ctx)
 
 
 @page(admin=True)
@@ -53,7 +57,7 @@ async def user_create(ctx: Ctx) -> Response:
         is_admin = form.get("is_admin") == "on"
         created = await users.create_user(ctx.admin, name, is_admin=is_admin, password=password, groups=groups_opened)
     except (ValueError, AdminError) as exc:  # FormError, Invalid, Conflict
-        return await _list_page(ctx, 400, str(exc))
+        return await users_page(ctx, 400, str(exc))
     await ctx.audit("user.create", f"user {created.id}", None, created)
     return ctx.redirect("/admin/users", "created")
 

@@ -1,6 +1,6 @@
 """A team's members and keys (``docs/teams.md``): its admins add and remove members
-and change their roles, create the team's service keys, limit and delete every key
-of it; a member makes, limits and deletes their own keys in it. The admin layer
+and change their roles, create the team's service keys, edit, limit and delete every
+key of it; a member makes, edits, limits and deletes their own keys in it. The admin layer
 decides who may (the same rules as the CLI's and the API's): this module only reads
 the forms and shows its answers."""
 
@@ -11,7 +11,7 @@ from starlette.responses import Response
 from gateway_core.admin import NotFound, team_keys, teams
 from gateway_core.records import BUDGET_COLUMNS
 
-from ..forms import optional_usd, text
+from ..forms import optional_usd, split_list, text
 from ..i18n import _, period_name
 from ..web import Ctx, page
 from .teams import PERIODS, team_page
@@ -90,6 +90,23 @@ async def key_budgets(ctx: Ctx) -> Response:
     except ValueError as exc:  # Invalid, Locked: a limit the site set
         return await team_page(ctx, 400, str(exc))
     await ctx.audit("team.key.limits", f"key {key_id}", None, stored)
+    return ctx.redirect(f"/teams/{team_id}", "saved")
+
+
+@page()
+async def key_edit(ctx: Ctx) -> Response:
+    """A team key's name, models and allowed networks (comma-separated; empty: any):
+    what a site admin set, the team may only narrow (the admin layer refuses the rest)."""
+    team_id, key_id = ctx.path_int("team_id"), ctx.path_int("key_id")
+    before, _site = await team_keys.team_key(ctx.admin, team_id, key_id, caller=ctx.user)  # not found first
+    try:
+        name = text(ctx.form, "name", required=_("Give the key a name."), max_length=200)
+        models = split_list(text(ctx.form, "models", max_length=4000))
+        networks = split_list(text(ctx.form, "allow_ips", max_length=4000))
+        after = await team_keys.update_team_key(ctx.admin, team_id, key_id, name=name, models=models, allow_ips=networks, caller=ctx.user)
+    except ValueError as exc:  # Invalid, Locked: what the site set
+        return await team_page(ctx, 400, str(exc))
+    await ctx.audit("team.key.update", f"key {key_id}", before, after)
     return ctx.redirect(f"/teams/{team_id}", "saved")
 
 

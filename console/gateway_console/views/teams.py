@@ -1,6 +1,7 @@
 """Teams (``docs/teams.md``): the teams a person may see, and one team's page — its
 wallet, groups, limits, members, keys and who spent what — with the forms their role
-allows. Site admins create, rename, delete, top up and limit teams here; members and
+allows. Site admins create, rename, delete and top up teams here, and set their
+budgets and rate limits; members and
 keys are :mod:`.team_members`.
 
 Every read and change is the admin layer's (:mod:`gateway_core.admin.teams`,
@@ -15,12 +16,13 @@ import time
 from starlette.responses import Response
 
 from gateway_core.admin import Conflict, NotFound, groups, team_keys, teams
-from gateway_core.records import BUDGET_COLUMNS
+from gateway_core.records import BUDGET_COLUMNS, LIMIT_COLUMNS
 from gateway_core.team_records import ROLES, TeamRecord
 
 from ..forms import FormError, optional_usd, text
 from ..i18n import _, period_name
 from ..web import Ctx, page
+from .keys import LIMIT_LABELS
 
 PERIODS = ("daily", "weekly", "monthly")  # in the order of BUDGET_COLUMNS
 USAGE_DAYS = 30  # the span of a team page's usage by member
@@ -61,7 +63,7 @@ async def team_page(ctx: Ctx, status: int = 200, error: str | None = None) -> Re
     return ctx.render(
         "team.html", status=status, error=error, view=view, team=view.team, role=role, site=view.site,
         logs_url=ctx.url(f"{'/admin/logs' if view.site else '/logs'}?team={team_id}"), manage=view.manages, make_keys=view.makes_own_keys, keys=listed, roles=ROLES, periods=PERIODS,
-        budgets={period: view.limits.get(column) for period, column in zip(PERIODS, BUDGET_COLUMNS)},
+        budgets={period: view.limits.get(column) for period, column in zip(PERIODS, BUDGET_COLUMNS)}, limit_columns=LIMIT_COLUMNS, limit_labels=LIMIT_LABELS,
         names={member.user_id: member.user_name for member in view.members}, by_member=by_member, usage_days=USAGE_DAYS,
         all_groups=[group.name for group in await groups.list_groups(ctx.admin)] if view.site else [],
     )  # fmt: skip
@@ -105,6 +107,20 @@ async def team_budgets(ctx: Ctx) -> Response:
     except ValueError as exc:
         return await team_page(ctx, 400, str(exc))
     await ctx.audit("team.update", f"team {team_id}", None, after.limits)
+    return ctx.redirect(f"/teams/{team_id}", "saved")
+
+
+@page()
+async def team_limits(ctx: Ctx) -> Response:
+    """A site admin's rate limits of the team (every key of it together); empty: none, 0: unlimited."""
+    team_id = ctx.path_int("team_id")
+    before = await teams.edit_team(ctx.admin, team_id, caller=ctx.user)  # no change yet: the role's check first
+    try:
+        changes = {column: teams.parse_limit(text(ctx.form, column, max_length=20), column) for column in LIMIT_COLUMNS}
+        after = await teams.edit_team(ctx.admin, team_id, limits=changes, caller=ctx.user)
+    except ValueError as exc:  # the admin layer's Invalid: the same message as the CLI's and the API's
+        return await team_page(ctx, 400, str(exc))
+    await ctx.audit("team.update", f"team {team_id}", before.limits, after.limits)
     return ctx.redirect(f"/teams/{team_id}", "saved")
 
 

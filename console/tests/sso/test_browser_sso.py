@@ -2,7 +2,8 @@
 loopback, ``conftest.py``): people land in the teams and roles their groups
 map to, a changed claim changes the role at the next sign-in (signed with a key
 the provider rotated in meanwhile), the domain
-allow-list, closed and open sign-up, password sign-in turned off but for a
+allow-list, closed and open sign-up, sign-up waiting for an administrator's approval,
+password sign-in turned off but for a
 break-glass admin, and signing out at the provider."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gateway_console.sso.oidc import KEYS_REFRESH_SECONDS
-from gateway_core.admin import Admin, teams
+from gateway_core.admin import Admin, signups, teams
 from gateway_core.config import Config
 
 ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "console"  # as the chromium fixture makes it
@@ -129,6 +130,33 @@ def test_self_sign_up_gives_a_new_person_the_default_team(chromium, sso):
     sso_sign_in(page, gateway, provider, "zoe")
     assert page.url.endswith("/console/dashboard")
     assert my_teams(page, gateway) == {"newcomers": "viewer"}
+
+
+def test_self_sign_up_waits_for_an_administrators_approval(chromium, sso, seed):
+    gateway, provider = sso(self_signup=True, signup_approval=True, signup_team="newcomers", signup_role="viewer", signup_group="trial")
+    context, errors = chromium
+    page = context.new_page()
+    sso_sign_in(page, gateway, provider, "zoe")  # no mapped group: a self sign-up, kept for approval
+    assert "waiting for an administrator's approval" in page.inner_text("#signup-pending")
+    page.screenshot(path=str(ARTIFACTS / "sso-signup-pending.png"), full_page=True)
+    assert page.request.get(gateway.url + "/api/v1/teams").status == 401  # no session, no user
+
+    async def approve(port):
+        admin = Admin(port)
+        assert await admin.store.find_user("zoe@example.com") is None
+        waiting = await signups.find_signup(admin, "zoe@example.com")
+        assert waiting.status == "pending"
+        return await signups.approve_signup(admin, waiting.id)
+
+    _, user = seed._admin(approve)
+    assert user.groups == ("trial",)
+
+    again = context.browser.new_context() if context.browser else context  # signed out of the provider too
+    page = again.new_page()
+    sso_sign_in(page, gateway, provider, "zoe")
+    assert page.url.endswith("/console/dashboard")
+    assert my_teams(page, gateway) == {"newcomers": "viewer"}
+    assert not errors
 
 
 def test_password_sign_in_off_but_for_the_break_glass_admin(chromium, sso, passwords):

@@ -41,6 +41,9 @@ def test_the_mapping_from_the_environment():
                                  "RELAYGATE_SSO_SELF_SIGNUP": "true", "RELAYGATE_SSO_SIGNUP_TEAM": "newcomers"})  # fmt: skip
     assert settings is not None
     assert settings.memberships(["eng"]) == {"eng": "member"} and settings.signup == SignUp(True, "newcomers", "member", "default")
+    waiting = sso_settings(TABLE, {"RELAYGATE_SSO_SELF_SIGNUP": "on", "RELAYGATE_SSO_SIGNUP_APPROVAL": "yes", "RELAYGATE_SSO_SIGNUP_ROLE": "viewer"})
+    assert waiting is not None and waiting.signup == SignUp(True, "", "viewer", "default", approval=True)
+    assert sso_settings({**TABLE, "self_signup": True}, {}).signup.approval is False  # off by default
 
 
 @pytest.mark.parametrize(
@@ -51,6 +54,8 @@ def test_the_mapping_from_the_environment():
         ({**TABLE, "isuer": "x"}, {}, "unknown setting 'isuer'"),
         (TABLE, {"RELAYGATE_SSO_SELF_SIGNUP": "maybe"}, "RELAYGATE_SSO_SELF_SIGNUP"),
         ({**TABLE, "name_claim": "sub"}, {}, "name_claim"),
+        ({**TABLE, "signup_approval": True}, {}, "signup_approval needs self_signup = true"),
+        ({**TABLE, "self_signup": True}, {"RELAYGATE_SSO_SIGNUP_APPROVAL": "perhaps"}, "RELAYGATE_SSO_SIGNUP_APPROVAL"),
     ],
 )
 def test_wrong_settings_are_refused_by_name(table, environ, message):

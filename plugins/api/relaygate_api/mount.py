@@ -14,7 +14,7 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import Mount, Route
 
 from gateway_core.request.relay import REQUEST_ID
-from . import audit, budgets, catalog, channels, codes, fallbacks, keys, teams, tokens, usage, users, wallet
+from . import audit, budgets, catalog, channels, codes, fallbacks, keys, signups, teams, tokens, usage, users, wallet
 from .errors import ApiError, error_response
 from .docs_page import PAGE, static_mount
 from .openapi import PREFIX, document
@@ -22,7 +22,7 @@ from .operation import MethodDispatch, Operation
 
 OPERATIONS: tuple[Operation, ...] = (
     *tokens.OPERATIONS, *keys.OPERATIONS, *usage.OPERATIONS, *wallet.OPERATIONS, *codes.OPERATIONS, *budgets.OPERATIONS,
-    *users.OPERATIONS, *teams.OPERATIONS, *catalog.OPERATIONS, *fallbacks.OPERATIONS, *channels.OPERATIONS, *audit.OPERATIONS,
+    *users.OPERATIONS, *signups.OPERATIONS, *teams.OPERATIONS, *catalog.OPERATIONS, *fallbacks.OPERATIONS, *channels.OPERATIONS, *audit.OPERATIONS,
 )  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from gateway_core.money import format_usd
 from gateway_core.records import BUDGET_COLUMNS, LIMIT_COLUMNS, UsageFilter
 from gateway_core.team_records import ROLES, TeamMember
 from .budgets import BUDGETS, budget_answer
+from .keys import FIELDS as KEY_FIELDS
 from .errors import ApiError
 from .operation import ApiCall, Operation, Param
 from .schema import ID, MAX_PATH_ID, NAME, NAMES, TIME, array, micros, obj, usd
@@ -51,6 +52,8 @@ NEW_TEAM_KEY = obj(
      "quota": usd("most the key may spend", nullable=True), "quota_micros": micros("most the key may spend", nullable=True)},
 )  # fmt: skip
 KEY_LIMITS = obj(LIMIT_FIELDS)
+EDIT_TEAM_KEY = obj({"name": NAME, "models": {**NAMES, "description": "only these models (empty: any of its group's)"},
+                     "allow_ips": {**KEY_FIELDS["allow_ips"], "description": "only from these networks (empty: any)"}})  # fmt: skip
 TOPUP = one_amount(obj({"amount": usd("the amount"), "amount_micros": micros("the amount"), "note": {"type": ["string", "null"], "maxLength": 500}}))
 BALANCE = obj({"team_id": ID, "balance": usd("the wallet after", signed=True), "balance_micros": micros("the wallet after", signed=True)}, ("team_id", "balance", "balance_micros"))
 USAGE = obj(
@@ -157,6 +160,16 @@ async def set_team_key_limits(call: ApiCall) -> dict[str, Any]:
     return key_json(key)
 
 
+async def update_team_key(call: ApiCall) -> dict[str, Any]:
+    team_id, key_id, body = call.path["team_id"], call.path["key_id"], call.body
+    before, _ = await team_keys.team_key(call.admin, team_id, key_id, caller=call.principal)
+    after = await team_keys.update_team_key(
+        call.admin, team_id, key_id, name=body.get("name"), models=body.get("models"), allow_ips=body.get("allow_ips"), caller=call.principal
+    )
+    await call.audit("team.key.update", f"key {key_id}", key_json(before), key_json(after))
+    return key_json(after)
+
+
 async def delete_team_key(call: ApiCall) -> dict[str, Any]:
     key = await team_keys.delete_team_key(call.admin, call.path["team_id"], call.path["key_id"], caller=call.principal)
     await call.audit("team.key.delete", f"key {key.id}", None, {"deleted": True})
@@ -206,6 +219,7 @@ OPERATIONS = (
     Operation("GET", ONE + "/keys", "The team's keys: every one for its admins, your own for a member", TAG, "read", list_team_keys, array(KEY), errors=E),
     Operation("POST", ONE + "/keys", "A key paid by the team's wallet: your own as a member, or the team's service key (its admins) (secret in this response only)", TAG, "write", create_team_key, NEW_KEY, body=NEW_TEAM_KEY, status=201, errors=E),
     Operation("PATCH", ONE + "/keys/{key_id}/limits", "A team key's rate limits and budgets: never loosening what a site admin set (the team's admins; a member their own)", TAG, "write", set_team_key_limits, KEY, body=KEY_LIMITS, errors=E),
+    Operation("PATCH", ONE + "/keys/{key_id}", "A team key's name, models and allowed networks: never widening what a site admin set (the team's admins; a member their own)", TAG, "write", update_team_key, KEY, body=EDIT_TEAM_KEY, errors=E),
     Operation("DELETE", ONE + "/keys/{key_id}", "Delete a team key (the team's admins; a member their own)", TAG, "write", delete_team_key, KEY, errors=E),
     Operation("POST", ONE + "/topup", "Credit the team's wallet (admin)", TAG, "admin", topup_team, BALANCE, body=TOPUP, errors=E),
     Operation("GET", ONE + "/budgets", "The team's budgets and its keys', and where each window stands (any role)", TAG, "read", team_budgets, BUDGETS, errors=E),

@@ -17,6 +17,7 @@ import pytest
 import requests
 
 from relaygate_api.mount import OPERATIONS
+from gateway_core.admin import Admin, signups
 from gateway_core.commands.cli import main
 from gateway_core.config import Config
 from gateway_core.testing import GatewayThread, Seed
@@ -36,6 +37,12 @@ def token(db: str, user: str, scope: str, *extra: str) -> tuple[int, str]:
     return made["id"], made["token"]
 
 
+async def pending_signup(port) -> int:
+    """A single sign-on sign-up waiting for approval (docs/teams.md#self-sign-up)."""
+    found, _ = await signups.request_signup(Admin(port), "carol@example.com", team="", role="member", group="default")
+    return found.id
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     db = str(tmp_path_factory.mktemp("api-access") / "relaygate.db")
@@ -46,6 +53,7 @@ def world(tmp_path_factory):
         seed.user("root", admin=True)
         alices_key, _ = seed.key(alice, name="alices-secret-name")
         channel = seed.channel("demo", type="demo", base_url="local://demo", models=["demo-1"])
+        signup_id = seed._admin(pending_signup)
     alices_token, _ = token(db, "alice", "write")
     tokens = {
         "bob_read": token(db, "bob", "read")[1], "bob_write": token(db, "bob", "write")[1],
@@ -57,7 +65,7 @@ def world(tmp_path_factory):
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE access_tokens SET expires_at = ? WHERE id = ?", (time.time() - 1, tokens["expired"][0]))
     values = {"key_id": alices_key, "token_id": alices_token, "user_id": alice, "channel_id": channel, "name": "default", "model": "demo-1",
-              "code_id": code["id"], "team_id": team["id"]}
+              "code_id": code["id"], "team_id": team["id"], "signup_id": signup_id}
     with GatewayThread(config) as gateway:
         yield gateway.url, values, {**tokens, "revoked": tokens["revoked"][1], "expired": tokens["expired"][1]}
 

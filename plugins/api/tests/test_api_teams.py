@@ -40,6 +40,7 @@ CASES = {
     ("GET", "/teams/{team_id}/keys"): (None, expected(200, 200, 200, 403)),
     ("POST", "/teams/{team_id}/keys"): ({"service": True, "name": "svc"}, expected(201, 201, 403, 403)),
     ("PATCH", "/teams/{team_id}/keys/{key_id}/limits"): ({"daily_budget_micros": 1_000}, expected(200, 200, 404, 403)),
+    ("PATCH", "/teams/{team_id}/keys/{key_id}"): ({"name": "renamed", "allow_ips": ["10.0.0.0/8"]}, expected(200, 200, 404, 403)),
     ("DELETE", "/teams/{team_id}/keys/{key_id}"): (None, expected(200, 200, 404, 403)),
     ("POST", "/teams/{team_id}/topup"): ({"amount": "1.50"}, {"site": 200, **SITE_ONLY}),
     ("GET", "/teams/{team_id}/usage"): (None, expected(200, 200, 200, 200)),
@@ -158,3 +159,33 @@ def test_the_teams_usage_says_who_spent_what(gateway):
     answer = request(url, "GET", "/teams/{team_id}/usage", None, values, tokens["viewer"])
     assert answer.status_code == 200 and answer.json()["members"] == []  # no request yet (tests/test_teams.py counts them)
     assert request(url, "GET", "/teams/{team_id}/usage", None, values, tokens["outsider"]).status_code == 404
+
+
+def test_a_team_key_is_edited_by_its_member_or_the_teams_admins_within_what_the_site_set(gateway):
+    url, seed = gateway
+    values, tokens = make_world(seed)
+    path = "/teams/{team_id}/keys/{key_id}"
+    own = request(url, "POST", "/teams/{team_id}/keys", {"name": "laptop"}, values, tokens["dev"]).json()["key"]
+    mine = {**values, "key_id": own["id"]}
+    edited = request(url, "PATCH", path, {"name": "desk", "allow_ips": ["192.0.2.7"]}, mine, tokens["dev"])
+    assert edited.status_code == 200, edited.text
+    assert (edited.json()["name"], edited.json()["allow_ips"], edited.json()["models"]) == ("desk", ["192.0.2.7/32"], [])
+    others = request(url, "POST", "/teams/{team_id}/keys", {"name": "x"}, values, tokens["lead"])
+    theirs = {**values, "key_id": others.json()["key"]["id"]}
+    assert request(url, "PATCH", path, {"name": "mine-now"}, theirs, tokens["dev"]).status_code == 404  # another's key: not found
+    assert request(url, "PATCH", path, {"name": "y"}, mine, tokens["viewer"]).status_code == 403
+    assert request(url, "PATCH", path, {"name": "y"}, mine, tokens["outsider"]).status_code == 404
+    assert request(url, "PATCH", path, {"name": "y"}, mine, tokens["other_lead"]).status_code == 404
+    assert request(url, "PATCH", path, {"name": "  "}, mine, tokens["dev"]).json()["error"]["field"] == "name"
+    bad = request(url, "PATCH", path, {"allow_ips": ["not-a-network"]}, mine, tokens["dev"])
+    assert bad.status_code == 400 and "not-a-network" in bad.json()["error"]["message"]
+
+    assert request(url, "PATCH", path, {"allow_ips": ["10.0.0.0/8"]}, mine, tokens["site"]).status_code == 200  # the site's: locked
+    for caller in ("lead", "dev"):
+        widened = request(url, "PATCH", path, {"allow_ips": []}, mine, tokens[caller])
+        assert widened.status_code == 403 and widened.json()["error"]["code"] == "locked", widened.text
+        assert request(url, "PATCH", path, {"allow_ips": ["0.0.0.0/0"]}, mine, tokens[caller]).json()["error"]["code"] == "locked"
+    narrowed = request(url, "PATCH", path, {"allow_ips": ["10.1.0.0/16"]}, mine, tokens["lead"])
+    assert narrowed.status_code == 200 and narrowed.json()["allow_ips"] == ["10.1.0.0/16"]
+    audit = request(url, "GET", "/audit", None, values, tokens["site"]).json()["items"]
+    assert any(row["action"] == "team.key.update" and row["target"] == f"key {own['id']}" for row in audit)

@@ -23,6 +23,7 @@ from .admin_codes import CodesAdmin
 from .admin_fallbacks import FallbacksAdmin
 from .admin_money import MoneyAdmin
 from .retention import PostgresRetention
+from .admin_signups import SignupsAdmin
 from .admin_teams import TeamsAdmin
 from .admin_users import UsersAdmin, add_user, create_key, ensure_groups, get_user, list_keys, open_groups
 
@@ -30,7 +31,7 @@ _INIT_LOCK = 0x72656C6179  # the advisory lock one `relaygate init` at a time ho
 _FIRST_ADMIN = "u.is_admin = 1 ORDER BY u.name != 'admin', u.id LIMIT 1"
 
 
-class PostgresAdmin(UsersAdmin, TeamsAdmin, ChannelsAdmin, MoneyAdmin, CodesAdmin, FallbacksAdmin, AccessAdmin, PostgresRetention):
+class PostgresAdmin(UsersAdmin, TeamsAdmin, SignupsAdmin, ChannelsAdmin, MoneyAdmin, CodesAdmin, FallbacksAdmin, AccessAdmin, PostgresRetention):
     """The admin port of a running :class:`~.store.PostgresStore`."""
 
     async def initialize(self, *, admin_password_hash: str, first_channel: ChannelFields | None) -> InitResult:

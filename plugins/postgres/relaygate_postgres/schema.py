@@ -33,6 +33,7 @@ from .schema_billing_v2 import BILLING_BUDGETS, BILLING_PRICES, BILLING_V2, BUDG
 from gateway_core.store.fallbacks import MODEL_FALLBACKS_POSTGRES
 from .schema_billing_v2 import BILLING_BUDGETS, BILLING_PRICES, BILLING_V2
 from .stored_responses_schema import STORED_RESPONSES
+from gateway_core.store.signups_schema import SIGNUPS_POSTGRES
 from gateway_core.store.teams_schema import TEAMS_POSTGRES
 from gateway_core.store.usage_hourly import USAGE_HOURLY_POSTGRES
 
@@ -280,6 +281,7 @@ CORE_MIGRATIONS: list[Migration] = [
     ("0017_usage_hourly", script(USAGE_HOURLY_POSTGRES)),
     ("0018_user_deleted", script("ALTER TABLE users ADD COLUMN deleted_at DOUBLE PRECISION;")),
     ("0019_teams", script(TEAMS_POSTGRES)),
+    ("0020_signups", script(SIGNUPS_POSTGRES)),
 ]
 
 
