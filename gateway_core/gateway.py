@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     import aiohttp
 
     from .admin.port import AdminStore
-    from .request.asgi import ClientAddress
+    from .base.asgi import ClientAddress
     from .config import Config
     from .routing.health import HealthBoard
     from .request.key_cache import KeyCache

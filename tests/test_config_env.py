@@ -13,7 +13,7 @@ import pytest
 
 from gateway_core.commands.cli import main
 from gateway_core.config import GATEWAY_SETTINGS, Config, ConfigError, load_config
-from gateway_core.runtime.config_env import variable
+from gateway_core.base.config_env import variable
 
 # a value for each setting's variable, and what the configuration then holds
 SAMPLES = {

@@ -2,7 +2,7 @@
 and ``serve``'s) and where each came from.
 
 The precedence: a command-line flag, then the environment (``RELAYGATE_<NAME>``,
-:mod:`gateway_core.runtime.config_env`), then ``plugins.toml``, then the default. Secrets
+:mod:`gateway_core.base.config_env`), then ``plugins.toml``, then the default. Secrets
 are masked: tokens whole, the password of a URL.
 """
 

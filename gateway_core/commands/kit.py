@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..runtime.lazy import MappingWhenRead
+from ..base.lazy import MappingWhenRead
 from ..money import format_usd
 
 if TYPE_CHECKING:

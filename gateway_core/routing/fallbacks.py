@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from ..runtime.lazy import LoggerWhenUsed
+from ..base.lazy import LoggerWhenUsed
 from ..errors import GatewayError
 
 if TYPE_CHECKING:

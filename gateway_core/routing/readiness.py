@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 import orjson
 import structlog
 
-from ..request.asgi import send_body
+from ..base.asgi import send_body
 
 if TYPE_CHECKING:
     from ..gateway import Gateway
