@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ..routing.fallbacks import ModelFallback
 from ..records import (
     AuditReport,
     ChannelRecord,
@@ -37,7 +36,7 @@ from ..records import (
 )
 from ..billing.budgets import BudgetUse
 from ..billing.codes import Redeemed, RedemptionCode
-from ..store.request_store import BreakerReport
+from ..store.request_store import BreakerReport, ModelFallback
 from ..base.retention import Prunable, RollupStep
 from .port_access import AccessStore
 from .port_teams import TeamStore

@@ -18,7 +18,8 @@ import pluggy
 from .. import hookspecs
 from ..config import Config, ConfigError
 from . import entry_points
-from .registry import Command, LoadedPlugin, Registry
+from .entry_points import LoadedPlugin
+from .registry import Command, Registry
 from ..hookspecs import ConfigureCommand, RunCommand
 from ..sql import Migrate, Migration
 

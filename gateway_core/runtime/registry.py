@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from ..config import Config, ConfigError
 from ..sql import Migration
+from .entry_points import LoadedPlugin
 
 if TYPE_CHECKING:
     from ..hookspecs import ConfigureCommand, RunCommand, ServeSetup
@@ -24,14 +23,6 @@ Command = tuple[str, str, "ConfigureCommand", "RunCommand"]
 
 # What plugins register, each through its own hook, in the order an app collects them.
 KINDS = ("protocols", "channel_types", "policies", "routes", "migrations", "commands", "session_readers", "stores", "shared_states", "observers", "serve_setups")
-
-
-@attrs.frozen
-class LoadedPlugin:
-    name: str
-    module: str
-    distribution: str | None
-    version: str | None
 
 
 class Registry:
