@@ -21,6 +21,7 @@ from ..money import format_usd
 if TYPE_CHECKING:
     from ..store.access_records import Actor
     from ..admin import Admin
+    from ..base.config_env import PluginSetting
     from ..channel_type import ChannelType
     from ..config import Config
     from ..runtime.entry_points import LoadedPlugin
@@ -79,6 +80,10 @@ class CommandRegistry(Protocol):
     @property
     def serve_setups(self) -> Sequence[Callable[[int, dict[str, str]], None]]:
         """``gateway_core.hookspecs.ServeSetup``: run by ``relaygate serve`` before it serves."""
+
+    @property
+    def settings(self) -> Sequence[PluginSetting]:
+        """The keys of the plugins' tables they declared (``register_settings``)."""
 
     def store_kind(self, url: str) -> StoreKind: ...
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..config import Config, ConfigError
+from ..base.config_env import PluginSetting
 from ..sql import Migration
 from .entry_points import LoadedPlugin
 
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
 Command = tuple[str, str, "ConfigureCommand", "RunCommand"]
 
 # What plugins register, each through its own hook, in the order an app collects them.
-KINDS = ("protocols", "channel_types", "policies", "routes", "migrations", "commands", "session_readers", "stores", "shared_states", "observers", "serve_setups")
+KINDS = ("protocols", "channel_types", "policies", "routes", "migrations", "commands", "session_readers", "stores", "shared_states", "observers", "serve_setups",
+         "settings")
 
 
 class Registry:
@@ -97,6 +99,10 @@ class Registry:
     @property
     def serve_setups(self) -> list[ServeSetup]:  # run by `relaygate serve` before it serves (the metrics' worker folder)
         return self._kind("serve_setups", list)
+
+    @property
+    def settings(self) -> list[PluginSetting]:  # the keys of the plugins' tables, for `relaygate config show`
+        return self._kind("settings", list)
 
     def shared_state_kind(self, config: Config) -> SharedStateKind:
         """Where ``config`` asks the state to be shared (the in-process default when nowhere)."""
