@@ -36,7 +36,7 @@ COMPONENTS: list[tuple[str, re.Pattern[str]]] = [
     ("gateway_core/request/recorder.py", re.compile(r"^gateway_core/request/recorder\.py")),
     ("gateway_core/request/relay.py", re.compile(r"^gateway_core/request/relay\.py")),
     ("gateway_core/runtime/app.py (request id, dispatch)", re.compile(r"^gateway_core/runtime/app\.py")),
-    ("gateway_core/request/asgi.py", re.compile(r"^gateway_core/request/asgi\.py")),
+    ("gateway_core/base/asgi.py", re.compile(r"^gateway_core/base/asgi\.py")),
     ("gateway_core/upstream.py", re.compile(r"^gateway_core/upstream\.py")),
     ("gateway_core policies, keys, router", re.compile(r"^gateway_core/(policy|policies/|request/key_cache|routing/router|secrets|key_header)")),
     ("gateway_core context, records, tally, sse", re.compile(r"^gateway_core/(request/context|records|tally|sse|model|channel_type|client_protocol|errors)")),

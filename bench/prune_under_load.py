@@ -22,7 +22,7 @@ import aiohttp  # noqa: E402
 
 from gateway_core.admin import Admin, retention  # noqa: E402
 from gateway_core.config import Config  # noqa: E402
-from gateway_core.store.retention import Retention  # noqa: E402
+from gateway_core.base.retention import Retention  # noqa: E402
 from gateway_core.store import CORE_MIGRATIONS  # noqa: E402
 from gateway_core.testing.stores import open_admin  # noqa: E402
 from gateway_core.testing import GatewayThread, Seed  # noqa: E402

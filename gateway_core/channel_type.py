@@ -22,7 +22,7 @@ from .errors import GatewayError, NotFoundError
 from .model import CoreRequest, CoreResponse, MediaUsage, Usage
 from .records import ChannelRecord
 from .sessions import UpstreamSession
-from .request.timeouts import Timeouts as Timeouts  # part of this contract; its own module so the configuration loads without the rest
+from .base.timeouts import Timeouts as Timeouts  # part of this contract; its own module so the configuration loads without the rest
 
 if TYPE_CHECKING:
     import aiohttp

@@ -32,10 +32,10 @@ from typing import Any
 
 import attrs
 
-from .request.timeouts import Timeouts
+from .base.timeouts import Timeouts
 from .json_body import DEFAULT_LIMITS, JsonLimits
 from .ratelimit.faults import FaultPolicy
-from .store.retention import Retention
+from .base.retention import Retention
 
 HOME_ENV = "RELAYGATE_HOME"
 
@@ -166,10 +166,10 @@ def load_config(
 ) -> Config:
     """The configuration: ``plugins_file`` (default: ``RELAYGATE_PLUGINS`` or
     ``./plugins.toml`` when it exists) under the environment's ``RELAYGATE_<SETTING>``
-    variables (:mod:`gateway_core.runtime.config_env`), and the database (``db_path``, else
+    variables (:mod:`gateway_core.base.config_env`), and the database (``db_path``, else
     ``RELAYGATE_DB``, else ``relaygate.db`` in :func:`data_home`). ``sources`` says
     where each setting came from."""
-    from .runtime.config_env import from_environment, retention_from_environment, table_keys
+    from .base.config_env import from_environment, retention_from_environment, table_keys
 
     environ = os.environ if environ is None else environ
     if db_path:

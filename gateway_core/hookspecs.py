@@ -44,6 +44,7 @@ RegisterSharedState = Callable[["SharedStateKind"], None]
 RegisterObserver = Callable[["MakeObserver"], None]  # gateway_core.observers
 ServeSetup = Callable[[int, dict[str, str]], None]  # (workers, the workers' environment) -> None
 RegisterServeSetup = Callable[[ServeSetup], None]
+RegisterSetting = Callable[..., None]  # register(table, key, *, default=None, variable=None, secret=False)
 
 PROJECT = "relaygate"
 
@@ -182,4 +183,21 @@ def register_serve_setup(register: RegisterServeSetup, config: Config) -> None:
     the workers must find ready (``relaygate-metrics`` names the folder its
     workers add their metrics up in). Called once per app and per ``serve``; the
     set-ups run in ``serve`` only.
+    """
+
+
+@hookspec
+def register_settings(register: RegisterSetting, config: Config) -> None:
+    """Declare the keys of a plugin's table in ``plugins.toml``, for ``relaygate config show``.
+
+    Call ``register(table, key, default=None, variable=None, secret=False)`` once per
+    key: ``table`` names the table under ``[plugins]`` (``"console"``, or
+    ``"console.sso"`` for ``[plugins.console.sso]``), ``default`` is what the plugin
+    uses when nothing sets the key (``None``: unset), ``variable`` the environment
+    variable that wins over the file, when there is one, and ``secret`` says the value
+    is never shown (a client secret, a token). The plugin still reads its settings
+    itself (``config.plugin_settings(name)``); this only lets ``config show`` print
+    each key with its source (the variable, ``plugins.toml`` or the default). A key
+    declared twice stops the command. Keys of a table nobody declares are shown as the
+    file has them. Called by ``relaygate config show`` only.
     """

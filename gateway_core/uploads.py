@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 
 import attrs
 
-from .request.asgi import ClientGone, body_timeout, declared_length, too_large
+from .base.asgi import ClientGone, body_timeout, declared_length, too_large
 from .errors import GatewayError, InvalidRequestError
 from .types import Receive, Scope
 

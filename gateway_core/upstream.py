@@ -23,7 +23,7 @@ from yarl import URL
 
 from .channel_type import AnswerLimits, Exchange
 from .client_protocol import Frame
-from .request.coarse_timers import deadline
+from .base.coarse_timers import deadline
 from .errors import (
     GatewayError,
     InvalidRequestError,
@@ -34,8 +34,8 @@ from .errors import (
     UpstreamUnavailableError,
     excerpt,
 )
-from .request.frame_stream import FrameStream, Splitter
-from .request.frame_stream import read_by_read as read_by_read  # the relay's, kept here
+from .base.frame_stream import FrameStream, Splitter
+from .base.frame_stream import read_by_read as read_by_read  # the relay's, kept here
 from .framing import JSONArraySplitter, NDJSONSplitter
 from .sse import SSESplitter
 

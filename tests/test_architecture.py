@@ -1,8 +1,9 @@
 """The structure the design promises, checked from the source: plugins import only the
 public API, no core module passes 400 lines, SQLite stays inside the store, the core
 names no provider, ``import gateway_core`` loads only the contract, the top level of
-gateway_core/ is the public contract and docs/architecture.md's map lists every module.
-The layers and the import cycle are import-linter's (tests/test_layers.py)."""
+gateway_core/ is the public contract, docs/architecture.md's map lists every module, and
+no import circle forms even when the imports made for type hints alone count. The layers
+and the run-time import cycle are import-linter's (tests/test_layers.py)."""
 
 from __future__ import annotations
 
@@ -224,7 +225,7 @@ def test_the_core_imports_the_optional_libraries_only_where_they_are_optional():
 DATA_FOLDERS = {"adapter_template"}
 # The internal packages at the top of gateway_core/ (docs/architecture.md's module map):
 # everything that is not the public contract lives in one of them.
-ROOMS = {"request", "routing", "runtime", "store", "policies", "shared"}
+ROOMS = {"base", "request", "routing", "runtime", "store", "policies", "shared"}
 MAP_ROW = re.compile(r"^\| `(\S+)` \| .+ \| (.+) \|$")
 
 
@@ -263,3 +264,71 @@ def test_every_core_module_appears_in_the_architecture_map():
     folders = {str(path.relative_to(CORE)) for path in CORE.iterdir() if (path / "__init__.py").exists()}
     assert set(listed) == folders | {"gateway_core"}, sorted(set(listed) ^ (folders | {"gateway_core"}))
 
+
+
+# The one circle the core keeps when the imports under ``if TYPE_CHECKING:`` count too
+# (none of them runs: tests/test_layers.py finds no cycle at run time). Everything else the
+# contract names in its hints is a Protocol or a value of a module below it (the Gateway's
+# ChannelHealthView and Registrations, the command kit's CommandRegistry, the request
+# context's Admitted and PendingWrite). This one stays: the shared-state contract hands a
+# kind the channels' HealthBoard, whose ``shared`` is the port the kind returns, and that
+# port is given the board's Leases, whose route, probes and permit the Redis plugin reads.
+TYPE_ONLY_CIRCLES = [{"gateway_core.routing.health", "gateway_core.shared_state"}]
+
+
+def core_imports() -> dict[str, set[str]]:
+    """Each core module and the core modules it imports, type-only and deferred imports included."""
+    modules = {module_name(path): path for path in python_files(CORE)}
+    return {name: {imported for imported in imported_modules(path) if imported in modules and imported != name} for name, path in modules.items()}
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The circles of ``graph``: its strongly connected components of more than one
+    module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[set[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for imported in sorted(graph.get(module, ())):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = set()
+            while not component or module not in component:
+                component.add(stack.pop())
+            if len(component) > 1:
+                circles.append(component)
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return circles
+
+
+def describe(circles: list[set[str]], graph: dict[str, set[str]]) -> str:
+    return "\n".join(f"{len(circle)} modules: " + "; ".join(f"{m} -> {sorted(graph[m] & circle)}" for m in sorted(circle)) for circle in circles)
+
+
+def test_no_import_circle_even_through_type_hints():
+    graph = core_imports()
+    circles = import_circles(graph)
+    assert sorted(map(sorted, circles)) == sorted(map(sorted, TYPE_ONLY_CIRCLES)), (
+        "an import circle (type-only imports counted) other than TYPE_ONLY_CIRCLES: name a Protocol or a value"
+        " of a module below instead of the module above\n" + describe(circles, graph)
+    )
+
+
+def test_the_circle_finder_finds_a_circle_through_the_contract():
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
+    graph = core_imports()
+    graph["gateway_core.gateway"].add("gateway_core.runtime.registry")  # the Gateway naming the concrete registry again
+    grown = [circle for circle in import_circles(graph) if "gateway_core.gateway" in circle]
+    assert grown and {"gateway_core.hookspecs", "gateway_core.policy", "gateway_core.runtime.registry"} <= grown[0]

@@ -1,4 +1,4 @@
-from gateway_core.request.asgi import ClientAddress
+from gateway_core.base.asgi import ClientAddress
 
 
 def scope(peer, *headers):

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from gateway_core.request.coarse_timers import EARLY, TICK, deadline, timers_of
+from gateway_core.base.coarse_timers import EARLY, TICK, deadline, timers_of
 
 
 async def test_a_timer_fires_within_a_tick_after_its_time():

@@ -11,9 +11,10 @@ import json
 import attrs
 import pytest
 
+from gateway_core import hookimpl
 from gateway_core.commands.cli import main
 from gateway_core.config import GATEWAY_SETTINGS, Config, ConfigError, load_config
-from gateway_core.runtime.config_env import variable
+from gateway_core.base.config_env import variable
 
 # a value for each setting's variable, and what the configuration then holds
 SAMPLES = {
@@ -159,3 +160,56 @@ def test_retention_in_config_show_and_the_flag_over_the_environment(tmp_path, mo
         with contextlib.redirect_stdout(out):
             assert main([*argv, "--json", "--db", db]) == 0
         assert json.loads(out.getvalue())["usage_days"] == days
+
+
+class AcmeSettings:
+    """A plugin declaring its table's keys, as the console does for [plugins.console]."""
+
+    @hookimpl
+    def register_settings(self, register):
+        register("acme", "endpoint", default="https://api.example")
+        register("acme", "retries", default=3, variable="ACME_RETRIES")
+        register("acme", "colour")  # no default: unset
+        register("acme.oauth", "client_secret", variable="ACME_CLIENT_SECRET", secret=True)
+        register("acme.oauth", "scopes", default=["read"])
+
+
+def test_config_show_prints_the_plugins_tables_with_sources_and_secrets_masked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plugins.toml").write_text(
+        'load = []\n[plugins.acme]\nretries = 5\nendpoint = "https://eu.api.example"\nupstream = "https://bot:pw-in-url@up.example/v1"\n'
+        'api_token = "file-token-3"\n[plugins.acme.oauth]\nclient_secret = "file-secret-1"\n[plugins.other]\nmode = "fast"\n'
+    )  # fmt: skip
+    monkeypatch.setenv("ACME_RETRIES", "7")
+    monkeypatch.delenv("ACME_CLIENT_SECRET", raising=False)
+    monkeypatch.delenv("RELAYGATE_PLUGINS", raising=False)
+
+    def show() -> tuple[dict, str]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["config", "show", "--json", "--db", str(tmp_path / "gw.db")], extra_plugins=[AcmeSettings()]) == 0
+        return json.loads(out.getvalue()), out.getvalue()
+
+    shown, text = show()
+    assert shown["plugins.acme.endpoint"] == {"value": "https://eu.api.example", "from": "plugins.toml"}
+    assert shown["plugins.acme.retries"] == {"value": "7", "from": "ACME_RETRIES"}  # the variable over the file
+    assert shown["plugins.acme.colour"] == {"value": None, "from": "default"}
+    assert shown["plugins.acme.oauth.scopes"] == {"value": ["read"], "from": "default"}
+    assert shown["plugins.acme.oauth.client_secret"] == {"value": "********", "from": "plugins.toml"}
+    # keys nobody declared, as the file has them: a secret by its name, a URL's password
+    assert shown["plugins.acme.api_token"] == {"value": "********", "from": "plugins.toml"}
+    assert shown["plugins.acme.upstream"] == {"value": "https://bot:********@up.example/v1", "from": "plugins.toml"}
+    assert shown["plugins.other.mode"] == {"value": "fast", "from": "plugins.toml"}
+    assert "file-secret-1" not in text and "file-token-3" not in text and "pw-in-url" not in text
+
+    monkeypatch.setenv("ACME_CLIENT_SECRET", "env-secret-2")
+    shown, text = show()
+    assert shown["plugins.acme.oauth.client_secret"] == {"value": "********", "from": "ACME_CLIENT_SECRET"}
+    assert "env-secret-2" not in text
+
+    out = io.StringIO()  # the table for people says the same
+    with contextlib.redirect_stdout(out):
+        assert main(["config", "show", "--db", str(tmp_path / "gw.db")], extra_plugins=[AcmeSettings()]) == 0
+    row = next(line for line in out.getvalue().splitlines() if line.startswith("plugins.acme.retries "))
+    assert row.split() == ["plugins.acme.retries", "7", "ACME_RETRIES"]
+    assert "env-secret-2" not in out.getvalue() and "file-token-3" not in out.getvalue()

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from gateway_core.request.asgi import ClientGone
+from gateway_core.base.asgi import ClientGone
 from gateway_core.request.disconnect import DisconnectWatch
 
 

@@ -486,6 +486,29 @@ class ServeSetupPlugin:
         register(self.setup)
 
 
+class SettingsPlugin:
+    @hookimpl
+    def register_settings(self, register):
+        register("acme", "endpoint", default="https://api.example")
+        register("acme.oauth", "client_secret", variable="ACME_CLIENT_SECRET", secret=True)
+
+
+def test_hook_register_settings():
+    settings = collect(Config(), [SettingsPlugin()]).settings
+    assert [(s.table, s.key, s.default, s.variable, s.secret) for s in settings if s.table.startswith("acme")] == [
+        ("acme", "endpoint", "https://api.example", None, False),
+        ("acme.oauth", "client_secret", None, "ACME_CLIENT_SECRET", True),
+    ]
+
+    class Twice:
+        @hookimpl
+        def register_settings(self, register):
+            register("acme", "endpoint")
+
+    with pytest.raises(ConfigError, match=r"setting 'endpoint' of \[plugins.acme\] registered twice"):
+        collect(Config(), [SettingsPlugin(), Twice()]).settings
+
+
 def test_hook_register_serve_setup(tmp_path):
     from gateway_core.runtime.supervisor import prepare_server
 

@@ -17,7 +17,7 @@ import pytest
 
 from gateway_core.admin import Admin, retention
 from gateway_core.config import ConfigError, config_from_mapping
-from gateway_core.store.retention import Retention
+from gateway_core.base.retention import Retention
 from gateway_core.store import CORE_MIGRATIONS, sqlite_path
 from gateway_core.testing.stores import open_admin
 from gateway_core.stores import scheme_of

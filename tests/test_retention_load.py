@@ -19,7 +19,7 @@ from gateway_core.admin import Admin, retention
 from gateway_core.billing import testing as kit
 from gateway_core.billing.testing import MODEL
 from gateway_core.commands.cli import main
-from gateway_core.store.retention import Retention
+from gateway_core.base.retention import Retention
 from gateway_core.store import CORE_MIGRATIONS
 from gateway_core.testing.stores import open_admin
 from gateway_openai.fake_upstream import Fault, FakeOpenAI

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway_core.request.asgi import ClientGone
+from gateway_core.base.asgi import ClientGone
 from gateway_core.errors import InvalidRequestError, RequestTooLargeError
 from gateway_core.uploads import HEAD_LIMIT, FormFile, Upload, scan_form
 

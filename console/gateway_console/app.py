@@ -14,8 +14,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from gateway_core.ratelimit import SignInRule
-
+from .plugin_settings import SESSION_HOURS, signin_rule
 from .sessions import MOUNT_PATH
 from .sso import views as sso_views
 from .sso.state import sso_state
@@ -187,7 +186,7 @@ def _api_client(request: Request) -> bool:
 
 def console_app(settings: dict[str, Any] | None = None) -> Starlette:
     """The console as an ASGI app. ``settings`` is ``[plugins.console]`` of
-    ``plugins.toml``: the sign-in throttle (:func:`signin_rule`),
+    ``plugins.toml``: the sign-in throttle (:func:`.plugin_settings.signin_rule`),
     ``session_hours`` (12), ``secure_cookies`` (false: cookies are ``Secure``
     only on HTTPS requests; set it behind a TLS-terminating proxy), and the table
     ``sso`` of single sign-on (:mod:`.sso.settings`, under ``RELAYGATE_SSO_*``)."""
@@ -196,29 +195,9 @@ def console_app(settings: dict[str, Any] | None = None) -> Starlette:
     sso = sso_state(settings, os.environ)
     security = Middleware(SecurityHeaders, form_targets=sso.form_targets())
     app = Starlette(routes=routes(), middleware=[security], exception_handlers={HTTPException: http_error})
-    app.state.console = ConsoleState(settings, rule, float(settings.get("session_hours", 12)) * 3600)
+    app.state.console = ConsoleState(settings, rule, float(settings.get("session_hours", SESSION_HOURS)) * 3600)
     app.state.sso = sso
     return app
-
-
-SIGNIN_SETTINGS = {  # [plugins.console] setting: the SignInRule field it sets
-    "signin_free_failures": "free_failures",
-    "signin_free_failures_per_address": "address_free_failures",
-    "signin_free_failures_per_account": "account_free_failures",
-    "signin_delay_seconds": "base_delay",
-    "signin_max_delay_seconds": "max_delay",
-    "signin_window_seconds": "window",
-}
-
-
-def signin_rule(settings: dict[str, Any]) -> SignInRule:
-    """The sign-in throttle's rule from ``signin_*`` settings (see the README)."""
-    values: dict[str, Any] = {}
-    for setting, field in SIGNIN_SETTINGS.items():
-        if setting in settings:
-            kind = float if field in ("base_delay", "max_delay", "window") else int
-            values[field] = kind(settings[setting])
-    return SignInRule(**values)
 
 
 def favicon_route() -> Route:

@@ -53,3 +53,10 @@ def register_session_readers(register: Callable[[Any], None]) -> None:
     from .api_session import ConsoleSessionReader
 
     register(ConsoleSessionReader())
+
+
+@hookimpl
+def register_settings(register: Callable[..., None]) -> None:
+    from .plugin_settings import declare  # here: only relaygate config show asks
+
+    declare(register)

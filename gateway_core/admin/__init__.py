@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..runtime import lazy
+from ..base import lazy
 
 if TYPE_CHECKING:
     from .context import NO_CACHES, Admin, Caches

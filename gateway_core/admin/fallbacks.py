@@ -4,7 +4,7 @@ before its first byte (see :mod:`gateway_core.routing.fallbacks`)."""
 
 from __future__ import annotations
 
-from ..routing.fallbacks import ModelFallback
+from ..store.request_store import ModelFallback
 from .context import Admin
 from .errors import Invalid, NotFound
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ..routing.fallbacks import ModelFallback
 from ..records import (
     AuditReport,
     ChannelRecord,
@@ -37,8 +36,8 @@ from ..records import (
 )
 from ..billing.budgets import BudgetUse
 from ..billing.codes import Redeemed, RedemptionCode
-from ..store.request_store import BreakerReport
-from ..store.retention import Prunable, RollupStep
+from ..store.request_store import BreakerReport, ModelFallback
+from ..base.retention import Prunable, RollupStep
 from .port_access import AccessStore
 from .port_teams import SignupStore, TeamStore
 
@@ -247,7 +246,7 @@ class AdminStore(AccessStore, TeamStore, SignupStore, Protocol):
         ``"user"``, ``"channel"`` or ``"key"``, costliest first; or by ``"time"`` in
         buckets of ``bucket`` seconds (:func:`gateway_core.store.usage.totals_query`)."""
 
-    # --- retention (gateway_core.store.retention) -------------------------------------
+    # --- retention (gateway_core.base.retention) -------------------------------------
 
     async def roll_up_usage(self, batch: int, now: float | None = None, margin: float | None = None) -> RollupStep:
         """One transaction of the rollup: fold at most ``batch`` ids of the usage log

@@ -1,4 +1,4 @@
-"""The usage log's retention (settings: :mod:`gateway_core.store.retention`): the rollup
+"""The usage log's retention (settings: :mod:`gateway_core.base.retention`): the rollup
 into hourly totals and the pruning of old rows, for ``relaygate logs prune`` and
 the job ``serve`` runs (:mod:`gateway_core.runtime.retention_job`).
 
@@ -17,7 +17,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from ..store.retention import PruneReport, Retention
+from ..base.retention import PruneReport, Retention
 from .context import Admin
 
 MAX_STEPS = 10_000  # rollup or prune transactions in one run at most (the next run goes on)

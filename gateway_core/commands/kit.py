@@ -12,17 +12,22 @@ import argparse
 import datetime as dt
 import json
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ..runtime.lazy import MappingWhenRead
+from ..base.lazy import MappingWhenRead
 from ..money import format_usd
 
 if TYPE_CHECKING:
     from ..store.access_records import Actor
     from ..admin import Admin
+    from ..base.config_env import PluginSetting
+    from ..channel_type import ChannelType
     from ..config import Config
-    from ..runtime.registry import Registry
+    from ..runtime.entry_points import LoadedPlugin
+    from ..shared_state import SharedStateKind
+    from ..sql import Migration
+    from ..stores import StoreKind
 
 
 # What a command does is imported when it runs, here as in every command's module:
@@ -56,11 +61,40 @@ class ArgumentParser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
 
 
+class CommandRegistry(Protocol):
+    """What the plugins registered, as a command reads it (the runtime's ``Registry``,
+    which names this module's hook types: it is named here by this Protocol)."""
+
+    @property
+    def plugins(self) -> Sequence[LoadedPlugin]: ...
+
+    @property
+    def channel_types(self) -> Mapping[str, ChannelType]: ...
+
+    @property
+    def keyless_channel_types(self) -> frozenset[str]: ...
+
+    @property
+    def migrations(self) -> Sequence[Migration]: ...
+
+    @property
+    def serve_setups(self) -> Sequence[Callable[[int, dict[str, str]], None]]:
+        """``gateway_core.hookspecs.ServeSetup``: run by ``relaygate serve`` before it serves."""
+
+    @property
+    def settings(self) -> Sequence[PluginSetting]:
+        """The keys of the plugins' tables they declared (``register_settings``)."""
+
+    def store_kind(self, url: str) -> StoreKind: ...
+
+    def shared_state_kind(self, config: Config) -> SharedStateKind: ...
+
+
 class CommandContext:
     """What a command's ``run(args, cli)`` gets: configuration, plugins, the
     admin layer on the database and output helpers honouring ``--json``."""
 
-    def __init__(self, args: argparse.Namespace, config: Config, registry: Registry) -> None:
+    def __init__(self, args: argparse.Namespace, config: Config, registry: CommandRegistry) -> None:
         self.args = args
         self.config = config
         self.registry = registry

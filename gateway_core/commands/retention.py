@@ -22,7 +22,7 @@ from .kit import CommandContext, display
 
 if TYPE_CHECKING:
     from ..admin import Admin
-    from ..store.retention import PruneReport
+    from ..base.retention import PruneReport
 
 
 @hookimpl

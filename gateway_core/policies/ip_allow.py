@@ -3,7 +3,7 @@
 The allow list is parsed once per distinct list (keyed by the key record's
 tuple), not per request; a key without a list costs one attribute test. The
 client address is the socket peer, or the forwarded address when the peer is a
-trusted proxy (``[gateway] trusted_proxies``, see :class:`gateway_core.request.asgi.ClientAddress`).
+trusted proxy (``[gateway] trusted_proxies``, see :class:`gateway_core.base.asgi.ClientAddress`).
 """
 
 from __future__ import annotations

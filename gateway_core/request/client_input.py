@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import structlog
 
-from .asgi import ClientGone
+from ..base.asgi import ClientGone
 from ..errors import GatewayError, InvalidRequestError
 
 log = structlog.get_logger("relaygate.request")

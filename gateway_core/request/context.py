@@ -1,10 +1,15 @@
-"""The state of one request as it moves along the path."""
+"""The state of one request as it moves along the path.
+
+It names the policies and the reservation it holds by the small Protocols below, not by
+their modules (which name ``RequestContext``): the policies' interface
+(``gateway_core.policy``) and the reservation's owner (``request/reservation.py``) sit
+above it, with no import circle between them (``tests/test_architecture.py``)."""
 
 from __future__ import annotations
 
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -14,11 +19,24 @@ from ..records import KeyRecord, UsageRow
 from ..tally import estimate_tokens, text_chars
 
 if TYPE_CHECKING:
+    import asyncio
+
     from ..billing.charge import Charge
     from ..channel_type import Target
-    from ..policy import Policy
+    from ..gateway import Gateway
     from ..ratelimit import SlotLimits
-    from .reservation import PendingHold
+
+
+class Admitted(Protocol):
+    """A policy that admitted the request and must finish it (a :class:`gateway_core.policy.Policy`)."""
+
+    async def finish(self, ctx: RequestContext, gateway: Gateway) -> None: ...
+
+
+class PendingWrite(Protocol):
+    """A reservation whose write is in flight (:class:`gateway_core.request.reservation.PendingHold`)."""
+
+    task: asyncio.Future[int]
 
 
 def new_request_id() -> str:
@@ -64,11 +82,11 @@ class RequestContext:
     secret: str | None = attrs.field(default=None, repr=False)
     body_size: int = 0
     response_headers: list[tuple[bytes, bytes]] = attrs.field(factory=list)
-    admitted: list[Policy] = attrs.field(factory=list)
+    admitted: list[Admitted] = attrs.field(factory=list)
     state: dict[str, Any] = attrs.field(factory=dict)
     charge: Charge | None = None
     slot_limits: SlotLimits | None = None  # rate limits taken with the first channel's slot (the rate_limit policy's)
-    pending_hold: PendingHold | None = None  # its write in flight (gateway_core.request.reservation owns it)
+    pending_hold: PendingWrite | None = None  # its write in flight (gateway_core.request.reservation owns it)
     target: Target | None = None
     attempts: list[dict[str, Any]] = attrs.field(factory=list)
     row: UsageRow | None = None

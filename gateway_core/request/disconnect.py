@@ -4,12 +4,12 @@ A watcher task reads ``receive()`` (the request body has been read already, so
 the next message is ``http.disconnect``). While the relay awaits the upstream
 inside :meth:`DisconnectWatch.run`, a disconnect cancels the request's own task
 at once — cancelling the upstream call with it, which closes its connection —
-and ``run`` raises :class:`~gateway_core.request.asgi.ClientGone`. Outside ``run`` a
+and ``run`` raises :class:`~gateway_core.base.asgi.ClientGone`. Outside ``run`` a
 disconnect is only noted (``gone``). ``Task.uncancel`` tells our cancellation
 from the server's (a shutdown past its grace period), which still propagates.
 
 Cost: the watcher task starts only once the request has taken ``delay`` seconds
-(0.1 by default, up to a tick of :mod:`~gateway_core.request.coarse_timers` more) — a
+(0.1 by default, up to a tick of :mod:`~gateway_core.base.coarse_timers` more) — a
 coarse timer until then. A request answered sooner (most of the
 gateway's own overhead benchmark) never pays for a task, and an upstream call a
 client abandons earlier is cancelled when the watcher starts, since the
@@ -23,8 +23,8 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from .asgi import ClientGone
-from .coarse_timers import Timer, timers_of
+from ..base.asgi import ClientGone
+from ..base.coarse_timers import Timer, timers_of
 
 T = TypeVar("T")
 WATCH_DELAY = 0.1  # seconds before a request's watcher task starts

@@ -22,7 +22,7 @@ import structlog
 from starlette.datastructures import Headers, QueryParams
 
 from .. import endpoints
-from .asgi import ClientGone, encode_headers, read_body, send_body, stream_headers
+from ..base.asgi import ClientGone, encode_headers, read_body, send_body, stream_headers
 from ..channel_type import AnswerLimits, Exchange, JsonReply, StreamReply, Target
 from .client_input import reading_client_input
 from ..client_protocol import Call, Caller, ClientProtocol, LocalAnswer, RouteSpec, StreamWriter

@@ -40,7 +40,7 @@ from ..records import key_fingerprint
 
 if TYPE_CHECKING:
     from ..client_protocol import ClientProtocol
-    from .health import Lease
+    from .router import Route
 
 MAX_SESSION_CHARS = 512  # a longer session name is cut (it is only hashed)
 Place = tuple[int, str]  # (channel id, upstream key fingerprint)
@@ -116,6 +116,17 @@ class LocalAffinity:
         self._places.clear()
 
 
+class Leased(Protocol):
+    """What a session's steering reads of an attempt (a :class:`~.health.Lease`, whose
+    module, with the shared state's, names this one's :class:`Affinity`)."""
+
+    @property
+    def route(self) -> Route: ...
+
+    @property
+    def api_key(self) -> str: ...
+
+
 class Steering:
     """One request's session: where it went before, and where it goes now."""
 
@@ -127,7 +138,7 @@ class Steering:
         self.place = place  # where the session went last (None: nowhere known)
         self.secret: str | None = None  # the upstream key of ``place``, once found among the routes
 
-    def taken(self, lease: Lease) -> None:
+    def taken(self, lease: Leased) -> None:
         """An attempt of the session goes to ``lease``'s channel and key."""
         place = (lease.route.channel.id, key_fingerprint(lease.api_key))
         if place != self.place:
@@ -135,7 +146,7 @@ class Steering:
             self.secret = lease.api_key
             self.affinity.remember(self.digest, place)
 
-    def failed(self, lease: Lease) -> None:
+    def failed(self, lease: Leased) -> None:
         """That attempt failed: the session is no longer tied to it."""
         if self.place is not None and self.place[0] == lease.route.channel.id:
             self.place = None

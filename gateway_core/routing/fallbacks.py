@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import attrs
-
-from ..runtime.lazy import LoggerWhenUsed
+from ..base.lazy import LoggerWhenUsed
 from ..errors import GatewayError
+from ..store.request_store import ModelFallback as ModelFallback  # a value of the store's ports, read by the router; imported from here too
 
 if TYPE_CHECKING:
     from ..request.context import RequestContext
@@ -27,20 +26,6 @@ if TYPE_CHECKING:
     from ..gateway import Gateway
 
 log = LoggerWhenUsed("relaygate.fallbacks")
-
-
-@attrs.frozen
-class ModelFallback:
-    """``model`` → ``fallback`` for the keys of a group (``scope`` ``"group"``,
-    ``owner`` its name) or for one key (``"key"``, ``owner`` its id): the model
-    that serves a request when every channel of ``model`` failed before its
-    first byte."""
-
-    scope: str
-    owner: str
-    model: str
-    fallback: str
-    created_at: float = 0.0
 
 
 async def fall_back(gateway: Gateway, ctx: RequestContext, plan: AttemptPlan) -> bool:

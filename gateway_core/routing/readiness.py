@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Protocol
 import orjson
 import structlog
 
-from ..request.asgi import send_body
+from ..base.asgi import send_body
 
 if TYPE_CHECKING:
     from ..gateway import Gateway
+    from ..runtime.registry import Registry
     from ..shared_state import SharedState
 
 log = structlog.get_logger("relaygate.server")
@@ -48,13 +49,17 @@ class Readiness:
 if TYPE_CHECKING:
 
     class Checked(Gateway, Protocol):
-        """The gateway as the readiness checks see it: with its :class:`Readiness`."""
+        """The gateway as the readiness checks see it: with its :class:`Readiness`, its
+        shared state and the whole registry (the migrations, the shared-state kind)."""
 
         @property
         def readiness(self) -> Readiness: ...
 
         @property
         def shared(self) -> SharedState: ...
+
+        @property
+        def registry(self) -> Registry: ...
 
 
 async def check(services: Checked) -> tuple[dict[str, str], dict[str, str]]:

@@ -22,9 +22,8 @@ from ..billing.catalogue import CatalogueModel, load_catalogue
 from ..channel_type import Timeouts
 from ..errors import GatewayError, InvalidRequestError, NotFoundError, PermissionDeniedError, UpstreamUnavailableError
 from ..model import ModelInfo
-from .fallbacks import ModelFallback
 from ..records import ChannelRecord, KeyRecord, key_fingerprint
-from ..store.request_store import RequestStore
+from ..store.request_store import ModelFallback, RequestStore
 from .snapshot import TtlSnapshot
 
 

@@ -4,9 +4,7 @@ Loading plugins and what they registered (``plugins``, ``registry``), the long-l
 objects of one app (``services``; ``app_state`` says where plugin routes find them), the
 ASGI app (``app``), serving it (``server``, ``http_errors``; with several workers
 ``supervisor``, ``worker``, ``cpu_pinning``), logging (``logs``), the retention job each
-worker runs (``retention_job``), settings from the environment (``config_env``), and two
-helpers the contract itself uses: ``lazy`` (names imported when first read) and
-``jsonable`` (records as JSON for the edges). It is the composition root: it may import
-every other room of the core, never a plugin under ``plugins/``, an adapter or the console.
+worker runs (``retention_job``), and ``jsonable`` (records as JSON for the edges). It is
+the composition root: it may import every other room of the core, never a plugin under ``plugins/``, an adapter or the console.
 Importing this package loads nothing but itself.
 """

@@ -13,7 +13,7 @@ import structlog
 from starlette.datastructures import Headers, QueryParams
 from starlette.routing import BaseRoute, Match, Route, Router, WebSocketRoute, compile_path
 
-from ..request.asgi import announces_body, finish_early_answer, send_body
+from ..base.asgi import announces_body, finish_early_answer, send_body
 from ..client_protocol import ClientProtocol, RenderedError, RouteSpec
 from ..config import Config, load_config
 from ..request.context import new_request_id

@@ -18,7 +18,20 @@ import re
 import sys
 from typing import Any
 
+import attrs
+
 FOLDER_SUFFIXES = (".dist-info", ".egg-info")
+
+
+@attrs.frozen
+class LoadedPlugin:
+    """A plugin as ``relaygate plugins`` lists it: its name, module, and the
+    distribution (with its version) that installed it, when one did."""
+
+    name: str
+    module: str
+    distribution: str | None
+    version: str | None
 
 
 class Distribution:

@@ -17,8 +17,10 @@ import pluggy
 
 from .. import hookspecs
 from ..config import Config, ConfigError
+from ..base.config_env import PluginSetting
 from . import entry_points
-from .registry import Command, LoadedPlugin, Registry
+from .entry_points import LoadedPlugin
+from .registry import Command, Registry
 from ..hookspecs import ConfigureCommand, RunCommand
 from ..sql import Migrate, Migration
 
@@ -139,6 +141,7 @@ HOOKS = {
     "shared_states": "register_shared_state",
     "observers": "register_observers",
     "serve_setups": "register_serve_setup",
+    "settings": "register_settings",
 }
 
 
@@ -186,6 +189,16 @@ def _registered(hook: Any, config: Config, kind: str) -> Any:
 
         call(register=add_shared_state, config=config)
         return shared
+    if kind == "settings":
+        settings: dict[tuple[str, str], PluginSetting] = {}
+
+        def add_setting(table: str, key: str, default: Any = None, variable: str | None = None, secret: bool = False) -> None:
+            if (table, key) in settings:
+                raise ConfigError(f"setting {key!r} of [plugins.{table}] registered twice")
+            settings[table, key] = PluginSetting(table, key, default, variable, secret)
+
+        call(register=add_setting, config=config)
+        return list(settings.values())
     if kind == "commands":
         commands: list[Command] = []
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from ..config import Config, ConfigError
+from ..base.config_env import PluginSetting
 from ..sql import Migration
+from .entry_points import LoadedPlugin
 
 if TYPE_CHECKING:
     from ..hookspecs import ConfigureCommand, RunCommand, ServeSetup
@@ -23,15 +23,8 @@ if TYPE_CHECKING:
 Command = tuple[str, str, "ConfigureCommand", "RunCommand"]
 
 # What plugins register, each through its own hook, in the order an app collects them.
-KINDS = ("protocols", "channel_types", "policies", "routes", "migrations", "commands", "session_readers", "stores", "shared_states", "observers", "serve_setups")
-
-
-@attrs.frozen
-class LoadedPlugin:
-    name: str
-    module: str
-    distribution: str | None
-    version: str | None
+KINDS = ("protocols", "channel_types", "policies", "routes", "migrations", "commands", "session_readers", "stores", "shared_states", "observers", "serve_setups",
+         "settings")
 
 
 class Registry:
@@ -106,6 +99,10 @@ class Registry:
     @property
     def serve_setups(self) -> list[ServeSetup]:  # run by `relaygate serve` before it serves (the metrics' worker folder)
         return self._kind("serve_setups", list)
+
+    @property
+    def settings(self) -> list[PluginSetting]:  # the keys of the plugins' tables, for `relaygate config show`
+        return self._kind("settings", list)
 
     def shared_state_kind(self, config: Config) -> SharedStateKind:
         """Where ``config`` asks the state to be shared (the in-process default when nowhere)."""

@@ -12,7 +12,7 @@ import structlog
 
 from ..admin import Admin
 from ..admin import retention
-from ..store.retention import Retention
+from ..base.retention import Retention
 
 log = structlog.get_logger("relaygate.retention")
 

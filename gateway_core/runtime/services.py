@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 import attrs
 
-from ..request.asgi import ClientAddress
+from ..base.asgi import ClientAddress
 from ..billing.sweeper import HoldSweeper
 from ..config import Config
 from ..routing.health import HealthBoard

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..runtime.lazy import LoggerWhenUsed
+from ..base.lazy import LoggerWhenUsed
 
 if TYPE_CHECKING:
     from ..gateway import Gateway

@@ -8,8 +8,8 @@ tables through :class:`~.sqlite_sql.SqliteSql`. The PostgreSQL plugin
 (``plugins/postgres``) gives the same ports on a server.
 Both are store kinds (:mod:`gateway_core.stores`); SQLite's is registered in :mod:`.kinds`.
 Beside the SQLite store live the values the ports speak (``request_store``,
-``access_records``, ``team_records``), the retention settings and the rule for group
-names. It may import the contract, the billing arithmetic and the admin layer's port and
+``access_records``, ``team_records``) and the rule for group names. It may import the
+contract, ``base/`` (the retention settings live there), the billing arithmetic and the admin layer's port and
 errors (which it implements); never the request path, routing, the runtime or a front.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..runtime import lazy
+from ..base import lazy
 
 if TYPE_CHECKING:
     from . import channel_health, channels, groups, keys, limits, prices, usage, users, wallet

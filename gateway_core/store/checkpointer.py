@@ -29,7 +29,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 
-from ..runtime.lazy import LoggerWhenUsed
+from ..base.lazy import LoggerWhenUsed
 from .connection import is_busy
 
 log = LoggerWhenUsed("relaygate.store")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
@@ -29,7 +29,7 @@ from ..stores import CopyEnd as End
 from .audit import audit
 
 if TYPE_CHECKING:
-    from ..runtime.registry import Registry
+    from ..sql import Migration
     from ..stores import StoreKind
 
 BATCH = 5000
@@ -56,7 +56,17 @@ class CopyReport:
     audit: AuditReport
 
 
-async def copy_store(registry: Registry, source_url: str, target_url: str, *, timeout: float = 5.0) -> CopyReport:
+class Kinds(Protocol):
+    """What a copy reads of the registry (the runtime's ``Registry``): the store kind of
+    a URL, and the migrations the target gets."""
+
+    @property
+    def migrations(self) -> Sequence[Migration]: ...
+
+    def store_kind(self, url: str) -> StoreKind: ...
+
+
+async def copy_store(registry: Kinds, source_url: str, target_url: str, *, timeout: float = 5.0) -> CopyReport:
     """Copy the database at ``source_url`` into the empty one at ``target_url``
     (migrated here first with the code's migrations), each end opened by its
     store kind (:meth:`gateway_core.stores.StoreKind.copy_end`)."""

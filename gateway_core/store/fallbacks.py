@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import sqlite3
 import time
 
-from ..routing.fallbacks import ModelFallback
+from .request_store import ModelFallback
 
 if TYPE_CHECKING:  # the migrations are given a sqlite_utils.Database; importing it costs commands that read
     import sqlite_utils

@@ -24,6 +24,20 @@ from ..records import ChannelRecord, KeyRecord, PriceRecord, UsageRow
 CHANNEL_SLOT = ""  # the key_slot of a channel's own breaker; a key's is its fingerprint
 
 
+@attrs.frozen
+class ModelFallback:
+    """``model`` → ``fallback`` for the keys of a group (``scope`` ``"group"``,
+    ``owner`` its name) or for one key (``"key"``, ``owner`` its id): the model
+    that serves a request when every channel of ``model`` failed before its
+    first byte."""
+
+    scope: str
+    owner: str
+    model: str
+    fallback: str
+    created_at: float = 0.0
+
+
 class HoldRefused(Exception):
     """A reservation the key's quota or the user's balance cannot cover.
 

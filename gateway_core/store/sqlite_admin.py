@@ -17,7 +17,6 @@ import attrs
 
 from ..admin.errors import AdminError, Conflict, Invalid, StoreFailure
 from ..admin.port import ChannelFields, LimitChanges, UsageRowDict
-from ..routing.fallbacks import ModelFallback
 from ..records import (
     AuditReport,
     ChannelRecord,
@@ -38,7 +37,7 @@ from ..records import (
 )
 from ..billing.budgets import BudgetUse
 from ..billing.codes import Redeemed, RedemptionCode
-from .request_store import BreakerReport
+from .request_store import BreakerReport, ModelFallback
 from . import budgets, channel_health, channels, codes, fallbacks, groups, keys, prices, setup, usage, users, wallet
 from .audit import audit
 from .connection import atomic

@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .retention import Prunable, RollupStep
+from ..base.retention import Prunable, RollupStep
 from . import usage_hourly
 
 # ids are handed out in commit order (one writer at a time): every id seen is final

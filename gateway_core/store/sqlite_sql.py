@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..sql import SQLITE, Params, Row, SchemaHandle
 from ..sql import Migrate
@@ -13,8 +13,16 @@ from .connection import fetch_all, fetch_one
 if TYPE_CHECKING:
     import sqlite_utils
 
+T = TypeVar("T")
 
-    from .sqlite_store import Store
+
+class Runs(Protocol):
+    """What a :class:`SqliteSql` needs of the store (:class:`~.sqlite_store.Store`, whose
+    migrations are built from this module's handles: it is named here by this Protocol)."""
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T: ...
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T: ...
 
 
 class SqliteSchema:
@@ -50,12 +58,12 @@ def sqlite_only(migrate: Callable[[sqlite_utils.Database], None]) -> Migrate:
 
 
 class SqliteSql:
-    """The run-time :class:`gateway_core.sql.SqlHandle` of a :class:`Store`: reads
+    """The run-time :class:`gateway_core.sql.SqlHandle` of a store: reads
     on its reader threads, writes through its group-commit writer."""
 
     dialect = SQLITE
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Runs) -> None:
         self._store = store
 
     async def fetch_one(self, sql: str, params: Params = ()) -> Row | None:

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..runtime.lazy import LoggerWhenUsed
+from ..base.lazy import LoggerWhenUsed
 from ..records import ChannelRecord, KeyRecord, UsageRow
 from .request_store import BreakerReport, HoldOwner, PriceSnapshot, StoreLocked, StoreUnavailable
 from ..sql import Migration

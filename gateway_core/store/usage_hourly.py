@@ -1,5 +1,5 @@
 """Totals of the usage log by hour (migration ``0017_usage_hourly``), kept apart
-from its rows so that the dashboards' figures survive pruning (:mod:`gateway_core.store.retention`).
+from its rows so that the dashboards' figures survive pruning (:mod:`gateway_core.base.retention`).
 
 - ``usage_hourly``: one row per UTC hour, user, key, model, channel (id and name)
   and status, with its requests, tokens and cost. Absent values are kept as ``0``
@@ -36,7 +36,7 @@ import math
 import sqlite3
 from typing import Any
 
-from .retention import Prunable, RollupStep
+from ..base.retention import Prunable, RollupStep
 
 HOUR, DAY = 3600, 86_400
 KEY_COLUMNS = ("user_id", "hour", "key_id", "model", "channel_id", "channel_name", "status")  # a user's hours: a range of the key

@@ -24,7 +24,7 @@ from typing import Any
 
 import attrs
 
-from ..runtime.lazy import LoggerWhenUsed
+from ..base.lazy import LoggerWhenUsed
 
 from .connection import BUSY_TIMEOUT_MS, JOB_SAVEPOINT, begin_immediate, begin_writer_job, commit, end_writer_job, writer_job
 from .writer_turn import WriterTurn

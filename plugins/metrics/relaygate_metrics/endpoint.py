@@ -20,7 +20,7 @@ import time
 from typing import TYPE_CHECKING, cast
 
 from gateway_core import services_from_scope
-from gateway_core.request.asgi import send_body
+from gateway_core.base.asgi import send_body
 from gateway_core.config import Config
 from gateway_core.policies.ip_allow import allowed, compile_networks
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from gateway_core.store.retention import Prunable, RollupStep
+from gateway_core.base.retention import Prunable, RollupStep
 from gateway_core.store import usage_hourly
 from .admin_base import AdminBase, changed
 from .migrate import numbered

@@ -9,6 +9,10 @@ setting's type: ``true``/``false`` (or ``1``/``0``, ``yes``/``no``, ``on``/``off
 numbers, text, or comma-separated lists. The precedence, documented in
 ``docs/configuration.md``: a command-line flag, then the environment, then
 ``plugins.toml``, then the default.
+
+A plugin's own table (``[plugins.NAME]``) is read by the plugin; it declares its keys
+(:class:`PluginSetting`, through the ``register_settings`` hook) so that ``relaygate
+config show`` can say where each value came from.
 """
 
 from __future__ import annotations
@@ -22,6 +26,20 @@ PREFIX = "RELAYGATE_"
 TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 LISTS = ("trusted_proxies", "metrics_allow")
 TEXTS = ("redis", "replica", "metrics_token", "session_header", "redis_prefix", "server", "budget_timezone", "budget_window")
+
+
+@attrs.frozen
+class PluginSetting:
+    """One key of a plugin's table: ``key`` of ``[plugins.<table>]`` (``table``
+    ``"console.sso"`` for ``[plugins.console.sso]``), the ``default`` the plugin uses
+    when nothing sets it (``None``: unset), the environment ``variable`` that wins over
+    the file, if any, and whether the value is a ``secret`` (never shown)."""
+
+    table: str
+    key: str
+    default: Any = None
+    variable: str | None = None
+    secret: bool = False
 
 
 def variable(name: str, key: str | None = None) -> str:
