@@ -31,13 +31,13 @@ def signin_rule(settings: dict[str, Any]) -> SignInRule:
     return SignInRule(**values)
 
 
-# [plugins.console.sso]'s keys and defaults, as .sso.settings reads them (which this module
-# does not import: it loads the admin layer; tests/test_plugin_settings.py checks they agree)
+# [plugins.console.sso]'s keys and defaults: .sso.settings reads these keys (this module does not
+# import it: it loads the admin layer; tests/test_plugin_settings.py checks the defaults agree)
 SSO_PREFIX = "RELAYGATE_SSO_"
 SSO_DEFAULTS: dict[str, Any] = {
     "issuer": None, "client_id": None, "client_secret": None, "scopes": ["openid", "email", "profile"], "groups_claim": "groups",
     "name_claim": "email", "team_roles": {}, "allowed_domains": [], "password_signin": True, "break_glass": [], "self_signup": False,
-    "signup_team": "", "signup_role": "member", "signup_group": "default", "redirect_uri": "", "post_logout_redirect_uri": "", "button_label": "",
+    "signup_approval": False, "signup_team": "", "signup_role": "member", "signup_group": "default", "redirect_uri": "", "post_logout_redirect_uri": "", "button_label": "",
 }  # fmt: skip
 SSO_SECRETS = frozenset({"client_secret"})
 

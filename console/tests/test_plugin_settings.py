@@ -32,7 +32,7 @@ def test_the_declared_defaults_are_the_ones_the_console_uses():
     assert sso.break_glass == tuple(defaults["break_glass"]) and dict(sso.team_roles) == defaults["team_roles"]
     for key in ("groups_claim", "name_claim", "password_signin", "redirect_uri", "post_logout_redirect_uri", "button_label"):
         assert getattr(sso, key) == defaults[key], key
-    assert sso.signup == SignUp(enabled=defaults["self_signup"], team=defaults["signup_team"], role=defaults["signup_role"], group=defaults["signup_group"])
+    assert sso.signup == SignUp(enabled=defaults["self_signup"], approval=defaults["signup_approval"], team=defaults["signup_team"], role=defaults["signup_role"], group=defaults["signup_group"])
     assert all(found["console.sso", key]["variable"] == PREFIX + key.upper() for key in KEYS)
     assert [key for (table, key), rest in found.items() if rest.get("secret")] == ["client_secret"]
     rule = SignInRule()

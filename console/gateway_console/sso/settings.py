@@ -12,16 +12,14 @@ import attrs
 from gateway_core.admin.sso_users import SignUp
 from gateway_core.config import ConfigError
 
+from ..plugin_settings import SSO_DEFAULTS, SSO_PREFIX
+
 ROLES = ("admin", "member", "viewer")
 NAME_CLAIMS = ("email", "preferred_username")
-PREFIX = "RELAYGATE_SSO_"
+PREFIX = SSO_PREFIX
 FLAGS = ("password_signin", "self_signup", "signup_approval")
 LISTS = ("scopes", "allowed_domains", "break_glass")
-KEYS = (
-    "issuer", "client_id", "client_secret", "scopes", "groups_claim", "name_claim", "team_roles", "allowed_domains",
-    "password_signin", "break_glass", "self_signup", "signup_approval", "signup_team", "signup_role", "signup_group", "redirect_uri",
-    "post_logout_redirect_uri", "button_label",
-)  # fmt: skip
+KEYS = tuple(SSO_DEFAULTS)
 
 
 @attrs.frozen
