@@ -79,7 +79,7 @@ def test_a_team_key_is_edited_from_the_command_line(cli):
         (("team", "key", "edit", "ops", str(key_id), "--name", "x"), f"no API key with id {key_id} in team 'ops'"),
         (("team", "key", "edit", "eng", str(key_id), "--allow-ips", "nowhere"), "not an IP address or CIDR network: 'nowhere'"),
         (("team", "key", "edit", "eng", str(key_id), "--name", " "), "name must not be empty"),
-        (("team", "edit", "eng", "--rpm", "-1"), "whole number >= 0"),
+        (("team", "edit", "eng", "--rpm", "-1"), "--rpm must be a whole number from 0 (unlimited) to 2147483648, got -1"),  # the admin layer's words
     ):
         status, _, err = cli(*argv)
         assert status != 0 and message in err and "Traceback" not in err, (argv, err)
