@@ -37,6 +37,8 @@ def test_teams_from_the_command_line(cli):
     assert shown["limits"]["rpm"] == 60 and shown["limits"]["daily_budget_micros"] == 5_000_000
     assert [(m["user"], m["role"]) for m in shown["members"]] == [("dev", "viewer"), ("lead", "admin")]
     assert shown["usage"]["requests"] == 0 and shown["usage_by_member"] == []  # who spent what (tests/test_teams.py counts it)
+    cleared = json.loads(ok(cli, "team", "edit", "eng", "--rpm", "", "--json"))["limits"]  # '' clears a rate limit, as in the console
+    assert cleared["rpm"] is None and cleared["daily_budget_micros"] == 5_000_000
     listed = json.loads(ok(cli, "team", "list", "--json"))
     assert [(t["name"], t["members"]) for t in listed] == [("eng", 2)]
     keys = json.loads(ok(cli, "team", "key", "list", "eng", "--json"))
