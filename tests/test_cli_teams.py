@@ -37,6 +37,8 @@ def test_teams_from_the_command_line(cli):
     assert shown["limits"]["rpm"] == 60 and shown["limits"]["daily_budget_micros"] == 5_000_000
     assert [(m["user"], m["role"]) for m in shown["members"]] == [("dev", "viewer"), ("lead", "admin")]
     assert shown["usage"]["requests"] == 0 and shown["usage_by_member"] == []  # who spent what (tests/test_teams.py counts it)
+    cleared = json.loads(ok(cli, "team", "edit", "eng", "--rpm", "", "--json"))["limits"]  # '' clears a rate limit, as in the console
+    assert cleared["rpm"] is None and cleared["daily_budget_micros"] == 5_000_000
     listed = json.loads(ok(cli, "team", "list", "--json"))
     assert [(t["name"], t["members"]) for t in listed] == [("eng", 2)]
     keys = json.loads(ok(cli, "team", "key", "list", "eng", "--json"))
@@ -79,7 +81,7 @@ def test_a_team_key_is_edited_from_the_command_line(cli):
         (("team", "key", "edit", "ops", str(key_id), "--name", "x"), f"no API key with id {key_id} in team 'ops'"),
         (("team", "key", "edit", "eng", str(key_id), "--allow-ips", "nowhere"), "not an IP address or CIDR network: 'nowhere'"),
         (("team", "key", "edit", "eng", str(key_id), "--name", " "), "name must not be empty"),
-        (("team", "edit", "eng", "--rpm", "-1"), "whole number >= 0"),
+        (("team", "edit", "eng", "--rpm", "-1"), "--rpm must be a whole number from 0 (unlimited) to 2147483648, got -1"),  # the admin layer's words
     ):
         status, _, err = cli(*argv)
         assert status != 0 and message in err and "Traceback" not in err, (argv, err)

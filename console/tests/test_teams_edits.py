@@ -4,10 +4,17 @@ admin layer's rules and messages, the same as the command line's and the managem
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 
-from gateway_core.admin import Admin, audit, team_keys
+import aiohttp
+import pytest
+
+from gateway_core.admin import Admin, audit, team_keys, tokens
+from gateway_core.admin.errors import Invalid
+from gateway_core.admin.rules import check_rate_limit
+from gateway_core.commands.cli import main
 
 from .test_teams import world  # noqa: F401 (team eng: alice its admin, bob a member, carol a viewer; ops: dave)
 
@@ -92,3 +99,40 @@ async def test_a_team_key_is_edited_within_what_the_site_set(world, browsers, se
     listed, actions = seed._admin(keys)
     assert (listed[own].name, listed[own].allow_ips, listed[own].models) == ("bobs-desk", ("10.1.0.0/16",), ("demo-chat",))
     assert listed[service].name == "deploy" and len(actions) == 4
+
+
+@pytest.mark.parametrize("column, typed, sent", [("rpm", "-1", -1), ("tpm", "lots", "lots"), ("concurrency", str(2**40), 2**40)])
+async def test_a_teams_wrong_rate_limit_has_one_message_in_the_cli_the_console_and_the_api(
+    world, browsers, gateway, seed, tmp_path, capsys, column, typed, sent,
+):  # fmt: skip
+    """The admin layer's words (:func:`check_rate_limit`) in every front, each naming the field its own way."""
+    eng = world["eng"]
+    with pytest.raises(Invalid) as rule:
+        check_rate_limit(sent, column)
+    words = rule.value.detail  # "must be a whole number from 0 (unlimited) to ..., got ..."
+
+    plugins = tmp_path / "every-plugin.toml"
+    plugins.write_text("# every installed plugin\n")
+    capsys.readouterr()
+    status = await asyncio.to_thread(main, ["team", "edit", "eng", f"--{column}", typed, "--db", seed.config.db_path, "--plugins", str(plugins)])
+    _, err = capsys.readouterr()
+    assert status == 2 and err == f"relaygate team edit: --{column} {words}\n", err
+
+    root = await browsers("root")
+    status, page = await root.post(f"/console/teams/{eng}/limits", {column: typed}, csrf_from="/console/teams")
+    shown = re.search(r'<p class="error" role="alert">([^<]*)</p>', page)
+    assert status == 400 and shown is not None and html.unescape(shown.group(1)) == f"{column} {words}", page[:500]
+
+    async def admin_token(port):
+        return (await tokens.create_token(Admin(port), world["root"], scope="admin", name="limits"))[1]
+
+    secret = seed._admin(admin_token)
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {secret}"}) as http:
+        async with http.patch(f"{gateway.url}/api/v1/teams/{eng}", json={column: sent}) as answer:
+            error = (await answer.json())["error"]
+    assert answer.status == 400 and (error["message"], error["field"]) == (f"{column} {words}", column), error
+
+    async def stored(port):
+        return await port.get_user_limits((await port.find_team("eng")).account_id)
+
+    assert seed._admin(stored)[column] is None  # refused everywhere: nothing changed

@@ -37,18 +37,24 @@ def register_commands(register: Callable[..., None]) -> None:
     register("key limits", "show or change an API key's own rate limits", _configure_key_limits, _run_key_limits)
 
 
-def add_limit_options(parser: argparse.ArgumentParser, *, allow_default: bool = False) -> None:
-    """``--rpm``, ``--tpm`` and ``--concurrency`` (``key create`` uses these too)."""
-    kind = _limit_or_default if allow_default else _limit
-    extra = f", or '{DEFAULT}' for the group's" if allow_default else ""
+def add_limit_options(parser: argparse.ArgumentParser, *, allow_default: bool = False, as_typed: bool = False) -> None:
+    """``--rpm``, ``--tpm`` and ``--concurrency`` (``key create`` uses these too). ``as_typed``
+    keeps the text for the admin layer to check (a team's limits: :func:`limit_changes`'s ``parse``),
+    so the command line refuses a wrong one with the console's and the API's message."""
+    kind: Callable[[str], Any] = str if as_typed else _limit_or_default if allow_default else _limit
+    extra = f", or '{DEFAULT}' for the group's" if allow_default else ", '' for none" if as_typed else ""
     parser.add_argument("--rpm", type=kind, metavar="N", help=f"requests per minute (0: unlimited{extra})")
     parser.add_argument("--tpm", type=kind, metavar="N", help=f"tokens per minute (0: unlimited{extra})")
     parser.add_argument("--concurrency", type=kind, metavar="N", help=f"requests in flight at once (0: unlimited{extra})")
 
 
-def limit_changes(args: argparse.Namespace) -> dict[str, int | None]:
-    """The limit options given on the command line, as store column changes."""
-    changes = {column: _stored(getattr(args, column)) for column in LIMIT_COLUMNS if getattr(args, column) is not None}
+def limit_changes(args: argparse.Namespace, parse: Callable[[str, str], int | None] | None = None) -> dict[str, int | None]:
+    """The limit options given on the command line, as store column changes; ``parse(text,
+    column)`` reads the rate limits kept as typed (``add_limit_options(as_typed=True)``)."""
+    changes = {
+        column: parse(value, column) if parse is not None else _stored(value)
+        for column in LIMIT_COLUMNS if (value := getattr(args, column)) is not None
+    }  # fmt: skip
     for period, column in zip(PERIODS, BUDGET_COLUMNS):
         text = getattr(args, f"{period}_usd", None)
         if text is not None:

@@ -49,9 +49,10 @@ def sso(oidc, seed, users, start_gateway, relaygate_config):
     return start
 
 
-def sso_sign_in(page, gateway, provider, login: str) -> None:
-    """Through the console's button and the provider's own sign-in and consent pages."""
-    page.goto(gateway.url + "/console/login")
+def sso_sign_in(page, gateway, provider, login: str, start: str | None = None) -> None:
+    """Through the console's button and the provider's own sign-in and consent pages
+    (``start``: a console page opened first, which sends the signed-out person to sign in)."""
+    page.goto(start or gateway.url + "/console/login")
     page.click("#sso-sign-in")
     page.wait_for_url(provider.issuer + "/interaction/**")
     page.fill("input[name=login]", login)

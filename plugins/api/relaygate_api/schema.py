@@ -5,9 +5,10 @@ declare them, :mod:`.openapi` publishes them and :func:`validate` enforces them,
 so the document and the behaviour cannot drift. The validator knows the
 keywords used here (``type``, ``properties``, ``required``,
 ``additionalProperties``, ``items``, ``enum``, ``minimum``, ``maximum``,
-``minLength``, ``maxLength``, ``minItems``, ``maxItems``, ``pattern``, and ``x-usd``: a
-decimal USD string, refused with :func:`gateway_core.money.not_a_decimal`'s message) and
-names the field at fault. ``oneOf`` is published for the bodies that take exactly one of
+``minLength``, ``maxLength``, ``minItems``, ``maxItems``, ``pattern``, ``x-usd``: a
+decimal USD string, refused with :func:`gateway_core.money.not_a_decimal`'s message, and
+``x-rate-limit``: a rate limit, refused with the admin layer's
+:func:`gateway_core.admin.rules.check_rate_limit` message) and names the field at fault. ``oneOf`` is published for the bodies that take exactly one of
 ``amount`` and ``amount_micros``; :func:`.shapes.amount_of` enforces it.
 """
 
@@ -17,6 +18,8 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from gateway_core.admin.errors import Invalid
+from gateway_core.admin.rules import MAX_RATE_LIMIT, check_rate_limit
 from gateway_core.money import not_a_decimal
 from .errors import ApiError
 
@@ -42,6 +45,11 @@ def usd(description: str, *, signed: bool = False, nullable: bool = False) -> Sc
 def micros(description: str, *, nullable: bool = False, signed: bool = False) -> Schema:
     low = -(2**63) + 1 if signed else 0
     return {"type": ["integer", "null"] if nullable else "integer", "minimum": low, "maximum": 2**63 - 1, "description": description + " (integer micro-USD)"}
+
+
+def rate_limit(description: str) -> Schema:
+    """A rate limit (``null``: none set; 0: unlimited), checked and refused as every front does."""
+    return {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_RATE_LIMIT, "description": description + " (0: unlimited; null: none)", "x-rate-limit": True}
 
 
 def obj(properties: dict[str, Schema], required: tuple[str, ...] = (), *, closed: bool = True) -> Schema:
@@ -71,6 +79,11 @@ def validate(value: Any, schema: Schema, where: str = "body") -> Any:
     types = schema.get("type")
     if schema.get("x-usd") and value is not None and not (isinstance(value, str) and _pattern(schema["pattern"]).search(value)):
         raise ApiError(400, not_a_decimal(where, value), field=where)  # as the CLI and the console say it
+    if schema.get("x-rate-limit"):
+        try:
+            check_rate_limit(value, where)
+        except Invalid as exc:  # the admin layer's words, as the CLI and the console say them
+            raise ApiError(400, str(exc), field=where) from None
     if types is not None:
         names = [types] if isinstance(types, str) else types
         if not any(_is(value, name) for name in names):

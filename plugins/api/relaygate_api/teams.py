@@ -21,7 +21,7 @@ from .budgets import BUDGETS, budget_answer
 from .keys import FIELDS as KEY_FIELDS
 from .errors import ApiError
 from .operation import ApiCall, Operation, Param
-from .schema import ID, MAX_PATH_ID, NAME, NAMES, TIME, array, micros, obj, usd
+from .schema import ID, MAX_PATH_ID, NAME, NAMES, TIME, array, micros, obj, rate_limit, usd
 from .shapes import KEY, NEW_KEY, EXPIRES, amount_of, key_json, one_amount, parse_expires
 from .usage import ROW, row_json
 
@@ -42,7 +42,10 @@ TEAM = obj(
 )  # fmt: skip
 LISTED = obj({"id": ID, "name": {"type": "string"}, "role": {"enum": ["site", *ROLES]}}, ("id", "name", "role"), closed=False)
 CREATE = obj({"name": NAME, "groups": {**NAMES, "minItems": 1}}, ("name",))
-UPDATE = obj({"name": NAME, "open": NAMES, "close": NAMES, **LIMIT_FIELDS})
+RATE_LIMITS = {"rpm": "requests per minute", "tpm": "tokens per minute", "concurrency": "requests in flight at once"}
+# a team's own limits: its rate limits refused in the admin layer's words, as the CLI and the console refuse them
+TEAM_LIMITS = {**LIMIT_FIELDS, **{name: rate_limit(f"{RATE_LIMITS[name]}, every key of the team together") for name in LIMIT_COLUMNS}}
+UPDATE = obj({"name": NAME, "open": NAMES, "close": NAMES, **TEAM_LIMITS})
 # required, checked by the admin layer after the team (so a team one is not in is 404 whatever the body)
 ADD_MEMBER = obj({"user_id": ID, "role": ROLE})
 SET_ROLE = obj({"role": ROLE})
@@ -102,7 +105,7 @@ async def get_team(call: ApiCall) -> dict[str, Any]:
 
 async def update_team(call: ApiCall) -> dict[str, Any]:
     team_id, body = call.path["team_id"], call.body
-    limits = {name: body[name] for name in LIMIT_FIELDS if name in body}
+    limits = {name: body[name] for name in TEAM_LIMITS if name in body}
     before = await teams.team_view(call.admin, team_id, caller=call.principal)
     after = await teams.edit_team(
         call.admin, team_id, name=body.get("name"), opened=body.get("open", ()), closed=body.get("close", ()), limits=limits, caller=call.principal
