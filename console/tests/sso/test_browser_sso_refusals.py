@@ -128,7 +128,7 @@ def test_a_tampered_id_token_is_refused(chromium, proxied, seed):
     page.click("#sso-sign-in")
     with capture_logs() as logs:
         at_the_provider(page, provider, "ben")
-        page.wait_for_url(gateway.url + "/console/sso/callback**")
+        page.wait_for_url(gateway.url + "/console/**")  # back at the console: its callback, refusing
     genuine = proxy.token_answers[0]["id_token"]
     assert id_token_claims(genuine)["email"] == "ben@example.com" and id_token_claims(forged[0])["email"] == SITE_ADMIN
     assert forged[0].split(".")[::2] == genuine.split(".")[::2]  # the provider's header and signature, another payload
@@ -147,7 +147,10 @@ def test_an_id_token_the_provider_issued_to_another_app_is_refused_for_its_audie
     console_request = proxy.authorizations[-1]
     assert console_request["client_id"] == CLIENT_ID
 
-    other_app = context.new_page()  # meanwhile, ana signs in to another app of the same provider, with the console's nonce
+    # Meanwhile ana signs in to another app of the same provider, with the nonce the console
+    # sent: the gateway checks a token's claims in their order and the provider writes nonce
+    # before aud, so a token of another sign-in would be refused for its nonce first.
+    other_app = context.new_page()
     other_app.goto(proxy.other_app_sign_in(console_request["nonce"]))
     at_the_provider(other_app, provider, "ana")
     other_app.wait_for_url(proxy.other_redirect_uri + "**")
@@ -160,7 +163,7 @@ def test_an_id_token_the_provider_issued_to_another_app_is_refused_for_its_audie
     proxy.edit_token = lambda answer: {**answer, "id_token": foreign}  # genuine, signed by the provider: only its audience is wrong
     with capture_logs() as logs:
         at_the_provider(page, provider, "ana")
-        page.wait_for_url(gateway.url + "/console/sso/callback**")
+        page.wait_for_url(gateway.url + "/console/**")  # back at the console: its callback, refusing
     assert id_token_claims(proxy.token_answers[0]["id_token"])["aud"] == CLIENT_ID  # what the console's code was really worth
     refused_without_a_trace(page, gateway, seed, before, logs, "invalid_claim: Invalid claim: 'aud'", foreign, proxy.token_answers[0]["id_token"])
     assert not errors
