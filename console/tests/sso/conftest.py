@@ -20,7 +20,7 @@ from joserfc.jwk import RSAKey
 SCRIPT = Path(__file__).with_name("oidc_provider.mjs")
 MODULES = Path(__file__).resolve().parents[3] / ".venv" / "oidc-provider" / "node_modules"
 CLIENT_ID, CLIENT_SECRET = "relaygate-console", "console-secret-for-tests-only"
-OTHER_CLIENT = "another-app"
+OTHER_CLIENT, OTHER_SECRET = "another-app", "another-secret"
 
 
 def free_port() -> int:
@@ -35,16 +35,19 @@ def signing_key(kid: str) -> RSAKey:
 
 class RealProvider:
     """``oidc-provider`` in a node process on ``127.0.0.1:port``, with the console
-    (and another app) registered as clients and the accounts of ``accounts``."""
+    (and another app, whose redirect URI is ``other_redirect_uri``) registered as
+    clients and the accounts of ``accounts``. Its ``issuer`` is its own URL, or the
+    one given (a proxy in front of it, :mod:`.oidc_proxy`)."""
 
-    def __init__(self, folder: Path, port: int | None = None) -> None:
+    def __init__(self, folder: Path, port: int | None = None, issuer: str | None = None) -> None:
         node = shutil.which("node")
         if node is None or not (MODULES / "oidc-provider").is_dir():
             pytest.skip("node or oidc-provider is not installed (make oidc-provider)")
         self.node = node
         self.folder = folder
         self.port = port or free_port()
-        self.issuer = f"http://127.0.0.1:{self.port}"
+        self.issuer = issuer or f"http://127.0.0.1:{self.port}"
+        self.other_redirect_uri = "http://127.0.0.1:9/cb"
         self.accounts_file = folder / "accounts.json"
         self.key = signing_key("key-1")
         self.client_id, self.other_client = CLIENT_ID, OTHER_CLIENT
@@ -58,9 +61,9 @@ class RealProvider:
     def start(self, redirect_uri: str, post_logout_uri: str) -> RealProvider:
         clients = [
             {"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET, "redirect_uris": [redirect_uri], "post_logout_redirect_uris": [post_logout_uri]},
-            {"client_id": OTHER_CLIENT, "client_secret": "another-secret", "redirect_uris": ["http://127.0.0.1:9/cb"]},
+            {"client_id": OTHER_CLIENT, "client_secret": OTHER_SECRET, "redirect_uris": [self.other_redirect_uri]},
         ]  # fmt: skip
-        config = {"port": self.port, "clients": clients, "jwks": {"keys": [self.key.as_dict(private=True)]}, "accounts": str(self.accounts_file)}
+        config = {"port": self.port, "issuer": self.issuer, "clients": clients, "jwks": {"keys": [self.key.as_dict(private=True)]}, "accounts": str(self.accounts_file)}
         (self.folder / "provider.json").write_text(json.dumps(config))
         if not self.accounts_file.exists():
             self.set_accounts({})
@@ -108,11 +111,11 @@ class RealProvider:
 
 @pytest.fixture
 def oidc(tmp_path):
-    """``oidc()``: a provider (not started yet: :meth:`RealProvider.start`), stopped after the test."""
+    """``oidc(issuer=None)``: a provider (not started yet: :meth:`RealProvider.start`), stopped after the test."""
     made: list[RealProvider] = []
 
-    def make() -> RealProvider:
-        made.append(RealProvider(tmp_path / f"provider-{len(made)}"))
+    def make(issuer: str | None = None) -> RealProvider:
+        made.append(RealProvider(tmp_path / f"provider-{len(made)}", issuer=issuer))
         made[-1].folder.mkdir()
         return made[-1]
 

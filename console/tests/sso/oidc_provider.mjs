@@ -1,10 +1,13 @@
 // A real OpenID provider (panva's oidc-provider, installed by `make oidc-provider`)
-// on loopback for the console's single sign-on tests (console/tests/test_sso*.py).
+// on loopback for the console's single sign-on tests (console/tests/sso/).
 //
 //   OIDC_PROVIDER_MODULES=.venv/oidc-provider/node_modules node oidc_provider.mjs CONFIG.json
 //
-// CONFIG.json: {"port", "clients": [{client_id, client_secret, redirect_uris,
+// CONFIG.json: {"port", "issuer"?, "clients": [{client_id, client_secret, redirect_uris,
 // post_logout_redirect_uris}], "jwks": {"keys": [private JWKs]}, "accounts": FILE}.
+// "issuer" (default http://127.0.0.1:PORT) names another URL when a proxy in front of
+// the provider is the one browser and gateway talk to; the endpoints' URLs come from
+// each request's Host, which such a proxy passes on.
 // FILE holds {"login": {"email", "groups", ...}}, read again at every sign-in, so a
 // test changes an account's claims between two sign-ins by rewriting it.
 // Sign-in goes through the provider's own development pages (any password).
@@ -15,7 +18,7 @@ const require = createRequire(process.env.OIDC_PROVIDER_MODULES + '/');
 const { default: Provider } = await import(require.resolve('oidc-provider'));
 
 const config = JSON.parse(readFileSync(process.argv[2], 'utf8'));
-const issuer = `http://127.0.0.1:${config.port}`;
+const issuer = config.issuer || `http://127.0.0.1:${config.port}`;
 
 function account(id) {
   const accounts = JSON.parse(readFileSync(config.accounts, 'utf8'));
