@@ -14,7 +14,8 @@ another protocol); an image an ``ImagePart`` likewise. A part's
 (or a prompt blocked by ``promptFeedback``) stops the open part and finishes the
 stream; the latest ``usageMetadata`` is reported right after, and again if a later
 chunk changes it. The prompt's count in an earlier chunk is given at once as an
-``InputReport``, so a stream cut short is charged its real input. Only candidate 0 is read; an ``{"error": …}`` chunk raises
+``InputReport``, so a stream cut short is charged its real input; a
+``usageMetadata`` that repeats the last one's bytes is not read again. Only candidate 0 is read; an ``{"error": …}`` chunk raises
 ``UpstreamError``.
 
 :class:`ChunkEncoder` writes core events as Gemini chunks: one chunk per text or
@@ -31,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import orjson
 
 from gateway_core.errors import UpstreamError
 from gateway_core.model import (
@@ -70,6 +72,8 @@ class ChunkDecoder:
         self._calls = False
         self._usage: Usage | None = None
         self._reported: Usage | None = None
+        self._metadata = b""  # the last usageMetadata read, as JSON, and what it read as
+        self._read_usage: Usage | None = None
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
         """The events one chunk carries."""
@@ -95,7 +99,7 @@ class ChunkDecoder:
                 self._finish(stop_reason_from_wire(finish, tool_calls=self._calls), events)
             elif not candidates and field(field(chunk, "promptFeedback"), "blockReason"):
                 self._finish(StopReason.CONTENT_FILTER, events)
-        usage = usage_from_wire(field(chunk, "usageMetadata"))
+        usage = self._usage_of(field(chunk, "usageMetadata"))
         if usage is not None:
             if not self._finished and (self._usage is None or self._usage.input_tokens != usage.input_tokens):
                 events.append(InputReport(usage))  # the prompt is counted: a stream cut now is charged it
@@ -108,6 +112,19 @@ class ChunkDecoder:
     @property
     def finished(self) -> bool:
         return self._finished
+
+    def _usage_of(self, metadata: Any) -> Usage | None:
+        """The usage of a chunk's ``usageMetadata``: most chunks repeat the last one's,
+        read again only when its bytes differ (equal bytes, equal counts of equal types)."""
+        if metadata is None:
+            return None
+        try:
+            key = orjson.dumps(metadata)
+        except orjson.JSONEncodeError:
+            return usage_from_wire(metadata)
+        if key != self._metadata:
+            self._metadata, self._read_usage = key, usage_from_wire(metadata)
+        return self._read_usage
 
     def _part(self, raw: JSON, events: list[StreamEvent]) -> None:
         text = field(raw, "text")
