@@ -89,7 +89,10 @@ class ChunkDecoder:
             self._ids = ResponseCallIds(response_id)
             events.append(StreamStart(id=response_id, model=str(field(chunk, "modelVersion") or "")))
         candidates = as_list(field(chunk, "candidates"))
-        candidate = next((c for c in candidates if isinstance(c, dict) and as_int(c.get("index")) == 0), None)
+        first = candidates[0] if candidates else None  # candidate 0, as a stream of one candidate puts it
+        if not (isinstance(first, dict) and as_int(first.get("index")) == 0):
+            first = next((c for c in candidates if isinstance(c, dict) and as_int(c.get("index")) == 0), None)
+        candidate = first
         if not self._finished:
             for raw in as_list(field(field(candidate, "content"), "parts")):
                 if isinstance(raw, dict):
@@ -130,8 +133,9 @@ class ChunkDecoder:
         text = field(raw, "text")
         signature = field(raw, "thoughtSignature")
         delta_meta = {SIGNATURE: signature} if isinstance(signature, str) and signature else None
-        if isinstance(text, str) or field(raw, "thought") is True:
-            kind = "reasoning" if field(raw, "thought") is True else "text"
+        thought = field(raw, "thought") is True
+        if isinstance(text, str) or thought:
+            kind = "reasoning" if thought else "text"
             if self._open is None or self._open[0] != kind:
                 self._stop_open(events)
                 index = self._new()

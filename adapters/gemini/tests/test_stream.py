@@ -176,6 +176,15 @@ def test_repeated_usage_is_read_as_the_first_and_a_count_of_another_type_again()
     assert [e for e in float_counts if isinstance(e, UsageReport)] == [UsageReport(Usage(5, 2))]
 
 
+def test_only_candidate_0_is_read_wherever_it_is_in_the_list():
+    other = {"index": 1, "content": {"parts": [{"text": "other"}]}}
+    events = decode([
+        {"candidates": [other, {"content": {"parts": [{"text": "first"}]}}]},  # no index: 0
+        {"candidates": [{"index": 0, "content": {"parts": [{"text": " second"}]}, "finishReason": "STOP"}, other]},
+    ])  # fmt: skip
+    assert [e.text for e in events if isinstance(e, PartDelta)] == ["first", " second"]
+
+
 def test_frame_decoder_reads_crlf_frames_and_rejects_junk(examples):
     decoder = FrameDecoder()
     frame = decoder.decode(examples.raw("stream_text.sse").split(b"\r\n\r\n")[0] + b"\r\n\r\n")
