@@ -40,7 +40,7 @@ class SSESplitter:
                 if _blank_line(chunk, 0) == size - 2:
                     return (chunk,)  # the usual read: one whole frame
             elif size >= 4 and chunk.find(b"\r\n\r\n") == size - 4 and chunk.find(b"\n\n") < 0:
-                return (chunk,)  # one whole frame with CRLF line ends (Gemini's)
+                return (chunk,)  # one whole frame with CRLF line ends
         return self._frames(chunk)
 
     def _frames(self, chunk: bytes) -> Iterator[bytes]:
