@@ -11,7 +11,9 @@ mean an equal declaration) were read before gives the same ``Tool`` again.
 The cache is bounded whatever clients send: at most :data:`MAX_ENTRIES` declarations
 and :data:`MAX_TOTAL_BYTES` of their JSON, the least recently used dropped first; a
 declaration larger than :data:`MAX_ENTRY_BYTES`, or one orjson cannot write, is read
-every time. Only declarations that read without an error are kept. The cache is used
+every time (full of the coding agent's declarations, 512 of them and 0.93 MB of JSON, the
+cache held 6.2 MB of Python objects, keys included, measured with ``tracemalloc``). Only
+declarations that read without an error are kept. The cache is used
 on the event loop's thread only. The ``Tool`` and
 its schema are shared by the requests that sent the same declaration: like every core
 value, they are read and never changed.
