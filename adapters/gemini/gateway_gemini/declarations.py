@@ -13,10 +13,9 @@ and :data:`MAX_TOTAL_BYTES` of their JSON, the least recently used dropped first
 declaration larger than :data:`MAX_ENTRY_BYTES`, or one orjson cannot write, is read
 every time (full of the coding agent's declarations, 512 of them and 0.93 MB of JSON, the
 cache held 6.2 MB of Python objects, keys included, measured with ``tracemalloc``). Only
-declarations that read without an error are kept. The cache is used
-on the event loop's thread only. The ``Tool`` and
-its schema are shared by the requests that sent the same declaration: like every core
-value, they are read and never changed.
+declarations that read without an error are kept. The cache is used on the event loop's
+thread only. The ``Tool`` and its schema are shared by the requests that sent the same
+declaration: like every core value, they are read and never changed.
 """
 
 from __future__ import annotations

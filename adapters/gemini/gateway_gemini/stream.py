@@ -14,9 +14,9 @@ another protocol); an image an ``ImagePart`` likewise. A part's
 (or a prompt blocked by ``promptFeedback``) stops the open part and finishes the
 stream; the latest ``usageMetadata`` is reported right after, and again if a later
 chunk changes it. The prompt's count in an earlier chunk is given at once as an
-``InputReport``, so a stream cut short is charged its real input; a
-``usageMetadata`` that repeats the last one's bytes is not read again. Only candidate 0 is read; an ``{"error": …}`` chunk raises
-``UpstreamError``.
+``InputReport``, so a stream cut short is charged its real input; a ``usageMetadata``
+that repeats the last one's bytes is not read again. Only candidate 0 is read; an
+``{"error": …}`` chunk raises ``UpstreamError``.
 
 :class:`ChunkEncoder` writes core events as Gemini chunks: one chunk per text or
 thought delta, a ``functionCall`` chunk when a tool call's part stops (Gemini never
