@@ -8,8 +8,11 @@ stream contract, the tally, the client protocol's writer and ``stream_pump.pump`
 with a ``send`` that only keeps the body. The upstream response is a stand-in
 with the body's reads (``content.readany``, ``content.iter_any``).
 
-Run: ``.venv/bin/python bench/stream_path.py [--streams 2000] [--repeat 5]``; it
-prints the best CPU time per stream (``time.process_time``) of each case.
+Run: ``.venv/bin/python bench/stream_path.py [--streams 2000] [--repeat 5] [--only TEXT] [--chunks 20]``;
+it prints the best CPU time per stream (``time.process_time``) of each case. Under
+``valgrind --tool=callgrind`` (``--repeat 1``: a warm-up and one measured pass), two
+runs that differ only in ``--streams`` give the instructions of one stream, and two
+that differ only in ``--chunks`` those of one more chunk: figures the load does not move.
 """
 
 from __future__ import annotations
@@ -103,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--streams", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--only", default="", help="run only the cases whose name holds this text")
+    parser.add_argument("--chunks", type=int, default=20, help="frames of each stream (the bench's stream: 20)")
     args = parser.parse_args(argv)
 
     from gateway_openai.chat_stream import FrameDecoder
@@ -110,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 
     protocol = OpenAIProtocol()
     call = Call(protocol="openai", endpoint="chat", wire="openai.chat", model=MODEL, stream=True, body={}, options={"include_usage": True})
-    frames = openai_frames()
+    frames = openai_frames(args.chunks)
     passthrough, converted = (lambda: protocol.stream_writer(call, True)), (lambda: protocol.stream_writer(call, False))
     cases = {
         "openai chat passthrough, one read per frame": (frames, passthrough),
@@ -129,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     anthropic_call = Call(protocol="anthropic", endpoint="chat", wire=MESSAGES_WIRE, model=MODEL, stream=True, body={})
     gemini_call = Call(protocol="gemini", endpoint="chat", wire="gemini.generate", model=MODEL, stream=True, body={}, options={"sse": True})
     others = {
-        "anthropic passthrough, one read per frame": (anthropic_stream(20), AnthropicDecoder, AnthropicProtocol(), anthropic_call, "anthropic"),
-        "gemini passthrough (alt=sse), one read per frame": (gemini_stream(20), GeminiDecoder, GeminiProtocol(), gemini_call, "gemini"),
+        "anthropic passthrough, one read per frame": (anthropic_stream(args.chunks), AnthropicDecoder, AnthropicProtocol(), anthropic_call, "anthropic"),
+        "gemini passthrough (alt=sse), one read per frame": (gemini_stream(args.chunks), GeminiDecoder, GeminiProtocol(), gemini_call, "gemini"),
     }
     for name, (reads, decoder, client, client_call, channel_type) in others.items():
         if args.only in name:

@@ -35,8 +35,12 @@ class SSESplitter:
     def feed(self, chunk: bytes) -> Iterable[bytes]:
         """The frames ``chunk`` completes, in order."""
         size = len(chunk)
-        if not self._buffer and 2 <= size <= self.max_bytes and chunk.find(b"\r") < 0 and _blank_line(chunk, 0) == size - 2:
-            return (chunk,)  # the usual read: one whole frame
+        if not self._buffer and 2 <= size <= self.max_bytes:
+            if chunk.find(b"\r") < 0:
+                if _blank_line(chunk, 0) == size - 2:
+                    return (chunk,)  # the usual read: one whole frame
+            elif size >= 4 and chunk.find(b"\r\n\r\n") == size - 4 and chunk.find(b"\n\n") < 0:
+                return (chunk,)  # one whole frame with CRLF line ends
         return self._frames(chunk)
 
     def _frames(self, chunk: bytes) -> Iterator[bytes]:

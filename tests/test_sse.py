@@ -43,6 +43,17 @@ def test_a_chunk_of_one_whole_frame_is_that_frame():
     assert list(SSESplitter().feed(b"a\n\n\n\n")) == [b"a\n\n", b"\n\n"]
 
 
+def test_the_one_frame_shortcuts_cut_every_short_chunk_as_the_full_splitter_does():
+    # every chunk of up to 7 bytes of "a", CR and LF: the shortcut of feed (one whole
+    # frame, LF or CRLF line ends) against the frame-by-frame cutting it skips
+    chunks = [b""]
+    for _ in range(7):
+        chunks = [c + b for c in chunks for b in (b"a", b"\r", b"\n")]
+        for chunk in chunks:
+            fast, full = SSESplitter(), SSESplitter()
+            assert (list(fast.feed(chunk)), fast.flush()) == (list(full._frames(chunk)), full.flush()), chunk
+
+
 def test_a_frame_over_the_cap_comes_after_the_frames_before_it_in_the_same_chunk():
     for end in (b"\n\n", b"\r\n\r\n"):
         splitter = SSESplitter(max_bytes=64)

@@ -49,9 +49,11 @@ from gateway_core import (
     endpoints,
 )
 from gateway_core.echo_ids import SEPARATOR, plain_id
+from gateway_core.model import PartDelta
 from gateway_core.sse import frame_fields
 from gateway_core.upstream import FrameStream, parse_answer, parse_frame_json, post, read_all, sse_frames
 
+from .delta_frames import DeltaTemplate
 from .error_body import upstream_error_message
 from .listing import list_models
 from .messages_request import DEFAULT_MAX_TOKENS, request_to_wire
@@ -193,14 +195,23 @@ def upstream_headers(channel: ChannelRecord, api_key: str, options: Any, stream:
 
 
 class FrameDecoder:
-    """Decodes one upstream stream's frames into core events."""
+    """Decodes one upstream stream's frames into core events; the text delta frames
+    of one block by their bytes, once the first has made the stream's template
+    (:mod:`gateway_anthropic.delta_frames`)."""
 
-    __slots__ = ("_events",)
+    __slots__ = ("_events", "_template", "_tries")
 
     def __init__(self) -> None:
         self._events = EventDecoder()
+        self._template: DeltaTemplate | None = None
+        self._tries = 0  # text delta frames offered as the template
 
     def decode(self, raw: bytes) -> Frame:
+        template = self._template
+        if template is not None and self._events.takes_text(template.index):
+            text = template.text(raw)
+            if text is not None:
+                return Frame(raw, (PartDelta(template.index, text),) if text else ())
         name, data = frame_fields(raw)
         if not data:
             return Frame(raw)  # a comment or keep-alive
@@ -208,7 +219,18 @@ class FrameDecoder:
         if name and "type" not in payload:
             payload = {**payload, "type": name}
         events = self._events.feed(payload, raw)
+        if template is None and self._tries < _TRIES and name == "content_block_delta" and len(events) == 1:
+            delta = events[0]
+            wire_delta = payload.get("delta")
+            if isinstance(delta, PartDelta) and isinstance(wire_delta, dict) and wire_delta.get("type") == "text_delta":
+                self._tries += 1
+                self._template = DeltaTemplate.of(raw, payload, delta.text, delta.index)
+                if self._template is not None:
+                    self._tries = _TRIES
         return Frame(raw, tuple(events), terminal=payload.get("type") == "message_stop")
+
+
+_TRIES = 3  # text delta frames a stream may offer as its template before the decoder stops trying
 
 
 _ID_FIELDS = {"tool_use": "id", "server_tool_use": "id", "tool_result": "tool_use_id"}

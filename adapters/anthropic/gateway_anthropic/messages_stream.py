@@ -106,6 +106,10 @@ class EventDecoder:
             return [] if self._finished else self._finish(None)
         return []  # ping and events of later API versions
 
+    def takes_text(self, index: int) -> bool:
+        """Whether a ``text_delta`` of block ``index`` now gives its text as a ``PartDelta``."""
+        return not self._finished and index in self._open and self._kinds.get(index) != "opaque"
+
     def _start(self, index: int, block: Any) -> list[StreamEvent]:
         block = block if isinstance(block, dict) else {}
         kind = block.get("type")

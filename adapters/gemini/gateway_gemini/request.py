@@ -8,7 +8,8 @@ Reading (``request_from_wire``) validates what it interprets and raises
 ``InvalidRequestError`` naming the offending field. ``contents`` become messages
 (see :mod:`gateway_gemini.content`), ``systemInstruction`` the system parts,
 ``functionDeclarations`` tools (their schemas turned into lower-case JSON Schema,
-see :mod:`gateway_gemini.schema`); ``googleSearch`` becomes a provider-run
+see :mod:`gateway_gemini.schema`; each distinct declaration is read once, then
+kept by its bytes, see :mod:`gateway_gemini.declarations`); ``googleSearch`` becomes a provider-run
 ``web_search`` tool (``extra["hosted_tool"]``: Anthropic's web search server tool
 on an anthropic channel, no tool on an openai one); Google's other built-in tools
 (``codeExecution``, ``urlContext`` …) have no meaning elsewhere and are dropped.
@@ -55,6 +56,7 @@ from gateway_core.model import ChatRequest, Role, Tool, ToolChoice, ToolChoiceMo
 from gateway_core.reasoning import budget_for_effort, common_effort
 
 from .content import contents_to_wire, messages_from_wire, system_from_wire, system_to_wire
+from .declarations import DECLARATIONS
 from .schema import for_gemini, to_json_schema
 from .wire import JSON, as_dict, as_list, expect, fail, field, has_field, without_fields
 
@@ -121,23 +123,25 @@ def _tools_from_wire(tools: Any) -> list[Tool]:
         for j, decl in enumerate(as_list(field(tool, "functionDeclarations"))):
             p = f"tools[{i}].functionDeclarations[{j}]"
             expect(decl, dict, p, "a FunctionDeclaration object")
-            name = field(decl, "name")
-            if not isinstance(name, str) or not name:
-                fail(f"'{p}.name' is required (a non-empty string).", f"{p}.name")
-            schema = field(decl, "parametersJsonSchema")
-            if schema is None:
-                schema = field(decl, "parameters")
-            expect(schema, dict, f"{p}.parameters", "a Schema object")
-            rest = without_fields(decl, _DECLARATION_KEYS)
-            out.append(
-                Tool(
-                    name=name,
-                    description=expect(field(decl, "description"), str, f"{p}.description", "a string"),
-                    parameters=to_json_schema(schema) if schema is not None else None,
-                    extra={"gemini_declaration": rest} if rest else {},
-                )
-            )
+            out.append(DECLARATIONS.tool(decl, p, _tool_from_wire))
     return out
+
+
+def _tool_from_wire(decl: JSON, p: str) -> Tool:
+    name = field(decl, "name")
+    if not isinstance(name, str) or not name:
+        fail(f"'{p}.name' is required (a non-empty string).", f"{p}.name")
+    schema = field(decl, "parametersJsonSchema")
+    if schema is None:
+        schema = field(decl, "parameters")
+    expect(schema, dict, f"{p}.parameters", "a Schema object")
+    rest = without_fields(decl, _DECLARATION_KEYS)
+    return Tool(
+        name=name,
+        description=expect(field(decl, "description"), str, f"{p}.description", "a string"),
+        parameters=to_json_schema(schema) if schema is not None else None,
+        extra={"gemini_declaration": rest} if rest else {},
+    )
 
 
 def _tool_choice_from_wire(tool_config: Any) -> tuple[ToolChoice | None, list[str]]:

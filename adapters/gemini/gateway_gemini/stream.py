@@ -14,8 +14,9 @@ another protocol); an image an ``ImagePart`` likewise. A part's
 (or a prompt blocked by ``promptFeedback``) stops the open part and finishes the
 stream; the latest ``usageMetadata`` is reported right after, and again if a later
 chunk changes it. The prompt's count in an earlier chunk is given at once as an
-``InputReport``, so a stream cut short is charged its real input. Only candidate 0 is read; an ``{"error": …}`` chunk raises
-``UpstreamError``.
+``InputReport``, so a stream cut short is charged its real input; a ``usageMetadata``
+that repeats the last one's bytes is not read again. Only candidate 0 is read; an
+``{"error": …}`` chunk raises ``UpstreamError``.
 
 :class:`ChunkEncoder` writes core events as Gemini chunks: one chunk per text or
 thought delta, a ``functionCall`` chunk when a tool call's part stops (Gemini never
@@ -31,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+import orjson
 
 from gateway_core.errors import UpstreamError
 from gateway_core.model import (
@@ -70,6 +72,8 @@ class ChunkDecoder:
         self._calls = False
         self._usage: Usage | None = None
         self._reported: Usage | None = None
+        self._metadata = b""  # the last usageMetadata read, as JSON, and what it read as
+        self._read_usage: Usage | None = None
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
         """The events one chunk carries."""
@@ -85,7 +89,10 @@ class ChunkDecoder:
             self._ids = ResponseCallIds(response_id)
             events.append(StreamStart(id=response_id, model=str(field(chunk, "modelVersion") or "")))
         candidates = as_list(field(chunk, "candidates"))
-        candidate = next((c for c in candidates if isinstance(c, dict) and as_int(c.get("index")) == 0), None)
+        first = candidates[0] if candidates else None  # candidate 0, as a stream of one candidate puts it
+        if not (isinstance(first, dict) and as_int(first.get("index")) == 0):
+            first = next((c for c in candidates if isinstance(c, dict) and as_int(c.get("index")) == 0), None)
+        candidate = first
         if not self._finished:
             for raw in as_list(field(field(candidate, "content"), "parts")):
                 if isinstance(raw, dict):
@@ -95,7 +102,7 @@ class ChunkDecoder:
                 self._finish(stop_reason_from_wire(finish, tool_calls=self._calls), events)
             elif not candidates and field(field(chunk, "promptFeedback"), "blockReason"):
                 self._finish(StopReason.CONTENT_FILTER, events)
-        usage = usage_from_wire(field(chunk, "usageMetadata"))
+        usage = self._usage_of(field(chunk, "usageMetadata"))
         if usage is not None:
             if not self._finished and (self._usage is None or self._usage.input_tokens != usage.input_tokens):
                 events.append(InputReport(usage))  # the prompt is counted: a stream cut now is charged it
@@ -109,12 +116,26 @@ class ChunkDecoder:
     def finished(self) -> bool:
         return self._finished
 
+    def _usage_of(self, metadata: Any) -> Usage | None:
+        """The usage of a chunk's ``usageMetadata``: most chunks repeat the last one's,
+        read again only when its bytes differ (equal bytes, equal counts of equal types)."""
+        if metadata is None:
+            return None
+        try:
+            key = orjson.dumps(metadata)
+        except orjson.JSONEncodeError:
+            return usage_from_wire(metadata)
+        if key != self._metadata:
+            self._metadata, self._read_usage = key, usage_from_wire(metadata)
+        return self._read_usage
+
     def _part(self, raw: JSON, events: list[StreamEvent]) -> None:
         text = field(raw, "text")
         signature = field(raw, "thoughtSignature")
         delta_meta = {SIGNATURE: signature} if isinstance(signature, str) and signature else None
-        if isinstance(text, str) or field(raw, "thought") is True:
-            kind = "reasoning" if field(raw, "thought") is True else "text"
+        thought = field(raw, "thought") is True
+        if isinstance(text, str) or thought:
+            kind = "reasoning" if thought else "text"
             if self._open is None or self._open[0] != kind:
                 self._stop_open(events)
                 index = self._new()

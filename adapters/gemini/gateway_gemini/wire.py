@@ -19,6 +19,7 @@ JSON = dict[str, Any]
 
 _CAMEL_HUMP = re.compile(r"(?<!^)(?=[A-Z])")
 _SNAKE_CACHE: dict[str, str] = {}
+_DROPPED: dict[frozenset[str], frozenset[str]] = {}  # both spellings of a set of field names
 _NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "an array", dict: "an object"}
 
 
@@ -36,7 +37,7 @@ def field(obj: Any, name: str) -> Any:
         return None
     value = obj.get(name)
     if value is None:
-        value = obj.get(snake(name))
+        value = obj.get(_SNAKE_CACHE.get(name) or snake(name))
     return value
 
 
@@ -46,7 +47,13 @@ def has_field(obj: Any, name: str) -> bool:
 
 def without_fields(obj: JSON, names: frozenset[str] | set[str]) -> JSON:
     """``obj`` without the fields ``names`` (camelCase) in either spelling."""
-    drop = set(names) | {snake(n) for n in names}
+    drop = _DROPPED.get(names) if isinstance(names, frozenset) else None
+    if drop is None:
+        drop = frozenset(names) | {snake(n) for n in names}
+        if isinstance(names, frozenset) and len(_DROPPED) < 64:  # the modules' own constants
+            _DROPPED[names] = drop
+    if obj.keys() <= drop:
+        return {}
     return {k: v for k, v in obj.items() if k not in drop}
 
 

@@ -164,6 +164,27 @@ def test_usage_after_the_finish_is_reported_again():
     assert [e for e in events if isinstance(e, UsageReport)] == [UsageReport(Usage(2, 0)), UsageReport(Usage(2, 1))]
 
 
+def test_repeated_usage_is_read_as_the_first_and_a_count_of_another_type_again():
+    text = {"candidates": [{"content": {"parts": [{"text": "a"}]}}]}
+    last = {"candidates": [{"content": {"parts": [{"text": "b"}]}, "finishReason": "STOP"}]}
+    repeated = decode([{**text, "usageMetadata": {"promptTokenCount": 4}}] * 3 + [{**last, "usageMetadata": {"promptTokenCount": 4}}])
+    assert [e for e in repeated if isinstance(e, (InputReport, UsageReport))] == [InputReport(Usage(4)), UsageReport(Usage(4))]
+    # equal to the last as Python compares (1 == True), where that one was no count: read again
+    retyped = decode([{**text, "usageMetadata": {"promptTokenCount": True}}, {**last, "usageMetadata": {"promptTokenCount": 1}}])
+    assert [e for e in retyped if isinstance(e, UsageReport)] == [UsageReport(Usage(1))]
+    float_counts = decode([{**text, "usageMetadata": {"promptTokenCount": 5}}, {**last, "usageMetadata": {"promptTokenCount": 5.0, "candidatesTokenCount": 2.0}}])
+    assert [e for e in float_counts if isinstance(e, UsageReport)] == [UsageReport(Usage(5, 2))]
+
+
+def test_only_candidate_0_is_read_wherever_it_is_in_the_list():
+    other = {"index": 1, "content": {"parts": [{"text": "other"}]}}
+    events = decode([
+        {"candidates": [other, {"content": {"parts": [{"text": "first"}]}}]},  # no index: 0
+        {"candidates": [{"index": 0, "content": {"parts": [{"text": " second"}]}, "finishReason": "STOP"}, other]},
+    ])  # fmt: skip
+    assert [e.text for e in events if isinstance(e, PartDelta)] == ["first", " second"]
+
+
 def test_frame_decoder_reads_crlf_frames_and_rejects_junk(examples):
     decoder = FrameDecoder()
     frame = decoder.decode(examples.raw("stream_text.sse").split(b"\r\n\r\n")[0] + b"\r\n\r\n")
