@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+import attrs
 import orjson
 
 from .framing import MAX_FRAME_BYTES, frame_too_large
@@ -153,3 +154,50 @@ def data_frame(payload: object) -> bytes:
 def event_frame(event: str, payload: object) -> bytes:
     """``event: <name>`` + ``data: <json>`` frame."""
     return b"event: " + event.encode() + b"\ndata: " + orjson.dumps(payload) + b"\n\n"
+
+
+_NOT_PLAIN = bytes(range(0x20)) + b'"\\'  # what a JSON string holds only escaped (or never)
+
+
+@attrs.frozen
+class TextTemplate:
+    """The bytes of a stream's text frame before and after its text, and the text's part index.
+
+    Most frames of a streamed answer are one kind of text delta, byte for byte the
+    same but for the text. A frame that is ``head + text + tail``, with ``text``
+    plain (valid UTF-8 holding nothing JSON escapes: no quote, backslash or control
+    character), is then the same payload with that text, and a decoder reads its
+    text without parsing it. A template is made from a frame the decoder has parsed
+    and proved once by the decoder (:meth:`candidate`): the frame the template makes
+    around a probe text must parse to the same payload with the probe as its text.
+    """
+
+    head: bytes
+    tail: bytes
+    index: int
+
+    @classmethod
+    def candidate(cls, raw: bytes, text: str, index: int) -> tuple[TextTemplate, str, bytes] | None:
+        """A template of ``raw`` around its first ``"text"`` (plain, not empty), with
+        the probe text and the frame the template makes of it, for the caller to
+        parse; ``None`` when ``raw`` cannot make one."""
+        encoded = text.encode()
+        at = raw.find(b'"' + encoded + b'"')
+        if at < 0 or not encoded or len(encoded.translate(None, _NOT_PLAIN)) != len(encoded):
+            return None
+        template = cls(raw[: at + 1], raw[at + 1 + len(encoded) :], index)
+        probe = "probe" if text != "probe" else "other"
+        return template, probe, template.head + probe.encode() + template.tail
+
+    def text(self, raw: bytes) -> str | None:
+        """The text of a frame that is this template around plain text, else ``None``."""
+        head, tail = self.head, self.tail
+        if len(raw) < len(head) + len(tail) or not raw.startswith(head) or not raw.endswith(tail):
+            return None
+        text = raw[len(head) : len(raw) - len(tail)]
+        if len(text.translate(None, _NOT_PLAIN)) != len(text):
+            return None
+        try:
+            return text.decode()
+        except UnicodeDecodeError:
+            return None

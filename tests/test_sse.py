@@ -1,7 +1,7 @@
 import pytest
 
 from gateway_core.framing import FrameTooLargeError
-from gateway_core.sse import SSESplitter, data_frame, event_frame, frame_fields
+from gateway_core.sse import SSESplitter, TextTemplate, data_frame, event_frame, frame_fields
 
 
 def test_splitter_yields_complete_frames_byte_for_byte_across_chunk_boundaries():
@@ -73,3 +73,20 @@ def test_frame_fields_of_the_usual_shapes_and_their_neighbours():
     assert frame_fields(b"event: x\r\ndata: 1\r\n\r\n") == ("x", b"1")
     assert frame_fields(b"data: 1\r2\r\n\r\n") == (None, b"1")  # a lone CR ends a line too
     assert frame_fields(b"event: x\ndata:1\n\n") == ("x", b"1")
+
+
+def test_a_text_template_reads_plain_texts_and_leaves_the_rest_to_the_parser():
+    raw = b'data: {"delta":{"text":"Hello"},"i":0}\n\n'
+    found = TextTemplate.candidate(raw, "Hello", 3)
+    assert found is not None
+    template, probe, frame = found
+    assert (probe, frame) == ("probe", b'data: {"delta":{"text":"probe"},"i":0}\n\n') and template.index == 3
+    assert template.text(b'data: {"delta":{"text":"na\xc3\xafve \xe2\x9c\x93"},"i":0}\n\n') == "naïve ✓"
+    assert template.text(b'data: {"delta":{"text":""},"i":0}\n\n') == ""
+    for other in (b'data: {"delta":{"text":"a\\"b"},"i":0}\n\n', b'data: {"delta":{"text":"a\tb"},"i":0}\n\n',
+                  b'data: {"delta":{"text":"\xff"},"i":0}\n\n', b'data: {"delta":{"text":"x"},"i":1}\n\n', b"data: {}\n\n"):  # fmt: skip
+        assert template.text(other) is None, other
+    assert TextTemplate.candidate(raw, "probe", 0) is None  # not in the frame
+    assert TextTemplate.candidate(b'data: {"t":"say \\"hi\\""}\n\n', 'say "hi"', 0) is None  # needs escapes
+    assert TextTemplate.candidate(b'data: {"t":""}\n\n', "", 0) is None  # nothing to find it by
+    assert TextTemplate.candidate(b'data: {"t":"probe"}\n\n', "probe", 0)[1] == "other"  # type: ignore[index]

@@ -50,10 +50,10 @@ from gateway_core import (
 )
 from gateway_core.echo_ids import SEPARATOR, plain_id
 from gateway_core.model import PartDelta
-from gateway_core.sse import frame_fields
+from gateway_core.sse import TextTemplate, frame_fields
 from gateway_core.upstream import FrameStream, parse_answer, parse_frame_json, post, read_all, sse_frames
 
-from .delta_frames import DeltaTemplate
+from .delta_frames import delta_template
 from .error_body import upstream_error_message
 from .listing import list_models
 from .messages_request import DEFAULT_MAX_TOKENS, request_to_wire
@@ -203,7 +203,7 @@ class FrameDecoder:
 
     def __init__(self) -> None:
         self._events = EventDecoder()
-        self._template: DeltaTemplate | None = None
+        self._template: TextTemplate | None = None
         self._tries = 0  # text delta frames offered as the template
 
     def decode(self, raw: bytes) -> Frame:
@@ -224,7 +224,7 @@ class FrameDecoder:
             wire_delta = payload.get("delta")
             if isinstance(delta, PartDelta) and isinstance(wire_delta, dict) and wire_delta.get("type") == "text_delta":
                 self._tries += 1
-                self._template = DeltaTemplate.of(raw, payload, delta.text, delta.index)
+                self._template = delta_template(raw, payload, delta.text, delta.index)
                 if self._template is not None:
                     self._tries = _TRIES
         return Frame(raw, tuple(events), terminal=payload.get("type") == "message_stop")

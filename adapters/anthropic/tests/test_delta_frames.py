@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from gateway_anthropic.channel import FrameDecoder
-from gateway_anthropic.delta_frames import DeltaTemplate
+from gateway_anthropic.delta_frames import delta_template
 from gateway_anthropic.messages_stream import EventDecoder
 from gateway_core.sse import frame_fields
 
@@ -78,7 +78,7 @@ def test_a_frame_whose_text_is_not_the_member_read_makes_no_template():
     # the text's bytes first found in another member: the probe put there is not the text read
     raw = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","note":"b","text":"b"}}\n\n'
     payload = orjson.loads(frame_fields(raw)[1])
-    assert DeltaTemplate.of(raw, payload, "b", 0) is None
+    assert delta_template(raw, payload, "b", 0) is None
     frames = [MESSAGE_START, _start(0), raw, _text(0, "c")]
     assert _decoded(frames)[0] == _parsed(frames)
 

@@ -41,7 +41,7 @@ from gateway_core.model import (
     Usage,
     UsageReport,
 )
-from gateway_core.sse import frame_fields
+from gateway_core.sse import TextTemplate, frame_fields
 from gateway_core.upstream import parse_frame_json
 
 from .chat_response import finish_reason_to_wire, stop_reason_from_wire, usage_from_wire, usage_to_wire
@@ -284,7 +284,7 @@ class FrameDecoder:
     :meth:`ChunkDecoder.content_only`) is read in a few steps: its JSON parsed
     in place, its one ``PartDelta`` made without the general walk of the chunk.
     Most frames of a stream are such a frame, byte for byte the same but for the
-    text: the first one becomes the stream's template (:class:`_Template`), and a
+    text: the first one becomes the stream's template (:class:`gateway_core.sse.TextTemplate`), and a
     frame that is the template around another plain text gives its ``PartDelta``
     without being parsed at all."""
 
@@ -293,7 +293,7 @@ class FrameDecoder:
     def __init__(self, adapt: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
         self._chunks = ChunkDecoder()
         self._adapt = adapt
-        self._template: _Template | None = None
+        self._template: TextTemplate | None = None
         self._tries = 0 if adapt is None else _TRIES  # learnt from chat chunks only
 
     def decode(self, raw: bytes) -> Frame:
@@ -316,7 +316,7 @@ class FrameDecoder:
                     return Frame(raw, tuple(self._chunks.feed(chunk)))
                 if events and self._tries < _TRIES:
                     self._tries += 1
-                    self._template = _Template.of(raw, chunk, events[0])  # type: ignore[arg-type]
+                    self._template = _template(raw, chunk, events[0])  # type: ignore[arg-type]
                     if self._template is not None:
                         self._tries = _TRIES
                 return Frame(raw, events)
@@ -334,46 +334,17 @@ class FrameDecoder:
 
 
 _TRIES = 3  # content frames a stream may offer as its template before the decoder stops trying
-_NOT_PLAIN = bytes(range(0x20)) + b'"\\'  # what a JSON string holds only escaped (or never)
 
 
-@attrs.frozen
-class _Template:
-    """A content frame's bytes before and after its text: a frame that is ``head +
-    text + tail``, with ``text`` plain (valid UTF-8, nothing JSON escapes), is the
-    same chunk with that text (proved once, when the template is made, by parsing a
-    probe in its place), so its event is ``PartDelta(index, text)``."""
-
-    head: bytes
-    tail: bytes
-    index: int
-
-    @classmethod
-    def of(cls, raw: bytes, chunk: JSON, delta: PartDelta) -> _Template | None:
-        """The template of ``raw`` (``chunk`` parsed, ``delta`` its event), or ``None``."""
-        text = delta.text.encode()
-        quoted = b'"' + text + b'"'
-        at = raw.find(quoted)
-        if at < 0 or len(text.translate(None, _NOT_PLAIN)) != len(text):
-            return None
-        template = cls(raw[: at + 1], raw[at + 1 + len(text) :], delta.index)
-        probe = "probe" if delta.text != "probe" else "other"
-        try:
-            probed = _loads((template.head + probe.encode() + template.tail)[6:])
-        except JSONDecodeError:
-            return None
-        chunk["choices"][0]["delta"]["content"] = probe  # the chunk is the decoder's own, read already
-        return template if probed == chunk else None
-
-    def text(self, raw: bytes) -> str | None:
-        """The text of a frame that is this template around plain text, else ``None``."""
-        head, tail = self.head, self.tail
-        if len(raw) < len(head) + len(tail) or not raw.startswith(head) or not raw.endswith(tail):
-            return None
-        text = raw[len(head) : len(raw) - len(tail)]
-        if len(text.translate(None, _NOT_PLAIN)) != len(text):
-            return None
-        try:
-            return text.decode()
-        except UnicodeDecodeError:
-            return None
+def _template(raw: bytes, chunk: JSON, delta: PartDelta) -> TextTemplate | None:
+    """The template of ``raw`` (``chunk`` parsed, ``delta`` its event), or ``None``."""
+    found = TextTemplate.candidate(raw, delta.text, delta.index)
+    if found is None:
+        return None
+    template, probe, frame = found
+    try:
+        probed = _loads(frame[6:])
+    except JSONDecodeError:
+        return None
+    chunk["choices"][0]["delta"]["content"] = probe  # the chunk is the decoder's own, read already
+    return template if probed == chunk else None
