@@ -4,8 +4,9 @@ message (the field to blame, then what is expected).
 
 - amounts: whole micro-USD, at most :data:`MAX_AMOUNT_MICROS` (a billion USD: more is
   a typo, not a payment);
-- rate limits (requests and tokens per minute, requests in flight): whole numbers
-  from 0 (unlimited) to :data:`MAX_RATE_LIMIT`, or none;
+- rate limits (requests and tokens per minute, requests in flight) of groups, users,
+  teams and keys: whole numbers from 0 (unlimited) to :data:`MAX_RATE_LIMIT`, or none
+  (:func:`check_rate_limit` for a number sent, :func:`parse_rate_limit` for text typed);
 - user names: 1 to 100 characters with no space or control character (they are
   typed on command lines and in sign-in forms), not starting ``team:`` (teams' wallets);
 - channel base URLs: ``http://`` or ``https://``, or the scheme of the channel
@@ -18,11 +19,12 @@ message (the field to blame, then what is expected).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ..money import MICROS_PER_USD, format_usd
+from ..records import LIMIT_COLUMNS
 from ..team_records import ACCOUNT_PREFIX as TEAM_ACCOUNT_PREFIX
 from .context import Admin
 from .errors import Invalid
@@ -59,6 +61,27 @@ def check_rate_limit(value: object, field: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_RATE_LIMIT:
         raise Invalid(f"must be a whole number from 0 (unlimited) to {MAX_RATE_LIMIT}, got {value!r}", field)
     return value
+
+
+def check_rate_limits(changes: Mapping[str, object]) -> None:
+    """The rate limits (:data:`~gateway_core.records.LIMIT_COLUMNS`) among a group's, a
+    user's, a team's or a key's ``changes``, each by :func:`check_rate_limit`."""
+    for column in LIMIT_COLUMNS:
+        if column in changes:
+            check_rate_limit(changes[column], column)
+
+
+def parse_rate_limit(text: str, field: str) -> int | None:
+    """A rate limit typed on a command line or in a form: empty is none set, else
+    :func:`check_rate_limit` of the number (so a wrong one has the API's message)."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        value: object = int(text)
+    except ValueError:
+        value = text
+    return check_rate_limit(value, field)
 
 
 def check_user_name(name: object) -> str:

@@ -146,18 +146,6 @@ def check_team_limits(limits: LimitChanges) -> None:
             raise Invalid(f"is not a team's limit (one of {', '.join((*LIMIT_COLUMNS, *BUDGET_COLUMNS))})", column)
 
 
-def parse_limit(text: str, column: str) -> int | None:
-    """A team's rate limit typed in a form: empty is none set, else :func:`check_rate_limit` of the number."""
-    text = text.strip()
-    if not text:
-        return None
-    try:
-        value: object = int(text)
-    except ValueError:
-        value = text
-    return check_rate_limit(value, column)
-
-
 async def delete_team(admin: Admin, team_id: int, *, caller: Caller | None = None) -> TeamRecord:
     """Delete a team for good: every key of it stops, its members leave; its wallet,
     ledger and usage rows stay (history, as a deleted user's). Site admins only."""

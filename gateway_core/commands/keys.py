@@ -44,12 +44,13 @@ def _run_key_create(args: argparse.Namespace, cli: CommandContext) -> int:
     quota = parse_usd(args.quota) if args.quota is not None else None
     expires_at = parse_expires(args.expires) if args.expires is not None else None
     networks = [text for value in args.allow_ip for text in split_list(value)]
+    rate_limits = limits.limit_changes(args)
 
     async def create(admin: Admin) -> tuple[KeyRecord, str]:
         user = await users.find_user(admin, args.user)
         key, secret = await keys.create_key(
             admin, user.id, name=args.name, group=args.group, quota_micros=quota, expires_at=expires_at,
-            models=split_list(args.models), allow_ips=networks, limits=limits.limit_changes(args),
+            models=split_list(args.models), allow_ips=networks, limits=rate_limits,
         )  # fmt: skip
         await cli.audit(admin, "key.create", f"key {key.id}", None, key)
         return key, secret

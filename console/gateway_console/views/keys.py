@@ -13,10 +13,11 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway_core.admin import Locked, keys, users
+from gateway_core.admin.rules import parse_rate_limit
 from gateway_core.records import LIMIT_COLUMNS, KeyRecord
 
 from ..i18n import N_, _
-from ..forms import FormError, future_time, optional_int, optional_usd, split_list, text
+from ..forms import FormError, future_time, optional_usd, split_list, text
 from ..web import Ctx, page
 
 NAME_LENGTH = 100
@@ -46,8 +47,9 @@ async def _limits(ctx: Ctx, key: KeyRecord | None) -> dict[str, Any]:
 
 
 def _rate_limits(ctx: Ctx) -> dict[str, int | None]:
-    """``rpm``, ``tpm``, ``concurrency`` from the form (empty or 0: no limit of the key's own)."""
-    return {column: optional_int(text(ctx.form, column), _(LIMIT_LABELS[column])) or None for column in LIMIT_COLUMNS}
+    """``rpm``, ``tpm``, ``concurrency`` from the form (empty or 0: no limit of the key's own),
+    read by the admin layer's rule: a wrong one has the CLI's and the API's message."""
+    return {column: parse_rate_limit(text(ctx.form, column, max_length=20), column) or None for column in LIMIT_COLUMNS}
 
 
 def _form(

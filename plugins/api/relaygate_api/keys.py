@@ -9,7 +9,7 @@ from gateway_core.admin import keys, users
 from gateway_core.money import MAX_MICROS
 from .errors import ApiError
 from .operation import ApiCall, Operation
-from .schema import NAME, NAMES, array, micros, obj, usd
+from .schema import NAME, NAMES, array, micros, obj, rate_limit, usd
 from .shapes import EXPIRES, KEY, NEW_KEY, amount_of, key_json, parse_expires
 
 FIELDS = {
@@ -20,7 +20,7 @@ FIELDS = {
     "expires_at": EXPIRES,
     "models": NAMES,
     "allow_ips": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 64}, "maxItems": 100},
-    **{column: {"type": ["integer", "null"], "minimum": 0, "maximum": 2**31, "description": f"the key's own {label} (0: unlimited)"}
+    **{column: rate_limit(f"the key's own {label}")  # refused with the admin layer's message, as the CLI and the console refuse it
        for column, label in (("rpm", "requests per minute"), ("tpm", "tokens per minute"), ("concurrency", "requests in flight"))},
 }  # fmt: skip
 LIMITS = ("rpm", "tpm", "concurrency")

@@ -21,14 +21,14 @@ from .budgets import BUDGETS, budget_answer
 from .keys import FIELDS as KEY_FIELDS
 from .errors import ApiError
 from .operation import ApiCall, Operation, Param
-from .schema import ID, MAX_PATH_ID, NAME, NAMES, TIME, array, micros, obj, rate_limit, usd
+from .schema import ID, NAME, NAMES, TIME, array, micros, obj, rate_limit, usd
 from .shapes import KEY, NEW_KEY, EXPIRES, amount_of, key_json, one_amount, parse_expires
 from .usage import ROW, row_json
 
 ROLE = {"enum": list(ROLES)}
 MEMBER = obj({"user_id": ID, "user_name": {"type": "string"}, "role": ROLE}, ("user_id", "user_name", "role"), closed=False)
 LIMIT_FIELDS = {
-    **{name: {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_PATH_ID} for name in LIMIT_COLUMNS},
+    **{name: rate_limit(name) for name in LIMIT_COLUMNS},  # the admin layer's rule and message, as the CLI's and the console's
     **{name: micros(name.replace("_", " "), nullable=True) for name in BUDGET_COLUMNS},
 }
 TEAM = obj(

@@ -1,0 +1,134 @@
+"""One rule and one message per limit on every front: a wrong rate limit of a group or
+of a key is refused by the command line, the console and the management API with the
+admin layer's words (:func:`gateway_core.admin.rules.check_rate_limit`), each front
+naming the field its own way (``--rpm``, ``rpm``); an empty value clears the limit."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+
+from gateway_core.admin import Admin, Invalid, tokens
+from gateway_core.admin.rules import check_rate_limit
+from gateway_core.commands.cli import main
+
+ERROR = re.compile(r'<p class="error" role="alert">([^<]*)</p>')
+# typed on a command line or in a form, and sent in the API's JSON: what every front refuses
+WRONG = [("rpm", "-1", -1), ("tpm", "lots", "lots"), ("concurrency", str(2**40), 2**40), ("rpm", "1.5", "1.5")]
+
+
+def the_rule(column: str, sent: object) -> str:
+    """What the admin layer says of ``sent`` for ``column`` (without the field's name)."""
+    with pytest.raises(Invalid) as refused:
+        check_rate_limit(sent, column)
+    return refused.value.detail  # "must be a whole number from 0 (unlimited) to ..., got ..."
+
+
+async def cli(seed, tmp_path, capsys, *argv: str) -> tuple[int, str]:
+    """Run ``relaygate`` on the seeded database with every installed plugin: its status and stderr."""
+    plugins = tmp_path / "every-plugin.toml"
+    plugins.write_text("# every installed plugin\n")
+    capsys.readouterr()
+    status = await asyncio.to_thread(main, [*argv, "--db", seed.config.db_path, "--plugins", str(plugins)])
+    return status, capsys.readouterr().err
+
+
+def console_error(page: str) -> str | None:
+    shown = ERROR.search(page)
+    return html.unescape(shown.group(1)) if shown else None
+
+
+async def api(gateway, seed, user_id: int, scope: str, method: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    async def token(port):
+        return (await tokens.create_token(Admin(port), user_id, scope=scope, name="limits"))[1]
+
+    secret = seed._admin(token)
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {secret}"}) as http:
+        async with http.request(method, f"{gateway.url}/api/v1{path}", json=body) as answer:
+            return answer.status, await answer.json(content_type=None)
+
+
+def stored(seed, read: Callable[[Any], Awaitable[Any]]) -> Any:
+    return seed._admin(read)
+
+
+@pytest.mark.parametrize("column, typed, sent", WRONG)
+async def test_a_groups_wrong_rate_limit_has_one_message_in_the_cli_the_console_and_the_api(
+    users, browsers, gateway, seed, tmp_path, capsys, column, typed, sent,
+):  # fmt: skip
+    seed.group("staff", rpm=60, tpm=6000, concurrency=3)
+    words = the_rule(column, sent)
+
+    status, err = await cli(seed, tmp_path, capsys, "group", "set", "staff", f"--{column}", typed)
+    assert status == 2 and err == f"relaygate group set: --{column} {words}\n", err
+
+    root = await browsers("root")
+    status, page = await root.post("/console/admin/groups", {"name": "staff", "ratio": "1", column: typed}, csrf_from="/console/admin/groups")
+    assert status == 400 and console_error(page) == f"{column} {words}", page[:800]
+
+    status, answer = await api(gateway, seed, users["root"], "admin", "PUT", "/groups/staff", {column: sent})
+    error = answer["error"]
+    assert status == 400 and (error["message"], error["field"]) == (f"{column} {words}", column), answer
+
+    async def group(port):
+        return next(group for group in await port.list_groups() if group.name == "staff")
+
+    kept = stored(seed, group)
+    assert (kept.rpm, kept.tpm, kept.concurrency) == (60, 6000, 3)  # refused everywhere: nothing changed
+
+
+@pytest.mark.parametrize("column, typed, sent", WRONG)
+async def test_a_keys_wrong_rate_limit_has_one_message_in_the_cli_the_console_and_the_api(
+    users, browsers, gateway, seed, tmp_path, capsys, column, typed, sent,
+):  # fmt: skip
+    key_id, _ = seed.key(users["bob"], name="laptop")
+    seed.key_limits(key_id, rpm=30)
+    words = the_rule(column, sent)
+
+    status, err = await cli(seed, tmp_path, capsys, "key", "limits", str(key_id), f"--{column}", typed)
+    assert status == 2 and err == f"relaygate key limits: --{column} {words}\n", err
+    status, err = await cli(seed, tmp_path, capsys, "key", "create", "bob", f"--{column}", typed)
+    assert status == 2 and err == f"relaygate key create: --{column} {words}\n", err
+
+    bob = await browsers("bob")  # the owner's form
+    form = {"name": "laptop", "rpm": "30", column: typed}
+    status, page = await bob.post(f"/console/keys/{key_id}/edit", form, csrf_from=f"/console/keys/{key_id}/edit")
+    assert status == 400 and console_error(page) == f"{column} {words}", page[:800]
+    status, page = await bob.post("/console/keys/new", {"name": "another", column: typed}, csrf_from="/console/keys/new")
+    assert status == 400 and console_error(page) == f"{column} {words}", page[:800]
+
+    for scope, method, path in (("write", "PATCH", f"/keys/{key_id}"), ("write", "POST", "/keys"), ("admin", "PATCH", f"/users/{users['bob']}/keys/{key_id}")):
+        status, answer = await api(gateway, seed, users["bob" if scope == "write" else "root"], scope, method, path, {column: sent})
+        error = answer["error"]
+        assert status == 400 and (error["message"], error["field"]) == (f"{column} {words}", column), (path, answer)
+
+    async def keys(port):
+        return await port.list_keys(users["bob"])
+
+    listed = stored(seed, keys)
+    limits = listed[0].limits
+    assert len(listed) == 1 and (limits.requests_per_minute, limits.tokens_per_minute, limits.concurrency) == (30, 0, 0)  # refused everywhere
+
+
+async def test_an_empty_rate_limit_clears_it_on_every_front(users, browsers, gateway, seed, tmp_path, capsys):
+    """'' on the command line and in the form, null in the API: no limit of its own."""
+    seed.group("staff", rpm=60)
+
+    async def group_rpm(port):
+        return next(group.rpm for group in await port.list_groups() if group.name == "staff")
+
+    status, _ = await cli(seed, tmp_path, capsys, "group", "set", "staff", "--rpm", "")
+    assert status == 0 and stored(seed, group_rpm) is None
+    seed.group("staff", rpm=60)
+    root = await browsers("root")
+    status, _ = await root.post("/console/admin/groups", {"name": "staff", "ratio": "1", "rpm": ""}, csrf_from="/console/admin/groups")
+    assert status == 200 and stored(seed, group_rpm) is None
+    seed.group("staff", rpm=60)
+    status, answer = await api(gateway, seed, users["root"], "admin", "PUT", "/groups/staff", {"rpm": None})
+    assert status == 200 and answer["rpm"] is None and stored(seed, group_rpm) is None
