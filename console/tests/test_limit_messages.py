@@ -1,7 +1,8 @@
 """One rule and one message per limit on every front: a wrong rate limit of a group or
-of a key is refused by the command line, the console and the management API with the
-admin layer's words (:func:`gateway_core.admin.rules.check_rate_limit`), each front
-naming the field its own way (``--rpm``, ``rpm``); an empty value clears the limit."""
+of a key, or a wrong budget of a user or a key, is refused by the command line, the
+console and the management API with the admin layer's words
+(:mod:`gateway_core.admin.rules`), each front naming the field its own way (``--rpm``,
+``rpm``; ``--daily-usd``, ``daily``); an empty value clears the limit."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import aiohttp
 import pytest
 
 from gateway_core.admin import Admin, Invalid, tokens
-from gateway_core.admin.rules import check_rate_limit
+from gateway_core.admin.rules import budget_micros, check_rate_limit
 from gateway_core.commands.cli import main
 
 ERROR = re.compile(r'<p class="error" role="alert">([^<]*)</p>')
@@ -23,10 +24,14 @@ ERROR = re.compile(r'<p class="error" role="alert">([^<]*)</p>')
 WRONG = [("rpm", "-1", -1), ("tpm", "lots", "lots"), ("concurrency", str(2**40), 2**40), ("rpm", "1.5", "1.5")]
 
 
-def the_rule(column: str, sent: object) -> str:
+# budgets typed, and sent as the API's decimal strings: negative, not a number, over a billion USD, finer than a micro-USD
+WRONG_USD = ["-1", "lots", str(2**40), "1.1234567"]
+
+
+def the_rule(column: str, sent: object, rule: Callable[[Any, str], object] = check_rate_limit) -> str:
     """What the admin layer says of ``sent`` for ``column`` (without the field's name)."""
     with pytest.raises(Invalid) as refused:
-        check_rate_limit(sent, column)
+        rule(sent, column)
     return refused.value.detail  # "must be a whole number from 0 (unlimited) to ..., got ..."
 
 
@@ -132,3 +137,30 @@ async def test_an_empty_rate_limit_clears_it_on_every_front(users, browsers, gat
     seed.group("staff", rpm=60)
     status, answer = await api(gateway, seed, users["root"], "admin", "PUT", "/groups/staff", {"rpm": None})
     assert status == 200 and answer["rpm"] is None and stored(seed, group_rpm) is None
+
+
+@pytest.mark.parametrize("typed", WRONG_USD)
+async def test_a_wrong_budget_has_one_message_in_the_cli_the_console_and_the_api(users, browsers, gateway, seed, tmp_path, capsys, typed):
+    """A user's and an operator's key budgets: the same words (:func:`budget_micros`) everywhere."""
+    bob = users["bob"]
+    key_id, _ = seed.key(bob, name="laptop")
+    words = the_rule("daily", typed, budget_micros)
+
+    for argv in (("user", "limits", "bob"), ("key", "limits", str(key_id))):
+        status, err = await cli(seed, tmp_path, capsys, *argv, "--daily-usd", typed)
+        assert status == 2 and err == f"relaygate {argv[0]} limits: --daily-usd {words}\n", err
+
+    root = await browsers("root")
+    for path in (f"/console/admin/users/{bob}/budgets", f"/console/admin/users/{bob}/keys/{key_id}/budgets"):
+        status, page = await root.post(path, {"daily": typed, "weekly": "", "monthly": ""}, csrf_from=f"/console/admin/users/{bob}")
+        assert status == 400 and console_error(page) == f"daily {words}", (path, page[:800])
+
+    for path in (f"/users/{bob}/budgets", f"/keys/{key_id}/budgets"):
+        status, answer = await api(gateway, seed, users["root"], "admin", "PATCH", path, {"daily": typed})
+        error = answer["error"]
+        assert status == 400 and (error["message"], error["field"]) == (f"daily {words}", "daily"), (path, answer)
+
+    async def budgets(port):
+        return (await port.get_user_limits(bob))["daily_budget_micros"], (await port.list_keys(bob))[0].budgets.daily
+
+    assert stored(seed, budgets) == (None, None)  # refused everywhere: nothing changed

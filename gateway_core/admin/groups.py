@@ -11,7 +11,7 @@ from ..records import GroupRecord
 from .context import Admin
 from .port import LimitChanges
 from .errors import Invalid
-from .rules import check_rate_limits
+from .rules import check_limits
 
 UNIT_RATIO_PPM = 1_000_000  # a ratio of 1: list prices
 
@@ -30,7 +30,7 @@ async def set_group(admin: Admin, name: str, *, ratio_ppm: int | None = None, li
     check_group_names([name])
     if ratio_ppm is not None and ratio_ppm < 0:
         raise Invalid("must not be negative", "ratio")
-    check_rate_limits(limits or {})
+    check_limits(limits or {})
     group = await admin.store.set_group(name, ratio_ppm=ratio_ppm, limits=dict(limits or {}))
     admin.caches.group_changed()
     return group

@@ -3,7 +3,8 @@ CLI, the console and the management API refuse the same input with the same
 message (the field to blame, then what is expected).
 
 - amounts: whole micro-USD, at most :data:`MAX_AMOUNT_MICROS` (a billion USD: more is
-  a typo, not a payment);
+  a typo, not a payment); budgets (spending caps that reset) are amounts from 0, typed
+  or sent as decimal USD (:func:`budget_micros`, :func:`parse_budget`);
 - rate limits (requests and tokens per minute, requests in flight) of groups, users,
   teams and keys: whole numbers from 0 (unlimited) to :data:`MAX_RATE_LIMIT`, or none
   (:func:`check_rate_limit` for a number sent, :func:`parse_rate_limit` for text typed);
@@ -23,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ..money import MICROS_PER_USD, format_usd
-from ..records import LIMIT_COLUMNS
+from ..money import MICROS_PER_USD, format_usd, not_a_decimal, parse_usd
+from ..records import BUDGET_COLUMNS, LIMIT_COLUMNS
 from ..team_records import ACCOUNT_PREFIX as TEAM_ACCOUNT_PREFIX
 from .context import Admin
 from .errors import Invalid
@@ -63,12 +64,34 @@ def check_rate_limit(value: object, field: str) -> int | None:
     return value
 
 
-def check_rate_limits(changes: Mapping[str, object]) -> None:
+def check_limits(changes: Mapping[str, object]) -> None:
     """The rate limits (:data:`~gateway_core.records.LIMIT_COLUMNS`) among a group's, a
-    user's, a team's or a key's ``changes``, each by :func:`check_rate_limit`."""
+    user's or a key's ``changes``, each by :func:`check_rate_limit`, and the budgets
+    (:data:`~gateway_core.records.BUDGET_COLUMNS`, micro-USD; ``None``: no cap) by :func:`check_amount`."""
     for column in LIMIT_COLUMNS:
         if column in changes:
             check_rate_limit(changes[column], column)
+    for column in BUDGET_COLUMNS:
+        if changes.get(column) is not None:
+            check_amount(changes[column], column, allow_zero=True)
+
+
+def budget_micros(value: object, field: str) -> int:
+    """A budget written in USD (a decimal string such as ``"12.50"``) as micro-USD, or
+    :class:`Invalid` naming ``field``: not a decimal number, negative, finer than a
+    micro-USD, or more than :data:`MAX_AMOUNT_MICROS`."""
+    if not isinstance(value, str):
+        raise Invalid(not_a_decimal(field, value).removeprefix(f"{field} "), field)
+    try:
+        micros = parse_usd(value)
+    except ValueError as exc:  # its words name the value "amount"
+        raise Invalid(str(exc).removeprefix("amount "), field) from None
+    return check_amount(micros, field, allow_zero=True)
+
+
+def parse_budget(text: str, field: str) -> int | None:
+    """A budget typed on a command line or in a form: empty is no cap, else :func:`budget_micros`."""
+    return budget_micros(text, field) if text.strip() else None
 
 
 def parse_rate_limit(text: str, field: str) -> int | None:

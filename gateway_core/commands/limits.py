@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..hookspecs import hookimpl
-from ..money import format_usd, parse_usd
+from ..money import format_usd
 from ..records import BUDGET_COLUMNS, LIMIT_COLUMNS, GroupRecord, KeyRecord, UserRecord
 from .kit import CommandContext, no_arguments
 
@@ -52,8 +52,9 @@ def add_limit_options(parser: argparse.ArgumentParser, *, allow_default: bool = 
 
 def limit_changes(args: argparse.Namespace) -> dict[str, int | None]:
     """The limit options given on the command line, as store column changes: each rate
-    limit read by the admin layer's :func:`parse_rate_limit` (its message for a wrong one)."""
-    from ..admin.rules import parse_rate_limit
+    limit and budget read by the admin layer's :func:`parse_rate_limit` and :func:`parse_budget`
+    (their message for a wrong one, as the console's and the API's)."""
+    from ..admin.rules import parse_budget, parse_rate_limit
 
     takes_default = getattr(args, "_limit_default", False)
     changes = {
@@ -63,7 +64,7 @@ def limit_changes(args: argparse.Namespace) -> dict[str, int | None]:
     for period, column in zip(PERIODS, BUDGET_COLUMNS):
         text = getattr(args, f"{period}_usd", None)
         if text is not None:
-            changes[column] = parse_usd(text) if text.strip() else None
+            changes[column] = parse_budget(text, f"{period}_usd")  # the admin layer's rule and words; '' clears
     return changes
 
 
