@@ -2,7 +2,8 @@
 of a key, or a wrong budget of a user or a key, is refused by the command line, the
 console and the management API with the admin layer's words
 (:mod:`gateway_core.admin.rules`), each front naming the field its own way (``--rpm``,
-``rpm``; ``--daily-usd``, ``daily``); an empty value clears the limit."""
+``rpm``; ``--daily-usd``, ``daily``); an empty value clears the limit. So is a group's
+wrong price ratio (:func:`gateway_core.admin.groups.parse_ratio`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from gateway_core.admin import Admin, Invalid, tokens
+from gateway_core.admin import Admin, Invalid, groups, tokens
 from gateway_core.admin.rules import budget_micros, check_rate_limit
 from gateway_core.commands.cli import main
 
@@ -164,3 +165,26 @@ async def test_a_wrong_budget_has_one_message_in_the_cli_the_console_and_the_api
         return (await port.get_user_limits(bob))["daily_budget_micros"], (await port.list_keys(bob))[0].budgets.daily
 
     assert stored(seed, budgets) == (None, None)  # refused everywhere: nothing changed
+
+
+@pytest.mark.parametrize("typed", ["-1", "lots", str(2**40), "0.1234567", ""])
+async def test_a_groups_wrong_price_ratio_has_one_message_in_the_cli_the_console_and_the_api(users, browsers, gateway, seed, tmp_path, capsys, typed):
+    seed.group("staff", ratio_ppm=800_000)
+    words = the_rule("ratio", typed, lambda text, _: groups.parse_ratio(text))
+
+    status, err = await cli(seed, tmp_path, capsys, "group", "set", "staff", "--ratio", typed)
+    assert status == 2 and err == f"relaygate group set: --ratio {words}\n", err
+
+    if typed:  # an empty ratio in the console's form is 1, list prices
+        root = await browsers("root")
+        status, page = await root.post("/console/admin/groups", {"name": "staff", "ratio": typed}, csrf_from="/console/admin/groups")
+        assert status == 400 and console_error(page) == f"ratio {words}", page[:800]
+
+    status, answer = await api(gateway, seed, users["root"], "admin", "PUT", "/groups/staff", {"ratio": typed})
+    error = answer["error"]
+    assert status == 400 and (error["message"], error["field"]) == (f"ratio {words}", "ratio"), answer
+
+    async def ratio(port):
+        return next(group.ratio_ppm for group in await port.list_groups() if group.name == "staff")
+
+    assert stored(seed, ratio) == 800_000  # refused everywhere: nothing changed

@@ -13,7 +13,8 @@ from gateway_core.records import PriceRecord
 from .operation import ApiCall, Operation
 from .schema import TIME_OR_NULL, array, micros, obj, rate_limit, usd
 
-RATIO = {"type": "string", "pattern": r"^[0-9]{1,6}(\.[0-9]{1,6})?$", "description": "price ratio, decimal (1: list prices)"}
+# checked by the admin layer's groups.parse_ratio (x-ratio): its message, as the CLI's and the console's
+RATIO = {"type": "string", "maxLength": 40, "description": f"price ratio, decimal from 0 to {groups.MAX_RATIO} with at most 6 decimals (1: list prices)", "x-ratio": True}
 LIMIT = {"type": ["integer", "null"], "minimum": 0, "maximum": 2**31}
 GROUP = obj(
     {"name": {"type": "string"}, "ratio": {"type": "string"}, "ratio_ppm": {"type": "integer"}, "rpm": LIMIT, "tpm": LIMIT,

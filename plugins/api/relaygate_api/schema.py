@@ -9,7 +9,8 @@ keywords used here (``type``, ``properties``, ``required``,
 decimal USD string, refused with :func:`gateway_core.money.not_a_decimal`'s message, and
 the keywords of :data:`RULES`, each naming the admin layer's rule for a value the CLI and
 the console take too: ``x-rate-limit`` (a rate limit), ``x-budget`` (a budget in USD),
-``x-budget-micros`` (a budget in micro-USD), refused with that rule's message) and names
+``x-budget-micros`` (a budget in micro-USD), ``x-ratio`` (a group's price ratio), refused
+with that rule's message) and names
 the field at fault. ``oneOf`` is published for the bodies that take exactly one of
 ``amount`` and ``amount_micros``; :func:`.shapes.amount_of` enforces it.
 """
@@ -22,6 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from gateway_core.admin import Invalid
+from gateway_core.admin.groups import parse_ratio
 from gateway_core.admin.rules import MAX_AMOUNT_MICROS, MAX_RATE_LIMIT, budget_micros, check_amount, check_rate_limit
 from gateway_core.money import not_a_decimal
 from .errors import ApiError
@@ -90,6 +92,7 @@ RULES: dict[str, Callable[[Any, str], object]] = {
     "x-rate-limit": check_rate_limit,
     "x-budget": budget_micros,
     "x-budget-micros": lambda value, field: check_amount(value, field, allow_zero=True),
+    "x-ratio": lambda value, field: parse_ratio(value) if isinstance(value, str) else None,  # a number: "must be string"
 }
 
 
