@@ -3,7 +3,8 @@ of a key, or a wrong budget of a user or a key, is refused by the command line, 
 console and the management API with the admin layer's words
 (:mod:`gateway_core.admin.rules`), each front naming the field its own way (``--rpm``,
 ``rpm``; ``--daily-usd``, ``daily``); an empty value clears the limit. So is a group's
-wrong price ratio (:func:`gateway_core.admin.groups.parse_ratio`)."""
+wrong price ratio (:func:`gateway_core.admin.groups.parse_ratio`), and a channel's wrong
+priority, weight or concurrency cap (:func:`gateway_core.admin.rules.check_channel_number`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import aiohttp
 import pytest
 
 from gateway_core.admin import Admin, Invalid, groups, tokens
-from gateway_core.admin.rules import budget_micros, check_rate_limit
+from gateway_core.admin.rules import budget_micros, check_channel_number, check_rate_limit
 from gateway_core.commands.cli import main
 
 ERROR = re.compile(r'<p class="error" role="alert">([^<]*)</p>')
@@ -188,3 +189,29 @@ async def test_a_groups_wrong_price_ratio_has_one_message_in_the_cli_the_console
         return next(group.ratio_ppm for group in await port.list_groups() if group.name == "staff")
 
     assert stored(seed, ratio) == 800_000  # refused everywhere: nothing changed
+
+
+@pytest.mark.parametrize("column, typed, sent", [("concurrency", "-1", -1), ("weight", "lots", "lots"), ("priority", str(2**40), 2**40), ("weight", "1.5", "1.5")])
+async def test_a_channels_wrong_number_has_one_message_in_the_cli_the_console_and_the_api(
+    users, browsers, gateway, seed, tmp_path, capsys, column, typed, sent,
+):  # fmt: skip
+    channel_id = seed.channel("spare", type="demo", base_url="local://demo", models=["demo-chat"], weight=3, concurrency=2)
+    words = the_rule(column, sent, check_channel_number)
+
+    status, err = await cli(seed, tmp_path, capsys, "channel", "edit", "spare", f"--{column}", typed)
+    assert status == 2 and err == f"relaygate channel edit: --{column} {words}\n", err
+
+    root = await browsers("root")
+    form = {"name": "spare", "type": "demo", "base_url": "local://demo", "models": "demo-chat", "groups": "default", column: typed}
+    status, page = await root.post(f"/console/admin/channels/{channel_id}/edit", form, csrf_from=f"/console/admin/channels/{channel_id}/edit")
+    assert status == 400 and console_error(page) == f"{column} {words}", page[:800]
+
+    status, answer = await api(gateway, seed, users["root"], "admin", "PATCH", f"/channels/{channel_id}", {column: sent})
+    error = answer["error"]
+    assert status == 400 and (error["message"], error["field"]) == (f"{column} {words}", column), answer
+
+    async def channel(port):
+        return next(channel for channel in await port.list_channels() if channel.id == channel_id)
+
+    kept = stored(seed, channel)
+    assert (kept.priority, kept.weight, kept.concurrency) == (0, 3, 2)  # refused everywhere: nothing changed

@@ -8,6 +8,8 @@ message (the field to blame, then what is expected).
 - rate limits (requests and tokens per minute, requests in flight) of groups, users,
   teams and keys: whole numbers from 0 (unlimited) to :data:`MAX_RATE_LIMIT`, or none
   (:func:`check_rate_limit` for a number sent, :func:`parse_rate_limit` for text typed);
+- a channel's priority (-1000000 to 1000000), weight and concurrency cap (0 to 1000000):
+  whole numbers (:func:`check_channel_number`, :func:`parse_channel_number` for text typed);
 - user names: 1 to 100 characters with no space or control character (they are
   typed on command lines and in sign-in forms), not starting ``team:`` (teams' wallets);
 - channel base URLs: ``http://`` or ``https://``, or the scheme of the channel
@@ -38,6 +40,7 @@ MAX_USER_NAME = 100
 MAX_UPSTREAM_KEY = 16 * 1024
 MAX_UPSTREAM_KEYS = 500
 MAX_RATE_LIMIT = 2**31
+CHANNEL_NUMBERS = {"priority": (-1_000_000, 1_000_000), "weight": (0, 1_000_000), "concurrency": (0, 1_000_000)}
 
 
 def check_amount(micros: object, field: str, *, allow_zero: bool = False, signed: bool = False) -> int:
@@ -97,14 +100,36 @@ def parse_budget(text: str, field: str) -> int | None:
 def parse_rate_limit(text: str, field: str) -> int | None:
     """A rate limit typed on a command line or in a form: empty is none set, else
     :func:`check_rate_limit` of the number (so a wrong one has the API's message)."""
+    value = _typed_number(text)
+    return None if value is None else check_rate_limit(value, field)
+
+
+def check_channel_number(value: object, field: str) -> int:
+    """``value`` as a channel's ``priority``, ``weight`` or ``concurrency`` (0: no cap;
+    :data:`CHANNEL_NUMBERS`' bounds), or :class:`Invalid` naming ``field``."""
+    low, high = CHANNEL_NUMBERS[field]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise Invalid(f"must be a whole number from {low}{' (no cap)' if field == 'concurrency' else ''} to {high}, got {value!r}", field)
+    return value
+
+
+def parse_channel_number(text: str, field: str) -> int | None:
+    """A channel's priority, weight or concurrency typed on a command line or in a form:
+    empty is none given, else :func:`check_channel_number` of the number."""
+    value = _typed_number(text)
+    return None if value is None else check_channel_number(value, field)
+
+
+def _typed_number(text: str) -> object:
+    """Typed text as the number it spells, the text itself when it spells none (for the
+    rule to refuse in its words), ``None`` when empty."""
     text = text.strip()
     if not text:
         return None
     try:
-        value: object = int(text)
+        return int(text)
     except ValueError:
-        value = text
-    return check_rate_limit(value, field)
+        return text
 
 
 def check_user_name(name: object) -> str:

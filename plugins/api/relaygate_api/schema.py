@@ -9,8 +9,9 @@ keywords used here (``type``, ``properties``, ``required``,
 decimal USD string, refused with :func:`gateway_core.money.not_a_decimal`'s message, and
 the keywords of :data:`RULES`, each naming the admin layer's rule for a value the CLI and
 the console take too: ``x-rate-limit`` (a rate limit), ``x-budget`` (a budget in USD),
-``x-budget-micros`` (a budget in micro-USD), ``x-ratio`` (a group's price ratio), refused
-with that rule's message) and names
+``x-budget-micros`` (a budget in micro-USD), ``x-ratio`` (a group's price ratio),
+``x-channel-number`` (a channel's priority, weight or concurrency), refused with that
+rule's message) and names
 the field at fault. ``oneOf`` is published for the bodies that take exactly one of
 ``amount`` and ``amount_micros``; :func:`.shapes.amount_of` enforces it.
 """
@@ -24,7 +25,9 @@ from typing import Any
 
 from gateway_core.admin import Invalid
 from gateway_core.admin.groups import parse_ratio
-from gateway_core.admin.rules import MAX_AMOUNT_MICROS, MAX_RATE_LIMIT, budget_micros, check_amount, check_rate_limit
+from gateway_core.admin.rules import (
+    CHANNEL_NUMBERS, MAX_AMOUNT_MICROS, MAX_RATE_LIMIT, budget_micros, check_amount, check_channel_number, check_rate_limit,
+)
 from gateway_core.money import not_a_decimal
 from .errors import ApiError
 
@@ -57,6 +60,12 @@ def budget(description: str, *, in_micros: bool = False) -> Schema:
     if in_micros:
         return {**micros(description, nullable=True), "maximum": MAX_AMOUNT_MICROS, "x-budget-micros": True}
     return {**usd(description, nullable=True), "x-budget": True}
+
+
+def channel_number(name: str) -> Schema:
+    """A channel's ``priority``, ``weight`` or ``concurrency``, checked and refused as every front does."""
+    low, high = CHANNEL_NUMBERS[name]
+    return {"type": "integer", "minimum": low, "maximum": high, "x-channel-number": True}
 
 
 def rate_limit(description: str) -> Schema:
@@ -92,6 +101,7 @@ RULES: dict[str, Callable[[Any, str], object]] = {
     "x-rate-limit": check_rate_limit,
     "x-budget": budget_micros,
     "x-budget-micros": lambda value, field: check_amount(value, field, allow_zero=True),
+    "x-channel-number": check_channel_number,
     "x-ratio": lambda value, field: parse_ratio(value) if isinstance(value, str) else None,  # a number: "must be string"
 }
 
