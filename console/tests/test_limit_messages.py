@@ -168,6 +168,33 @@ async def test_a_wrong_budget_has_one_message_in_the_cli_the_console_and_the_api
     assert stored(seed, budgets) == (None, None)  # refused everywhere: nothing changed
 
 
+@pytest.mark.parametrize("typed", WRONG_USD)
+async def test_a_keys_wrong_quota_has_one_message_in_the_cli_the_console_and_the_api(users, browsers, gateway, seed, tmp_path, capsys, typed):
+    """A key's quota is an amount of USD as a budget is: the same rule (:func:`budget_micros`) and words."""
+    bob = users["bob"]
+    key_id, _ = seed.key(bob, name="laptop")
+    words = the_rule("quota", typed, budget_micros)
+
+    for argv in (("key", "create", "bob"), ("key", "edit", str(key_id))):
+        status, err = await cli(seed, tmp_path, capsys, *argv, "--quota", typed)
+        assert status == 2 and err == f"relaygate {' '.join(argv[:2])}: --quota {words}\n", err
+
+    browser = await browsers("bob")
+    for path in ("/console/keys/new", f"/console/keys/{key_id}/edit"):
+        status, page = await browser.post(path, {"name": "laptop", "quota": typed}, csrf_from=path)
+        assert status == 400 and console_error(page) == f"quota {words}", (path, page[:800])
+
+    for method, path in (("POST", "/keys"), ("PATCH", f"/keys/{key_id}")):
+        status, answer = await api(gateway, seed, bob, "write", method, path, {"quota": typed})
+        error = answer["error"]
+        assert status == 400 and (error["message"], error["field"]) == (f"quota {words}", "quota"), (path, answer)
+
+    async def keys(port):
+        return [(key.name, key.quota_micros) for key in await port.list_keys(bob)]
+
+    assert stored(seed, keys) == [("laptop", None)]  # refused everywhere: nothing changed
+
+
 @pytest.mark.parametrize("typed", ["-1", "lots", str(2**40), "0.1234567", ""])
 async def test_a_groups_wrong_price_ratio_has_one_message_in_the_cli_the_console_and_the_api(users, browsers, gateway, seed, tmp_path, capsys, typed):
     seed.group("staff", ratio_ppm=800_000)

@@ -80,7 +80,7 @@ def check_limits(changes: Mapping[str, object]) -> None:
 
 
 def budget_micros(value: object, field: str) -> int:
-    """A budget written in USD (a decimal string such as ``"12.50"``) as micro-USD, or
+    """A budget or a key's quota written in USD (a decimal string such as ``"12.50"``) as micro-USD, or
     :class:`Invalid` naming ``field``: not a decimal number, negative, finer than a
     micro-USD, or more than :data:`MAX_AMOUNT_MICROS`."""
     if not isinstance(value, str):

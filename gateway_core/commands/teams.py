@@ -224,9 +224,9 @@ def _configure_key_add(parser: argparse.ArgumentParser) -> None:
 
 def _run_key_add(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import team_keys
-    from ..money import parse_usd
+    from ..admin.rules import budget_micros
 
-    quota = parse_usd(args.quota) if args.quota is not None else None
+    quota = budget_micros(args.quota, "quota") if args.quota is not None else None  # the console's and the API's rule and words
 
     async def create(admin: Admin) -> Any:
         team_id = await _team_id(admin, args.team)

@@ -9,14 +9,14 @@ from gateway_core.admin import keys, users
 from gateway_core.money import MAX_MICROS
 from .errors import ApiError
 from .operation import ApiCall, Operation
-from .schema import NAME, NAMES, array, micros, obj, rate_limit, usd
+from .schema import NAME, NAMES, array, budget, obj, rate_limit
 from .shapes import EXPIRES, KEY, NEW_KEY, amount_of, key_json, parse_expires
 
 FIELDS = {
     "name": NAME,
     "group": {"type": "string", "minLength": 1, "maxLength": 100},
-    "quota": usd("most the key may spend", nullable=True),
-    "quota_micros": micros("most the key may spend", nullable=True),
+    "quota": budget("most the key may spend"),  # refused with the admin layer's message, as the CLI and the console refuse it
+    "quota_micros": budget("most the key may spend", in_micros=True),
     "expires_at": EXPIRES,
     "models": NAMES,
     "allow_ips": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 64}, "maxItems": 100},

@@ -56,7 +56,7 @@ SET_ROLE = obj({"role": ROLE})
 NEW_TEAM_KEY = obj(
     {"service": {"type": "boolean", "description": "the team's own key (team admins): it outlives every member"},
      "name": NAME, "group": NAME, "models": NAMES, "allow_ips": NAMES, "expires_at": EXPIRES,
-     "quota": usd("most the key may spend", nullable=True), "quota_micros": micros("most the key may spend", nullable=True)},
+     "quota": budget("most the key may spend"), "quota_micros": budget("most the key may spend", in_micros=True)},
 )  # fmt: skip
 KEY_LIMITS = obj(LIMIT_FIELDS)
 EDIT_TEAM_KEY = obj({"name": NAME, "models": {**NAMES, "description": "only these models (empty: any of its group's)"},
