@@ -101,7 +101,7 @@ RULES: dict[str, Callable[[Any, str], object]] = {
     "x-rate-limit": check_rate_limit,
     "x-budget": budget_micros,
     "x-budget-micros": lambda value, field: check_amount(value, field, allow_zero=True),
-    "x-channel-number": check_channel_number,
+    "x-channel-number": lambda value, field: check_channel_number(value, field.rsplit(".", 1)[-1]),  # its bounds by the field's own name
     "x-ratio": lambda value, field: parse_ratio(value) if isinstance(value, str) else None,  # a number: "must be string"
 }
 
