@@ -102,6 +102,7 @@ PUBLIC_MODULES = (
     "gateway_core.admin.groups",
     "gateway_core.admin.keys",
     "gateway_core.admin.prices",
+    "gateway_core.admin.rules",  # the rules of values every front takes: one message for a wrong one, everywhere
     "gateway_core.admin.setup",
     "gateway_core.admin.teams",  # teams, their members and usage, with the caller's role checked (docs/teams.md)
     "gateway_core.admin.team_keys",  # a team's keys

@@ -85,7 +85,7 @@ async def test_a_channel_whose_type_is_not_loaded_keeps_its_settings(admin):
         ({"headers": {"X-Team": "a", "x-team": "b"}}, "header names 'x-team' twice"),
         ({"timeout_idle": 0}, "timeout idle must be more than 0 seconds"),
         ({"timeout_connect": -1.5}, "timeout connect must be more than 0 seconds"),
-        ({"concurrency": -1}, "concurrency must not be negative"),
+        ({"concurrency": -1}, "concurrency must be a whole number from 0 (no cap) to 1000000, got -1"),  # the rule every front shows
     ],
 )
 async def test_headers_and_timeouts_are_checked(admin, changes, message):

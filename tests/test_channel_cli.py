@@ -90,7 +90,7 @@ def test_add_takes_timeouts_concurrency_endpoints_and_headers(cli):
     [
         (("--timeout-first-byte", "0"), "more than 0"),
         (("--timeout-idle", "soon"), "expected seconds"),
-        (("--concurrency", "-1"), "must not be negative"),
+        (("--concurrency", "-1"), "--concurrency must be a whole number from 0 (no cap) to 1000000, got -1"),  # the admin layer's words
         (("--endpoints", "chat,teleport"), "unknown endpoint(s) teleport"),
         (("--header", "novalue"), "NAME=VALUE"),
     ],
@@ -121,7 +121,7 @@ def test_edit_refuses_nothing_and_unknown_channels(cli):
     add_main(cli)
     one_line_error(*cli("channel", "edit", "main"), "nothing to change")
     one_line_error(*cli("channel", "edit", "nope", "--weight", "2"), "no channel named 'nope'")
-    one_line_error(*cli("channel", "edit", "main", "--weight", "-2"), "must not be negative")
+    one_line_error(*cli("channel", "edit", "main", "--weight", "-2"), "--weight must be a whole number from 0 to 1000000, got -2")
 
 
 def test_new_keys_keep_the_disabled_marks_of_the_keys_they_keep(cli):

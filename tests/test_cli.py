@@ -218,7 +218,7 @@ def test_channel_add_unknown_type(cli):
         (("--base-url", "nowhere", "--models", "m"), "--base-url"),
         (("--base-url", "https://x", "--models", ","), "--models"),
         (("--base-url", "https://x", "--models", "m", "--model-map", "broken"), "client=upstream"),
-        (("--base-url", "https://x", "--models", "m", "--weight", "heavy"), "invalid int value"),
+        (("--base-url", "https://x", "--models", "m", "--weight", "heavy"), "--weight must be a whole number from 0 to 1000000, got 'heavy'"),
     ],
 )
 def test_channel_add_rejects_bad_arguments(cli, args, fragment):

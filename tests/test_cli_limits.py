@@ -65,12 +65,12 @@ def test_group_set_creates_and_changes_only_what_is_given(cli):
     [
         (("group", "set", "g", "--ratio", "abc"), "--ratio must be a decimal"),
         (("group", "set", "g", "--ratio", "-1"), "--ratio must be a number >= 0"),
-        (("group", "set", "g", "--rpm", "-1"), "whole number >= 0"),
-        (("group", "set", "g", "--tpm", "1.5"), "whole number >= 0"),
+        (("group", "set", "g", "--rpm", "-1"), "--rpm must be a whole number from 0 (unlimited) to 2147483648, got -1"),  # the admin layer's words
+        (("group", "set", "g", "--tpm", "1.5"), "--tpm must be a whole number from 0 (unlimited) to 2147483648, got '1.5'"),
         (("group", "set", "a,b"), "is not a group name"),
         (("user", "limits", "nobody"), "no user named 'nobody'"),
         (("key", "limits", "99", "--rpm", "1"), "no API key with id 99"),
-        (("key", "create", "nobody", "--rpm", "x"), "whole number >= 0"),
+        (("key", "create", "nobody", "--rpm", "x"), "--rpm must be a whole number from 0 (unlimited) to 2147483648, got 'x'"),
     ],
 )
 def test_bad_arguments_are_one_line_errors(cli, argv, fragment):

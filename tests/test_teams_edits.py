@@ -8,6 +8,7 @@ import pytest
 
 from gateway_core.admin import Forbidden, Invalid, Locked, NotFound
 from gateway_core.admin import team_keys, teams
+from gateway_core.admin.rules import parse_rate_limit
 from tests.test_teams import As, admin, registry, store, world  # noqa: F401 (the fixtures, on both stores)
 
 
@@ -55,9 +56,9 @@ async def test_a_teams_rate_limits_are_checked_in_the_admin_layer(admin, world):
     ):
         with pytest.raises(Invalid, match=message.replace("(", r"\(").replace(")", r"\)")):
             await teams.edit_team(admin, eng.id, limits=limits)
-    assert teams.parse_limit(" 30 ", "rpm") == 30 and teams.parse_limit("", "rpm") is None
+    assert parse_rate_limit(" 30 ", "rpm") == 30 and parse_rate_limit("", "rpm") is None
     with pytest.raises(Invalid, match="rpm must be a whole number from 0 \\(unlimited\\) to 2147483648, got 'lots'"):
-        teams.parse_limit("lots", "rpm")
+        parse_rate_limit("lots", "rpm")
     with pytest.raises(Forbidden, match="Only a site admin may"):
         await teams.edit_team(admin, eng.id, limits={"rpm": 1000}, caller=callers["lead"])
     assert (await teams.team_view(admin, eng.id)).limits["rpm"] == 60

@@ -15,7 +15,9 @@ from urllib.parse import parse_qsl
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 
+from gateway_core.admin.rules import parse_budget
 from gateway_core.money import parse_usd
+from gateway_core.records import BUDGET_COLUMNS
 from gateway_core.money import show_usd as show_money_text
 
 from .i18n import _
@@ -85,6 +87,13 @@ def optional_usd(value: str, what: str) -> int | None:
         return parse_usd(value)
     except ValueError as exc:
         raise FormError(in_own_words(what, str(exc), "amount")) from None
+
+
+def budget_changes(form: FormData) -> dict[str, int | None]:
+    """The ``daily``, ``weekly`` and ``monthly`` caps typed in USD (empty: none), as budget
+    columns, read by the admin layer's rule: a wrong one has the CLI's and the API's message."""
+    periods = ("daily", "weekly", "monthly")  # in the order of BUDGET_COLUMNS
+    return {column: parse_budget(text(form, period, max_length=40).lstrip("$").strip(), period) for period, column in zip(periods, BUDGET_COLUMNS)}
 
 
 def optional_int(value: str, what: str) -> int | None:

@@ -26,7 +26,7 @@ from ..records import ChannelRecord, ChannelTraffic, DisabledKey
 from ..store.request_store import BreakerReport
 from .context import Admin
 from .errors import Conflict, Invalid, NotFound
-from .rules import check_base_url, check_upstream_keys
+from .rules import CHANNEL_NUMBERS, check_base_url, check_channel_number, check_upstream_keys
 from .port import ChannelFields
 
 if TYPE_CHECKING:  # the probe, aiohttp and the channel-type contract load when used, not for every admin command
@@ -237,9 +237,9 @@ def check_fields(admin: Admin, changes: ChannelFields, existing: ChannelRecord |
     unknown_endpoints = [name for name in fields.get("endpoints", ()) if name not in endpoints.ALL]
     if unknown_endpoints:
         raise Invalid(f"has unknown endpoint(s) {', '.join(unknown_endpoints)}; known: {', '.join(endpoints.ALL)}", "endpoints")
-    for name in ("weight", "concurrency"):
-        if fields.get(name) is not None and int(fields[name]) < 0:
-            raise Invalid("must not be negative", name)
+    for name in CHANNEL_NUMBERS:
+        if fields.get(name) is not None:
+            check_channel_number(fields[name], name)  # the CLI's, the console's and the API's rule
     for name in TIMEOUTS:
         if fields.get(name) is not None and not 0 < float(fields[name]) < math.inf:
             raise Invalid("must be more than 0 seconds", name)

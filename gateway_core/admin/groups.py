@@ -11,8 +11,10 @@ from ..records import GroupRecord
 from .context import Admin
 from .port import LimitChanges
 from .errors import Invalid
+from .rules import check_limits
 
 UNIT_RATIO_PPM = 1_000_000  # a ratio of 1: list prices
+MAX_RATIO = 1_000_000  # a million times list prices: more is a typo
 
 
 def check_group_names(names: Iterable[str]) -> None:
@@ -29,6 +31,7 @@ async def set_group(admin: Admin, name: str, *, ratio_ppm: int | None = None, li
     check_group_names([name])
     if ratio_ppm is not None and ratio_ppm < 0:
         raise Invalid("must not be negative", "ratio")
+    check_limits(limits or {})
     group = await admin.store.set_group(name, ratio_ppm=ratio_ppm, limits=dict(limits or {}))
     admin.caches.group_changed()
     return group
@@ -40,7 +43,8 @@ async def list_groups(admin: Admin) -> list[GroupRecord]:
 
 
 def parse_ratio(text: str) -> int:
-    """A price ratio such as ``1``, ``0.8`` or ``1.25`` in parts per million."""
+    """A price ratio such as ``1``, ``0.8`` or ``1.25`` in parts per million: the one rule
+    of the CLI's ``--ratio``, the console's group form and the API's ``ratio`` (``x-ratio``)."""
     try:
         ratio = Decimal(text.strip())
     except InvalidOperation:
@@ -48,6 +52,8 @@ def parse_ratio(text: str) -> int:
     ppm = ratio * UNIT_RATIO_PPM
     if not ratio.is_finite() or ratio < 0 or ppm != ppm.to_integral_value():
         raise Invalid(f"must be a number >= 0 with at most 6 decimals, got {text!r}", "ratio")
+    if ratio > MAX_RATIO:
+        raise Invalid(f"must be at most {MAX_RATIO}, got {text!r}", "ratio")
     return int(ppm)
 
 

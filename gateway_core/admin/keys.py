@@ -17,7 +17,7 @@ from .context import Admin
 from .errors import Invalid, NotFound
 from .key_locks import check_owner_change, key_fields, operator_locks
 from .port import LimitChanges
-from .rules import check_amount, check_models_served
+from .rules import check_amount, check_models_served, check_limits
 from .users import live_user
 
 
@@ -40,6 +40,7 @@ async def create_key(
     user = await live_user(admin, user_id)
     if quota_micros is not None:
         check_amount(quota_micros, "quota", allow_zero=True)
+    check_limits(limits or {})
     if group is None:
         group = DEFAULT_GROUP if DEFAULT_GROUP in user.groups or not user.groups else user.groups[0]
     if group not in user.groups:
@@ -107,6 +108,7 @@ async def update_key(
     before = await get_key(admin, key_id, owner=owner)
     if quota_micros is not None:
         check_amount(quota_micros, "quota", allow_zero=True)
+    check_limits(limits or {})
     locked = (await admin.store.get_key_locks(key_id)).get("models") or ()  # what an operator allowed stays acceptable
     await check_models_served(admin, models, group or before.group, already=(*before.models, *locked))
     if owner is not None:
@@ -134,6 +136,7 @@ async def set_key_limits(
     """Change a key's own rate limits and budgets (an operator's: locked against its
     owner; the owner's: within the operator's locks); the key and its stored limits after."""
     before = await get_key(admin, key_id, owner=owner)
+    check_limits(changes)
     if owner is not None:
         check_owner_change(await admin.store.get_key_locks(key_id), changes)
     stored = await admin.store.set_key_limits(key_id, changes)
@@ -147,6 +150,7 @@ async def set_own_key_limits(admin: Admin, key_id: int, changes: LimitChanges, *
     """The key's owner changing its rate limits (the console): never loosening
     what an operator locked, and locking nothing; the key after."""
     await get_key(admin, key_id, owner=owner)
+    check_limits(changes)
     check_owner_change(await admin.store.get_key_locks(key_id), changes)
     if await admin.store.set_key_limits(key_id, changes) is None:
         raise NotFound(f"no API key with id {key_id}")

@@ -20,7 +20,7 @@ from .context import Admin
 from .errors import Conflict, Invalid, NotFound
 from .groups import check_group_names
 from .port import LimitChanges
-from .rules import MAX_USER_NAME, check_amount, check_rate_limit, check_user_name
+from .rules import MAX_USER_NAME, check_amount, check_limits, check_user_name
 from .team_access import KEYS, MANAGE, READ, SITE, SITE_ONLY, Caller, caller_role, is_site, require_site, team_for
 
 
@@ -136,26 +136,10 @@ async def edit_team(
 def check_team_limits(limits: LimitChanges) -> None:
     """A team's rate limits (:data:`LIMIT_COLUMNS`) and budgets (:data:`BUDGET_COLUMNS`, micro-USD;
     ``None`` clears one), or :class:`Invalid` naming the first wrong one."""
-    for column, value in limits.items():
-        if column in LIMIT_COLUMNS:
-            check_rate_limit(value, column)
-        elif column in BUDGET_COLUMNS:
-            if value is not None:
-                check_amount(value, column, allow_zero=True)
-        else:
+    for column in limits:
+        if column not in LIMIT_COLUMNS and column not in BUDGET_COLUMNS:
             raise Invalid(f"is not a team's limit (one of {', '.join((*LIMIT_COLUMNS, *BUDGET_COLUMNS))})", column)
-
-
-def parse_limit(text: str, column: str) -> int | None:
-    """A team's rate limit typed in a form: empty is none set, else :func:`check_rate_limit` of the number."""
-    text = text.strip()
-    if not text:
-        return None
-    try:
-        value: object = int(text)
-    except ValueError:
-        value = text
-    return check_rate_limit(value, column)
+    check_limits(limits)  # a user's, a key's and a group's rule
 
 
 async def delete_team(admin: Admin, team_id: int, *, caller: Caller | None = None) -> TeamRecord:

@@ -11,7 +11,7 @@ from .context import Admin
 from .errors import Conflict, Invalid, NotFound
 from .groups import check_group_names
 from .port import LimitChanges
-from .rules import check_user_name
+from .rules import check_limits, check_user_name
 from .team_access import refuse_team_wallet
 
 MIN_PASSWORD = 8  # characters of a password set in the console
@@ -130,6 +130,7 @@ async def user_limits(admin: Admin, user: UserRecord) -> dict[str, int | None]:
 async def set_user_limits(admin: Admin, user: UserRecord, changes: LimitChanges) -> dict[str, int | None]:
     """Change a user's rate-limit overrides (``None``: back to its group's
     defaults); the stored limits after."""
+    check_limits(changes)
     stored = await admin.store.set_user_limits(user.id, changes)
     if stored is None:
         raise NotFound(f"no user named {user.name!r}")

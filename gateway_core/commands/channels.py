@@ -63,8 +63,8 @@ def _channel_options(parser: argparse.ArgumentParser, *, adding: bool) -> None:
     parser.add_argument("--api-key-stdin", action="store_true", help="read upstream keys from stdin, one a line (kept out of the shell history)")
     parser.add_argument("--models", metavar="M1,M2", help="the models clients ask for" + (" (required unless --fetch-models)" if adding else ""))
     parser.add_argument("--groups", default=DEFAULT_GROUP if adding else None, metavar="G1,G2")
-    parser.add_argument("--priority", type=int, default=0 if adding else None, help="higher is tried first" + (" (default 0)" if adding else ""))
-    parser.add_argument("--weight", type=int, default=1 if adding else None, help="share among equal priorities" + (" (default 1)" if adding else ""))
+    parser.add_argument("--priority", default="0" if adding else None, metavar="N", help="higher is tried first" + (" (default 0)" if adding else ""))
+    parser.add_argument("--weight", default="1" if adding else None, metavar="N", help="share among equal priorities" + (" (default 1)" if adding else ""))
     parser.add_argument("--model-map", default="" if adding else None, metavar="CLIENT=UPSTREAM,...")
     parser.add_argument("--endpoints", metavar="E1,E2", help=f"endpoints served (default: all the type serves): {', '.join(endpoints.ALL)}")
     parser.add_argument("--header", action="append", default=[], metavar="NAME=VALUE", help="extra header sent upstream (repeat)")
@@ -72,7 +72,7 @@ def _channel_options(parser: argparse.ArgumentParser, *, adding: bool) -> None:
                         help="a setting of the channel's type (repeat; 'relaygate channel types' lists them)")  # fmt: skip
     if not adding:
         parser.add_argument("--unset-setting", action="append", default=[], metavar="NAME", help="remove a setting: back to its default (repeat)")
-    parser.add_argument("--concurrency", type=_count, metavar="N", help="requests in flight at once, per worker (across every worker and replica with Redis; 0: no cap)")
+    parser.add_argument("--concurrency", metavar="N", help="requests in flight at once, per worker (across every worker and replica with Redis; 0: no cap)")
     for name, what in (("connect", "connecting"), ("first-byte", "the response head"), ("idle", "silence between chunks")):
         parser.add_argument(f"--timeout-{name}", type=_timeout, metavar="S", help=f"seconds for {what} ('{DEFAULT}': the gateway's)")
 
@@ -83,6 +83,7 @@ TIMEOUT_FIELDS = ("timeout_connect", "timeout_first_byte", "timeout_idle")
 def _fields(args: argparse.Namespace, existing: ChannelRecord | None) -> dict[str, Any]:
     """The channel fields the options give (validated by :mod:`gateway_core.admin.channels`)."""
     from ..admin import channels
+    from ..admin.rules import check_channel_number, parse_channel_number
 
     fields: dict[str, Any] = {}
     if existing is None:
@@ -101,9 +102,9 @@ def _fields(args: argparse.Namespace, existing: ChannelRecord | None) -> dict[st
     for name in ("models", "groups", "endpoints"):
         if getattr(args, name) is not None:
             fields[name] = split_list(getattr(args, name))
-    for name in ("priority", "weight", "concurrency"):
-        if getattr(args, name) is not None:
-            fields[name] = getattr(args, name)
+    for name in ("priority", "weight", "concurrency"):  # the admin layer's rule and words, as the console's and the API's
+        if (text := getattr(args, name)) is not None:  # '' is refused, not a default
+            fields[name] = parse_channel_number(text, name) if text.strip() else check_channel_number(text, name)
     if args.model_map is not None:
         fields["model_map"] = parse_model_map(args.model_map)
     if args.header:
@@ -310,13 +311,6 @@ def _run_types(args: argparse.Namespace, cli: CommandContext) -> int:
 
 
 # --- helpers ----------------------------------------------------------------------------------
-
-
-def _count(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
 
 
 def _timeout(text: str) -> float | str:

@@ -7,7 +7,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..hookspecs import hookimpl
-from ..money import parse_usd
 from ..records import KeyRecord
 from . import limits
 from .kit import CommandContext, parse_expires, split_list
@@ -40,16 +39,18 @@ def _configure_key_create(parser: argparse.ArgumentParser) -> None:
 
 def _run_key_create(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import keys, users
+    from ..admin.rules import budget_micros
 
-    quota = parse_usd(args.quota) if args.quota is not None else None
+    quota = budget_micros(args.quota, "quota") if args.quota is not None else None  # the console's and the API's rule and words
     expires_at = parse_expires(args.expires) if args.expires is not None else None
     networks = [text for value in args.allow_ip for text in split_list(value)]
+    rate_limits = limits.limit_changes(args)
 
     async def create(admin: Admin) -> tuple[KeyRecord, str]:
         user = await users.find_user(admin, args.user)
         key, secret = await keys.create_key(
             admin, user.id, name=args.name, group=args.group, quota_micros=quota, expires_at=expires_at,
-            models=split_list(args.models), allow_ips=networks, limits=limits.limit_changes(args),
+            models=split_list(args.models), allow_ips=networks, limits=rate_limits,
         )  # fmt: skip
         await cli.audit(admin, "key.create", f"key {key.id}", None, key)
         return key, secret
@@ -96,12 +97,13 @@ def _configure_key_edit(parser: argparse.ArgumentParser) -> None:
 
 def _run_key_edit(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import keys
+    from ..admin.rules import budget_micros
 
     changes = limits.limit_changes(args)
     given = [args.name, args.group, args.quota, args.expires, args.models, args.allow_ip]
     if all(value is None for value in given) and not changes:
         raise ValueError("say what to change: --name, --group, --quota, --expires, --models, --allow-ip, --rpm, --tpm or --concurrency")
-    quota = _cleared(args.quota, "none", parse_usd)
+    quota = _cleared(args.quota, "none", lambda text: budget_micros(text, "quota"))
     expires_at = _cleared(args.expires, "never", parse_expires)
     models = _cleared(args.models, "all", split_list)
     networks = _cleared(args.allow_ip, "any", split_list)

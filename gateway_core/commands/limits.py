@@ -4,10 +4,13 @@ Users and keys also take budgets that reset: ``--daily-usd``, ``--weekly-usd``,
 ``--monthly-usd`` (USD; an empty value clears one).
 
 Rate limits are whole numbers: ``--rpm`` requests per minute, ``--tpm`` tokens
-per minute, ``--concurrency`` requests in flight; ``0`` means unlimited. A
-group's limits are the defaults for the users of its keys, a user's override
-them (``default`` clears an override), a key's cap that key alone. Running
-gateways see a change within a second (their key cache's lifetime).
+per minute, ``--concurrency`` requests in flight; ``0`` means unlimited and an
+empty value none set. A group's limits are the defaults for the users of its
+keys, a user's override them (``default`` clears an override, as an empty value
+does), a key's cap that key alone. The typed text goes to the admin layer's
+:func:`gateway_core.admin.rules.parse_rate_limit`, so a wrong one is refused with
+the console's and the API's message. Running gateways see a change within a
+second (their key cache's lifetime).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..hookspecs import hookimpl
-from ..money import format_usd, parse_usd
+from ..money import format_usd
 from ..records import BUDGET_COLUMNS, LIMIT_COLUMNS, GroupRecord, KeyRecord, UserRecord
 from .kit import CommandContext, no_arguments
 
@@ -37,28 +40,31 @@ def register_commands(register: Callable[..., None]) -> None:
     register("key limits", "show or change an API key's own rate limits", _configure_key_limits, _run_key_limits)
 
 
-def add_limit_options(parser: argparse.ArgumentParser, *, allow_default: bool = False, as_typed: bool = False) -> None:
-    """``--rpm``, ``--tpm`` and ``--concurrency`` (``key create`` uses these too). ``as_typed``
-    keeps the text for the admin layer to check (a team's limits: :func:`limit_changes`'s ``parse``),
-    so the command line refuses a wrong one with the console's and the API's message."""
-    kind: Callable[[str], Any] = str if as_typed else _limit_or_default if allow_default else _limit
-    extra = f", or '{DEFAULT}' for the group's" if allow_default else ", '' for none" if as_typed else ""
-    parser.add_argument("--rpm", type=kind, metavar="N", help=f"requests per minute (0: unlimited{extra})")
-    parser.add_argument("--tpm", type=kind, metavar="N", help=f"tokens per minute (0: unlimited{extra})")
-    parser.add_argument("--concurrency", type=kind, metavar="N", help=f"requests in flight at once (0: unlimited{extra})")
+def add_limit_options(parser: argparse.ArgumentParser, *, allow_default: bool = False) -> None:
+    """``--rpm``, ``--tpm`` and ``--concurrency`` (``key create`` and ``team edit`` use these
+    too), kept as typed for :func:`limit_changes`; ``allow_default`` also takes ``default``."""
+    extra = f"; '' or '{DEFAULT}': the group's" if allow_default else "; '': none"
+    parser.add_argument("--rpm", metavar="N", help=f"requests per minute (0: unlimited{extra})")
+    parser.add_argument("--tpm", metavar="N", help=f"tokens per minute (0: unlimited{extra})")
+    parser.add_argument("--concurrency", metavar="N", help=f"requests in flight at once (0: unlimited{extra})")
+    parser.set_defaults(_limit_default=allow_default)
 
 
-def limit_changes(args: argparse.Namespace, parse: Callable[[str, str], int | None] | None = None) -> dict[str, int | None]:
-    """The limit options given on the command line, as store column changes; ``parse(text,
-    column)`` reads the rate limits kept as typed (``add_limit_options(as_typed=True)``)."""
+def limit_changes(args: argparse.Namespace) -> dict[str, int | None]:
+    """The limit options given on the command line, as store column changes: each rate
+    limit and budget read by the admin layer's :func:`parse_rate_limit` and :func:`parse_budget`
+    (their message for a wrong one, as the console's and the API's)."""
+    from ..admin.rules import parse_budget, parse_rate_limit
+
+    takes_default = getattr(args, "_limit_default", False)
     changes = {
-        column: parse(value, column) if parse is not None else _stored(value)
-        for column in LIMIT_COLUMNS if (value := getattr(args, column)) is not None
+        column: None if takes_default and text.strip().lower() == DEFAULT else parse_rate_limit(text, column)
+        for column in LIMIT_COLUMNS if (text := getattr(args, column)) is not None
     }  # fmt: skip
     for period, column in zip(PERIODS, BUDGET_COLUMNS):
         text = getattr(args, f"{period}_usd", None)
         if text is not None:
-            changes[column] = parse_usd(text) if text.strip() else None
+            changes[column] = parse_budget(text, f"{period}_usd")  # the admin layer's rule and words; '' clears
     return changes
 
 
@@ -129,9 +135,10 @@ def _configure_user_limits(parser: argparse.ArgumentParser) -> None:
 def _run_user_limits(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import users
 
+    changes = limit_changes(args)
+
     async def change(admin: Admin) -> tuple[UserRecord, dict[str, int | None]]:
         user = await users.find_user(admin, args.user)
-        changes = limit_changes(args)
         if not changes:
             return user, await users.user_limits(admin, user)
         before = await users.user_limits(admin, user)
@@ -155,8 +162,9 @@ def _configure_key_limits(parser: argparse.ArgumentParser) -> None:
 def _run_key_limits(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import keys
 
+    changes = limit_changes(args)
+
     async def change(admin: Admin) -> tuple[KeyRecord, dict[str, int | None]]:
-        changes = limit_changes(args)
         before = await keys.get_key(admin, args.id)
         key, stored = await keys.set_key_limits(admin, args.id, changes)
         if changes:
@@ -170,24 +178,6 @@ def _run_key_limits(args: argparse.Namespace, cli: CommandContext) -> int:
 
 
 # --- helpers ----------------------------------------------------------------------------
-
-
-def _limit(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 (0: unlimited), got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 (0: unlimited), got {text!r}")
-    return value
-
-
-def _limit_or_default(text: str) -> int | str:
-    return DEFAULT if text.strip().lower() == DEFAULT else _limit(text)
-
-
-def _stored(value: int | str) -> int | None:
-    return None if value == DEFAULT else int(value)
 
 
 def _describe(limits: Mapping[str, Any]) -> str:

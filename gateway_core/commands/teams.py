@@ -123,14 +123,14 @@ def _configure_team_edit(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rename", metavar="NAME", help="a new name")
     parser.add_argument("--open", metavar="G1,G2", help="open these groups to the team's keys")
     parser.add_argument("--close", metavar="G1,G2", help="close these groups (no new key of the team may use them)")
-    add_limit_options(parser, as_typed=True)  # checked by the admin layer: its message, as in the console and the API
+    add_limit_options(parser)  # checked by the admin layer: its message, as in the console and the API
     add_budget_options(parser)
 
 
 def _run_team_edit(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import teams
 
-    changes = limit_changes(args, teams.parse_limit)
+    changes = limit_changes(args)
     if args.rename is None and args.open is None and args.close is None and not changes:
         raise ValueError("say what to change: --rename, --open, --close, a rate limit or a budget")
 
@@ -224,9 +224,9 @@ def _configure_key_add(parser: argparse.ArgumentParser) -> None:
 
 def _run_key_add(args: argparse.Namespace, cli: CommandContext) -> int:
     from ..admin import team_keys
-    from ..money import parse_usd
+    from ..admin.rules import budget_micros
 
-    quota = parse_usd(args.quota) if args.quota is not None else None
+    quota = budget_micros(args.quota, "quota") if args.quota is not None else None  # the console's and the API's rule and words
 
     async def create(admin: Admin) -> Any:
         team_id = await _team_id(admin, args.team)

@@ -14,11 +14,12 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway_core.admin import AdminError, channels
+from gateway_core.admin.rules import parse_channel_number
 from gateway_core.records import ChannelRecord
 
 from ..channel_form import headers_from_text, headers_text, setting_groups, settings_from_form
 from ..i18n import N_, _
-from ..forms import FormError, model_map, optional_float, optional_int, split_list, text
+from ..forms import FormError, model_map, optional_float, split_list, text
 from ..web import Ctx, page
 
 HEALTH_WINDOW = 24 * 3600
@@ -50,6 +51,8 @@ def _fields(ctx: Ctx, existing: ChannelRecord | None) -> dict[str, Any]:
     """The form's fields; the admin layer validates them."""
     form = ctx.form
     keys = [line.strip() for line in str(form.get("api_keys") or "").splitlines() if line.strip()]
+    # the admin layer's rule and words, as the CLI's and the API's (empty: the default)
+    priority, weight, concurrency = (parse_channel_number(text(form, name, max_length=40), name) for name in ("priority", "weight", "concurrency"))
     fields = {
         "name": text(form, "name", required=_("Give the channel a name."), max_length=100, label=_("The name")),
         "type": text(form, "type", required=_("Choose a channel type.")),
@@ -57,15 +60,15 @@ def _fields(ctx: Ctx, existing: ChannelRecord | None) -> dict[str, Any]:
         "models": split_list(text(form, "models", max_length=20_000)),
         "model_map": model_map(text(form, "model_map", max_length=20_000)),
         "groups": split_list(text(form, "groups")) or ["default"],
-        "priority": optional_int(text(form, "priority"), _("Priority")) or 0,
-        "weight": optional_int(text(form, "weight"), _("Weight")) if text(form, "weight") else 1,
+        "priority": priority or 0,
+        "weight": 1 if weight is None else weight,
         "enabled": form.get("enabled") == "on",
     }
     if not fields["models"]:
         raise FormError(_("List the models the channel serves."))
     if keys or existing is None:
         fields["api_keys"] = keys
-    fields["concurrency"] = optional_int(text(form, "concurrency"), _("Concurrency")) or 0
+    fields["concurrency"] = concurrency or 0
     for name, what in TIMEOUTS.items():
         fields[name] = optional_float(text(form, name), _(what))
     fields["headers"] = headers_from_text(str(form.get("headers") or ""), existing.headers if existing else {})

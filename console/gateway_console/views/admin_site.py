@@ -5,15 +5,15 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from gateway_core.admin import groups, prices, usage
+from gateway_core.admin.rules import parse_rate_limit
 from gateway_core.money import format_usd, parse_price_per_mtok
 from gateway_core.records import LIMIT_COLUMNS, PriceRecord
 
 from ..chart import spending_chart, window_start
-from ..i18n import N_, _
-from ..forms import FormError, optional_int, text
+from ..i18n import _
+from ..forms import FormError, text
 from ..web import Ctx, page
 
-LIMIT_NAMES = {"rpm": N_("Requests / min"), "tpm": N_("Tokens / min"), "concurrency": N_("Concurrent")}
 
 # --- groups ---------------------------------------------------------------------------------
 
@@ -37,7 +37,8 @@ async def group_save(ctx: Ctx) -> Response:
     try:
         name = text(form, "name", required=_("Name the group."), max_length=100)
         ratio = groups.parse_ratio(text(form, "ratio") or "1")
-        limits = {column: optional_int(text(form, column), _(LIMIT_NAMES[column])) for column in LIMIT_COLUMNS}
+        # the admin layer's rule and message, as the CLI's and the API's
+        limits = {column: parse_rate_limit(text(form, column, max_length=20), column) for column in LIMIT_COLUMNS}
         before = next((group for group in await groups.list_groups(ctx.admin) if group.name == name), None)
         after = await groups.set_group(ctx.admin, name, ratio_ppm=ratio, limits=limits)
     except ValueError as exc:  # FormError, Invalid

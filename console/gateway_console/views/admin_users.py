@@ -12,8 +12,8 @@ from urllib.parse import urlencode
 from gateway_core.admin import AdminError, budgets, groups, keys, signups, users, wallet
 from gateway_core.records import BUDGET_COLUMNS, UserRecord
 
-from ..i18n import _, period_name
-from ..forms import FormError, optional_usd, text
+from ..i18n import _
+from ..forms import FormError, budget_changes, optional_usd, text
 from ..web import Ctx, page
 
 PAGE_SIZE = 50
@@ -83,10 +83,7 @@ async def _user_budgets(ctx: Ctx, user: UserRecord) -> dict[str, int | None]:
 
 def _budget_changes(ctx: Ctx) -> dict[str, int | None]:
     """``daily``, ``weekly``, ``monthly`` caps in USD from the form (empty: none)."""
-    return {
-        column: optional_usd(text(ctx.form, period), _("The %(period)s budget", period=period_name(period)))
-        for period, column in zip(PERIODS, BUDGET_COLUMNS)
-    }  # fmt: skip
+    return budget_changes(ctx.form)
 
 
 @page(admin=True)

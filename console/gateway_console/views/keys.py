@@ -13,10 +13,11 @@ from typing import Any
 from starlette.responses import Response
 
 from gateway_core.admin import Locked, keys, users
+from gateway_core.admin.rules import parse_budget, parse_rate_limit
 from gateway_core.records import LIMIT_COLUMNS, KeyRecord
 
 from ..i18n import N_, _
-from ..forms import FormError, future_time, optional_int, optional_usd, split_list, text
+from ..forms import FormError, future_time, split_list, text
 from ..web import Ctx, page
 
 NAME_LENGTH = 100
@@ -38,7 +39,7 @@ async def _limits(ctx: Ctx, key: KeyRecord | None) -> dict[str, Any]:
     models = split_list(text(form, "models", max_length=5000, label=_("The model list")))
     return {
         "name": text(form, "name", required=_("Give the key a name."), max_length=NAME_LENGTH, label=_("The name")),
-        "quota_micros": optional_usd(text(form, "quota"), _("The quota")),
+        "quota_micros": parse_budget(text(form, "quota", max_length=40).lstrip("$").strip(), "quota"),  # the CLI's and the API's rule and words
         "expires_at": future_time(text(form, "expires"), _("The expiry"), kept=key.expires_at if key else None),
         "models": models,
         "allow_ips": split_list(text(form, "allow_ips", max_length=5000, label=_("The IP allow list"))),
@@ -46,8 +47,9 @@ async def _limits(ctx: Ctx, key: KeyRecord | None) -> dict[str, Any]:
 
 
 def _rate_limits(ctx: Ctx) -> dict[str, int | None]:
-    """``rpm``, ``tpm``, ``concurrency`` from the form (empty or 0: no limit of the key's own)."""
-    return {column: optional_int(text(ctx.form, column), _(LIMIT_LABELS[column])) or None for column in LIMIT_COLUMNS}
+    """``rpm``, ``tpm``, ``concurrency`` from the form (empty or 0: no limit of the key's own),
+    read by the admin layer's rule: a wrong one has the CLI's and the API's message."""
+    return {column: parse_rate_limit(text(ctx.form, column, max_length=20), column) or None for column in LIMIT_COLUMNS}
 
 
 def _form(

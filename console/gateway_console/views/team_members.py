@@ -9,12 +9,11 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from gateway_core.admin import NotFound, team_keys, teams
-from gateway_core.records import BUDGET_COLUMNS
 
-from ..forms import optional_usd, split_list, text
-from ..i18n import _, period_name
+from ..forms import budget_changes, split_list, text
+from ..i18n import _
 from ..web import Ctx, page
-from .teams import PERIODS, team_page
+from .teams import team_page
 
 
 @page()
@@ -82,10 +81,7 @@ async def key_budgets(ctx: Ctx) -> Response:
     team_id, key_id = ctx.path_int("team_id"), ctx.path_int("key_id")
     await team_keys.team_key(ctx.admin, team_id, key_id, caller=ctx.user)  # not found, or not the viewer's to change, first
     try:
-        changes = {
-            column: optional_usd(text(ctx.form, period), _("The %(period)s budget", period=period_name(period)))
-            for period, column in zip(PERIODS, BUDGET_COLUMNS)
-        }  # fmt: skip
+        changes = budget_changes(ctx.form)  # the admin layer's rule and words, as the CLI's and the API's
         key, stored = await team_keys.set_team_key_limits(ctx.admin, team_id, key_id, changes, caller=ctx.user)
     except ValueError as exc:  # Invalid, Locked: a limit the site set
         return await team_page(ctx, 400, str(exc))

@@ -16,11 +16,12 @@ import time
 from starlette.responses import Response
 
 from gateway_core.admin import Conflict, NotFound, groups, team_keys, teams
+from gateway_core.admin.rules import parse_rate_limit
 from gateway_core.records import BUDGET_COLUMNS, LIMIT_COLUMNS
 from gateway_core.team_records import ROLES, TeamRecord
 
-from ..forms import FormError, optional_usd, text
-from ..i18n import _, period_name
+from ..forms import FormError, budget_changes, optional_usd, text
+from ..i18n import _
 from ..web import Ctx, page
 from .keys import LIMIT_LABELS
 
@@ -99,11 +100,7 @@ async def team_budgets(ctx: Ctx) -> Response:
     team_id = ctx.path_int("team_id")
     await teams.edit_team(ctx.admin, team_id, caller=ctx.user)  # no change yet: the role's check first
     try:
-        changes = {
-            column: optional_usd(text(ctx.form, period), _("The %(period)s budget", period=period_name(period)))
-            for period, column in zip(PERIODS, BUDGET_COLUMNS)
-        }  # fmt: skip
-        after = await teams.edit_team(ctx.admin, team_id, limits=changes, caller=ctx.user)
+        after = await teams.edit_team(ctx.admin, team_id, limits=budget_changes(ctx.form), caller=ctx.user)
     except ValueError as exc:
         return await team_page(ctx, 400, str(exc))
     await ctx.audit("team.update", f"team {team_id}", None, after.limits)
@@ -116,7 +113,7 @@ async def team_limits(ctx: Ctx) -> Response:
     team_id = ctx.path_int("team_id")
     before = await teams.edit_team(ctx.admin, team_id, caller=ctx.user)  # no change yet: the role's check first
     try:
-        changes = {column: teams.parse_limit(text(ctx.form, column, max_length=20), column) for column in LIMIT_COLUMNS}
+        changes = {column: parse_rate_limit(text(ctx.form, column, max_length=20), column) for column in LIMIT_COLUMNS}
         after = await teams.edit_team(ctx.admin, team_id, limits=changes, caller=ctx.user)
     except ValueError as exc:  # the admin layer's Invalid: the same message as the CLI's and the API's
         return await team_page(ctx, 400, str(exc))

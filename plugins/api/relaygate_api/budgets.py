@@ -13,15 +13,18 @@ from gateway_core.money import MAX_MICROS, format_usd
 from gateway_core.records import Budgets
 from .errors import ApiError
 from .operation import ApiCall, Operation
-from .schema import TIME_OR_NULL, Schema, array, micros, obj, usd
+from .schema import TIME_OR_NULL, Schema, array, budget, micros, obj, usd
 from .shapes import amount_of
 
 CAP_FIELDS: dict[str, Schema] = {}
+SET_CAP_FIELDS: dict[str, Schema] = {}  # refused with the admin layer's words, as the CLI and the console refuse them
 for _period in PERIODS:
     CAP_FIELDS[_period] = usd(f"most to spend per {_period} window; null: no cap", nullable=True)
     CAP_FIELDS[f"{_period}_micros"] = micros(f"most to spend per {_period} window; null: no cap", nullable=True)
+    SET_CAP_FIELDS[_period] = budget(f"most to spend per {_period} window; null: no cap")
+    SET_CAP_FIELDS[f"{_period}_micros"] = budget(f"most to spend per {_period} window; null: no cap", in_micros=True)
 CAPS = obj(CAP_FIELDS, tuple(CAP_FIELDS))
-SET_CAPS = obj(CAP_FIELDS)
+SET_CAPS = obj(SET_CAP_FIELDS)
 WINDOW = obj(
     {"whose": {"type": "string", "description": "'user', or 'key NAME'"}, "key_id": {"type": ["integer", "null"]},
      "period": {"enum": list(PERIODS)}, "cap": usd("the cap"), "cap_micros": micros("the cap"),

@@ -11,9 +11,10 @@ from gateway_core.admin import groups, prices
 from gateway_core.money import format_usd
 from gateway_core.records import PriceRecord
 from .operation import ApiCall, Operation
-from .schema import TIME_OR_NULL, array, micros, obj, usd
+from .schema import TIME_OR_NULL, array, micros, obj, rate_limit, usd
 
-RATIO = {"type": "string", "pattern": r"^[0-9]{1,6}(\.[0-9]{1,6})?$", "description": "price ratio, decimal (1: list prices)"}
+# checked by the admin layer's groups.parse_ratio (x-ratio): its message, as the CLI's and the console's
+RATIO = {"type": "string", "maxLength": 40, "description": f"price ratio, decimal from 0 to {groups.MAX_RATIO} with at most 6 decimals (1: list prices)", "x-ratio": True}
 LIMIT = {"type": ["integer", "null"], "minimum": 0, "maximum": 2**31}
 GROUP = obj(
     {"name": {"type": "string"}, "ratio": {"type": "string"}, "ratio_ppm": {"type": "integer"}, "rpm": LIMIT, "tpm": LIMIT,
@@ -21,7 +22,9 @@ GROUP = obj(
     ("name", "ratio", "ratio_ppm"),
     closed=False,
 )  # fmt: skip
-SET_GROUP = obj({"ratio": RATIO, "rpm": LIMIT, "tpm": LIMIT, "concurrency": LIMIT})
+# the group's default rate limits, refused with the admin layer's message as the CLI and the console refuse them
+SET_GROUP = obj({"ratio": RATIO, **{name: rate_limit(f"default {label} of the group's keys") for name, label in
+                                    (("rpm", "requests per minute"), ("tpm", "tokens per minute"), ("concurrency", "requests in flight"))}})
 PRICE_FIELDS = ("input", "output", "cached_input", "cache_write")
 PRICE = obj(
     {"model": {"type": "string"}, "free": {"type": "boolean"}, "updated_at": TIME_OR_NULL,

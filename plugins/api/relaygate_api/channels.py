@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from gateway_core.admin import channel_models, channels
-from gateway_core.admin.rules import MAX_UPSTREAM_KEY, MAX_UPSTREAM_KEYS
+from gateway_core.admin.rules import CHANNEL_NUMBERS, MAX_UPSTREAM_KEY, MAX_UPSTREAM_KEYS
 from gateway_core.runtime.jsonable import to_jsonable
 from .operation import ApiCall, Operation, Param
-from .schema import ID, NAME, NAMES, Schema, array, obj
+from .schema import ID, NAME, NAMES, Schema, array, channel_number, obj
 
 STRINGS = {"type": "object", "additionalProperties": {"type": "string", "maxLength": 2000}, "maxProperties": 50}
 # the count is checked by the admin layer, not here: MAX_UPSTREAM_KEYS keys that long would not fit
@@ -21,9 +21,8 @@ TIMEOUT = {"type": ["number", "null"], "minimum": 0, "maximum": 86400}
 FIELDS: dict[str, Schema] = {
     "name": NAME, "type": {"type": "string", "minLength": 1, "maxLength": 100},
     "base_url": {"type": "string", "minLength": 1, "maxLength": 2000}, "api_keys": API_KEYS, "models": NAMES,
-    "model_map": STRINGS, "groups": NAMES, "priority": {"type": "integer", "minimum": -1000000, "maximum": 1000000},
-    "weight": {"type": "integer", "minimum": 0, "maximum": 1000000}, "enabled": {"type": "boolean"}, "endpoints": NAMES,
-    "headers": STRINGS, "settings": {"type": "object"}, "concurrency": {"type": "integer", "minimum": 0, "maximum": 1000000},
+    "model_map": STRINGS, "groups": NAMES, **{name: channel_number(name) for name in CHANNEL_NUMBERS},
+    "enabled": {"type": "boolean"}, "endpoints": NAMES, "headers": STRINGS, "settings": {"type": "object"},
     "timeout_connect": TIMEOUT, "timeout_first_byte": TIMEOUT, "timeout_idle": TIMEOUT,
 }  # fmt: skip
 CREATE = obj(FIELDS, ("name", "type", "base_url", "models"))

@@ -9,18 +9,18 @@ from gateway_core.admin import keys, users
 from gateway_core.money import MAX_MICROS
 from .errors import ApiError
 from .operation import ApiCall, Operation
-from .schema import NAME, NAMES, array, micros, obj, usd
+from .schema import NAME, NAMES, array, budget, obj, rate_limit
 from .shapes import EXPIRES, KEY, NEW_KEY, amount_of, key_json, parse_expires
 
 FIELDS = {
     "name": NAME,
     "group": {"type": "string", "minLength": 1, "maxLength": 100},
-    "quota": usd("most the key may spend", nullable=True),
-    "quota_micros": micros("most the key may spend", nullable=True),
+    "quota": budget("most the key may spend"),  # refused with the admin layer's message, as the CLI and the console refuse it
+    "quota_micros": budget("most the key may spend", in_micros=True),
     "expires_at": EXPIRES,
     "models": NAMES,
     "allow_ips": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 64}, "maxItems": 100},
-    **{column: {"type": ["integer", "null"], "minimum": 0, "maximum": 2**31, "description": f"the key's own {label} (0: unlimited)"}
+    **{column: rate_limit(f"the key's own {label}")  # refused with the admin layer's message, as the CLI and the console refuse it
        for column, label in (("rpm", "requests per minute"), ("tpm", "tokens per minute"), ("concurrency", "requests in flight"))},
 }  # fmt: skip
 LIMITS = ("rpm", "tpm", "concurrency")

@@ -7,19 +7,27 @@ keywords used here (``type``, ``properties``, ``required``,
 ``additionalProperties``, ``items``, ``enum``, ``minimum``, ``maximum``,
 ``minLength``, ``maxLength``, ``minItems``, ``maxItems``, ``pattern``, ``x-usd``: a
 decimal USD string, refused with :func:`gateway_core.money.not_a_decimal`'s message, and
-``x-rate-limit``: a rate limit, refused with the admin layer's
-:func:`gateway_core.admin.rules.check_rate_limit` message) and names the field at fault. ``oneOf`` is published for the bodies that take exactly one of
+the keywords of :data:`RULES`, each naming the admin layer's rule for a value the CLI and
+the console take too: ``x-rate-limit`` (a rate limit), ``x-budget`` (a budget in USD),
+``x-budget-micros`` (a budget in micro-USD), ``x-ratio`` (a group's price ratio),
+``x-channel-number`` (a channel's priority, weight or concurrency), refused with that
+rule's message) and names
+the field at fault. ``oneOf`` is published for the bodies that take exactly one of
 ``amount`` and ``amount_micros``; :func:`.shapes.amount_of` enforces it.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from gateway_core.admin.errors import Invalid
-from gateway_core.admin.rules import MAX_RATE_LIMIT, check_rate_limit
+from gateway_core.admin import Invalid
+from gateway_core.admin.groups import parse_ratio
+from gateway_core.admin.rules import (
+    CHANNEL_NUMBERS, MAX_AMOUNT_MICROS, MAX_RATE_LIMIT, budget_micros, check_amount, check_channel_number, check_rate_limit,
+)
 from gateway_core.money import not_a_decimal
 from .errors import ApiError
 
@@ -45,6 +53,19 @@ def usd(description: str, *, signed: bool = False, nullable: bool = False) -> Sc
 def micros(description: str, *, nullable: bool = False, signed: bool = False) -> Schema:
     low = -(2**63) + 1 if signed else 0
     return {"type": ["integer", "null"] if nullable else "integer", "minimum": low, "maximum": 2**63 - 1, "description": description + " (integer micro-USD)"}
+
+
+def budget(description: str, *, in_micros: bool = False) -> Schema:
+    """A budget (a spending cap that resets; ``null``: no cap) in USD or micro-USD, checked and refused as every front does."""
+    if in_micros:
+        return {**micros(description, nullable=True), "maximum": MAX_AMOUNT_MICROS, "x-budget-micros": True}
+    return {**usd(description, nullable=True), "x-budget": True}
+
+
+def channel_number(name: str) -> Schema:
+    """A channel's ``priority``, ``weight`` or ``concurrency``, checked and refused as every front does."""
+    low, high = CHANNEL_NUMBERS[name]
+    return {"type": "integer", "minimum": low, "maximum": high, "x-channel-number": True}
 
 
 def rate_limit(description: str) -> Schema:
@@ -74,16 +95,28 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }  # fmt: skip
 
 
+# a schema keyword naming the admin layer's rule for a value (``null`` aside): the
+# validator refuses with its message, the same as the CLI's and the console's
+RULES: dict[str, Callable[[Any, str], object]] = {
+    "x-rate-limit": check_rate_limit,
+    "x-budget": budget_micros,
+    "x-budget-micros": lambda value, field: check_amount(value, field, allow_zero=True),
+    "x-channel-number": lambda value, field: check_channel_number(value, field.rsplit(".", 1)[-1]),  # its bounds by the field's own name
+    "x-ratio": lambda value, field: parse_ratio(value) if isinstance(value, str) else None,  # a number: "must be string"
+}
+
+
 def validate(value: Any, schema: Schema, where: str = "body") -> Any:
     """``value`` when it fits ``schema``; else :class:`ApiError` 400 naming the field."""
     types = schema.get("type")
+    for keyword, rule in RULES.items():
+        if schema.get(keyword) and value is not None:
+            try:
+                rule(value, where)
+            except Invalid as exc:  # the admin layer's words, as the CLI and the console say them
+                raise ApiError(400, str(exc), field=where) from None
     if schema.get("x-usd") and value is not None and not (isinstance(value, str) and _pattern(schema["pattern"]).search(value)):
         raise ApiError(400, not_a_decimal(where, value), field=where)  # as the CLI and the console say it
-    if schema.get("x-rate-limit"):
-        try:
-            check_rate_limit(value, where)
-        except Invalid as exc:  # the admin layer's words, as the CLI and the console say them
-            raise ApiError(400, str(exc), field=where) from None
     if types is not None:
         names = [types] if isinstance(types, str) else types
         if not any(_is(value, name) for name in names):

@@ -21,21 +21,25 @@ from .budgets import BUDGETS, budget_answer
 from .keys import FIELDS as KEY_FIELDS
 from .errors import ApiError
 from .operation import ApiCall, Operation, Param
-from .schema import ID, MAX_PATH_ID, NAME, NAMES, TIME, array, micros, obj, rate_limit, usd
+from .schema import ID, NAME, NAMES, TIME, array, budget, micros, obj, rate_limit, usd
 from .shapes import KEY, NEW_KEY, EXPIRES, amount_of, key_json, one_amount, parse_expires
 from .usage import ROW, row_json
 
 ROLE = {"enum": list(ROLES)}
 MEMBER = obj({"user_id": ID, "user_name": {"type": "string"}, "role": ROLE}, ("user_id", "user_name", "role"), closed=False)
-LIMIT_FIELDS = {
-    **{name: {"type": ["integer", "null"], "minimum": 0, "maximum": MAX_PATH_ID} for name in LIMIT_COLUMNS},
+LIMITS_SHOWN = {
+    **{name: {"type": ["integer", "null"], "minimum": 0} for name in LIMIT_COLUMNS},
     **{name: micros(name.replace("_", " "), nullable=True) for name in BUDGET_COLUMNS},
+}
+LIMIT_FIELDS = {  # as sent: refused with the admin layer's rule and message, as the CLI's and the console's
+    **{name: rate_limit(name) for name in LIMIT_COLUMNS},
+    **{name: budget(name.replace("_", " "), in_micros=True) for name in BUDGET_COLUMNS},
 }
 TEAM = obj(
     {
         "id": ID, "name": {"type": "string"}, "role": {"enum": ["site", *ROLES], "description": "the caller's"},
         "balance": usd("the team's wallet", signed=True), "balance_micros": micros("the team's wallet", signed=True),
-        "groups": NAMES, "limits": obj(LIMIT_FIELDS, closed=False), "members": array(MEMBER), "created_at": {"type": ["number", "null"]},
+        "groups": NAMES, "limits": obj(LIMITS_SHOWN, closed=False), "members": array(MEMBER), "created_at": {"type": ["number", "null"]},
     },
     ("id", "name", "role", "balance", "balance_micros", "groups", "limits", "members"),
     closed=False,
@@ -52,7 +56,7 @@ SET_ROLE = obj({"role": ROLE})
 NEW_TEAM_KEY = obj(
     {"service": {"type": "boolean", "description": "the team's own key (team admins): it outlives every member"},
      "name": NAME, "group": NAME, "models": NAMES, "allow_ips": NAMES, "expires_at": EXPIRES,
-     "quota": usd("most the key may spend", nullable=True), "quota_micros": micros("most the key may spend", nullable=True)},
+     "quota": budget("most the key may spend"), "quota_micros": budget("most the key may spend", in_micros=True)},
 )  # fmt: skip
 KEY_LIMITS = obj(LIMIT_FIELDS)
 EDIT_TEAM_KEY = obj({"name": NAME, "models": {**NAMES, "description": "only these models (empty: any of its group's)"},
