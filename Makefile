@@ -89,12 +89,17 @@ redis:
 		redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no --dir /tmp >/dev/null && sleep 1; } || \
 		echo "warning: no Redis on 127.0.0.1:6379: the Redis tests will fail" >&2
 
-# Every lane, on two processes (pytest-xdist; WORKERS=1 for one): the lanes are markers
-# given at collection by the top conftest.py. One lane alone: make test-kernel (the core on
-# SQLite: no PostgreSQL, Redis, browser, node or podman), test-plugins (adapters, console,
-# PostgreSQL and Redis), test-browser (Chromium), test-e2e (container, coding CLIs, replicas, wheels).
-WORKERS ?= 2
-PYTEST := $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup
+# Every lane, on three processes (pytest-xdist; WORKERS=1 for one): the lanes are markers
+# given at collection by the top conftest.py, which also sorts the slow lanes first. One
+# lane alone: make test-kernel (the core on SQLite: no PostgreSQL, Redis, browser, node or
+# podman), test-plugins (adapters, console, PostgreSQL and Redis), test-browser (Chromium),
+# test-e2e (container, coding CLIs, replicas, wheels). Three, not two, on two CPUs: most tests
+# wait (on gateways, child processes, Chromium, PostgreSQL), and a third process fills the
+# CPUs meanwhile; a fourth measured no faster and costs a fourth collection. Python writes
+# its bytecode for these runs even where the environment says not to (PYTHONDONTWRITEBYTECODE):
+# each worker then reads the test modules pytest has rewritten instead of rewriting them again.
+WORKERS ?= 3
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -q -n $(WORKERS) --dist loadgroup
 
 test: install-test browser container-engine coding-clis oidc-provider postgres redis
 	$(BIN)/mypy

@@ -248,13 +248,26 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     name_each_test_once(items)
+    lanes: dict[str, str] = {}
     for item in items:
-        item.add_marker(lane_of(item, config.rootpath))
+        lane = lane_of(item, config.rootpath)
+        item.add_marker(lane)
         if item.path.parent.name == "container" or WHEEL_FIXTURES & set(getattr(item, "fixturenames", ())):
             # one worker builds the wheels and the image, once: pytest-xdist's --dist loadgroup
             # keeps ids ending in "@group" together (its own xdist_group marker sets the
             # id through a field pytest 9 no longer reads)
             rename(item, item.name + "@wheels")
+        lanes[item.nodeid] = lane
+    items.sort(key=lambda item: RUN_ORDER.index(lanes[item.nodeid]))
+
+
+# The order the lanes run in (a stable sort: within a lane, the order of collection).
+# pytest-xdist hands the tests out in this order (after the groups, the largest
+# first), a few at a time to whichever worker is free: the slow lanes (processes
+# end to end, Chromium) start first, and the kernel's many short tests come last,
+# so that the workers finish together instead of one waiting on a long test begun
+# at the end.
+RUN_ORDER = ("e2e", "browser", "plugins", "kernel")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -116,7 +116,10 @@ async def test_a_crashed_processs_reservation_leaves_nothing_in_a_budget(tmp_pat
             assert refused.status == 429 and (await refused.json())["error"]["code"] == "budget_exceeded"  # the budget is held
             killed.kill()
             first.close()
-            with GatewayProcess(db, plugins_file=plugins(tmp_path, "restarted")) as restarted:
+            # its stream is still being answered when the block ends: a grace of one second
+            # (not 30) bounds how long it runs on after SIGTERM
+            grace = "shutdown_grace_seconds = 1\n"
+            with GatewayProcess(db, plugins_file=plugins(tmp_path, "restarted", grace)) as restarted:
                 assert seed.rows("SELECT request_id FROM holds") == []  # released at start
                 again = await http.post(restarted.url + "/v1/chat/completions", data=body, headers=headers)
                 assert again.status == 200  # the released reservation counts in no budget

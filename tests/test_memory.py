@@ -54,6 +54,7 @@ async def gateway(tmp_path, fake_upstream, flooding_upstream):
     for model in (OK_MODEL, FLOOD_MODEL):
         seed.price(model, 0, 0, free=True)
     secret = seed.key(seed.user("alice"))[1]
+    seed.close()  # its store and checkpoint thread: the gateway process has the database from here
     process = GatewayProcess(config.db_path, plugins_file=str(plugins))
     await asyncio.to_thread(process.start)
     try:

@@ -141,7 +141,10 @@ async def test_a_client_that_stops_reading_is_ended_after_the_write_timeout(tmp_
     seed.channel("endless", type="openai", base_url=flooding_upstream.url, models=["gpt-slow"])
     seed.price("gpt-slow", 1_000_000, 1_000_000)
     secret = seed.key(seed.user("alice", balance_usd=100))[1]
-    with serve(relaygate_config.db_path, server, plugins=plugins_file(tmp_path, "write_timeout = 1\n", '"openai"')) as gateway:
+    # the connection the gateway gave up on is still open when the test ends: a grace of
+    # one second (not 30) bounds how long the gateway waits on it after SIGTERM
+    gateway_settings = "write_timeout = 1\nshutdown_grace_seconds = 1\n"
+    with serve(relaygate_config.db_path, server, plugins=plugins_file(tmp_path, gateway_settings, '"openai"')) as gateway:
         reader, writer = await asyncio.open_connection("127.0.0.1", gateway.port)
         body = orjson.dumps({"model": "gpt-slow", "messages": [{"role": "user", "content": "hi"}], "stream": True})
         writer.write(
