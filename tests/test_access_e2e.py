@@ -204,15 +204,17 @@ async def test_other_processes_changes_are_seen_within_the_key_cache_lifetime(st
     seed._write(keys.set_key_enabled, key_id, False)  # as the CLI would, from another process
     changed = time.monotonic()
     while True:
+        started = time.monotonic()
         try:
             await client(gateway, secret).models.list()
         except openai.AuthenticationError as error:
             assert "disabled" in error.message
             break
-        assert time.monotonic() - changed < 1.5, "the change was not seen within the cache lifetime"
+        # the key was cached before the change: an entry lives one second, so a request
+        # begun later than that reads the store (its start, not its end, is what counts:
+        # on a busy machine a request itself may take a while)
+        assert started - changed < 1.2, "a request begun after the cache lifetime still saw the key enabled"
         await asyncio.sleep(0.05)
-    seen_after = time.monotonic() - changed
-    assert seen_after <= 1.3  # the one-second TTL, plus a poll and a request
 
 
 async def test_changes_made_in_the_process_apply_at_once(start_gateway, seed, alice):

@@ -6,6 +6,7 @@ limits across keys, group defaults, and slots released after errors and disconne
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import aiohttp
@@ -76,7 +77,9 @@ async def test_requests_per_minute_429_with_retry_after_and_headers(start_gatewa
         assert raw.headers["x-ratelimit-remaining-requests"] == remaining
         assert raw.headers["x-ratelimit-reset-requests"].endswith("s")
         assert "x-ratelimit-limit-tokens" not in raw.headers
-    assert raw.headers["x-ratelimit-reset-requests"] == "1m0s" or raw.headers["x-ratelimit-reset-requests"].startswith("59.")
+    # a full minute less what refilled while the three ran (a second or more on a busy machine)
+    reset = raw.headers["x-ratelimit-reset-requests"]
+    assert reset == "1m0s" or (re.fullmatch(r"[1-5]?[0-9](\.[0-9]+)?s", reset) is not None and float(reset[:-1]) >= 45), reset
     with pytest.raises(openai.RateLimitError) as caught:
         await raw_chat(gateway, key)
     error = caught.value
