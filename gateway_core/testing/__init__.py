@@ -196,30 +196,43 @@ class GatewayProcess:
         env: dict[str, str] | None = None,
         args: Sequence[str] = (),
     ) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "gateway_core", "serve", "--db", str(db_path), "--port", str(self.port)]
+        command = [sys.executable, "-m", "gateway_core", "serve", "--db", str(db_path)]
         if plugins_file:
             command += ["--plugins", plugins_file]
         if workers > 1:
             command += ["--workers", str(workers)]
-        self.command = [*command, *args]
+        self._command = [*command, *args]
+        self._take_port()
         self.env = {**os.environ, **(env or {})}
         self.process: subprocess.Popen[bytes] | None = None
         self._output: BinaryIO | None = None
 
+    def _take_port(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.command = [*self._command, "--port", str(self.port)]
+
     def start(self, timeout: float = 30.0) -> GatewayProcess:
-        """Start it and wait until it answers ``/healthz``."""
-        self._output = tempfile.TemporaryFile(mode="a+b")  # appended to: reading never moves the writer
-        self.process = subprocess.Popen(
-            self.command, env=self.env, stdout=self._output, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            wait_until_up(self.url, timeout=timeout, process=self.process)
-        except Exception:
-            self.kill()
-            raise
-        return self
+        """Start it and wait until it answers ``/healthz``. A port another process took
+        between choosing it and listening on it is chosen again (twice at most); a
+        gateway that does not come up raises with the end of what it printed."""
+        for attempt in range(3):
+            self._output = tempfile.TemporaryFile(mode="a+b")  # appended to: reading never moves the writer
+            self.process = subprocess.Popen(
+                self.command, env=self.env, stdout=self._output, stderr=subprocess.STDOUT, start_new_session=True
+            )
+            try:
+                wait_until_up(self.url, timeout=timeout, process=self.process)
+                return self
+            except Exception as error:
+                self.kill()
+                printed = self.output()
+                if attempt < 2 and "another process listens there" in printed:
+                    self._take_port()
+                    continue
+                error.add_note("the gateway printed, at the end: " + printed[-2000:])
+                raise
+        raise AssertionError("unreachable")
 
     def terminate(self, timeout: float = 20.0) -> int:
         """SIGTERM to every process of the gateway; its exit status."""
