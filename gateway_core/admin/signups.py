@@ -46,11 +46,9 @@ async def find_signup(admin: Admin, name: str, *, caller: Caller | None = None) 
 
 
 async def get_signup(admin: Admin, signup_id: int, *, caller: Caller | None = None) -> SignupRecord:
+    """The sign-up with id ``signup_id`` (site admins only)."""
     require_site(caller, "see sign-ups")
-    found = await admin.store.get_signup(signup_id)
-    if found is None:
-        raise NotFound(f"no sign-up with id {signup_id}")
-    return found
+    return await _by_id(admin, signup_id)
 
 
 async def approve_signup(admin: Admin, signup_id: int, *, caller: Caller | None = None) -> tuple[SignupRecord, UserRecord]:
@@ -67,7 +65,7 @@ async def approve_signup(admin: Admin, signup_id: int, *, caller: Caller | None 
     if user is None:  # decided by someone else meanwhile
         await _pending(admin, signup_id)
         raise NotFound(f"no sign-up with id {signup_id}")
-    return await get_signup(admin, signup.id, caller=caller), user
+    return await _by_id(admin, signup.id), user
 
 
 async def reject_signup(admin: Admin, signup_id: int, *, caller: Caller | None = None) -> SignupRecord:
@@ -76,13 +74,18 @@ async def reject_signup(admin: Admin, signup_id: int, *, caller: Caller | None =
     await _pending(admin, signup_id)
     if not await admin.store.reject_signup(signup_id):
         await _pending(admin, signup_id)
-    return await get_signup(admin, signup_id, caller=caller)
+    return await _by_id(admin, signup_id)
+
+
+async def _by_id(admin: Admin, signup_id: int) -> SignupRecord:
+    found = await admin.store.get_signup(signup_id)
+    if found is None:
+        raise NotFound(f"no sign-up with id {signup_id}")
+    return found
 
 
 async def _pending(admin: Admin, signup_id: int) -> SignupRecord:
-    signup = await admin.store.get_signup(signup_id)
-    if signup is None:
-        raise NotFound(f"no sign-up with id {signup_id}")
+    signup = await _by_id(admin, signup_id)
     if signup.status != "pending":
         raise Conflict(f"the sign-up of {signup.name!r} is {signup.status} already")
     return signup
